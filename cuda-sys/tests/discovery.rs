@@ -1,0 +1,184 @@
+//! Toolkit discovery over fake toolkits in a temporary folder: each layout the build script knows,
+//! version reading without a table, and the message when nothing is found.
+
+#[path = "../build/discover.rs"]
+#[allow(dead_code)]
+mod discover;
+
+use discover::{discover, parse_cudart_version, Places};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// A fresh, empty folder under the system temp folder, unique per test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ordo-discovery-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn touch(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
+fn header(version: u32) -> String {
+    format!("/* fake */\n#if !defined(__CUDA_RUNTIME_API_H__)\n#define CUDART_VERSION  {version}\n#endif\n")
+}
+
+/// A classic toolkit root: include/ with crt/, lib64/ with the static runtime, bin/nvcc.
+fn fake_toolkit(root: &Path, version: u32, lib: &str, nvcc: bool) {
+    touch(&root.join("include/cuda_runtime_api.h"), &header(version));
+    touch(&root.join("include/crt/host_defines.h"), "");
+    touch(&root.join(lib).join("libcudart_static.a"), "");
+    if nvcc {
+        touch(&root.join("bin/nvcc"), "");
+    }
+}
+
+fn site(cache: &Path, install: &str) -> PathBuf {
+    cache.join(install).join("venv/lib/python3.11/site-packages/nvidia")
+}
+
+fn empty_places() -> Places {
+    Places { explicit: vec![], path: Some("".into()), system_roots: vec![], wheel_caches: vec![] }
+}
+
+#[test]
+fn parses_the_version_define_without_a_table() {
+    for v in [12020, 12090, 13000, 13050, 14010] {
+        assert_eq!(parse_cudart_version(&header(v)), Some(v));
+    }
+    assert_eq!(parse_cudart_version("#  define   CUDART_VERSION 12030 /* c */"), Some(12030));
+    assert_eq!(parse_cudart_version("#define CUDART_VERSION_MAJOR 12"), None);
+    assert_eq!(parse_cudart_version("// nothing here"), None);
+}
+
+#[test]
+fn cuda_home_layout() {
+    let dir = scratch("home");
+    let root = dir.join("cuda-13.5");
+    fake_toolkit(&root, 13050, "lib64", true);
+    let places = Places { explicit: vec![("CUDA_HOME".into(), root.clone())], ..empty_places() };
+    let t = discover(&places).unwrap();
+    assert_eq!(t.version, 13050);
+    assert_eq!(t.root, root);
+    assert_eq!(t.lib_dir, root.join("lib64"));
+    assert_eq!(t.nvcc, Some(root.join("bin/nvcc")));
+    assert_eq!(t.include_dirs, vec![root.join("include")]);
+}
+
+#[test]
+fn explicit_variable_naming_no_toolkit_is_an_error_even_if_another_exists() {
+    let dir = scratch("bad-home");
+    let good = dir.join("good");
+    fake_toolkit(&good, 13000, "lib64", true);
+    let places = Places {
+        explicit: vec![("CUDA_HOME".into(), dir.join("missing"))],
+        system_roots: vec![good],
+        ..empty_places()
+    };
+    let err = discover(&places).unwrap_err();
+    assert!(err.explicit_invalid);
+    let msg = err.to_string();
+    assert!(msg.contains("CUDA_HOME="), "{msg}");
+    assert!(msg.contains("cuda_runtime_api.h"), "{msg}");
+}
+
+#[test]
+fn nvcc_on_path_layout() {
+    let dir = scratch("path");
+    let root = dir.join("opt/cuda");
+    fake_toolkit(&root, 12020, "lib", true);
+    let path = std::env::join_paths([dir.join("usr/bin"), root.join("bin")]).unwrap();
+    let t = discover(&Places { path: Some(path), ..empty_places() }).unwrap();
+    assert_eq!((t.version, t.root.clone()), (12020, root.clone()));
+    assert_eq!(t.lib_dir, root.join("lib"));
+    assert!(t.found_via.contains("nvcc on PATH"));
+}
+
+#[test]
+fn system_root_layout() {
+    let dir = scratch("system");
+    let root = dir.join("usr/local/cuda");
+    fake_toolkit(&root, 12090, "lib64", true);
+    let t = discover(&Places { system_roots: vec![root.clone()], ..empty_places() }).unwrap();
+    assert_eq!((t.version, t.root), (12090, root));
+}
+
+#[test]
+fn wheel_layouts_pick_the_highest_version() {
+    let dir = scratch("wheels");
+    // 13.x wheels: nvidia/cu13 is a whole toolkit root.
+    let cu13 = site(&dir, "cuda-13.0").join("cu13");
+    fake_toolkit(&cu13, 13000, "lib", true);
+    // 12.x wheels: runtime headers and library in cuda_runtime, crt/ headers in cuda_nvcc, no nvcc.
+    let rt12 = site(&dir, "cuda-12.9").join("cuda_runtime");
+    touch(&rt12.join("include/cuda_runtime_api.h"), &header(12090));
+    touch(&rt12.join("lib/libcudart_static.a"), "");
+    touch(&site(&dir, "cuda-12.9").join("cuda_nvcc/include/crt/host_defines.h"), "");
+
+    let t = discover(&Places { wheel_caches: vec![dir.clone()], ..empty_places() }).unwrap();
+    assert_eq!((t.version, t.root.clone()), (13000, cu13.clone()));
+
+    // A future release in the cache is taken over 13.0, with no code change.
+    let cu14 = site(&dir, "cuda-14.1").join("cu14");
+    fake_toolkit(&cu14, 14010, "lib", true);
+    let t = discover(&Places { wheel_caches: vec![dir.clone()], ..empty_places() }).unwrap();
+    assert_eq!(t.version, 14010);
+
+    // The 12.x wheel layout on its own, as CUDA_HOME: two include folders, no nvcc.
+    let t = discover(&Places { explicit: vec![("CUDA_HOME".into(), rt12.clone())], ..empty_places() }).unwrap();
+    assert_eq!(t.version, 12090);
+    assert_eq!(t.nvcc, None);
+    assert_eq!(t.include_dirs, vec![rt12.join("include"), site(&dir, "cuda-12.9").join("cuda_nvcc/include")]);
+    assert_eq!(t.lib_dir, rt12.join("lib"));
+}
+
+#[test]
+fn headers_without_a_runtime_library_are_not_a_toolkit() {
+    let dir = scratch("nolib");
+    let root = dir.join("cuda");
+    touch(&root.join("include/cuda_runtime_api.h"), &header(13000));
+    touch(&root.join("include/crt/host_defines.h"), "");
+    let err = discover(&Places { system_roots: vec![root], ..empty_places() }).unwrap_err();
+    assert!(err.to_string().contains("no libcudart_static.a"), "{err}");
+}
+
+#[test]
+fn nothing_found_lists_every_place_tried_and_the_install_command() {
+    let dir = scratch("none");
+    let places = Places {
+        explicit: vec![],
+        path: Some(std::env::join_paths([dir.join("bin")]).unwrap()),
+        system_roots: vec![dir.join("usr/local/cuda")],
+        wheel_caches: vec![dir.join("cache")],
+    };
+    let err = discover(&places).unwrap_err();
+    assert!(!err.explicit_invalid);
+    let places_tried: Vec<&str> = err.tried.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(places_tried.len(), 3, "{places_tried:?}");
+    assert!(places_tried[0].starts_with("nvcc on PATH"));
+    assert!(places_tried[1].ends_with("usr/local/cuda"));
+    assert!(places_tried[2].contains("pip-wheel toolkits under"));
+    let msg = err.to_string();
+    assert!(msg.contains("no CUDA toolkit found"), "{msg}");
+    assert!(msg.contains("bash scripts/setup.sh"), "{msg}");
+}
+
+#[test]
+fn places_from_env_reads_the_variables() {
+    let env = |k: &str| match k {
+        "CUDA_HOME" => Some("/a".into()),
+        "CUDA_PATH" => Some("".into()),
+        "HOME" => Some("/home/u".into()),
+        "PATH" => Some("/bin".into()),
+        _ => None,
+    };
+    let p = Places::from_env(&env);
+    assert_eq!(p.explicit, vec![("CUDA_HOME".to_string(), PathBuf::from("/a"))]);
+    assert_eq!(p.wheel_caches, vec![PathBuf::from("/home/u/.cache/ordo")]);
+    assert_eq!(p.system_roots, vec![PathBuf::from("/usr/local/cuda")]);
+    let env2 = |k: &str| if k == "ORDO_CUDA_CACHE" { Some("/c".into()) } else { None };
+    assert_eq!(Places::from_env(&env2).wheel_caches, vec![PathBuf::from("/c")]);
+}

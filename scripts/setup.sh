@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs what building and testing ordo needs, when missing: libclang (for bindgen) with apt-get,
+# and pinned CUDA toolkits from NVIDIA's Python wheels into a cache outside the checkout:
+#   $ORDO_CUDA_CACHE/cuda-13.0   compiler, headers, static runtime (default cache: ~/.cache/ordo)
+#   $ORDO_CUDA_CACHE/cuda-12.9   headers and static runtime (no nvcc driver in the 12.x wheels)
+# Idempotent: when everything is present it checks and returns in well under a second.
+# Prints, last, the CUDA_HOME of each toolkit.
+set -euo pipefail
+cache=${ORDO_CUDA_CACHE:-$HOME/.cache/ordo}
+py=${PYTHON:-python3}
+cu13_pins=("cuda-toolkit[nvcc,cudart,crt,cccl]==13.0.2" "nvidia-nvvm==13.0.88")
+cu12_pins=("nvidia-cuda-runtime-cu12==12.9.79" "nvidia-cuda-nvcc-cu12==12.9.86")
+
+log() { echo "setup: $*" >&2; }
+
+# libclang for bindgen.
+# (libclang-cpp is a different library: bindgen needs libclang.so itself.)
+if [ -z "${LIBCLANG_PATH:-}" ] && ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*-linux-gnu/libclang-[0-9]*.so* >/dev/null 2>&1; then
+  log "installing libclang-dev with apt-get"
+  if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libclang-dev >/dev/null
+fi
+
+# install_wheels DIR STAMP PINS...: a venv in DIR/venv with the pinned wheels; STAMP records the pins.
+install_wheels() {
+  local dir=$1; shift
+  local want="$*"
+  if [ -f "$dir/.pins" ] && [ "$(cat "$dir/.pins")" = "$want" ]; then return 0; fi
+  log "installing $want into $dir (a few hundred MB, once)"
+  rm -rf "$dir"; mkdir -p "$dir"
+  "$py" -m venv "$dir/venv"
+  "$dir/venv/bin/pip" install -q --disable-pip-version-check "$@"
+  echo "$want" > "$dir/.pins"
+}
+
+site() { echo "$1"/venv/lib/python3.*/site-packages/nvidia; }
+
+# CUDA 13.0: the wheel layout is nvidia/cu13/{bin,include,lib,nvvm}.
+install_wheels "$cache/cuda-13.0" "${cu13_pins[@]}"
+cu13=$(cd $(site "$cache/cuda-13.0")/cu13 && pwd)
+# nvcc looks for nvvm/ and lib64/ beside bin/; the wheel spreads them differently.
+[ -e "$cu13/lib64" ] || ln -s lib "$cu13/lib64"
+if [ ! -e "$cu13/nvvm/bin/cicc" ]; then
+  nvvm=$(ls -d $(site "$cache/cuda-13.0")/cu13/nvvm $(site "$cache/cuda-13.0")/nvvm 2>/dev/null | head -n1 || true)
+  [ -n "$nvvm" ] && [ "$nvvm" != "$cu13/nvvm" ] && ln -sfn "$nvvm" "$cu13/nvvm"
+fi
+
+# CUDA 12.9: runtime headers + static runtime in nvidia/cuda_runtime, crt headers in nvidia/cuda_nvcc.
+install_wheels "$cache/cuda-12.9" "${cu12_pins[@]}"
+cu12=$(cd $(site "$cache/cuda-12.9")/cuda_runtime && pwd)
+
+echo "CUDA13_HOME=$cu13"
+echo "CUDA12_HOME=$cu12"
