@@ -13,6 +13,7 @@ use std::process::ExitCode;
 const API_GATES: &[(&str, u32, &str)] = &[
     ("cuda_12_2", 12020, "cudaMemPrefetchAsync_v2 / cudaMemAdvise_v2 take a cudaMemLocation"),
     ("cuda_12_3", 12030, "capture info, capture dependencies and graph edges carry cudaGraphEdgeData"),
+    ("cuda_12_8", 12080, "cudaStreamGetDevice"),
     ("cuda_13", 13000, "the _v2/_v3 names became the plain names"),
 ];
 

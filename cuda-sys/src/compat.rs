@@ -346,3 +346,20 @@ pub unsafe fn get_device_properties(prop: *mut cudaDeviceProp, device: core::ffi
     // SAFETY: forwarded contract.
     return unsafe { cudaGetDeviceProperties_v2(prop, device) };
 }
+
+/// [`cudaStreamGetDevice`](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html)
+/// (CUDA 12.8 and later; `cudaErrorNotSupported` below).
+///
+/// # Safety
+/// `device` is writable; `stream` is a live stream.
+#[inline]
+pub unsafe fn stream_get_device(stream: cudaStream_t, device: *mut core::ffi::c_int) -> cudaError_t {
+    #[cfg(cuda_12_8)]
+    // SAFETY: forwarded contract.
+    return unsafe { cudaStreamGetDevice(stream, device) };
+    #[cfg(not(cuda_12_8))]
+    {
+        let _ = (stream, device);
+        cudaError::cudaErrorNotSupported
+    }
+}

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 //! Toolkit discovery over fake toolkits in a temporary folder: each layout the build script knows,
 //! version reading without a table, and the message when nothing is found.
 

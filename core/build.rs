@@ -1,0 +1,13 @@
+//! Sets `cfg(has_cuda_device)` for GPU tests when ordo-cuda-sys saw an NVIDIA device (or
+//! ORDO_GPU_TESTS=1), and passes the CUDA include folder on to the tests, which read the headers at
+//! compile time.
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(has_cuda_device)");
+    if std::env::var("DEP_CUDART_HAS_DEVICE").as_deref() == Ok("1") {
+        println!("cargo::rustc-cfg=has_cuda_device");
+    }
+    let include = std::env::var_os("DEP_CUDART_INCLUDE").unwrap_or_default();
+    if let Some(first) = std::env::split_paths(&include).next() {
+        println!("cargo::rustc-env=ORDO_CUDA_INCLUDE={}", first.display());
+    }
+}

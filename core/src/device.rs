@@ -1,0 +1,221 @@
+//! Devices: count, current device, attributes (through `cudaDeviceGetAttribute`, which has one form
+//! in CUDA 12 and 13), versions, and peer access.
+
+use crate::error::{check, Error, Result, UsageKind};
+use core::ffi::c_int;
+use ordo_cuda_sys as sys;
+use sys::cudaDeviceAttr as Attr;
+
+/// A CUDA device, by ordinal. Plain data: making one does not touch the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(transparent)]
+pub struct Device(c_int);
+
+static_assertions::assert_eq_size!(Device, c_int);
+
+/// How many CUDA devices this process sees (`cudaGetDeviceCount`). With no driver this is
+/// `Err` with `cudaErrorInsufficientDriver` (or `cudaErrorNoDevice`).
+pub fn count() -> Result<usize> {
+    let mut n: c_int = 0;
+    // SAFETY: `n` is writable.
+    check(unsafe { sys::cudaGetDeviceCount(&mut n) }, "cudaGetDeviceCount")?;
+    Ok(n.max(0) as usize)
+}
+
+/// The CUDA runtime version this program runs with (`cudaRuntimeGetVersion`), e.g. 13000.
+pub fn runtime_version() -> Result<u32> {
+    let mut v: c_int = 0;
+    // SAFETY: `v` is writable.
+    check(unsafe { sys::cudaRuntimeGetVersion(&mut v) }, "cudaRuntimeGetVersion")?;
+    Ok(v as u32)
+}
+
+/// The newest CUDA version the installed driver supports (`cudaDriverGetVersion`); 0 when there is
+/// no driver.
+pub fn driver_version() -> Result<u32> {
+    let mut v: c_int = 0;
+    // SAFETY: `v` is writable.
+    check(unsafe { sys::cudaDriverGetVersion(&mut v) }, "cudaDriverGetVersion")?;
+    Ok(v as u32)
+}
+
+/// A device's name, held inline (no allocation).
+#[derive(Clone, Copy)]
+pub struct DeviceName {
+    bytes: [u8; 256],
+}
+
+impl DeviceName {
+    /// The name as text (up to the first NUL; lossy bytes become "?").
+    pub fn as_str(&self) -> &str {
+        let end = self.bytes.iter().position(|&b| b == 0).unwrap_or(self.bytes.len());
+        core::str::from_utf8(&self.bytes[..end]).unwrap_or("?")
+    }
+}
+
+impl core::fmt::Debug for DeviceName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl core::fmt::Display for DeviceName {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Device {
+    /// Device `ordinal`, checked against [`count`].
+    pub fn new(ordinal: usize) -> Result<Device> {
+        let n = count()?;
+        if ordinal >= n {
+            return Err(Error::invalid("Device::new", "device ordinal is not below the device count"));
+        }
+        Ok(Device(ordinal as c_int))
+    }
+
+    /// Device `ordinal`, unchecked: a bad ordinal fails at the first call that uses it
+    /// (`cudaErrorInvalidDevice`), which is safe.
+    #[inline]
+    pub const fn from_ordinal(ordinal: c_int) -> Device {
+        Device(ordinal)
+    }
+
+    /// The ordinal.
+    #[inline]
+    pub const fn ordinal(self) -> c_int {
+        self.0
+    }
+
+    /// The calling thread's current device (`cudaGetDevice`).
+    pub fn current() -> Result<Device> {
+        let mut d: c_int = 0;
+        // SAFETY: `d` is writable.
+        check(unsafe { sys::cudaGetDevice(&mut d) }, "cudaGetDevice")?;
+        Ok(Device(d))
+    }
+
+    /// Makes this the calling thread's current device (`cudaSetDevice`). Streams, events and
+    /// allocations made afterwards on this thread belong to it.
+    pub fn set_current(self) -> Result<()> {
+        // SAFETY: plain value.
+        check(unsafe { sys::cudaSetDevice(self.0) }, "cudaSetDevice")
+    }
+
+    /// Runs `f` with this device current, then restores the previous current device. Does not call
+    /// `cudaSetDevice` when it is already current.
+    pub fn with_current<R>(self, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        let previous = Device::current()?;
+        if previous == self {
+            return f();
+        }
+        self.set_current()?;
+        let r = f();
+        previous.set_current()?;
+        r
+    }
+
+    /// An attribute (`cudaDeviceGetAttribute`).
+    pub fn attribute(self, attr: sys::cudaDeviceAttr) -> Result<i32> {
+        let mut v: c_int = 0;
+        // SAFETY: `v` is writable.
+        check(unsafe { sys::cudaDeviceGetAttribute(&mut v, attr, self.0) }, "cudaDeviceGetAttribute")?;
+        Ok(v)
+    }
+
+    /// The device's name (`cudaGetDeviceProperties`).
+    pub fn name(self) -> Result<DeviceName> {
+        let mut prop = sys::cudaDeviceProp::default();
+        // SAFETY: `prop` is writable and of the layout of the headers bound against.
+        check(unsafe { sys::get_device_properties(&mut prop, self.0) }, "cudaGetDeviceProperties")?;
+        let mut bytes = [0u8; 256];
+        for (b, c) in bytes.iter_mut().zip(prop.name.iter()) {
+            *b = *c as u8;
+        }
+        Ok(DeviceName { bytes })
+    }
+
+    /// `(major, minor)` compute capability, e.g. (9, 0) for Hopper.
+    pub fn compute_capability(self) -> Result<(u32, u32)> {
+        let major = self.attribute(Attr::cudaDevAttrComputeCapabilityMajor)?;
+        let minor = self.attribute(Attr::cudaDevAttrComputeCapabilityMinor)?;
+        Ok((major as u32, minor as u32))
+    }
+
+    /// Number of streaming multiprocessors.
+    pub fn sm_count(self) -> Result<u32> {
+        Ok(self.attribute(Attr::cudaDevAttrMultiProcessorCount)? as u32)
+    }
+
+    /// Number of asynchronous copy engines (`asyncEngineCount`): 1 means copies in one direction
+    /// at a time overlap with compute; 2 or more means a host-to-device and a device-to-host copy
+    /// can run at the same time as each other and as compute.
+    pub fn async_engine_count(self) -> Result<u32> {
+        Ok(self.attribute(Attr::cudaDevAttrAsyncEngineCount)? as u32)
+    }
+
+    /// Whether the device can access managed memory concurrently with the CPU
+    /// (`concurrentManagedAccess`); prefetching managed memory to the device needs it.
+    pub fn concurrent_managed_access(self) -> Result<bool> {
+        Ok(self.attribute(Attr::cudaDevAttrConcurrentManagedAccess)? != 0)
+    }
+
+    /// Whether the device supports stream-ordered allocation pools (`cudaMallocAsync`).
+    pub fn memory_pools_supported(self) -> Result<bool> {
+        Ok(self.attribute(Attr::cudaDevAttrMemoryPoolsSupported)? != 0)
+    }
+
+    /// Largest dynamic shared memory a block may opt in to (`cudaDevAttrMaxSharedMemoryPerBlockOptin`).
+    pub fn max_shared_memory_per_block_optin(self) -> Result<u32> {
+        Ok(self.attribute(Attr::cudaDevAttrMaxSharedMemoryPerBlockOptin)? as u32)
+    }
+
+    /// The stream priority range `(least, greatest)` (`cudaDeviceGetStreamPriorityRange`). Lower
+    /// numbers are higher priorities: on an H200 it is `(0, -5)`.
+    pub fn stream_priority_range(self) -> Result<(i32, i32)> {
+        self.with_current(|| {
+            let (mut least, mut greatest) = (0, 0);
+            // SAFETY: both are writable.
+            check(
+                unsafe { sys::cudaDeviceGetStreamPriorityRange(&mut least, &mut greatest) },
+                "cudaDeviceGetStreamPriorityRange",
+            )?;
+            Ok((least, greatest))
+        })
+    }
+
+    /// Whether this device can access `peer`'s memory directly (`cudaDeviceCanAccessPeer`).
+    pub fn can_access_peer(self, peer: Device) -> Result<bool> {
+        let mut v: c_int = 0;
+        // SAFETY: `v` is writable.
+        check(unsafe { sys::cudaDeviceCanAccessPeer(&mut v, self.0, peer.0) }, "cudaDeviceCanAccessPeer")?;
+        Ok(v != 0)
+    }
+
+    /// Lets kernels on this device access `peer`'s memory (`cudaDeviceEnablePeerAccess`). A clear
+    /// error where it is not possible (same device, or no peer path); already enabled is `Ok`.
+    pub fn enable_peer_access(self, peer: Device) -> Result<()> {
+        if self == peer {
+            return Err(Error::invalid("Device::enable_peer_access", "a device is not its own peer"));
+        }
+        if !self.can_access_peer(peer)? {
+            return Err(Error::usage(
+                UsageKind::NotSupported,
+                "Device::enable_peer_access",
+                "cudaDeviceCanAccessPeer says these devices cannot access each other's memory",
+            ));
+        }
+        self.with_current(|| {
+            // SAFETY: plain values.
+            let code = unsafe { sys::cudaDeviceEnablePeerAccess(peer.0, 0) };
+            if code == sys::cudaError::cudaErrorPeerAccessAlreadyEnabled {
+                // Clear the error the runtime also keeps in its last-error slot.
+                // SAFETY: no arguments.
+                unsafe { sys::cudaGetLastError() };
+                return Ok(());
+            }
+            check(code, "cudaDeviceEnablePeerAccess")
+        })
+    }
+}

@@ -1,0 +1,269 @@
+//! Errors: CUDA's own, kept with their code and the call that returned them, and ordo's checks made
+//! before calling CUDA.
+//!
+//! # Two waves of errors
+//! CUDA reports a problem with a launch in two waves:
+//! 1. **Launch-configuration errors** (a zero grid, too many threads a block, too much shared memory,
+//!    a bad attribute) come back from the launch call itself. ordo checks the common ones before
+//!    calling CUDA and returns [`Error::Usage`]; the rest come back as [`Error::Cuda`] from `launch`.
+//! 2. **Execution errors** (an illegal address, a trap, a timeout) happen on the device after the
+//!    launch call has returned `Ok`. They surface at the next call that waits on or asks about the
+//!    work: [`Stream::query`](crate::stream::StreamRef::query), `synchronize`, an event query, or any
+//!    later call at all for the sticky ones. Set `CUDA_LAUNCH_BLOCKING=1` in the environment to make
+//!    every launch synchronous while debugging, so the error surfaces at the launch that caused it.
+//!
+//! # Sticky errors
+//! Some execution errors leave the CUDA context unusable ([`CudaError::is_sticky`]): every later
+//! call in the process returns the same error, and the only way on is a new process.
+
+use core::ffi::CStr;
+use core::fmt;
+use ordo_cuda_sys as sys;
+
+/// `Result` with ordo's [`Error`].
+pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+/// An error returned by a CUDA runtime call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct CudaError {
+    code: sys::cudaError_t,
+    call: &'static str,
+}
+
+/// The codes whose documentation in `driver_types.h` says the process is left in an inconsistent
+/// state and must be restarted ("sticky": the context is lost). A test checks this list against the
+/// header the build used.
+const STICKY: &[u32] = &[
+    226, // cudaErrorContained
+    700, // cudaErrorIllegalAddress
+    702, // cudaErrorLaunchTimeout
+    710, // cudaErrorAssert
+    714, // cudaErrorHardwareStackError
+    715, // cudaErrorIllegalInstruction
+    716, // cudaErrorMisalignedAddress
+    717, // cudaErrorInvalidAddressSpace
+    718, // cudaErrorInvalidPc
+    719, // cudaErrorLaunchFailure
+    721, // cudaErrorTensorMemoryLeak
+    810, // cudaErrorMpsClientTerminated
+    911, // cudaErrorExternalDevice
+];
+
+impl CudaError {
+    /// An error for `code` returned by `call` (the CUDA function's name).
+    #[inline]
+    pub const fn new(code: sys::cudaError_t, call: &'static str) -> CudaError {
+        CudaError { code, call }
+    }
+
+    /// The CUDA error code.
+    #[inline]
+    pub const fn code(&self) -> sys::cudaError_t {
+        self.code
+    }
+
+    /// The CUDA function that returned it, e.g. `"cudaStreamSynchronize"`.
+    #[inline]
+    pub const fn call(&self) -> &'static str {
+        self.call
+    }
+
+    /// The code's name, e.g. `cudaErrorIllegalAddress` (from `cudaGetErrorName`; needs no driver,
+    /// allocates nothing).
+    pub fn name(&self) -> &'static CStr {
+        // SAFETY: cudaGetErrorName returns a pointer to a static, NUL-terminated string for every
+        // value, "unrecognized error code" for unknown ones.
+        unsafe { CStr::from_ptr(sys::cudaGetErrorName(self.code)) }
+    }
+
+    /// CUDA's description of the code (from `cudaGetErrorString`).
+    pub fn description(&self) -> &'static CStr {
+        // SAFETY: as for `name`.
+        unsafe { CStr::from_ptr(sys::cudaGetErrorString(self.code)) }
+    }
+
+    /// Whether the error is sticky: the context is lost and every later CUDA call in this process
+    /// fails; only a new process can use the device again.
+    #[inline]
+    pub fn is_sticky(&self) -> bool {
+        is_sticky_code(self.code)
+    }
+
+    /// The device has no driver (or one too old for this runtime).
+    #[inline]
+    pub fn is_no_driver(&self) -> bool {
+        self.code == sys::cudaError::cudaErrorInsufficientDriver || self.code == sys::cudaError::cudaErrorNoDevice
+    }
+}
+
+/// Whether `code` is one of the sticky errors.
+#[inline]
+pub fn is_sticky_code(code: sys::cudaError_t) -> bool {
+    STICKY.contains(&code.0)
+}
+
+impl fmt::Debug for CudaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CudaError")
+            .field("code", &self.code.0)
+            .field("name", &self.name())
+            .field("call", &self.call)
+            .field("sticky", &self.is_sticky())
+            .finish()
+    }
+}
+
+impl fmt::Display for CudaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} failed: {} ({}): {}",
+            self.call,
+            self.name().to_str().unwrap_or("?"),
+            self.code.0,
+            self.description().to_str().unwrap_or("?")
+        )?;
+        if self.is_sticky() {
+            f.write_str(" [sticky: the CUDA context is lost; restart the process]")?;
+        }
+        Ok(())
+    }
+}
+
+/// What kind of mistake ordo caught before calling CUDA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum UsageKind {
+    /// An argument CUDA would reject or misread: a zero size, a size that overflows, a null
+    /// pointer, mismatched lengths, a value out of range.
+    InvalidArgument,
+    /// Pageable host memory where pinned or registered memory is required.
+    PageableMemory,
+    /// The CUDA version ordo was built against, or the device, cannot do this.
+    NotSupported,
+    /// A Rust panic was caught at an FFI boundary (host function, C ABI).
+    Panicked,
+}
+
+/// A mistake ordo caught before calling CUDA.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UsageError {
+    /// What kind of mistake.
+    pub kind: UsageKind,
+    /// The ordo function that refused, e.g. `"Stream::with_priority"`.
+    pub call: &'static str,
+    /// What was wrong, in words.
+    pub what: &'static str,
+}
+
+/// ordo's error: from CUDA, or from ordo's own checks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Error {
+    /// A CUDA call failed.
+    Cuda(CudaError),
+    /// ordo refused the call before reaching CUDA.
+    Usage(UsageError),
+}
+
+impl Error {
+    /// A usage error.
+    #[inline]
+    pub const fn usage(kind: UsageKind, call: &'static str, what: &'static str) -> Error {
+        Error::Usage(UsageError { kind, call, what })
+    }
+
+    /// An invalid-argument usage error.
+    #[inline]
+    pub const fn invalid(call: &'static str, what: &'static str) -> Error {
+        Error::usage(UsageKind::InvalidArgument, call, what)
+    }
+
+    /// The CUDA error, when it is one.
+    #[inline]
+    pub fn cuda(&self) -> Option<CudaError> {
+        match self {
+            Error::Cuda(e) => Some(*e),
+            Error::Usage(_) => None,
+        }
+    }
+
+    /// The CUDA code, when it is a CUDA error.
+    #[inline]
+    pub fn cuda_code(&self) -> Option<sys::cudaError_t> {
+        self.cuda().map(|e| e.code)
+    }
+
+    /// Whether the error is a sticky CUDA error (the context is lost).
+    #[inline]
+    pub fn is_sticky(&self) -> bool {
+        self.cuda().is_some_and(|e| e.is_sticky())
+    }
+
+    /// The function that failed (CUDA's or ordo's).
+    #[inline]
+    pub fn call(&self) -> &'static str {
+        match self {
+            Error::Cuda(e) => e.call,
+            Error::Usage(u) => u.call,
+        }
+    }
+}
+
+impl From<CudaError> for Error {
+    #[inline]
+    fn from(e: CudaError) -> Error {
+        Error::Cuda(e)
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Cuda(e) => fmt::Debug::fmt(e, f),
+            Error::Usage(u) => fmt::Debug::fmt(u, f),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Cuda(e) => fmt::Display::fmt(e, f),
+            Error::Usage(u) => write!(f, "{}: {:?}: {}", u.call, u.kind, u.what),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
+impl std::error::Error for CudaError {}
+#[cfg(feature = "std")]
+impl std::error::Error for Error {}
+
+/// Turns a CUDA status into a `Result`, naming the call. Inlined: one compare on the success path.
+#[inline(always)]
+pub fn check(code: sys::cudaError_t, call: &'static str) -> Result<()> {
+    if code == sys::cudaError::cudaSuccess {
+        Ok(())
+    } else {
+        Err(Error::Cuda(CudaError::new(code, call)))
+    }
+}
+
+/// Clears the runtime's last-error slot and returns what was in it (`cudaGetLastError`). A sticky
+/// error is not cleared: it stays for every later call.
+pub fn take_last_error() -> Result<()> {
+    // SAFETY: no arguments.
+    check(unsafe { sys::cudaGetLastError() }, "cudaGetLastError")
+}
+
+/// The runtime's last error without clearing it (`cudaPeekAtLastError`).
+pub fn peek_last_error() -> Result<()> {
+    // SAFETY: no arguments.
+    check(unsafe { sys::cudaPeekAtLastError() }, "cudaPeekAtLastError")
+}
+
+/// The error for a create call that reported success but returned a null handle.
+#[cold]
+pub(crate) fn null_handle(call: &'static str) -> Error {
+    Error::Cuda(CudaError::new(sys::cudaError::cudaErrorUnknown, call))
+}

@@ -1,0 +1,165 @@
+//! Events: [`Event`] for ordering (timing off: the cheap default) and [`TimingEvent`] for measuring
+//! elapsed time. Elapsed time exists only between two `TimingEvent`s, so asking it of an event made
+//! without timing is a compile error rather than a runtime one.
+
+use crate::error::{check, Error, Result};
+use crate::stream::StreamRef;
+use core::ffi::c_uint;
+use core::ops::Deref;
+use core::ptr::NonNull;
+use ordo_cuda_sys as sys;
+
+bitflags::bitflags! {
+    /// Event creation flags (`cudaEventCreateWithFlags`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct EventFlags: c_uint {
+        /// `cudaEventBlockingSync`: `synchronize` sleeps rather than spins.
+        const BLOCKING_SYNC = sys::cudaEventBlockingSync;
+        /// `cudaEventDisableTiming`: no timestamp; cheapest to record and wait on.
+        const DISABLE_TIMING = sys::cudaEventDisableTiming;
+        /// `cudaEventInterprocess`: shareable across processes (needs `DISABLE_TIMING`).
+        const INTERPROCESS = sys::cudaEventInterprocess;
+    }
+}
+
+/// Whether an event's recorded work has completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventStatus {
+    /// The work before the last record has completed (or the event was never recorded).
+    Complete,
+    /// Still pending.
+    Pending,
+}
+
+/// An owned CUDA event, destroyed on drop. Recording and waiting are safe from any thread.
+#[derive(Debug)]
+#[repr(transparent)]
+pub struct Event {
+    raw: NonNull<sys::CUevent_st>,
+}
+
+static_assertions::assert_eq_size!(Event, sys::cudaEvent_t);
+static_assertions::assert_eq_align!(Event, sys::cudaEvent_t);
+
+// SAFETY: CUDA events may be recorded, queried and waited on from any thread, concurrently.
+unsafe impl Send for Event {}
+// SAFETY: as above; every method takes `&self`.
+unsafe impl Sync for Event {}
+
+impl Event {
+    /// An ordering event: timing disabled (`cudaEventDisableTiming`), the cheapest kind.
+    pub fn new() -> Result<Event> {
+        Event::with_flags(EventFlags::DISABLE_TIMING)
+    }
+
+    /// An event with `flags` (`cudaEventCreateWithFlags`).
+    pub fn with_flags(flags: EventFlags) -> Result<Event> {
+        let mut raw: sys::cudaEvent_t = core::ptr::null_mut();
+        // SAFETY: `raw` is writable.
+        check(unsafe { sys::cudaEventCreateWithFlags(&mut raw, flags.bits()) }, "cudaEventCreateWithFlags")?;
+        NonNull::new(raw).map(|raw| Event { raw }).ok_or_else(|| crate::error::null_handle("cudaEventCreateWithFlags"))
+    }
+
+    /// Takes ownership of a raw event.
+    ///
+    /// # Safety
+    /// `raw` is a live event that nothing else will destroy; `None` for null.
+    pub unsafe fn from_raw(raw: sys::cudaEvent_t) -> Option<Event> {
+        NonNull::new(raw).map(|raw| Event { raw })
+    }
+
+    /// The raw handle.
+    #[inline(always)]
+    pub fn as_raw(&self) -> sys::cudaEvent_t {
+        self.raw.as_ptr()
+    }
+
+    /// Records the event at this point of `stream` (`cudaEventRecord`). No allocation, no lock.
+    #[inline(always)]
+    pub fn record(&self, stream: StreamRef<'_>) -> Result<()> {
+        // SAFETY: a live event and a live stream.
+        check(unsafe { sys::cudaEventRecord(self.as_raw(), stream.as_raw()) }, "cudaEventRecord")
+    }
+
+    /// Records the event as an external event node when `stream` is capturing
+    /// (`cudaEventRecordWithFlags` with `cudaEventRecordExternal`), so that the graph's replay
+    /// records it too; outside capture it is a plain record.
+    #[inline]
+    pub fn record_external(&self, stream: StreamRef<'_>) -> Result<()> {
+        // SAFETY: a live event and a live stream.
+        check(
+            unsafe { sys::cudaEventRecordWithFlags(self.as_raw(), stream.as_raw(), sys::cudaEventRecordExternal) },
+            "cudaEventRecordWithFlags",
+        )
+    }
+
+    /// Whether the recorded work has completed (`cudaEventQuery`). Never blocks.
+    #[inline]
+    pub fn query(&self) -> Result<EventStatus> {
+        // SAFETY: a live event.
+        let code = unsafe { sys::cudaEventQuery(self.as_raw()) };
+        if code == sys::cudaError::cudaErrorNotReady {
+            return Ok(EventStatus::Pending);
+        }
+        check(code, "cudaEventQuery").map(|()| EventStatus::Complete)
+    }
+
+    /// Blocks until the recorded work has completed (`cudaEventSynchronize`): the caller's explicit choice.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: a live event. Synchronising is what the caller asked for by name.
+        check(unsafe { sys::cudaEventSynchronize(self.as_raw()) }, "cudaEventSynchronize")
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: owned, live event. Destroying an event with pending records is allowed: CUDA
+        // releases it once the work completes.
+        unsafe { sys::cudaEventDestroy(self.raw.as_ptr()) };
+    }
+}
+
+/// An event with timing enabled. Derefs to [`Event`] for record, query, synchronize and waits.
+#[derive(Debug)]
+#[repr(transparent)]
+pub struct TimingEvent(Event);
+
+static_assertions::assert_eq_size!(TimingEvent, sys::cudaEvent_t);
+
+impl TimingEvent {
+    /// A timing event (`cudaEventDefault`).
+    pub fn new() -> Result<TimingEvent> {
+        Event::with_flags(EventFlags::empty()).map(TimingEvent)
+    }
+
+    /// A timing event whose `synchronize` sleeps rather than spins.
+    pub fn blocking_sync() -> Result<TimingEvent> {
+        Event::with_flags(EventFlags::BLOCKING_SYNC).map(TimingEvent)
+    }
+
+    /// Milliseconds of GPU time from `start` to `self` (`cudaEventElapsedTime`), resolution about
+    /// half a microsecond. Both must have been recorded and completed: an event never recorded
+    /// gives a usage error saying so, one still pending gives `cudaErrorNotReady`.
+    pub fn elapsed_ms_since(&self, start: &TimingEvent) -> Result<f32> {
+        let mut ms = 0f32;
+        // SAFETY: live events; `ms` is writable.
+        let code = unsafe { sys::cudaEventElapsedTime(&mut ms, start.as_raw(), self.as_raw()) };
+        if code == sys::cudaError::cudaErrorInvalidResourceHandle {
+            // Both events have timing by type, so CUDA's only other reason is a missing record.
+            return Err(Error::invalid(
+                "TimingEvent::elapsed_ms_since",
+                "an event was never recorded (cudaEventElapsedTime: cudaErrorInvalidResourceHandle)",
+            ));
+        }
+        check(code, "cudaEventElapsedTime")?;
+        Ok(ms)
+    }
+}
+
+impl Deref for TimingEvent {
+    type Target = Event;
+    #[inline(always)]
+    fn deref(&self) -> &Event {
+        &self.0
+    }
+}

@@ -1,0 +1,146 @@
+//! Copies and memsets on a stream, and the blocking copies for pageable memory.
+//!
+//! # Safety model of asynchronous copies
+//! An asynchronous copy reads or writes its memory after the call has returned, until the stream
+//! reaches it. Rust's borrows end at the return, so they cannot prove that the memory outlives the
+//! copy: these functions are `unsafe`, and the caller owes, until the copy has completed on `stream`
+//! (an event, a stream synchronise, or later work on the same stream that depends on it):
+//! - the host memory stays allocated and is not written (for a copy from it) or not accessed (for a
+//!   copy into it);
+//! - the device memory stays allocated: true without further thought for a [`DeviceBuffer`] used
+//!   on the stream it is freed on, since its free is ordered after the copy.
+//!
+//! Pinned memory is required by type (`PinnedSlice`): an async copy from pageable memory is not
+//! asynchronous. The `*_blocking` functions take ordinary slices and return after the copy.
+//!
+//! [`DeviceBuffer`]: super::DeviceBuffer
+
+use super::{DeviceCopy, DeviceSlice, DeviceSliceMut, PinnedSlice, PinnedSliceMut};
+use crate::error::{check, Error, Result};
+use crate::stream::StreamRef;
+use ordo_cuda_sys as sys;
+use sys::cudaMemcpyKind as Kind;
+
+#[inline(always)]
+fn same_len(a: usize, b: usize, call: &'static str) -> Result<()> {
+    if a != b {
+        return Err(Error::invalid(call, "source and destination lengths differ"));
+    }
+    if a == 0 {
+        return Err(Error::invalid(call, "zero-length copy"));
+    }
+    Ok(())
+}
+
+/// Host to device on `stream` (`cudaMemcpyAsync`).
+///
+/// # Safety
+/// See the [module documentation](self): `src` and `dst` stay valid until the copy completes.
+#[inline]
+pub unsafe fn h2d_async<T: DeviceCopy>(dst: DeviceSliceMut<'_, T>, src: PinnedSlice<'_, T>, stream: StreamRef<'_>) -> Result<()> {
+    same_len(dst.len(), src.len(), "copy::h2d_async")?;
+    // SAFETY: lengths checked; lifetimes owed by the caller.
+    check(
+        unsafe { sys::cudaMemcpyAsync(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), Kind::cudaMemcpyHostToDevice, stream.as_raw()) },
+        "cudaMemcpyAsync",
+    )
+}
+
+/// Device to host on `stream` (`cudaMemcpyAsync`).
+///
+/// # Safety
+/// See the [module documentation](self): `src` and `dst` stay valid until the copy completes.
+#[inline]
+pub unsafe fn d2h_async<T: DeviceCopy>(dst: PinnedSliceMut<'_, T>, src: DeviceSlice<'_, T>, stream: StreamRef<'_>) -> Result<()> {
+    same_len(dst.len(), src.len(), "copy::d2h_async")?;
+    // SAFETY: lengths checked; lifetimes owed by the caller.
+    check(
+        unsafe { sys::cudaMemcpyAsync(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), Kind::cudaMemcpyDeviceToHost, stream.as_raw()) },
+        "cudaMemcpyAsync",
+    )
+}
+
+/// Device to device on `stream` (`cudaMemcpyAsync`), on one device or between devices with
+/// unified addressing.
+///
+/// # Safety
+/// See the [module documentation](self): both buffers stay allocated until the copy completes.
+#[inline]
+pub unsafe fn d2d_async<T: DeviceCopy>(dst: DeviceSliceMut<'_, T>, src: DeviceSlice<'_, T>, stream: StreamRef<'_>) -> Result<()> {
+    same_len(dst.len(), src.len(), "copy::d2d_async")?;
+    // SAFETY: lengths checked; lifetimes owed by the caller.
+    check(
+        unsafe { sys::cudaMemcpyAsync(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), Kind::cudaMemcpyDeviceToDevice, stream.as_raw()) },
+        "cudaMemcpyAsync",
+    )
+}
+
+/// Device to device across devices on `stream` (`cudaMemcpyPeerAsync`). With peer access enabled
+/// it goes over the direct link; without, CUDA stages it through the host.
+///
+/// # Safety
+/// See the [module documentation](self).
+#[inline]
+pub unsafe fn peer_async<T: DeviceCopy>(
+    dst: DeviceSliceMut<'_, T>,
+    dst_device: crate::Device,
+    src: DeviceSlice<'_, T>,
+    src_device: crate::Device,
+    stream: StreamRef<'_>,
+) -> Result<()> {
+    same_len(dst.len(), src.len(), "copy::peer_async")?;
+    // SAFETY: lengths checked; lifetimes owed by the caller.
+    check(
+        unsafe {
+            sys::cudaMemcpyPeerAsync(
+                dst.as_mut_ptr().cast(),
+                dst_device.ordinal(),
+                src.as_ptr().cast(),
+                src_device.ordinal(),
+                src.byte_len(),
+                stream.as_raw(),
+            )
+        },
+        "cudaMemcpyPeerAsync",
+    )
+}
+
+/// Sets every byte of `dst` to `value` on `stream` (`cudaMemsetAsync`).
+///
+/// # Safety
+/// `dst` stays allocated until the memset completes.
+#[inline]
+pub unsafe fn memset_async<T: DeviceCopy>(dst: DeviceSliceMut<'_, T>, value: u8, stream: StreamRef<'_>) -> Result<()> {
+    if dst.is_empty() {
+        return Err(Error::invalid("copy::memset_async", "zero-length memset"));
+    }
+    // SAFETY: our view; lifetime owed by the caller.
+    check(
+        unsafe { sys::cudaMemsetAsync(dst.as_mut_ptr().cast(), i32::from(value), dst.byte_len(), stream.as_raw()) },
+        "cudaMemsetAsync",
+    )
+}
+
+/// Copies pageable host memory to the device and returns once `src` may be reused
+/// (`cudaMemcpyAsync` on `stream`, then `cudaStreamSynchronize`): blocking, by name.
+pub fn h2d_blocking<T: DeviceCopy>(dst: DeviceSliceMut<'_, T>, src: &[T], stream: StreamRef<'_>) -> Result<()> {
+    same_len(dst.len(), src.len(), "copy::h2d_blocking")?;
+    // SAFETY: lengths checked; `src` is borrowed until the synchronise below returns.
+    check(
+        unsafe { sys::cudaMemcpyAsync(dst.as_mut_ptr().cast(), src.as_ptr().cast(), dst.byte_len(), Kind::cudaMemcpyHostToDevice, stream.as_raw()) },
+        "cudaMemcpyAsync",
+    )?;
+    stream.synchronize() // blocking by name: the caller asked for a synchronous copy
+}
+
+/// Copies device memory into pageable host memory and returns once it is there
+/// (`cudaMemcpyAsync` on `stream`, then `cudaStreamSynchronize`): blocking, by name.
+pub fn d2h_blocking<T: DeviceCopy>(dst: &mut [T], src: DeviceSlice<'_, T>, stream: StreamRef<'_>) -> Result<()> {
+    same_len(dst.len(), src.len(), "copy::d2h_blocking")?;
+    // SAFETY: lengths checked; `dst` is borrowed until the synchronise below returns.
+    check(
+        unsafe { sys::cudaMemcpyAsync(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), Kind::cudaMemcpyDeviceToHost, stream.as_raw()) },
+        "cudaMemcpyAsync",
+    )?;
+    stream.synchronize() // blocking by name: the caller asked for a synchronous copy
+}

@@ -1,0 +1,175 @@
+//! [`DeviceBuffer`]: device memory allocated on a stream and freed on a stream.
+
+use super::{byte_len, DeviceCopy, DeviceSlice, DeviceSliceMut, MemPoolRef};
+use crate::error::{check, Result};
+use crate::stream::StreamRef;
+use core::ffi::c_void;
+use core::ops::RangeBounds;
+use core::ptr::NonNull;
+use ordo_cuda_sys as sys;
+
+/// `len` elements of device memory from a stream-ordered pool (`cudaMallocAsync`), freed with
+/// `cudaFreeAsync` on the same stream when dropped: the free is ordered after all work enqueued on
+/// that stream, so dropping a buffer while a kernel that uses it is still queued on its stream is
+/// safe, and `Drop` never synchronises.
+///
+/// The buffer borrows its stream (`'s`), so it cannot outlive it. The memory is usable by work on
+/// other streams too, once ordered after the allocation (an event): such work must also finish
+/// before the free, which the caller orders the same way.
+///
+/// The contents start uninitialised on the device; [`DeviceCopy`] types have no invalid bit
+/// patterns, so reading them back is defined, if meaningless.
+#[derive(Debug)]
+pub struct DeviceBuffer<'s, T: DeviceCopy> {
+    ptr: NonNull<T>,
+    len: usize,
+    stream: StreamRef<'s>,
+}
+
+// SAFETY: device memory may be used from any thread; the buffer owns its allocation.
+unsafe impl<T: DeviceCopy + Send> Send for DeviceBuffer<'_, T> {}
+// SAFETY: `&DeviceBuffer` only hands out shared views.
+unsafe impl<T: DeviceCopy + Sync> Sync for DeviceBuffer<'_, T> {}
+
+impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
+    /// `len` elements from the current device's current pool, on `stream` (`cudaMallocAsync`).
+    /// The memory may be used by work enqueued on `stream` after this call. No heap allocation,
+    /// no lock: one driver call. Zero `len` or a byte size that overflows is an error.
+    #[inline]
+    pub fn alloc_async(len: usize, stream: StreamRef<'s>) -> Result<Self> {
+        let bytes = byte_len::<T>(len, "DeviceBuffer::alloc_async")?;
+        let mut ptr: *mut c_void = core::ptr::null_mut();
+        // SAFETY: `ptr` is writable; `stream` is live for 's.
+        check(unsafe { sys::cudaMallocAsync(&mut ptr, bytes, stream.as_raw()) }, "cudaMallocAsync")?;
+        Self::from_allocated(ptr, len, stream, "cudaMallocAsync")
+    }
+
+    /// `len` elements from `pool`, on `stream` (`cudaMallocFromPoolAsync`).
+    #[inline]
+    pub fn alloc_from_pool_async(len: usize, pool: MemPoolRef<'_>, stream: StreamRef<'s>) -> Result<Self> {
+        let bytes = byte_len::<T>(len, "DeviceBuffer::alloc_from_pool_async")?;
+        let mut ptr: *mut c_void = core::ptr::null_mut();
+        // SAFETY: `ptr` is writable; pool and stream are live.
+        check(
+            unsafe { sys::cudaMallocFromPoolAsync(&mut ptr, bytes, pool.as_raw(), stream.as_raw()) },
+            "cudaMallocFromPoolAsync",
+        )?;
+        Self::from_allocated(ptr, len, stream, "cudaMallocFromPoolAsync")
+    }
+
+    /// `len` zeroed elements (`cudaMallocAsync` then `cudaMemsetAsync`, both on `stream`).
+    pub fn zeroed_async(len: usize, stream: StreamRef<'s>) -> Result<Self> {
+        let mut buf = Self::alloc_async(len, stream)?;
+        // SAFETY: the buffer is ours and the memset is ordered on its stream.
+        check(
+            unsafe { sys::cudaMemsetAsync(buf.as_mut_ptr().cast(), 0, buf.byte_len(), stream.as_raw()) },
+            "cudaMemsetAsync",
+        )?;
+        Ok(buf)
+    }
+
+    fn from_allocated(ptr: *mut c_void, len: usize, stream: StreamRef<'s>, call: &'static str) -> Result<Self> {
+        NonNull::new(ptr.cast::<T>())
+            .map(|ptr| DeviceBuffer { ptr, len, stream })
+            .ok_or_else(|| crate::error::null_handle(call))
+    }
+
+    /// Takes ownership of `len` elements at `ptr`, to be freed with `cudaFreeAsync` on `stream`.
+    ///
+    /// # Safety
+    /// `ptr` came from `cudaMallocAsync`/`cudaMallocFromPoolAsync` (or `cudaMalloc`) with room for
+    /// `len` elements, and nothing else frees it.
+    pub unsafe fn from_raw_parts(ptr: NonNull<T>, len: usize, stream: StreamRef<'s>) -> Self {
+        DeviceBuffer { ptr, len, stream }
+    }
+
+    /// The device address, for kernel arguments.
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr.as_ptr()
+    }
+
+    /// The device address, for kernel arguments that write.
+    #[inline(always)]
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.ptr.as_ptr()
+    }
+
+    /// Number of elements.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false: a buffer has at least one element.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    #[inline(always)]
+    pub fn byte_len(&self) -> usize {
+        self.len * core::mem::size_of::<T>()
+    }
+
+    /// The stream the buffer will be freed on.
+    #[inline(always)]
+    pub fn stream(&self) -> StreamRef<'s> {
+        self.stream
+    }
+
+    /// A shared view of the whole buffer.
+    #[inline(always)]
+    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
+        // SAFETY: our allocation, shared for the borrow.
+        unsafe { DeviceSlice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// An exclusive view of the whole buffer.
+    #[inline(always)]
+    pub fn as_mut_slice(&mut self) -> DeviceSliceMut<'_, T> {
+        // SAFETY: our allocation, borrowed exclusively.
+        unsafe { DeviceSliceMut::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// A shared view of `range`, with a clear error when it does not fit.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'_, T>> {
+        self.as_slice().slice(range)
+    }
+
+    /// An exclusive view of `range`, with a clear error when it does not fit.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'_, T>> {
+        self.as_mut_slice().slice_mut(range)
+    }
+
+    /// Frees the buffer on `stream` instead of its own (`cudaFreeAsync`), reporting the result.
+    /// Use it when the last work on the buffer is on another stream.
+    pub fn free_on(self, stream: StreamRef<'_>) -> Result<()> {
+        let ptr = self.ptr.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: our allocation, given up here.
+        check(unsafe { sys::cudaFreeAsync(ptr.cast(), stream.as_raw()) }, "cudaFreeAsync")
+    }
+
+    /// Frees the buffer on its own stream, reporting the result (`Drop` cannot).
+    pub fn free_async(self) -> Result<()> {
+        let stream = self.stream;
+        self.free_on(stream)
+    }
+
+    /// Gives up ownership: the caller frees the memory.
+    pub fn into_raw_parts(self) -> (NonNull<T>, usize) {
+        let parts = (self.ptr, self.len);
+        core::mem::forget(self);
+        parts
+    }
+}
+
+impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: our allocation; the free is ordered after the stream's work. An error here (a
+        // lost context) cannot be reported from drop; `free_async` reports it.
+        unsafe { sys::cudaFreeAsync(self.ptr.as_ptr().cast(), self.stream.as_raw()) };
+    }
+}

@@ -1,0 +1,162 @@
+//! Managed (unified) memory: [`ManagedBuffer`], with prefetch and advice at a [`Location`] that
+//! means the same over CUDA 12 and 13.
+
+use super::{byte_len, DeviceCopy};
+use crate::device::Device;
+use crate::error::{check, Error, Result, UsageKind};
+use crate::stream::StreamRef;
+use core::ffi::c_uint;
+use core::ops::RangeBounds;
+use core::ptr::NonNull;
+use ordo_cuda_sys as sys;
+
+bitflags::bitflags! {
+    /// `cudaMallocManaged` flags.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct ManagedFlags: c_uint {
+        /// `cudaMemAttachGlobal`: accessible from any stream on any device (the default).
+        const ATTACH_GLOBAL = sys::cudaMemAttachGlobal;
+        /// `cudaMemAttachHost`: host-only until attached to a stream.
+        const ATTACH_HOST = sys::cudaMemAttachHost;
+    }
+}
+
+/// Where managed memory should live or be read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location {
+    /// A device's memory.
+    Device(Device),
+    /// Host memory.
+    Host,
+    /// Host memory on a NUMA node (CUDA 12.2 and later).
+    HostNuma(i32),
+}
+
+impl Location {
+    /// The CUDA form (`cudaMemLocation`). On CUDA 12 and 13 the host is `{Host, 0}`; the wrappers in
+    /// `ordo-cuda-sys` map it to `cudaCpuDeviceId` for toolkits older than 12.2 and refuse NUMA there.
+    pub fn to_raw(self) -> sys::cudaMemLocation {
+        use sys::cudaMemLocationType as T;
+        match self {
+            Location::Device(d) => sys::cudaMemLocation { type_: T::cudaMemLocationTypeDevice, id: d.ordinal() },
+            Location::Host => sys::cudaMemLocation { type_: T::cudaMemLocationTypeHost, id: 0 },
+            Location::HostNuma(node) => sys::cudaMemLocation { type_: T::cudaMemLocationTypeHostNuma, id: node },
+        }
+    }
+}
+
+/// `len` elements of managed memory (`cudaMallocManaged`), zeroed, freed with `cudaFree` on drop.
+///
+/// `cudaFree` of managed memory synchronises the device: drop managed buffers outside hot loops.
+/// The CPU may read and write the memory through [`as_host_slice`](Self::as_host_slice) only while no
+/// kernel is using it.
+#[derive(Debug)]
+pub struct ManagedBuffer<T: DeviceCopy> {
+    ptr: NonNull<T>,
+    len: usize,
+}
+
+// SAFETY: owned memory, usable from any thread.
+unsafe impl<T: DeviceCopy + Send> Send for ManagedBuffer<T> {}
+// SAFETY: as above.
+unsafe impl<T: DeviceCopy + Sync> Sync for ManagedBuffer<T> {}
+
+impl<T: DeviceCopy> ManagedBuffer<T> {
+    /// `len` zeroed elements (`cudaMallocManaged` then zeroed by the CPU, before any kernel sees it).
+    pub fn zeroed(len: usize, flags: ManagedFlags) -> Result<Self> {
+        let bytes = byte_len::<T>(len, "ManagedBuffer::zeroed")?;
+        let mut ptr: *mut core::ffi::c_void = core::ptr::null_mut();
+        // SAFETY: `ptr` is writable.
+        check(unsafe { sys::cudaMallocManaged(&mut ptr, bytes, flags.bits()) }, "cudaMallocManaged")?;
+        let ptr = NonNull::new(ptr.cast::<T>()).ok_or_else(|| crate::error::null_handle("cudaMallocManaged"))?;
+        // SAFETY: fresh managed memory no kernel can see yet; zero is a valid `T`.
+        unsafe { core::ptr::write_bytes(ptr.as_ptr().cast::<u8>(), 0, bytes) };
+        Ok(ManagedBuffer { ptr, len })
+    }
+
+    /// The address, valid on host and device.
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const T {
+        self.ptr.as_ptr()
+    }
+
+    /// The address, valid on host and device.
+    #[inline(always)]
+    pub fn as_mut_ptr(&mut self) -> *mut T {
+        self.ptr.as_ptr()
+    }
+
+    /// Number of elements.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Always false.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The memory as a host slice.
+    ///
+    /// # Safety
+    /// No kernel or copy that writes this memory may be running or queued to run while the slice
+    /// lives (synchronise the streams that use it first).
+    pub unsafe fn as_host_slice(&self) -> &[T] {
+        // SAFETY: the caller owes the absence of concurrent device writes.
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The memory as a mutable host slice.
+    ///
+    /// # Safety
+    /// No kernel or copy that uses this memory may be running or queued to run while the slice lives.
+    pub unsafe fn as_host_slice_mut(&mut self) -> &mut [T] {
+        // SAFETY: the caller owes the absence of concurrent device use.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    fn byte_range(&self, range: impl RangeBounds<usize>, call: &'static str) -> Result<(*const T, usize)> {
+        let (start, len) = super::slice::resolve(range, self.len, call)?;
+        if len == 0 {
+            return Err(Error::invalid(call, "empty range"));
+        }
+        // SAFETY: inside the allocation.
+        Ok((unsafe { self.ptr.as_ptr().add(start) }, len * core::mem::size_of::<T>()))
+    }
+
+    /// Migrates `range` to `location` on `stream` (`cudaMemPrefetchAsync`, one form over CUDA 12
+    /// and 13). Prefetching to a device needs `concurrentManagedAccess`: without it this is a usage
+    /// error saying so, not a CUDA error later.
+    pub fn prefetch_async(&self, range: impl RangeBounds<usize>, location: Location, stream: StreamRef<'_>) -> Result<()> {
+        const CALL: &str = "ManagedBuffer::prefetch_async";
+        let (ptr, bytes) = self.byte_range(range, CALL)?;
+        if let Location::Device(d) = location {
+            if !d.concurrent_managed_access()? {
+                return Err(Error::usage(
+                    UsageKind::NotSupported,
+                    CALL,
+                    "the device has no concurrentManagedAccess: managed memory cannot be prefetched to it",
+                ));
+            }
+        }
+        // SAFETY: a range of our managed allocation; a live stream.
+        let code = unsafe { sys::mem_prefetch_async(ptr.cast(), bytes, location.to_raw(), 0, stream.as_raw()) };
+        check(code, "cudaMemPrefetchAsync")
+    }
+
+    /// Gives CUDA `advice` about `range` at `location` (`cudaMemAdvise`, one form over CUDA 12 and 13).
+    pub fn advise(&self, range: impl RangeBounds<usize>, advice: sys::cudaMemoryAdvise, location: Location) -> Result<()> {
+        let (ptr, bytes) = self.byte_range(range, "ManagedBuffer::advise")?;
+        // SAFETY: a range of our managed allocation.
+        check(unsafe { sys::mem_advise(ptr.cast(), bytes, advice, location.to_raw()) }, "cudaMemAdvise")
+    }
+}
+
+impl<T: DeviceCopy> Drop for ManagedBuffer<T> {
+    fn drop(&mut self) {
+        // SAFETY: our allocation. cudaFree of managed memory synchronises (documented above).
+        unsafe { sys::cudaFree(self.ptr.as_ptr().cast()) }; // sync: managed memory has no async free
+    }
+}

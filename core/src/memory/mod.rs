@@ -1,0 +1,55 @@
+//! Memory: device buffers from stream-ordered pools, pinned and registered host memory, managed
+//! memory, and the typed views that copies take.
+//!
+//! The views say by type where memory lives: [`DeviceSlice`]/[`DeviceSliceMut`] for device
+//! memory, [`PinnedSlice`]/[`PinnedSliceMut`] for page-locked host memory (only made from a
+//! [`PinnedBuffer`] or [`RegisteredHost`]). Asynchronous copies take pinned views, so pageable
+//! memory cannot reach them: `cudaMemcpyAsync` from pageable memory is not asynchronous (it returned
+//! only after the copy, 27.6 ms for 256 MiB on an H200). Pageable copies have their own, plainly
+//! named, blocking functions in [`copy`].
+
+pub mod copy;
+mod device_buffer;
+mod managed;
+mod pinned;
+mod pool;
+mod slice;
+
+pub use device_buffer::DeviceBuffer;
+pub use managed::{Location, ManagedBuffer, ManagedFlags};
+pub use pinned::{HostAllocFlags, HostRegisterFlags, PinnedBuffer, RegisteredHost};
+pub use pool::{MemPool, MemPoolRef};
+pub use slice::{DeviceSlice, DeviceSliceMut, PinnedSlice, PinnedSliceMut};
+
+use crate::error::{Error, Result};
+
+/// Plain data that may be copied to and from a device byte for byte: every bit pattern is a valid
+/// value and the type holds no pointers the device could not follow.
+///
+/// # Safety
+/// Implement only for `Copy` types with no padding-dependent invariants, for which any bit pattern
+/// is a valid value (integers, floats, `#[repr(C)]` structs of them, arrays of them).
+pub unsafe trait DeviceCopy: Copy + 'static {}
+
+macro_rules! device_copy {
+    ($($t:ty),*) => { $(
+        // SAFETY: every bit pattern is a valid value.
+        unsafe impl DeviceCopy for $t {}
+    )* };
+}
+device_copy!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize, f32, f64);
+// SAFETY: arrays of plain data are plain data.
+unsafe impl<T: DeviceCopy, const N: usize> DeviceCopy for [T; N] {}
+
+/// `len * size_of::<T>()`, refusing zero lengths and overflow with a clear error naming `call`.
+#[inline]
+pub(crate) fn byte_len<T>(len: usize, call: &'static str) -> Result<usize> {
+    if len == 0 {
+        return Err(Error::invalid(call, "zero length: CUDA allocations and copies need at least one element"));
+    }
+    if core::mem::size_of::<T>() == 0 {
+        return Err(Error::invalid(call, "zero-sized element type"));
+    }
+    len.checked_mul(core::mem::size_of::<T>())
+        .ok_or(Error::invalid(call, "length times element size overflows usize"))
+}

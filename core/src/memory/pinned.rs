@@ -1,0 +1,175 @@
+//! Page-locked host memory: [`PinnedBuffer`] (allocated by CUDA) and [`RegisteredHost`] (existing
+//! memory registered with CUDA for as long as it is borrowed).
+
+use super::{byte_len, DeviceCopy, PinnedSlice, PinnedSliceMut};
+use crate::error::{check, Result};
+use core::ffi::c_uint;
+use core::ops::{Deref, DerefMut, RangeBounds};
+use core::ptr::NonNull;
+use ordo_cuda_sys as sys;
+
+bitflags::bitflags! {
+    /// `cudaHostAlloc` flags.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct HostAllocFlags: c_uint {
+        /// `cudaHostAllocPortable`: pinned for every CUDA context, not only the current one.
+        const PORTABLE = sys::cudaHostAllocPortable;
+        /// `cudaHostAllocMapped`: also mapped into the device's address space.
+        const MAPPED = sys::cudaHostAllocMapped;
+        /// `cudaHostAllocWriteCombined`: faster for the device to read, very slow for the CPU to
+        /// read. For buffers the CPU only writes.
+        const WRITE_COMBINED = sys::cudaHostAllocWriteCombined;
+    }
+}
+
+bitflags::bitflags! {
+    /// `cudaHostRegister` flags.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct HostRegisterFlags: c_uint {
+        /// `cudaHostRegisterPortable`.
+        const PORTABLE = sys::cudaHostRegisterPortable;
+        /// `cudaHostRegisterMapped`.
+        const MAPPED = sys::cudaHostRegisterMapped;
+        /// `cudaHostRegisterReadOnly`: the device only reads the memory.
+        const READ_ONLY = sys::cudaHostRegisterReadOnly;
+    }
+}
+
+/// `len` elements of page-locked host memory from `cudaHostAlloc`, zeroed, freed with
+/// `cudaFreeHost` on drop. Derefs to `[T]` for the CPU.
+///
+/// `cudaFreeHost` is not stream-ordered: the memory must not be dropped while a copy that uses it
+/// may still be in flight. The asynchronous copies are `unsafe` for that reason (see
+/// [`copy`](super::copy)).
+#[derive(Debug)]
+pub struct PinnedBuffer<T: DeviceCopy> {
+    ptr: NonNull<T>,
+    len: usize,
+}
+
+// SAFETY: owned host memory, like Vec<T>.
+unsafe impl<T: DeviceCopy + Send> Send for PinnedBuffer<T> {}
+// SAFETY: as above.
+unsafe impl<T: DeviceCopy + Sync> Sync for PinnedBuffer<T> {}
+
+impl<T: DeviceCopy> PinnedBuffer<T> {
+    /// `len` zeroed elements (`cudaHostAlloc` with `flags`, then zeroed by the CPU).
+    pub fn zeroed(len: usize, flags: HostAllocFlags) -> Result<Self> {
+        let bytes = byte_len::<T>(len, "PinnedBuffer::zeroed")?;
+        let mut ptr: *mut core::ffi::c_void = core::ptr::null_mut();
+        // SAFETY: `ptr` is writable.
+        check(unsafe { sys::cudaHostAlloc(&mut ptr, bytes, flags.bits()) }, "cudaHostAlloc")?;
+        let ptr = NonNull::new(ptr.cast::<T>()).ok_or_else(|| crate::error::null_handle("cudaHostAlloc"))?;
+        // SAFETY: `bytes` of fresh host memory; zero is a valid `T` (DeviceCopy).
+        unsafe { core::ptr::write_bytes(ptr.as_ptr().cast::<u8>(), 0, bytes) };
+        Ok(PinnedBuffer { ptr, len })
+    }
+
+    /// A pinned copy of `data` (default flags).
+    pub fn from_slice(data: &[T]) -> Result<Self> {
+        let mut buf = Self::zeroed(data.len(), HostAllocFlags::empty())?;
+        buf.copy_from_slice(data);
+        Ok(buf)
+    }
+
+    /// A view for asynchronous copies.
+    #[inline(always)]
+    pub fn pinned(&self) -> PinnedSlice<'_, T> {
+        // SAFETY: our pinned allocation, shared for the borrow.
+        unsafe { PinnedSlice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// An exclusive view for asynchronous copies into this memory.
+    #[inline(always)]
+    pub fn pinned_mut(&mut self) -> PinnedSliceMut<'_, T> {
+        // SAFETY: our pinned allocation, borrowed exclusively.
+        unsafe { PinnedSliceMut::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// A view of `range`, with a clear error when it does not fit.
+    pub fn pinned_range(&self, range: impl RangeBounds<usize>) -> Result<PinnedSlice<'_, T>> {
+        self.pinned().slice(range)
+    }
+
+    /// An exclusive view of `range`, with a clear error when it does not fit.
+    pub fn pinned_range_mut(&mut self, range: impl RangeBounds<usize>) -> Result<PinnedSliceMut<'_, T>> {
+        self.pinned_mut().slice_mut(range)
+    }
+}
+
+impl<T: DeviceCopy> Deref for PinnedBuffer<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `len` initialised elements.
+        unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: DeviceCopy> DerefMut for PinnedBuffer<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: `len` initialised elements, borrowed exclusively.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T: DeviceCopy> Drop for PinnedBuffer<T> {
+    fn drop(&mut self) {
+        // SAFETY: our allocation.
+        unsafe { sys::cudaFreeHost(self.ptr.as_ptr().cast()) };
+    }
+}
+
+/// Existing host memory page-locked with `cudaHostRegister` while this value lives (unregistered on
+/// drop). Borrows the memory exclusively, so it cannot be freed or moved meanwhile.
+#[derive(Debug)]
+pub struct RegisteredHost<'a, T: DeviceCopy> {
+    data: &'a mut [T],
+}
+
+impl<'a, T: DeviceCopy> RegisteredHost<'a, T> {
+    /// Registers `data` (`cudaHostRegister`). Registration costs about as much as pinning fresh
+    /// memory: register long-lived buffers once, not per copy.
+    pub fn new(data: &'a mut [T], flags: HostRegisterFlags) -> Result<Self> {
+        let bytes = byte_len::<T>(data.len(), "RegisteredHost::new")?;
+        // SAFETY: `data` is live host memory of `bytes` bytes, borrowed for as long as it stays registered.
+        check(
+            unsafe { sys::cudaHostRegister(data.as_mut_ptr().cast(), bytes, flags.bits()) },
+            "cudaHostRegister",
+        )?;
+        Ok(RegisteredHost { data })
+    }
+
+    /// A view for asynchronous copies.
+    #[inline(always)]
+    pub fn pinned(&self) -> PinnedSlice<'_, T> {
+        // SAFETY: registered memory, shared for the borrow.
+        unsafe { PinnedSlice::from_raw_parts(self.data.as_ptr(), self.data.len()) }
+    }
+
+    /// An exclusive view for asynchronous copies into this memory.
+    #[inline(always)]
+    pub fn pinned_mut(&mut self) -> PinnedSliceMut<'_, T> {
+        // SAFETY: registered memory, borrowed exclusively.
+        unsafe { PinnedSliceMut::from_raw_parts(self.data.as_mut_ptr(), self.data.len()) }
+    }
+}
+
+impl<T: DeviceCopy> Deref for RegisteredHost<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.data
+    }
+}
+
+impl<T: DeviceCopy> DerefMut for RegisteredHost<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.data
+    }
+}
+
+impl<T: DeviceCopy> Drop for RegisteredHost<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: registered by `new`.
+        unsafe { sys::cudaHostUnregister(self.data.as_mut_ptr().cast()) };
+    }
+}

@@ -1,0 +1,316 @@
+//! Streams: [`Stream`] (owned, destroyed on drop) and [`StreamRef`] (borrowed, for streams another
+//! library owns). Following CCCL's `cuda::stream_ref`, a `StreamRef` cannot be made from a null
+//! handle, so the legacy default stream is never used by accident: it and the per-thread default
+//! stream exist only as the named constructors [`StreamRef::legacy_default`] and
+//! [`StreamRef::per_thread_default`].
+
+use crate::device::Device;
+use crate::error::{check, Error, Result, UsageKind};
+use crate::event::Event;
+use core::ffi::{c_int, c_uint};
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use ordo_cuda_sys as sys;
+
+bitflags::bitflags! {
+    /// Stream creation flags (`cudaStreamCreateWithFlags`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct StreamFlags: c_uint {
+        /// `cudaStreamNonBlocking`: the stream does not synchronise with the legacy default stream.
+        /// ordo's default.
+        const NON_BLOCKING = sys::cudaStreamNonBlocking;
+    }
+}
+
+impl StreamFlags {
+    /// `cudaStreamDefault` (0): a blocking stream, one that synchronises with the legacy default stream.
+    pub const BLOCKING: StreamFlags = StreamFlags::empty();
+}
+
+/// Whether a stream has finished its work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamStatus {
+    /// All work enqueued so far has completed.
+    Ready,
+    /// Work is still pending.
+    NotReady,
+}
+
+/// A borrowed CUDA stream, valid for `'a`. Copy it freely; it never destroys the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct StreamRef<'a> {
+    raw: NonNull<sys::CUstream_st>,
+    _stream: PhantomData<&'a sys::CUstream_st>,
+}
+
+static_assertions::assert_eq_size!(StreamRef<'static>, sys::cudaStream_t);
+static_assertions::assert_eq_align!(StreamRef<'static>, sys::cudaStream_t);
+static_assertions::assert_eq_size!(Option<StreamRef<'static>>, sys::cudaStream_t);
+
+// SAFETY: CUDA streams may be used from any thread, by several threads at once.
+unsafe impl Send for StreamRef<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for StreamRef<'_> {}
+
+/// Something that can lend a [`StreamRef`]: a [`Stream`], a `StreamRef`, or a reference to either.
+pub trait AsStream {
+    /// The borrowed stream.
+    fn as_stream(&self) -> StreamRef<'_>;
+}
+
+impl AsStream for StreamRef<'_> {
+    #[inline(always)]
+    fn as_stream(&self) -> StreamRef<'_> {
+        *self
+    }
+}
+
+impl<T: AsStream + ?Sized> AsStream for &T {
+    #[inline(always)]
+    fn as_stream(&self) -> StreamRef<'_> {
+        (**self).as_stream()
+    }
+}
+
+impl<'a> StreamRef<'a> {
+    /// Borrows a raw stream that someone else owns. `None` for a null handle (the legacy default
+    /// stream): ask for that one by name with [`StreamRef::legacy_default`].
+    ///
+    /// # Safety
+    /// `raw` is a live stream (or `cudaStreamLegacy`/`cudaStreamPerThread`) and stays alive for `'a`.
+    #[inline(always)]
+    pub unsafe fn from_raw(raw: sys::cudaStream_t) -> Option<StreamRef<'a>> {
+        NonNull::new(raw).map(|raw| StreamRef { raw, _stream: PhantomData })
+    }
+
+    /// The legacy default stream (`cudaStreamLegacy`): it synchronises with every blocking stream
+    /// of the device. Rarely what a library wants.
+    #[inline(always)]
+    pub fn legacy_default() -> StreamRef<'static> {
+        // SAFETY: cudaStreamLegacy is 0x1, not null.
+        StreamRef { raw: unsafe { NonNull::new_unchecked(sys::cudaStreamLegacy()) }, _stream: PhantomData }
+    }
+
+    /// The calling thread's per-thread default stream (`cudaStreamPerThread`).
+    #[inline(always)]
+    pub fn per_thread_default() -> StreamRef<'static> {
+        // SAFETY: cudaStreamPerThread is 0x2, not null.
+        StreamRef { raw: unsafe { NonNull::new_unchecked(sys::cudaStreamPerThread()) }, _stream: PhantomData }
+    }
+
+    /// The raw handle, for calls ordo does not wrap.
+    #[inline(always)]
+    pub fn as_raw(self) -> sys::cudaStream_t {
+        self.raw.as_ptr()
+    }
+
+    /// Whether all work enqueued so far has completed (`cudaStreamQuery`). Execution errors of
+    /// earlier work surface here.
+    #[inline]
+    pub fn query(self) -> Result<StreamStatus> {
+        // SAFETY: a live stream, by construction.
+        let code = unsafe { sys::cudaStreamQuery(self.as_raw()) };
+        if code == sys::cudaError::cudaErrorNotReady {
+            return Ok(StreamStatus::NotReady);
+        }
+        check(code, "cudaStreamQuery").map(|()| StreamStatus::Ready)
+    }
+
+    /// Blocks the calling thread until the stream's work has completed (`cudaStreamSynchronize`).
+    /// The only synchronising call on a stream, and only when the caller asks for it.
+    #[inline]
+    pub fn synchronize(self) -> Result<()> {
+        // SAFETY: a live stream. Synchronising is what the caller asked for by name.
+        check(unsafe { sys::cudaStreamSynchronize(self.as_raw()) }, "cudaStreamSynchronize")
+    }
+
+    /// Makes work enqueued after this call wait until `event`'s last recorded work has completed
+    /// (`cudaStreamWaitEvent`). The event may belong to another device.
+    #[inline(always)]
+    pub fn wait_event(self, event: &Event) -> Result<()> {
+        // SAFETY: a live stream and a live event.
+        check(unsafe { sys::cudaStreamWaitEvent(self.as_raw(), event.as_raw(), 0) }, "cudaStreamWaitEvent")
+    }
+
+    /// Records `event` at this point of the stream (`cudaEventRecord`).
+    #[inline(always)]
+    pub fn record_event(self, event: &Event) -> Result<()> {
+        event.record(self)
+    }
+
+    /// The stream's priority (`cudaStreamGetPriority`).
+    pub fn priority(self) -> Result<i32> {
+        let mut p: c_int = 0;
+        // SAFETY: a live stream; `p` is writable.
+        check(unsafe { sys::cudaStreamGetPriority(self.as_raw(), &mut p) }, "cudaStreamGetPriority")?;
+        Ok(p)
+    }
+
+    /// The stream's flags (`cudaStreamGetFlags`).
+    pub fn flags(self) -> Result<StreamFlags> {
+        let mut f: c_uint = 0;
+        // SAFETY: a live stream; `f` is writable.
+        check(unsafe { sys::cudaStreamGetFlags(self.as_raw(), &mut f) }, "cudaStreamGetFlags")?;
+        Ok(StreamFlags::from_bits_retain(f))
+    }
+
+    /// The stream's process-unique id (`cudaStreamGetId`).
+    pub fn id(self) -> Result<u64> {
+        let mut id: core::ffi::c_ulonglong = 0;
+        // SAFETY: a live stream; `id` is writable.
+        check(unsafe { sys::cudaStreamGetId(self.as_raw(), &mut id) }, "cudaStreamGetId")?;
+        Ok(id)
+    }
+
+    /// The device the stream belongs to (`cudaStreamGetDevice`, CUDA 12.8 and later; NotSupported
+    /// when built against an older toolkit).
+    pub fn device(self) -> Result<Device> {
+        let mut d: c_int = 0;
+        // SAFETY: a live stream; `d` is writable.
+        check(unsafe { sys::stream_get_device(self.as_raw(), &mut d) }, "cudaStreamGetDevice")?;
+        Ok(Device::from_ordinal(d))
+    }
+}
+
+/// An owned CUDA stream, destroyed on drop (`cudaStreamDestroy`; work already enqueued still runs).
+#[derive(Debug)]
+#[repr(transparent)]
+pub struct Stream {
+    raw: NonNull<sys::CUstream_st>,
+}
+
+static_assertions::assert_eq_size!(Stream, sys::cudaStream_t);
+static_assertions::assert_eq_align!(Stream, sys::cudaStream_t);
+
+// SAFETY: CUDA streams may be used and destroyed from any thread.
+unsafe impl Send for Stream {}
+// SAFETY: every method takes `&self` and CUDA allows concurrent use of one stream.
+unsafe impl Sync for Stream {}
+
+impl Stream {
+    /// A new non-blocking stream on the current device, at default priority.
+    pub fn new() -> Result<Stream> {
+        Stream::with_flags(StreamFlags::NON_BLOCKING)
+    }
+
+    /// A new stream with `flags` on the current device (`cudaStreamCreateWithFlags`).
+    pub fn with_flags(flags: StreamFlags) -> Result<Stream> {
+        let mut raw: sys::cudaStream_t = core::ptr::null_mut();
+        // SAFETY: `raw` is writable.
+        check(unsafe { sys::cudaStreamCreateWithFlags(&mut raw, flags.bits()) }, "cudaStreamCreateWithFlags")?;
+        Stream::from_created(raw, "cudaStreamCreateWithFlags")
+    }
+
+    /// A new stream with `flags` and `priority` on the current device
+    /// (`cudaStreamCreateWithPriority`). CUDA clamps an out-of-range priority silently; ordo
+    /// refuses it with a clear error instead. Lower numbers are higher priorities.
+    pub fn with_priority(flags: StreamFlags, priority: i32) -> Result<Stream> {
+        let (least, greatest) = Device::current()?.stream_priority_range()?;
+        if priority > least || priority < greatest {
+            return Err(Error::usage(
+                UsageKind::InvalidArgument,
+                "Stream::with_priority",
+                "priority outside the device's range [greatest, least] (Device::stream_priority_range)",
+            ));
+        }
+        let mut raw: sys::cudaStream_t = core::ptr::null_mut();
+        // SAFETY: `raw` is writable.
+        check(
+            unsafe { sys::cudaStreamCreateWithPriority(&mut raw, flags.bits(), priority) },
+            "cudaStreamCreateWithPriority",
+        )?;
+        Stream::from_created(raw, "cudaStreamCreateWithPriority")
+    }
+
+    fn from_created(raw: sys::cudaStream_t, call: &'static str) -> Result<Stream> {
+        NonNull::new(raw)
+            .map(|raw| Stream { raw })
+            .ok_or_else(|| crate::error::null_handle(call))
+    }
+
+    /// Takes ownership of a raw stream.
+    ///
+    /// # Safety
+    /// `raw` is a live stream that nothing else will destroy; `None` for null.
+    pub unsafe fn from_raw(raw: sys::cudaStream_t) -> Option<Stream> {
+        NonNull::new(raw).map(|raw| Stream { raw })
+    }
+
+    /// Gives up ownership: the caller destroys the stream.
+    pub fn into_raw(self) -> sys::cudaStream_t {
+        let raw = self.raw.as_ptr();
+        core::mem::forget(self);
+        raw
+    }
+
+    /// The borrowed handle, for every stream operation.
+    #[inline(always)]
+    pub fn as_stream(&self) -> StreamRef<'_> {
+        StreamRef { raw: self.raw, _stream: PhantomData }
+    }
+
+    /// The raw handle.
+    #[inline(always)]
+    pub fn as_raw(&self) -> sys::cudaStream_t {
+        self.raw.as_ptr()
+    }
+
+    /// See [`StreamRef::query`].
+    #[inline]
+    pub fn query(&self) -> Result<StreamStatus> {
+        self.as_stream().query()
+    }
+
+    /// See [`StreamRef::synchronize`].
+    #[inline]
+    pub fn synchronize(&self) -> Result<()> {
+        self.as_stream().synchronize()
+    }
+
+    /// See [`StreamRef::wait_event`].
+    #[inline(always)]
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        self.as_stream().wait_event(event)
+    }
+
+    /// See [`StreamRef::record_event`].
+    #[inline(always)]
+    pub fn record_event(&self, event: &Event) -> Result<()> {
+        event.record(self.as_stream())
+    }
+
+    /// See [`StreamRef::priority`].
+    pub fn priority(&self) -> Result<i32> {
+        self.as_stream().priority()
+    }
+
+    /// See [`StreamRef::id`].
+    pub fn id(&self) -> Result<u64> {
+        self.as_stream().id()
+    }
+
+    /// See [`StreamRef::device`].
+    pub fn device(&self) -> Result<Device> {
+        self.as_stream().device()
+    }
+
+    /// See [`StreamRef::flags`].
+    pub fn flags(&self) -> Result<StreamFlags> {
+        self.as_stream().flags()
+    }
+}
+
+impl AsStream for Stream {
+    #[inline(always)]
+    fn as_stream(&self) -> StreamRef<'_> {
+        Stream::as_stream(self)
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // SAFETY: owned, live stream. Work already enqueued completes; the call does not block.
+        unsafe { sys::cudaStreamDestroy(self.raw.as_ptr()) };
+    }
+}

@@ -1,0 +1,167 @@
+//! Tests that need no GPU: error classification against the headers, usage errors caught before
+//! CUDA, and every constructor returning `Err` (never panicking) when there is no driver.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use ordo_core::error::{is_sticky_code, CudaError};
+use ordo_core::memory::copy;
+use ordo_core::*;
+
+fn driver_present() -> bool {
+    std::path::Path::new("/dev/nvidiactl").exists()
+}
+
+/// `(value, name, documented as leaving the process in an inconsistent state or needing a restart)` for each
+/// `cudaError` value in the header the build used.
+fn header_errors() -> Vec<(u32, String, bool)> {
+    let text = include_str!(concat!(env!("ORDO_CUDA_INCLUDE"), "/driver_types.h"));
+    let start = text.find("enum __device_builtin__ cudaError").unwrap();
+    let body = &text[start..];
+    let body = &body[..body.find("};").unwrap()];
+    let mut out = Vec::new();
+    let mut doc = String::new();
+    for line in body.lines() {
+        let t = line.trim();
+        if t.starts_with("/**") {
+            doc.clear();
+        }
+        doc.push_str(t);
+        doc.push(' ');
+        if let Some(rest) = t.strip_prefix("cudaError") {
+            let mut parts = rest.split('=');
+            let name = format!("cudaError{}", parts.next().unwrap().trim());
+            let value: u32 = parts.next().unwrap().trim().trim_end_matches(',').parse().unwrap();
+            let doc_text = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+            let sticky = doc_text.contains("inconsistent state") || doc_text.contains("terminated and relaunched");
+            out.push((value, name, sticky));
+            doc.clear();
+        }
+    }
+    out
+}
+
+#[test]
+fn error_names_match_the_header() {
+    let errors = header_errors();
+    assert!(errors.len() > 100, "parsed {} values", errors.len());
+    for (value, name, _) in &errors {
+        let e = CudaError::new(sys::cudaError(*value), "test");
+        assert_eq!(e.name().to_str().unwrap(), name, "value {value}");
+        assert!(!e.description().to_bytes().is_empty());
+    }
+}
+
+#[test]
+fn sticky_classification_matches_the_header_documentation() {
+    for (value, name, sticky) in header_errors() {
+        assert_eq!(is_sticky_code(sys::cudaError(value)), sticky, "{name} = {value}");
+    }
+    let e = Error::from(CudaError::new(sys::cudaError::cudaErrorIllegalAddress, "cudaStreamSynchronize"));
+    assert!(e.is_sticky());
+    let text = e.to_string();
+    assert!(text.contains("cudaStreamSynchronize failed: cudaErrorIllegalAddress (700)"), "{text}");
+    assert!(text.contains("sticky"), "{text}");
+    let e = CudaError::new(sys::cudaError::cudaErrorInvalidConfiguration, "cudaLaunchKernelExC");
+    assert!(!e.is_sticky());
+    assert!(!e.to_string().contains("sticky"));
+}
+
+#[test]
+fn flags_equal_the_c_constants() {
+    assert_eq!(StreamFlags::NON_BLOCKING.bits(), 0x01);
+    assert_eq!(StreamFlags::BLOCKING.bits(), 0x00);
+    assert_eq!(EventFlags::BLOCKING_SYNC.bits(), 0x01);
+    assert_eq!(EventFlags::DISABLE_TIMING.bits(), 0x02);
+    assert_eq!(EventFlags::INTERPROCESS.bits(), 0x04);
+    assert_eq!(HostAllocFlags::PORTABLE.bits(), 0x01);
+    assert_eq!(HostAllocFlags::MAPPED.bits(), 0x02);
+    assert_eq!(HostAllocFlags::WRITE_COMBINED.bits(), 0x04);
+    assert_eq!(HostRegisterFlags::PORTABLE.bits(), 0x01);
+    assert_eq!(HostRegisterFlags::MAPPED.bits(), 0x02);
+    assert_eq!(HostRegisterFlags::READ_ONLY.bits(), 0x08);
+    assert_eq!(ManagedFlags::ATTACH_GLOBAL.bits(), 0x01);
+    assert_eq!(ManagedFlags::ATTACH_HOST.bits(), 0x02);
+}
+
+#[test]
+fn handles_are_as_small_as_the_raw_ones() {
+    use core::mem::size_of;
+    assert_eq!(size_of::<Stream>(), size_of::<sys::cudaStream_t>());
+    assert_eq!(size_of::<StreamRef<'_>>(), size_of::<sys::cudaStream_t>());
+    assert_eq!(size_of::<Option<StreamRef<'_>>>(), size_of::<sys::cudaStream_t>());
+    assert_eq!(size_of::<Event>(), size_of::<sys::cudaEvent_t>());
+    assert_eq!(size_of::<TimingEvent>(), size_of::<sys::cudaEvent_t>());
+    assert_eq!(size_of::<Device>(), 4);
+}
+
+#[test]
+fn null_and_named_streams() {
+    assert!(unsafe { StreamRef::from_raw(core::ptr::null_mut()) }.is_none());
+    assert_eq!(StreamRef::legacy_default().as_raw() as usize, 1);
+    assert_eq!(StreamRef::per_thread_default().as_raw() as usize, 2);
+}
+
+#[test]
+fn sizes_are_checked_before_cuda_is_called() {
+    let s = StreamRef::per_thread_default();
+    let zero = DeviceBuffer::<f32>::alloc_async(0, s).unwrap_err();
+    assert!(matches!(zero, Error::Usage(UsageError { kind: UsageKind::InvalidArgument, .. })), "{zero:?}");
+    assert!(zero.to_string().contains("zero length"), "{zero}");
+    let overflow = DeviceBuffer::<u64>::alloc_async(usize::MAX / 4, s).unwrap_err();
+    assert!(overflow.to_string().contains("overflows"), "{overflow}");
+    assert!(PinnedBuffer::<u8>::zeroed(0, HostAllocFlags::empty()).is_err());
+    assert!(PinnedBuffer::<[u8; 16]>::zeroed(usize::MAX / 8, HostAllocFlags::empty())
+        .unwrap_err()
+        .to_string()
+        .contains("overflows"));
+    assert!(ManagedBuffer::<f64>::zeroed(0, ManagedFlags::ATTACH_GLOBAL).is_err());
+    let mut empty: [f32; 0] = [];
+    assert!(RegisteredHost::new(&mut empty, HostRegisterFlags::empty()).is_err());
+}
+
+#[test]
+fn views_check_ranges_and_lengths() {
+    let mut host = [1.0f32; 8];
+    let dev = unsafe { DeviceSliceMut::from_raw_parts(host.as_mut_ptr(), 8) };
+    assert!(dev.as_slice().slice(2..6).is_ok());
+    assert_eq!(dev.as_slice().slice(2..=5).unwrap().len(), 4);
+    assert!(dev.as_slice().slice(4..9).is_err());
+    #[allow(clippy::reversed_empty_ranges)]
+    let reversed = dev.as_slice().slice(5..3);
+    assert!(reversed.is_err());
+    let pinned = unsafe { PinnedSlice::from_raw_parts(host.as_ptr(), 4) };
+    let err = unsafe { copy::h2d_async(dev, pinned, StreamRef::per_thread_default()) }.unwrap_err();
+    assert!(err.to_string().contains("lengths differ"), "{err}");
+}
+
+#[test]
+fn without_a_driver_every_constructor_returns_err() {
+    if driver_present() {
+        return; // covered by the GPU tests there
+    }
+    let no_driver = |e: Error| {
+        let c = e.cuda().unwrap_or_else(|| panic!("expected a CUDA error, got {e:?}"));
+        assert!(c.is_no_driver(), "{c:?}");
+    };
+    no_driver(device::count().unwrap_err());
+    no_driver(Device::current().unwrap_err());
+    no_driver(Device::new(0).unwrap_err());
+    no_driver(Device::from_ordinal(0).sm_count().unwrap_err());
+    no_driver(Device::from_ordinal(0).name().unwrap_err());
+    no_driver(Device::from_ordinal(0).stream_priority_range().unwrap_err());
+    no_driver(Stream::new().unwrap_err());
+    no_driver(Stream::with_flags(StreamFlags::BLOCKING).unwrap_err());
+    no_driver(Stream::with_priority(StreamFlags::NON_BLOCKING, 0).unwrap_err());
+    no_driver(Event::new().unwrap_err());
+    no_driver(TimingEvent::new().unwrap_err());
+    no_driver(MemPool::new(Device::from_ordinal(0)).unwrap_err());
+    no_driver(MemPool::device_default(Device::from_ordinal(0)).unwrap_err());
+    no_driver(DeviceBuffer::<f32>::alloc_async(16, StreamRef::per_thread_default()).unwrap_err());
+    no_driver(PinnedBuffer::<f32>::zeroed(16, HostAllocFlags::empty()).unwrap_err());
+    no_driver(ManagedBuffer::<f32>::zeroed(16, ManagedFlags::ATTACH_GLOBAL).unwrap_err());
+    let mut data = vec![0u32; 16];
+    no_driver(RegisteredHost::new(&mut data, HostRegisterFlags::empty()).unwrap_err());
+    no_driver(StreamRef::per_thread_default().synchronize().unwrap_err());
+    no_driver(StreamRef::per_thread_default().query().unwrap_err());
+    assert_eq!(device::runtime_version().unwrap(), sys::CUDA_VERSION);
+    assert_eq!(device::driver_version().unwrap(), 0);
+}
