@@ -1,0 +1,271 @@
+//! GPU tests of the core: ordering through streams and events, timing, pinned and pageable copies,
+//! pools, managed memory, devices. Run on the GPU machine (the bundle passes --include-ignored).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use ordo_core::memory::copy;
+use ordo_core::*;
+use std::time::Instant;
+
+/// Deterministic pseudo-random data (xorshift), never all zero.
+fn random_u32(n: usize, seed: u64) -> Vec<u32> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 16) as u32
+        })
+        .collect()
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn device_attributes_are_sane() {
+    assert!(device::count().unwrap() >= 1);
+    let d = Device::current().unwrap();
+    let (major, _) = d.compute_capability().unwrap();
+    assert!(major >= 7);
+    assert!(d.sm_count().unwrap() >= 1);
+    assert!(d.async_engine_count().unwrap() >= 1);
+    assert!(d.memory_pools_supported().unwrap());
+    let (least, greatest) = d.stream_priority_range().unwrap();
+    assert!(greatest <= least);
+    assert!(!d.name().unwrap().as_str().is_empty());
+    assert!(Device::new(device::count().unwrap()).is_err());
+    assert!(matches!(d.enable_peer_access(d), Err(Error::Usage(_))));
+    println!(
+        "{} cc {}.{:?} sms {} engines {} priorities [{least}, {greatest}] runtime {} driver {}",
+        d.name().unwrap(),
+        major,
+        d.compute_capability().unwrap().1,
+        d.sm_count().unwrap(),
+        d.async_engine_count().unwrap(),
+        device::runtime_version().unwrap(),
+        device::driver_version().unwrap()
+    );
+    assert_eq!(device::runtime_version().unwrap(), sys::CUDA_VERSION);
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn streams_priorities_ids_and_flags() {
+    let (least, greatest) = Device::current().unwrap().stream_priority_range().unwrap();
+    let high = Stream::with_priority(StreamFlags::NON_BLOCKING, greatest).unwrap();
+    assert_eq!(high.priority().unwrap(), greatest);
+    let err = Stream::with_priority(StreamFlags::NON_BLOCKING, greatest - 1).unwrap_err();
+    assert!(matches!(err, Error::Usage(UsageError { kind: UsageKind::InvalidArgument, .. })));
+    assert!(Stream::with_priority(StreamFlags::NON_BLOCKING, least + 1).is_err());
+    let s = Stream::new().unwrap();
+    assert_eq!(s.flags().unwrap(), StreamFlags::NON_BLOCKING);
+    assert_ne!(s.id().unwrap(), high.id().unwrap());
+    assert_eq!(s.device().unwrap(), Device::current().unwrap());
+    assert_eq!(s.query().unwrap(), StreamStatus::Ready);
+    let b = Stream::with_flags(StreamFlags::BLOCKING).unwrap();
+    assert_eq!(b.flags().unwrap(), StreamFlags::BLOCKING);
+    // A borrowed view of a raw stream owned elsewhere.
+    let raw = s.as_raw();
+    let r = unsafe { StreamRef::from_raw(raw) }.unwrap();
+    assert_eq!(r.id().unwrap(), s.id().unwrap());
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn producer_and_consumer_on_two_streams_ordered_by_an_event() {
+    const N: usize = 16 << 20; // 64 MiB: long enough that a missing wait would be seen
+    let data = random_u32(N, 7);
+    let producer = Stream::new().unwrap();
+    let consumer = Stream::new().unwrap();
+    let src = PinnedBuffer::from_slice(&data).unwrap();
+    let mut out = PinnedBuffer::<u32>::zeroed(N, HostAllocFlags::empty()).unwrap();
+    let mut a = DeviceBuffer::<u32>::alloc_async(N, producer.as_stream()).unwrap();
+    let mut b = DeviceBuffer::<u32>::zeroed_async(N, consumer.as_stream()).unwrap();
+    let ready = Event::new().unwrap();
+    unsafe {
+        copy::h2d_async(a.as_mut_slice(), src.pinned(), producer.as_stream()).unwrap();
+    }
+    ready.record(producer.as_stream()).unwrap();
+    consumer.wait_event(&ready).unwrap();
+    unsafe {
+        copy::d2d_async(b.as_mut_slice(), a.as_slice(), consumer.as_stream()).unwrap();
+        copy::d2h_async(out.pinned_mut(), b.as_slice(), consumer.as_stream()).unwrap();
+    }
+    // `a` is freed on the producer stream: make that free wait for the consumer's read.
+    let done = Event::new().unwrap();
+    done.record(consumer.as_stream()).unwrap();
+    producer.wait_event(&done).unwrap();
+    drop(a);
+    consumer.synchronize().unwrap();
+    producer.synchronize().unwrap();
+    assert!(out[..] == data[..], "consumer saw data the producer had not finished writing");
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn elapsed_time_agrees_with_the_host_clock() {
+    const N: usize = 64 << 20; // 256 MiB of u32
+    let s = Stream::new().unwrap();
+    let src = PinnedBuffer::<u32>::from_slice(&random_u32(N, 3)).unwrap();
+    let mut dev = DeviceBuffer::<u32>::alloc_async(N, s.as_stream()).unwrap();
+    let (start, end) = (TimingEvent::new().unwrap(), TimingEvent::new().unwrap());
+    s.synchronize().unwrap();
+    let t0 = Instant::now();
+    start.record(s.as_stream()).unwrap();
+    unsafe { copy::h2d_async(dev.as_mut_slice(), src.pinned(), s.as_stream()).unwrap() };
+    end.record(s.as_stream()).unwrap();
+    end.synchronize().unwrap();
+    let host_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let gpu_ms = end.elapsed_ms_since(&start).unwrap() as f64;
+    println!("256 MiB H2D: events {gpu_ms:.3} ms, host clock {host_ms:.3} ms, {:.1} GB/s", (N * 4) as f64 / gpu_ms / 1e6);
+    assert!(gpu_ms > 0.5 && gpu_ms <= host_ms + 0.1, "gpu {gpu_ms} host {host_ms}");
+    assert!(gpu_ms > host_ms * 0.5, "gpu {gpu_ms} host {host_ms}");
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn elapsed_time_of_an_unrecorded_event_is_a_clear_error() {
+    let s = Stream::new().unwrap();
+    let (start, end) = (TimingEvent::new().unwrap(), TimingEvent::new().unwrap());
+    start.record(s.as_stream()).unwrap();
+    s.synchronize().unwrap();
+    let err = end.elapsed_ms_since(&start).unwrap_err();
+    assert!(err.to_string().contains("never recorded"), "{err}");
+    // The failed call left nothing behind: the stream still works.
+    end.record(s.as_stream()).unwrap();
+    s.synchronize().unwrap();
+    assert!(end.elapsed_ms_since(&start).unwrap() >= 0.0);
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn pinned_copy_returns_before_it_finishes_and_pageable_blocks() {
+    const N: usize = 64 << 20; // 256 MiB
+    let s = Stream::new().unwrap();
+    let data = random_u32(N, 11);
+    let src = PinnedBuffer::from_slice(&data).unwrap();
+    let mut dev = DeviceBuffer::<u32>::alloc_async(N, s.as_stream()).unwrap();
+    let (start, end) = (TimingEvent::new().unwrap(), TimingEvent::new().unwrap());
+    s.synchronize().unwrap();
+    start.record(s.as_stream()).unwrap();
+    let t0 = Instant::now();
+    unsafe { copy::h2d_async(dev.as_mut_slice(), src.pinned(), s.as_stream()).unwrap() };
+    let call_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let status = s.query().unwrap();
+    end.record(s.as_stream()).unwrap();
+    s.synchronize().unwrap();
+    let copy_ms = end.elapsed_ms_since(&start).unwrap() as f64;
+    println!("pinned async H2D 256 MiB: call returned after {call_ms:.3} ms, copy took {copy_ms:.3} ms");
+    assert_eq!(status, StreamStatus::NotReady, "the copy had already finished when the call returned");
+    assert!(call_ms < copy_ms / 4.0);
+
+    // Pageable memory goes through the blocking copy, which returns with the data in place.
+    let mut back = vec![0u32; N];
+    let t0 = Instant::now();
+    copy::d2h_blocking(&mut back, dev.as_slice(), s.as_stream()).unwrap();
+    println!("pageable blocking D2H 256 MiB: {:.3} ms", t0.elapsed().as_secs_f64() * 1e3);
+    assert!(back == data);
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn registered_host_memory_round_trip() {
+    const N: usize = 1 << 20;
+    let s = Stream::new().unwrap();
+    let mut data = random_u32(N, 5);
+    let expect = data.clone();
+    let mut back = vec![0u32; N];
+    {
+        let reg = RegisteredHost::new(&mut data, HostRegisterFlags::empty()).unwrap();
+        let mut reg_back = RegisteredHost::new(&mut back, HostRegisterFlags::empty()).unwrap();
+        let mut dev = DeviceBuffer::<u32>::alloc_async(N, s.as_stream()).unwrap();
+        unsafe {
+            copy::h2d_async(dev.as_mut_slice(), reg.pinned(), s.as_stream()).unwrap();
+            copy::d2h_async(reg_back.pinned_mut(), dev.as_slice(), s.as_stream()).unwrap();
+        }
+        s.synchronize().unwrap();
+    }
+    assert!(back == expect);
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn pool_reuses_memory_without_the_driver_allocator() {
+    const BYTES: usize = 64 << 20;
+    let d = Device::current().unwrap();
+    let pool = MemPool::new(d).unwrap();
+    pool.as_pool().set_release_threshold(u64::MAX).unwrap();
+    assert_eq!(pool.as_pool().release_threshold().unwrap(), u64::MAX);
+    let s = Stream::new().unwrap();
+
+    let t0 = Instant::now();
+    let first = DeviceBuffer::<u8>::alloc_from_pool_async(BYTES, pool.as_pool(), s.as_stream()).unwrap();
+    let first_us = t0.elapsed().as_secs_f64() * 1e6;
+    let reserved = pool.as_pool().reserved_bytes().unwrap();
+    assert!(reserved >= BYTES as u64);
+    assert_eq!(pool.as_pool().used_bytes().unwrap(), BYTES as u64);
+    first.free_async().unwrap();
+    s.synchronize().unwrap();
+
+    let t0 = Instant::now();
+    let second = DeviceBuffer::<u8>::alloc_from_pool_async(BYTES, pool.as_pool(), s.as_stream()).unwrap();
+    let second_us = t0.elapsed().as_secs_f64() * 1e6;
+    // The pool handed back what it held: it did not grow, so the driver allocator was not called.
+    assert_eq!(pool.as_pool().reserved_bytes().unwrap(), reserved);
+    println!("64 MiB from a fresh pool: {first_us:.1} us; again after free: {second_us:.1} us; reserved {reserved} B");
+    drop(second);
+    s.synchronize().unwrap();
+    pool.as_pool().trim_to(0).unwrap();
+    assert_eq!(pool.as_pool().reserved_bytes().unwrap(), 0);
+
+    let default = MemPool::device_default(d).unwrap();
+    let buf = DeviceBuffer::<f32>::alloc_from_pool_async(1024, default, s.as_stream()).unwrap();
+    assert_eq!(buf.len(), 1024);
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn managed_memory_prefetch_and_advise() {
+    const N: usize = 4 << 20;
+    let d = Device::current().unwrap();
+    let s = Stream::new().unwrap();
+    let data = random_u32(N, 13);
+    let mut m = ManagedBuffer::<u32>::zeroed(N, ManagedFlags::ATTACH_GLOBAL).unwrap();
+    unsafe { m.as_host_slice_mut().copy_from_slice(&data) };
+    m.advise(.., sys::cudaMemoryAdvise::cudaMemAdviseSetPreferredLocation, Location::Device(d)).unwrap();
+    m.advise(..N / 2, sys::cudaMemoryAdvise::cudaMemAdviseSetReadMostly, Location::Device(d)).unwrap();
+    m.prefetch_async(.., Location::Device(d), s.as_stream()).unwrap();
+    // Read it on the device (a copy into device memory), then bring it back to the host.
+    let mut dev = DeviceBuffer::<u32>::alloc_async(N, s.as_stream()).unwrap();
+    unsafe {
+        let view = DeviceSlice::from_raw_parts(m.as_ptr(), N);
+        copy::d2d_async(dev.as_mut_slice(), view, s.as_stream()).unwrap();
+    }
+    m.prefetch_async(.., Location::Host, s.as_stream()).unwrap();
+    let mut back = vec![0u32; N];
+    copy::d2h_blocking(&mut back, dev.as_slice(), s.as_stream()).unwrap();
+    assert!(back == data);
+    assert!(unsafe { m.as_host_slice() } == &data[..]);
+    assert!(m.prefetch_async(N..N + 1, Location::Host, s.as_stream()).is_err());
+    println!("managed prefetch/advise ok, CUDA {} bindings", sys::CUDA_VERSION);
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn dropping_a_buffer_while_its_stream_still_uses_it_is_safe() {
+    const N: usize = 32 << 20;
+    let s = Stream::new().unwrap();
+    let data = random_u32(N, 17);
+    let src = PinnedBuffer::from_slice(&data).unwrap();
+    let mut out = PinnedBuffer::<u32>::zeroed(N, HostAllocFlags::empty()).unwrap();
+    {
+        let mut dev = DeviceBuffer::<u32>::alloc_async(N, s.as_stream()).unwrap();
+        unsafe {
+            copy::h2d_async(dev.as_mut_slice(), src.pinned(), s.as_stream()).unwrap();
+            copy::d2h_async(out.pinned_mut(), dev.as_slice(), s.as_stream()).unwrap();
+        }
+        // Dropped here with both copies still queued: the free is ordered after them.
+        assert_eq!(s.query().unwrap(), StreamStatus::NotReady);
+    }
+    s.synchronize().unwrap();
+    assert!(out[..] == data[..]);
+}

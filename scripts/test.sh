@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The test command (README, CI): installs what is missing (scripts/setup.sh), then
+#  - builds and tests the whole workspace against CUDA 13.0, with clippy (no unwrap/expect/panic
+#    in library code) and the no_std build of ordo-core;
+#  - builds and tests ordo-cuda-sys and ordo-core against CUDA 12.9 (own target folder, so the two
+#    builds do not invalidate each other).
+# GPU tests are ignored on machines without an NVIDIA device; on one, they run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+homes=$(bash scripts/setup.sh)
+CUDA13_HOME=$(printf '%s\n' "$homes" | sed -n 's/^CUDA13_HOME=//p')
+CUDA12_HOME=$(printf '%s\n' "$homes" | sed -n 's/^CUDA12_HOME=//p')
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "CUDA 13.0: clippy, workspace"
+CUDA_HOME=$CUDA13_HOME cargo clippy --workspace --all-targets --locked -- -D warnings
+step "CUDA 13.0: ordo-core without std or alloc"
+CUDA_HOME=$CUDA13_HOME cargo build -p ordo-core --no-default-features --locked
+step "CUDA 13.0: tests, workspace"
+CUDA_HOME=$CUDA13_HOME cargo test --workspace --locked
+step "CUDA 12.9: tests, ordo-cuda-sys and ordo-core"
+CUDA_HOME=$CUDA12_HOME CARGO_TARGET_DIR=target/cuda-12.9 cargo test -p ordo-cuda-sys -p ordo-core --locked
