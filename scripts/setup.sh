@@ -46,6 +46,14 @@ if [ ! -e "$cu13/nvvm/bin/cicc" ]; then
   [ -n "$nvvm" ] && [ "$nvvm" != "$cu13/nvvm" ] && ln -sfn "$nvvm" "$cu13/nvvm"
 fi
 
+# cuobjdump (the kernels' tests list the fatbin's targets with it): its first wheel is 13.2, which
+# reads 13.0 fatbins; it has no dependencies to pull.
+cuobjdump_pin="nvidia-cuda-cuobjdump==13.2.78"
+if [ ! -x "$cu13/bin/cuobjdump" ]; then
+  log "installing $cuobjdump_pin"
+  "$cache/cuda-13.0/venv/bin/pip" install -q --disable-pip-version-check --no-deps "$cuobjdump_pin"
+fi
+
 # CUDA 12.9: runtime headers + static runtime in nvidia/cuda_runtime, crt headers in nvidia/cuda_nvcc.
 install_wheels "$cache/cuda-12.9" "${cu12_pins[@]}"
 cu12=$(cd $(site "$cache/cuda-12.9")/cuda_runtime && pwd)

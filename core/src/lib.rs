@@ -48,12 +48,16 @@ extern crate std;
 pub mod device;
 pub mod error;
 pub mod event;
+pub mod graph;
+pub mod launch;
 pub mod memory;
 pub mod stream;
 
 pub use device::Device;
 pub use error::{CudaError, Error, Result, UsageError, UsageKind};
 pub use event::{Event, EventFlags, EventStatus, TimingEvent};
+pub use graph::{capture, CaptureMode, CaptureStatus, Graph, GraphExec, InstantiateFlags};
+pub use launch::{Dim3, Kernel, LaunchConfig};
 pub use memory::{
     DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, HostAllocFlags, HostRegisterFlags, Location, ManagedBuffer,
     ManagedFlags, MemPool, MemPoolRef, PinnedBuffer, PinnedSlice, PinnedSliceMut, RegisteredHost,

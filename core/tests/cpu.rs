@@ -165,3 +165,58 @@ fn without_a_driver_every_constructor_returns_err() {
     assert_eq!(device::runtime_version().unwrap(), sys::CUDA_VERSION);
     assert_eq!(device::driver_version().unwrap(), 0);
 }
+
+#[test]
+fn launch_configurations_are_checked_before_cuda() {
+    use ordo_core::launch::{Dim3, LaunchConfig};
+    let ok = LaunchConfig::new(16, 256);
+    assert!(ok.validate().is_ok());
+    let bad = |c: LaunchConfig, what: &str| {
+        let e = c.validate().unwrap_err();
+        assert!(matches!(e, Error::Usage(UsageError { kind: UsageKind::InvalidArgument, .. })), "{e:?}");
+        assert!(e.to_string().contains(what), "{e} lacks {what}");
+    };
+    bad(LaunchConfig::new(0, 256), "zero grid");
+    bad(LaunchConfig::new((1, 0), 256), "zero grid");
+    bad(LaunchConfig::new(1, 0), "zero block");
+    bad(LaunchConfig::new(1, 2048), "over 1024");
+    bad(LaunchConfig::new(1, (32, 32, 2)), "over 1024");
+    bad(LaunchConfig::new(1, (1, 1, 65)), "over 1024");
+    bad(LaunchConfig::new((1, 70000), 32), "grid dimension");
+    bad(LaunchConfig::new(6, 32).with_cluster(4), "multiple of the cluster");
+    bad(LaunchConfig::new(8, 32).with_cluster((0, 1, 1)), "zero cluster");
+    assert!(LaunchConfig::new(8, 32).with_cluster(4).validate().is_ok());
+    assert_eq!(LaunchConfig::for_elements(1000, 256).unwrap().grid, Dim3::new(4, 1, 1));
+    assert_eq!(LaunchConfig::for_elements(1024, 256).unwrap().grid, Dim3::new(4, 1, 1));
+    assert!(LaunchConfig::for_elements(0, 256).is_err());
+    assert!(LaunchConfig::for_elements(10, 0).is_err());
+    assert!(LaunchConfig::for_elements(usize::MAX, 1).is_err());
+    let c = LaunchConfig::new(1, 1).with_pdl(true).with_priority(-2).with_shared_mem(1024);
+    assert!(c.pdl && c.priority == Some(-2) && c.shared_mem_bytes == 1024);
+}
+
+#[test]
+fn kernel_arguments_are_packed_by_address_in_order() {
+    use ordo_core::launch::KernelArgs;
+    let mut args = (7u8, 0x1122_3344_5566_7788u64, 2.5f32, core::ptr::null_mut::<f32>());
+    let ptrs = args.arg_ptrs();
+    assert_eq!(ptrs.len(), 4);
+    unsafe {
+        assert_eq!(*(ptrs[0] as *const u8), 7);
+        assert_eq!(*(ptrs[1] as *const u64), 0x1122_3344_5566_7788);
+        assert_eq!(*(ptrs[2] as *const f32), 2.5);
+        assert!((*(ptrs[3] as *const *mut f32)).is_null());
+    }
+    assert_eq!(ptrs[1], (&mut args.1 as *mut u64).cast());
+    let mut none = ();
+    assert_eq!(none.arg_ptrs().len(), 0);
+}
+
+#[test]
+fn a_bad_launch_configuration_never_reaches_cuda() {
+    use ordo_core::launch::{Kernel, LaunchConfig};
+    extern "C" fn not_a_kernel(_: i32) {}
+    let k = Kernel::new(not_a_kernel as unsafe extern "C" fn(i32));
+    let e = unsafe { k.launch(StreamRef::per_thread_default(), &LaunchConfig::new(0, 32), (1,)) }.unwrap_err();
+    assert!(matches!(e, Error::Usage(_)), "{e:?}");
+}

@@ -1,0 +1,152 @@
+//! # ordo-kernels
+//!
+//! CUDA C kernels (`kernels/cuda/*.cu`) compiled by nvcc through the `cc` crate for sm_80 and sm_90
+//! machine code plus compute_90 PTX, their typed [`Kernel`] handles, and stream-correct functions
+//! built on them.
+//!
+//! The device header `kernels/include/ordo/pdl.cuh` gives the PDL helpers (`ordo_pdl_wait`,
+//! `ordo_pdl_trigger`) that compile to nothing below sm_90.
+//!
+//! # Stream-correct functions
+//! Each function here takes the caller's stream and enqueues everything on it; it never
+//! synchronises; its temporaries come from `cudaMallocAsync` on that stream and are freed with
+//! `cudaFreeAsync` on it. So each can be captured into a CUDA graph unchanged (a GPU test captures
+//! every one in global mode, where a hidden synchronise makes the capture fail).
+//!
+//! # Safety
+//! The functions that take device views are `unsafe` for the reason the asynchronous copies are:
+//! the kernels run after the call returns, and the memory must stay allocated until they complete.
+//! That holds without further thought for [`DeviceBuffer`](ordo_core::DeviceBuffer)s used on the
+//! stream they are freed on.
+
+pub mod chain;
+mod frame;
+mod gemv;
+
+pub use chain::{chain, ChainPdl, ChainPlan};
+pub use frame::frame_filter;
+pub use gemv::gemv_normalize;
+
+use ordo_core::launch::LaunchConfig;
+use ordo_core::{DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
+
+/// The raw host stubs of the kernels in `cuda/kernels.cu`.
+pub mod ffi {
+    #![allow(missing_docs)]
+    extern "C" {
+        pub fn ordo_empty();
+        pub fn ordo_add_one(x: *mut f32, n: i32);
+        pub fn ordo_heavy(x: *mut f32, n: i32);
+        pub fn ordo_square(input: *const f32, out: *mut f32, n: i32);
+        pub fn ordo_gemv(a: *const f32, x: *const f32, y: *mut f32, rows: i32, cols: i32);
+        pub fn ordo_sum_squares(y: *const f32, sum_sq: *mut f32, n: i32);
+        pub fn ordo_normalize(y: *mut f32, sum_sq: *const f32, n: i32);
+        pub fn ordo_grayscale(rgb: *const u8, gray: *mut f32, width: i32, height: i32);
+        pub fn ordo_blur5(gray: *const f32, out: *mut u8, width: i32, height: i32);
+        pub fn ordo_chain_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32, trigger_early: i32);
+    }
+}
+
+/// Typed handles of the kernels.
+pub mod kernel {
+    use super::ffi;
+    use ordo_core::launch::Kernel;
+
+    /// `ordo_empty()`: does nothing (launch-latency measurements).
+    pub fn empty() -> Kernel<()> {
+        Kernel::new(ffi::ordo_empty as unsafe extern "C" fn())
+    }
+    /// `ordo_add_one(x, n)`: `x[i] += 1`.
+    pub fn add_one() -> Kernel<(*mut f32, i32)> {
+        Kernel::new(ffi::ordo_add_one as unsafe extern "C" fn(*mut f32, i32))
+    }
+    /// `ordo_heavy(x, n)`: 64 dependent FMAs an element, `v = fma(v, 0.999, 0.001)`.
+    pub fn heavy() -> Kernel<(*mut f32, i32)> {
+        Kernel::new(ffi::ordo_heavy as unsafe extern "C" fn(*mut f32, i32))
+    }
+    /// `ordo_square(in, out, n)`: `out[i] = in[i]^2`.
+    pub fn square() -> Kernel<(*const f32, *mut f32, i32)> {
+        Kernel::new(ffi::ordo_square as unsafe extern "C" fn(*const f32, *mut f32, i32))
+    }
+    /// `ordo_gemv(a, x, y, rows, cols)`: `y = A x`, A row-major, one warp a row.
+    pub fn gemv() -> Kernel<(*const f32, *const f32, *mut f32, i32, i32)> {
+        Kernel::new(ffi::ordo_gemv as unsafe extern "C" fn(*const f32, *const f32, *mut f32, i32, i32))
+    }
+    /// `ordo_sum_squares(y, sum_sq, n)`: `*sum_sq += Σ y[i]²` (one atomic a block).
+    pub fn sum_squares() -> Kernel<(*const f32, *mut f32, i32)> {
+        Kernel::new(ffi::ordo_sum_squares as unsafe extern "C" fn(*const f32, *mut f32, i32))
+    }
+    /// `ordo_normalize(y, sum_sq, n)`: `y[i] /= sqrt(*sum_sq)`.
+    pub fn normalize() -> Kernel<(*mut f32, *const f32, i32)> {
+        Kernel::new(ffi::ordo_normalize as unsafe extern "C" fn(*mut f32, *const f32, i32))
+    }
+    /// `ordo_grayscale(rgb, gray, width, height)`.
+    pub fn grayscale() -> Kernel<(*const u8, *mut f32, i32, i32)> {
+        Kernel::new(ffi::ordo_grayscale as unsafe extern "C" fn(*const u8, *mut f32, i32, i32))
+    }
+    /// `ordo_blur5(gray, out, width, height)`: 5x5 binomial blur, clamped edges, rounded to bytes.
+    pub fn blur5() -> Kernel<(*const f32, *mut u8, i32, i32)> {
+        Kernel::new(ffi::ordo_blur5 as unsafe extern "C" fn(*const f32, *mut u8, i32, i32))
+    }
+    /// `ordo_chain_step(prev, out, scale, n, trigger_early)`: `out[i] = prev[i] * scale[i] + 1`,
+    /// loading `scale` before the PDL wait.
+    pub fn chain_step() -> Kernel<(*const f32, *mut f32, *const f32, i32, i32)> {
+        Kernel::new(ffi::ordo_chain_step as unsafe extern "C" fn(*const f32, *mut f32, *const f32, i32, i32))
+    }
+}
+
+/// Threads a block for the element-wise kernels.
+pub const BLOCK: u32 = 256;
+
+/// `n` as the kernels' `int` element count, with a clear error past `i32::MAX`.
+pub(crate) fn count_i32(n: usize, call: &'static str) -> Result<i32> {
+    if n == 0 {
+        return Err(Error::invalid(call, "zero elements"));
+    }
+    i32::try_from(n).map_err(|_| Error::invalid(call, "more than i32::MAX elements"))
+}
+
+/// `x[i] += 1` on `stream`.
+///
+/// # Safety
+/// `x` stays allocated until the kernel completes (see the [crate docs](crate#safety)).
+pub unsafe fn add_one(stream: StreamRef<'_>, x: DeviceSliceMut<'_, f32>) -> Result<()> {
+    let n = count_i32(x.len(), "ordo_kernels::add_one")?;
+    let config = LaunchConfig::for_elements(x.len(), BLOCK)?;
+    // SAFETY: in-bounds by n; lifetime owed by the caller.
+    unsafe { kernel::add_one().launch(stream, &config, (x.as_mut_ptr(), n)) }
+}
+
+/// The 64-step FMA loop over `x` on `stream`.
+///
+/// # Safety
+/// As [`add_one`].
+pub unsafe fn heavy(stream: StreamRef<'_>, x: DeviceSliceMut<'_, f32>) -> Result<()> {
+    let n = count_i32(x.len(), "ordo_kernels::heavy")?;
+    let config = LaunchConfig::for_elements(x.len(), BLOCK)?;
+    // SAFETY: in-bounds by n; lifetime owed by the caller.
+    unsafe { kernel::heavy().launch(stream, &config, (x.as_mut_ptr(), n)) }
+}
+
+/// `out[i] = input[i]^2` on `stream`.
+///
+/// # Safety
+/// As [`add_one`].
+pub unsafe fn square(stream: StreamRef<'_>, input: DeviceSlice<'_, f32>, out: DeviceSliceMut<'_, f32>) -> Result<()> {
+    if input.len() != out.len() {
+        return Err(Error::invalid("ordo_kernels::square", "input and output lengths differ"));
+    }
+    let n = count_i32(input.len(), "ordo_kernels::square")?;
+    let config = LaunchConfig::for_elements(input.len(), BLOCK)?;
+    // SAFETY: in-bounds by n; lifetime owed by the caller.
+    unsafe { kernel::square().launch(stream, &config, (input.as_ptr(), out.as_mut_ptr(), n)) }
+}
+
+/// Launches the empty kernel once (for latency measurements).
+pub fn empty(stream: StreamRef<'_>) -> Result<()> {
+    // SAFETY: the kernel takes no arguments and touches no memory.
+    unsafe { kernel::empty().launch(stream, &LaunchConfig::new(1, 1), ()) }
+}
+
+/// Re-exported for users' own kernels.
+pub use ordo_core::launch;

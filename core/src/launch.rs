@@ -1,0 +1,416 @@
+//! Typed kernel launch: a [`Kernel`] handle made from an `extern "C" __global__` function's host
+//! stub, a [`LaunchConfig`] with launch attributes (PDL, priority, cluster dimensions), and a launch
+//! that calls `cudaLaunchKernelExC` with the arguments and attributes on the stack: no heap
+//! allocation, no lock, nothing the raw call does not need beyond integer checks of the
+//! configuration.
+//!
+//! ```no_run
+//! use ordo_core::launch::{Kernel, LaunchConfig};
+//! use ordo_core::{DeviceBuffer, Stream};
+//! extern "C" {
+//!     // The host stub nvcc generates for `extern "C" __global__ void add_one(float*, int)`.
+//!     fn add_one(x: *mut f32, n: i32);
+//! }
+//! # fn main() -> ordo_core::Result<()> {
+//! let stream = Stream::new()?;
+//! let mut x = DeviceBuffer::<f32>::zeroed_async(1 << 20, stream.as_stream())?;
+//! let kernel = Kernel::new(add_one as unsafe extern "C" fn(*mut f32, i32));
+//! let config = LaunchConfig::for_elements(x.len(), 256)?;
+//! // SAFETY: `add_one` takes (float*, int) and stays inside the first n elements; `x` is freed on
+//! // this stream, after the kernel.
+//! unsafe { kernel.launch(stream.as_stream(), &config, (x.as_mut_ptr(), x.len() as i32))? };
+//! # Ok(()) }
+//! ```
+//!
+//! # Programmatic Dependent Launch
+//! [`LaunchConfig::with_pdl`] sets `cudaLaunchAttributeProgrammaticStreamSerialization`: the kernel
+//! may start before the previous kernel on the stream has finished, once every block of that
+//! kernel has called `cudaTriggerProgrammaticLaunchCompletion` (or exited). The dependent kernel
+//! must call `cudaGridDependencySynchronize` before it reads anything the previous kernel wrote
+//! (`ordo/pdl.cuh` in `ordo-kernels` wraps both). Captured into a graph, the launch keeps a
+//! programmatic edge.
+
+use crate::error::{check, Error, Result, UsageKind};
+use crate::stream::StreamRef;
+use core::ffi::{c_int, c_void};
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+use ordo_cuda_sys as sys;
+
+/// Grid or block dimensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Dim3 {
+    /// x extent.
+    pub x: u32,
+    /// y extent.
+    pub y: u32,
+    /// z extent.
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// `(x, y, z)`.
+    pub const fn new(x: u32, y: u32, z: u32) -> Dim3 {
+        Dim3 { x, y, z }
+    }
+
+    /// `x * y * z`, in u64 so it cannot overflow.
+    pub const fn volume(self) -> u64 {
+        self.x as u64 * self.y as u64 * self.z as u64
+    }
+
+    #[inline(always)]
+    fn to_raw(self) -> sys::dim3 {
+        sys::dim3 { x: self.x, y: self.y, z: self.z }
+    }
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Dim3 {
+        Dim3::new(x, 1, 1)
+    }
+}
+
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Dim3 {
+        Dim3::new(x, y, 1)
+    }
+}
+
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Dim3 {
+        Dim3::new(x, y, z)
+    }
+}
+
+/// How a kernel is launched: grid, block, dynamic shared memory, and launch attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks in the grid.
+    pub grid: Dim3,
+    /// Threads in a block (at most 1024 in all).
+    pub block: Dim3,
+    /// Dynamic shared memory a block, in bytes. Above 48 KiB the kernel must first be allowed it
+    /// with [`Kernel::set_max_dynamic_shared_memory`].
+    pub shared_mem_bytes: u32,
+    /// Programmatic stream serialization (PDL): may start before the previous kernel finishes.
+    pub pdl: bool,
+    /// Launch priority (`cudaLaunchAttributePriority`), lower is higher, as for streams.
+    pub priority: Option<i32>,
+    /// Thread-block cluster dimensions (`cudaLaunchAttributeClusterDimension`, sm_90 and later).
+    pub cluster: Option<Dim3>,
+}
+
+/// The most attributes one launch sets (PDL, priority, cluster).
+const MAX_ATTRIBUTES: usize = 3;
+
+/// Largest dynamic shared memory a block gets without opting in.
+pub const DEFAULT_MAX_DYNAMIC_SHARED_MEMORY: u32 = 48 * 1024;
+
+impl LaunchConfig {
+    /// `grid` blocks of `block` threads, no shared memory, no attributes.
+    pub fn new(grid: impl Into<Dim3>, block: impl Into<Dim3>) -> LaunchConfig {
+        LaunchConfig {
+            grid: grid.into(),
+            block: block.into(),
+            shared_mem_bytes: 0,
+            pdl: false,
+            priority: None,
+            cluster: None,
+        }
+    }
+
+    /// A 1-D grid of `block`-thread blocks covering `n` elements (the last block partly idle).
+    pub fn for_elements(n: usize, block: u32) -> Result<LaunchConfig> {
+        const CALL: &str = "LaunchConfig::for_elements";
+        if n == 0 {
+            return Err(Error::invalid(CALL, "zero elements: a grid needs at least one block"));
+        }
+        if block == 0 || block > 1024 {
+            return Err(Error::invalid(CALL, "block size must be 1..=1024 threads"));
+        }
+        let blocks = n.div_ceil(block as usize);
+        let grid = u32::try_from(blocks)
+            .ok()
+            .filter(|&g| g <= i32::MAX as u32)
+            .ok_or(Error::invalid(CALL, "too many elements: the grid would exceed 2^31-1 blocks"))?;
+        Ok(LaunchConfig::new(grid, block))
+    }
+
+    /// With programmatic stream serialization (PDL) on or off.
+    pub fn with_pdl(mut self, on: bool) -> LaunchConfig {
+        self.pdl = on;
+        self
+    }
+
+    /// With `bytes` of dynamic shared memory a block.
+    pub fn with_shared_mem(mut self, bytes: u32) -> LaunchConfig {
+        self.shared_mem_bytes = bytes;
+        self
+    }
+
+    /// With a launch priority.
+    pub fn with_priority(mut self, priority: i32) -> LaunchConfig {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// With thread-block cluster dimensions.
+    pub fn with_cluster(mut self, cluster: impl Into<Dim3>) -> LaunchConfig {
+        self.cluster = Some(cluster.into());
+        self
+    }
+
+    /// Checks what can be checked without the device: non-zero dimensions within CUDA's limits,
+    /// at most 1024 threads a block, a grid divisible by its cluster.
+    pub fn validate(&self) -> Result<()> {
+        const CALL: &str = "LaunchConfig::validate";
+        let (g, b) = (self.grid, self.block);
+        if g.x == 0 || g.y == 0 || g.z == 0 {
+            return Err(Error::invalid(CALL, "zero grid dimension"));
+        }
+        if g.x > i32::MAX as u32 || g.y > 65535 || g.z > 65535 {
+            return Err(Error::invalid(CALL, "grid dimension over CUDA's limit (x < 2^31, y and z <= 65535)"));
+        }
+        if b.x == 0 || b.y == 0 || b.z == 0 {
+            return Err(Error::invalid(CALL, "zero block dimension"));
+        }
+        if b.volume() > 1024 || b.z > 64 {
+            return Err(Error::invalid(CALL, "block over 1024 threads (or z over 64)"));
+        }
+        if let Some(c) = self.cluster {
+            if c.x == 0 || c.y == 0 || c.z == 0 {
+                return Err(Error::invalid(CALL, "zero cluster dimension"));
+            }
+            if g.x % c.x != 0 || g.y % c.y != 0 || g.z % c.z != 0 {
+                return Err(Error::invalid(CALL, "grid not a multiple of the cluster dimensions"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A tuple of kernel arguments, passed by address to `cudaLaunchKernelExC` from a stack array.
+///
+/// # Safety
+/// `arg_ptrs` returns one pointer to each argument, in order.
+pub unsafe trait KernelArgs {
+    /// The array of argument addresses (`[*mut c_void; N]`).
+    type Ptrs: AsMut<[*mut c_void]>;
+    /// The address of each argument, in order.
+    fn arg_ptrs(&mut self) -> Self::Ptrs;
+}
+
+/// A function pointer type that can name a kernel's host stub, and its argument tuple.
+pub trait KernelFn: Copy {
+    /// The argument tuple.
+    type Args: KernelArgs;
+    /// The stub's address.
+    fn addr(self) -> *const c_void;
+}
+
+macro_rules! kernel_args {
+    ($n:literal; $($t:ident . $i:tt),*) => {
+        // SAFETY: one address a field, in order.
+        unsafe impl<$($t: Copy),*> KernelArgs for ($($t,)*) {
+            type Ptrs = [*mut c_void; $n];
+            #[inline(always)]
+            #[allow(clippy::unused_unit)]
+            fn arg_ptrs(&mut self) -> [*mut c_void; $n] {
+                [$((&mut self.$i as *mut $t).cast::<c_void>()),*]
+            }
+        }
+
+        impl<$($t: Copy),*> KernelFn for unsafe extern "C" fn($($t),*) {
+            type Args = ($($t,)*);
+            #[inline(always)]
+            fn addr(self) -> *const c_void {
+                self as *const c_void
+            }
+        }
+    };
+}
+
+kernel_args!(0;);
+kernel_args!(1; A.0);
+kernel_args!(2; A.0, B.1);
+kernel_args!(3; A.0, B.1, C.2);
+kernel_args!(4; A.0, B.1, C.2, D.3);
+kernel_args!(5; A.0, B.1, C.2, D.3, E.4);
+kernel_args!(6; A.0, B.1, C.2, D.3, E.4, F.5);
+kernel_args!(7; A.0, B.1, C.2, D.3, E.4, F.5, G.6);
+kernel_args!(8; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7);
+kernel_args!(9; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8);
+kernel_args!(10; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9);
+kernel_args!(11; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10);
+kernel_args!(12; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10, L.11);
+
+/// A kernel with argument tuple `Args`: the address of the host stub of an `extern "C"
+/// __global__` function linked into the program. Copy it freely; it owns nothing.
+#[derive(Debug)]
+#[repr(transparent)]
+pub struct Kernel<Args> {
+    func: NonNull<c_void>,
+    _args: PhantomData<fn(Args)>,
+}
+
+static_assertions::assert_eq_size!(Kernel<(i32,)>, *const c_void);
+
+impl<Args> Clone for Kernel<Args> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<Args> Copy for Kernel<Args> {}
+
+// SAFETY: a function address; launching from any thread is allowed.
+unsafe impl<Args> Send for Kernel<Args> {}
+// SAFETY: as above.
+unsafe impl<Args> Sync for Kernel<Args> {}
+
+impl<Args: KernelArgs> Kernel<Args> {
+    /// The kernel whose host stub is `f`, typed by `f`'s parameters:
+    /// `Kernel::new(add_one as unsafe extern "C" fn(*mut f32, i32))`. A function that is not a
+    /// registered kernel fails at launch with `cudaErrorInvalidDeviceFunction`.
+    #[inline(always)]
+    pub fn new<F: KernelFn<Args = Args>>(f: F) -> Kernel<Args> {
+        let func = NonNull::new(f.addr().cast_mut()).unwrap_or(NonNull::dangling());
+        Kernel { func, _args: PhantomData }
+    }
+
+    /// A kernel from a raw stub address with the argument tuple the caller states.
+    ///
+    /// # Safety
+    /// `func` is the host stub of a kernel whose parameters are exactly `Args`; `None` for null.
+    pub unsafe fn from_raw(func: *const c_void) -> Option<Kernel<Args>> {
+        NonNull::new(func.cast_mut()).map(|func| Kernel { func, _args: PhantomData })
+    }
+
+    /// The stub's address.
+    #[inline(always)]
+    pub fn as_raw(self) -> *const c_void {
+        self.func.as_ptr()
+    }
+
+    /// Launches on `stream` (`cudaLaunchKernelExC`). The configuration is checked first (a clear
+    /// usage error for a zero grid, a block over 1024 threads, ...); CUDA's own launch-configuration
+    /// errors are returned here, execution errors at the next query or synchronise.
+    ///
+    /// # Safety
+    /// The kernel runs with `args` on the device: every pointer in them must be valid for what the
+    /// kernel does with it, and stay allocated until the kernel completes.
+    #[inline]
+    pub unsafe fn launch(self, stream: StreamRef<'_>, config: &LaunchConfig, mut args: Args) -> Result<()> {
+        config.validate()?;
+        let mut attrs = [sys::cudaLaunchAttribute::default(); MAX_ATTRIBUTES];
+        let mut n = 0;
+        if config.pdl {
+            attrs[n].id = sys::cudaLaunchAttributeID::cudaLaunchAttributeProgrammaticStreamSerialization;
+            attrs[n].val.programmaticStreamSerializationAllowed = 1;
+            n += 1;
+        }
+        if let Some(priority) = config.priority {
+            attrs[n].id = sys::cudaLaunchAttributeID::cudaLaunchAttributePriority;
+            attrs[n].val.priority = priority;
+            n += 1;
+        }
+        if let Some(c) = config.cluster {
+            attrs[n].id = sys::cudaLaunchAttributeID::cudaLaunchAttributeClusterDimension;
+            attrs[n].val.clusterDim.x = c.x;
+            attrs[n].val.clusterDim.y = c.y;
+            attrs[n].val.clusterDim.z = c.z;
+            n += 1;
+        }
+        let raw = sys::cudaLaunchConfig_t {
+            gridDim: config.grid.to_raw(),
+            blockDim: config.block.to_raw(),
+            dynamicSmemBytes: config.shared_mem_bytes as usize,
+            stream: stream.as_raw(),
+            attrs: attrs.as_mut_ptr(),
+            numAttrs: n as core::ffi::c_uint,
+        };
+        let mut ptrs = args.arg_ptrs();
+        // SAFETY: `raw` and the attribute and argument arrays live across the call; the caller owes
+        // the validity of what the arguments point to.
+        let code = unsafe { sys::cudaLaunchKernelExC(&raw, self.as_raw(), ptrs.as_mut().as_mut_ptr()) };
+        if code == sys::cudaError::cudaSuccess {
+            return Ok(());
+        }
+        launch_error(code, config)
+    }
+
+    /// Allows up to `bytes` of dynamic shared memory a block (`cudaFuncSetAttribute` with
+    /// `cudaFuncAttributeMaxDynamicSharedMemorySize`), checked against the current device's opt-in
+    /// limit with a clear error.
+    pub fn set_max_dynamic_shared_memory(self, bytes: u32) -> Result<()> {
+        let limit = crate::Device::current()?.max_shared_memory_per_block_optin()?;
+        let static_bytes = self.attributes()?.sharedSizeBytes as u64;
+        if u64::from(bytes) + static_bytes > u64::from(limit) {
+            return Err(Error::invalid(
+                "Kernel::set_max_dynamic_shared_memory",
+                "dynamic plus static shared memory over the device's opt-in limit (cudaDevAttrMaxSharedMemoryPerBlockOptin)",
+            ));
+        }
+        // SAFETY: a kernel stub; plain values.
+        check(
+            unsafe {
+                sys::cudaFuncSetAttribute(
+                    self.as_raw(),
+                    sys::cudaFuncAttribute::cudaFuncAttributeMaxDynamicSharedMemorySize,
+                    bytes as c_int,
+                )
+            },
+            "cudaFuncSetAttribute",
+        )
+    }
+
+    /// The kernel's attributes (`cudaFuncGetAttributes`): registers, static shared memory, the
+    /// binary and PTX versions it was loaded from.
+    pub fn attributes(self) -> Result<sys::cudaFuncAttributes> {
+        let mut attrs = sys::cudaFuncAttributes::default();
+        // SAFETY: `attrs` is writable; a kernel stub.
+        check(unsafe { sys::cudaFuncGetAttributes(&mut attrs, self.as_raw()) }, "cudaFuncGetAttributes")?;
+        Ok(attrs)
+    }
+
+    /// How many blocks of `block_threads` threads with `shared_mem_bytes` dynamic shared memory fit
+    /// on one SM at once (`cudaOccupancyMaxActiveBlocksPerMultiprocessor`).
+    pub fn max_active_blocks_per_sm(self, block_threads: u32, shared_mem_bytes: u32) -> Result<u32> {
+        let mut n: c_int = 0;
+        // SAFETY: `n` is writable; a kernel stub.
+        check(
+            unsafe {
+                sys::cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                    &mut n,
+                    self.as_raw(),
+                    block_threads as c_int,
+                    shared_mem_bytes as usize,
+                )
+            },
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+        )?;
+        Ok(n.max(0) as u32)
+    }
+}
+
+/// The error path of a launch, out of line: explains a shared-memory refusal, and clears a
+/// non-sticky launch error from the runtime's last-error slot so it is not reported twice.
+#[cold]
+#[inline(never)]
+fn launch_error(code: sys::cudaError_t, config: &LaunchConfig) -> Result<()> {
+    let err = crate::error::CudaError::new(code, "cudaLaunchKernelExC");
+    if !err.is_sticky() {
+        // SAFETY: no arguments.
+        unsafe { sys::cudaGetLastError() };
+    }
+    if config.shared_mem_bytes > DEFAULT_MAX_DYNAMIC_SHARED_MEMORY
+        && (code == sys::cudaError::cudaErrorInvalidValue || code == sys::cudaError::cudaErrorInvalidConfiguration)
+    {
+        return Err(Error::usage(
+            UsageKind::InvalidArgument,
+            "Kernel::launch",
+            "dynamic shared memory over 48 KiB needs Kernel::set_max_dynamic_shared_memory first (or is over the device's limit)",
+        ));
+    }
+    Err(Error::Cuda(err))
+}

@@ -1,0 +1,62 @@
+//! Compiles kernels/cuda/*.cu with the nvcc that ordo-cuda-sys found (links metadata
+//! DEP_CUDART_NVCC), for sm_80 and sm_90 machine code plus compute_90 PTX. The CUDA runtime itself
+//! is linked by ordo-cuda-sys.
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    println!("cargo::rerun-if-changed=cuda");
+    println!("cargo::rerun-if-changed=include");
+    println!("cargo::rustc-check-cfg=cfg(has_cuda_device)");
+    if std::env::var("DEP_CUDART_HAS_DEVICE").as_deref() == Ok("1") {
+        println!("cargo::rustc-cfg=has_cuda_device");
+    }
+    let Some(nvcc) = std::env::var_os("DEP_CUDART_NVCC") else {
+        eprintln!(
+            "ordo-kernels: the CUDA toolkit ordo-cuda-sys found has no nvcc (the 12.x pip wheels have none). \
+             Build the kernels against a toolkit with nvcc: CUDA_HOME=<toolkit> or `bash scripts/setup.sh` (CUDA 13.0)."
+        );
+        return ExitCode::FAILURE;
+    };
+    // cc picks the CUDA compiler from NVCC (it treats a `.compiler(...)` override as gcc-like).
+    std::env::set_var("NVCC", &nvcc);
+    let mut build = cc::Build::new();
+    build
+        .cuda(true)
+        .cudart("none")
+        // Device code is always optimised: `-G` (cc's default in debug builds) makes kernels
+        // many times slower, and the GPU tests run in debug builds too.
+        .debug(false)
+        .opt_level(3)
+        .include("include")
+        .flag("-std=c++17")
+        .flag("-gencode=arch=compute_80,code=sm_80")
+        .flag("-gencode=arch=compute_90,code=sm_90")
+        .flag("-gencode=arch=compute_90,code=compute_90")
+        .flag("-Xptxas=-O3")
+        .warnings(false)
+        .file("cuda/kernels.cu");
+    if let Err(e) = build.try_compile("ordo_kernels") {
+        eprintln!("ordo-kernels: nvcc failed: {e}");
+        return ExitCode::FAILURE;
+    }
+    list_fatbin(Path::new(&nvcc));
+    ExitCode::SUCCESS
+}
+
+/// Writes what `cuobjdump --list-elf --list-ptx` says of the built library to
+/// OUT_DIR/fatbin-listing.txt, for the test that checks the compiled targets (or why it could not).
+fn list_fatbin(nvcc: &Path) {
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
+    let cuobjdump = nvcc.with_file_name("cuobjdump");
+    let text = match std::process::Command::new(&cuobjdump)
+        .args(["--list-elf", "--list-ptx"])
+        .arg(out.join("libordo_kernels.a"))
+        .output()
+    {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        Ok(o) => format!("cuobjdump failed: {}", String::from_utf8_lossy(&o.stderr)),
+        Err(e) => format!("cuobjdump not runnable at {}: {e} (scripts/setup.sh installs it)", cuobjdump.display()),
+    };
+    let _ = std::fs::write(out.join("fatbin-listing.txt"), text);
+}

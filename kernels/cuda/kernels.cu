@@ -1,0 +1,111 @@
+// ordo's kernels: the ones from the source articles, each checked against a CPU reference in
+// kernels/tests. Every kernel is extern "C" so Rust can name its host stub.
+#include <stdint.h>
+#include "ordo/pdl.cuh"
+
+extern "C" {
+
+__global__ void ordo_empty() {}
+
+// x[i] += 1
+__global__ void ordo_add_one(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] += 1.0f;
+}
+
+// 64 dependent fused multiply-adds per element: enough arithmetic to be worth overlapping with copies.
+__global__ void ordo_heavy(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x[i];
+        #pragma unroll 8
+        for (int k = 0; k < 64; ++k) v = fmaf(v, 0.999f, 0.001f);
+        x[i] = v;
+    }
+}
+
+// out[i] = in[i]^2
+__global__ void ordo_square(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] * in[i];
+}
+
+// y = A x, A row-major rows x cols: one warp per row.
+__global__ void ordo_gemv(const float* a, const float* x, float* y, int rows, int cols) {
+    int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x % 32;
+    if (warp >= rows) return;
+    const float* row = a + (size_t)warp * cols;
+    float acc = 0.0f;
+    for (int j = lane; j < cols; j += 32) acc = fmaf(row[j], x[j], acc);
+    for (int off = 16; off > 0; off /= 2) acc += __shfl_down_sync(0xffffffffu, acc, off);
+    if (lane == 0) y[warp] = acc;
+}
+
+// *sum_sq += sum of y[i]^2 (block reduction, one atomic per block). *sum_sq starts at 0.
+__global__ void ordo_sum_squares(const float* y, float* sum_sq, int n) {
+    __shared__ float warp_sums[32];
+    float acc = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) acc = fmaf(y[i], y[i], acc);
+    for (int off = 16; off > 0; off /= 2) acc += __shfl_down_sync(0xffffffffu, acc, off);
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) warp_sums[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+        acc = lane < (int)(blockDim.x + 31) / 32 ? warp_sums[lane] : 0.0f;
+        for (int off = 16; off > 0; off /= 2) acc += __shfl_down_sync(0xffffffffu, acc, off);
+        if (lane == 0) atomicAdd(sum_sq, acc);
+    }
+}
+
+// y[i] /= sqrt(*sum_sq) (y unchanged when the norm is zero)
+__global__ void ordo_normalize(float* y, const float* sum_sq, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = *sum_sq;
+    if (i < n && s > 0.0f) y[i] = y[i] * rsqrtf(s);
+}
+
+// Interleaved RGB (3 bytes a pixel) to grayscale floats: 0.299 R + 0.587 G + 0.114 B.
+__global__ void ordo_grayscale(const uint8_t* rgb, float* gray, int width, int height) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= width || y >= height) return;
+    size_t p = (size_t)y * width + x;
+    float r = rgb[3 * p], g = rgb[3 * p + 1], b = rgb[3 * p + 2];
+    gray[p] = fmaf(0.114f, b, fmaf(0.587f, g, 0.299f * r));
+}
+
+// 5x5 Gaussian blur (binomial weights 1 4 6 4 1, /256) with clamped edges, rounded to bytes.
+__global__ void ordo_blur5(const float* gray, uint8_t* out, int width, int height) {
+    const float w[5] = {1.0f, 4.0f, 6.0f, 4.0f, 1.0f};
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= width || y >= height) return;
+    float acc = 0.0f;
+    for (int dy = -2; dy <= 2; ++dy) {
+        int yy = min(max(y + dy, 0), height - 1);
+        float row = 0.0f;
+        for (int dx = -2; dx <= 2; ++dx) {
+            int xx = min(max(x + dx, 0), width - 1);
+            row = fmaf(w[dx + 2], gray[(size_t)yy * width + xx], row);
+        }
+        acc = fmaf(w[dy + 2], row, acc);
+    }
+    float v = acc * (1.0f / 256.0f);
+    out[(size_t)y * width + x] = (uint8_t)fminf(fmaxf(rintf(v), 0.0f), 255.0f);
+}
+
+// One step of a dependent chain: out[i] = prev[i] * scale[i] + 1.
+// The prologue (loading scale[i]) does not depend on the previous kernel and runs before the wait,
+// overlapping the previous kernel's tail under PDL. `trigger_early` = 1 triggers the next kernel at
+// the start (good for grids of one wave), 0 after this block's stores (for grids of several waves).
+__global__ void ordo_chain_step(const float* prev, float* out, const float* scale, int n, int trigger_early) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (trigger_early) ordo_pdl_trigger();
+    float s = i < n ? scale[i] : 0.0f;
+    ordo_pdl_wait();
+    if (i < n) out[i] = fmaf(prev[i], s, 1.0f);
+    if (!trigger_early) ordo_pdl_trigger();
+}
+
+}  // extern "C"

@@ -1,0 +1,106 @@
+//! A chain of dependent kernels with Programmatic Dependent Launch, planned so that PDL never makes
+//! it slower than the plain chain.
+//!
+//! # Why PDL with an early trigger is slower for large kernels
+//! With PDL, the next kernel is launched as soon as every block of the current one has called
+//! the trigger (or exited). Its blocks are then resident on the SMs, parked in
+//! `griddepcontrol.wait` until the current kernel has completed. When the current kernel's grid is
+//! larger than one wave (more blocks than fit on the GPU at once), blocks of its later waves still
+//! need those SM slots: the parked dependent blocks take them, so the current kernel runs with
+//! fewer resident blocks, and the chain gets slower (measured on an H200 with plain CUDA C++: 4M
+//! elements a kernel, trigger at the start, 1.7x slower than without PDL).
+//!
+//! # The rule
+//! - Grid within one wave (`blocks <= SMs x max active blocks per SM`): trigger at the start. The
+//!   next kernel's launch latency and prologue overlap this kernel entirely.
+//! - Grid of several waves: trigger after the block's stores. The next kernel launches only as the
+//!   last wave drains, so it never takes slots the current kernel needs, and its launch and
+//!   prologue still overlap the tail.
+//!
+//! [`ChainPdl::Auto`] applies the rule; the others force a variant, for measuring.
+
+use crate::{count_i32, kernel, BLOCK};
+use ordo_core::launch::LaunchConfig;
+use ordo_core::{Device, DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
+
+/// How the chain uses PDL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainPdl {
+    /// Plain launches: each kernel starts after the previous one has finished.
+    Off,
+    /// PDL, trigger at the start of each block.
+    EarlyTrigger,
+    /// PDL, trigger after each block's stores.
+    LateTrigger,
+    /// The rule in the [module docs](self): early trigger within one wave, late beyond.
+    Auto,
+}
+
+/// A planned chain: grid size, and what PDL does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainPlan {
+    /// Elements a kernel.
+    pub n: usize,
+    /// Blocks a kernel.
+    pub blocks: u32,
+    /// Blocks that fit on the device at once (SMs x max active blocks per SM).
+    pub one_wave_blocks: u32,
+    /// Launch with programmatic stream serialization.
+    pub pdl: bool,
+    /// Trigger at the start of the block (else after its stores).
+    pub trigger_early: bool,
+}
+
+impl ChainPlan {
+    /// Plans a chain over `n` elements on `device`: reads the SM count and the chain kernel's
+    /// occupancy (two attribute queries, once, not per launch).
+    pub fn new(device: Device, n: usize, pdl: ChainPdl) -> Result<ChainPlan> {
+        let config = LaunchConfig::for_elements(n, BLOCK)?;
+        let per_sm = kernel::chain_step().max_active_blocks_per_sm(BLOCK, 0)?;
+        let one_wave_blocks = per_sm.saturating_mul(device.sm_count()?);
+        Ok(ChainPlan::with_wave(n, config.grid.x, one_wave_blocks, pdl))
+    }
+
+    /// The plan for a grid of `blocks` on a device that runs `one_wave_blocks` at once (the pure
+    /// arithmetic of [`ChainPlan::new`]).
+    pub fn with_wave(n: usize, blocks: u32, one_wave_blocks: u32, pdl: ChainPdl) -> ChainPlan {
+        let (pdl, trigger_early) = match pdl {
+            ChainPdl::Off => (false, false),
+            ChainPdl::EarlyTrigger => (true, true),
+            ChainPdl::LateTrigger => (true, false),
+            ChainPdl::Auto => (true, blocks <= one_wave_blocks),
+        };
+        ChainPlan { n, blocks, one_wave_blocks, pdl, trigger_early }
+    }
+}
+
+/// Runs `steps` dependent kernels `out[i] = prev[i] * scale[i] + 1` on `stream`, ping-ponging
+/// between `a` and `b`: step 0 reads `a` and writes `b`, step 1 reads `b` and writes `a`, and so
+/// on, so the result is in `b` after an odd number of steps and in `a` after an even one. Each
+/// kernel loads `scale` before its PDL wait (the part that does not depend on the previous kernel).
+///
+/// # Safety
+/// `a`, `b` and `scale` stay allocated until the kernels complete (see the [crate docs](crate#safety)).
+pub unsafe fn chain(
+    stream: StreamRef<'_>,
+    mut a: DeviceSliceMut<'_, f32>,
+    mut b: DeviceSliceMut<'_, f32>,
+    scale: DeviceSlice<'_, f32>,
+    steps: usize,
+    plan: &ChainPlan,
+) -> Result<()> {
+    const CALL: &str = "ordo_kernels::chain";
+    if a.len() != plan.n || b.len() != plan.n || scale.len() != plan.n {
+        return Err(Error::invalid(CALL, "a, b and scale must all have the plan's length"));
+    }
+    let n = count_i32(plan.n, CALL)?;
+    let config = LaunchConfig::new(plan.blocks, BLOCK).with_pdl(plan.pdl);
+    let trigger = i32::from(plan.trigger_early);
+    let step = kernel::chain_step();
+    for k in 0..steps {
+        let (prev, out) = if k % 2 == 0 { (a.as_slice(), b.reborrow()) } else { (b.as_slice(), a.reborrow()) };
+        // SAFETY: every view holds n elements; the caller owes their lifetimes.
+        unsafe { step.launch(stream, &config, (prev.as_ptr(), out.as_mut_ptr(), scale.as_ptr(), n, trigger))? };
+    }
+    Ok(())
+}

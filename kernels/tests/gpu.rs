@@ -1,0 +1,313 @@
+//! GPU tests of the kernels: each against a CPU reference on random data with poisoned outputs;
+//! the PDL chain eager and in a graph at 4096 and 4M elements, keeping programmatic edges; every
+//! stream-correct function captured in global mode and replayed; launch-configuration errors.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use ordo_core::graph::{capture, CaptureMode, CaptureStatus, InstantiateFlags};
+use ordo_core::launch::LaunchConfig;
+use ordo_core::memory::copy;
+use ordo_core::*;
+use ordo_kernels::{kernel, ChainPdl, ChainPlan};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform in [lo, hi).
+    fn f32s(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+        (0..n).map(|_| lo + (hi - lo) * ((self.next() >> 40) as f32 / (1u64 << 24) as f32)).collect()
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| (self.next() >> 56) as u8).collect()
+    }
+}
+
+const POISON: f32 = f32::NAN;
+
+fn upload<'s, T: DeviceCopy>(data: &[T], s: StreamRef<'s>) -> DeviceBuffer<'s, T> {
+    let mut d = DeviceBuffer::alloc_async(data.len(), s).unwrap();
+    copy::h2d_blocking(d.as_mut_slice(), data, s).unwrap();
+    d
+}
+
+fn download<T: DeviceCopy + Default>(d: &DeviceBuffer<'_, T>, s: StreamRef<'_>) -> Vec<T> {
+    let mut out = vec![T::default(); d.len()];
+    copy::d2h_blocking(&mut out, d.as_slice(), s).unwrap();
+    out
+}
+
+fn poisoned<'s>(n: usize, s: StreamRef<'s>) -> DeviceBuffer<'s, f32> {
+    upload(&vec![POISON; n], s)
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn kernels_are_loaded_from_sm90_code_on_hopper() {
+    let a = kernel::add_one().attributes().unwrap();
+    let (major, minor) = Device::current().unwrap().compute_capability().unwrap();
+    println!("add_one: binaryVersion {} ptxVersion {} regs {}", a.binaryVersion, a.ptxVersion, a.numRegs);
+    if (major, minor) == (9, 0) {
+        assert_eq!(a.binaryVersion, 90);
+    }
+    assert!(a.ptxVersion == 90 || a.ptxVersion == 80);
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn elementwise_kernels_match_the_cpu() {
+    let s = Stream::new().unwrap();
+    let s = s.as_stream();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let n = 1_000_003; // not a multiple of the block
+    let x = rng.f32s(n, -4.0, 4.0);
+
+    let mut d = upload(&x, s);
+    unsafe { ordo_kernels::add_one(s, d.as_mut_slice()).unwrap() };
+    let expect: Vec<f32> = x.iter().map(|v| v + 1.0).collect();
+    assert!(download(&d, s) == expect, "add_one");
+
+    let mut d = upload(&x, s);
+    unsafe { ordo_kernels::heavy(s, d.as_mut_slice()).unwrap() };
+    let expect: Vec<f32> = x.iter().map(|&v| (0..64).fold(v, |v, _| v.mul_add(0.999, 0.001))).collect();
+    assert!(download(&d, s) == expect, "heavy");
+
+    let input = upload(&x, s);
+    let mut out = poisoned(n, s);
+    unsafe { ordo_kernels::square(s, input.as_slice(), out.as_mut_slice()).unwrap() };
+    let expect: Vec<f32> = x.iter().map(|v| v * v).collect();
+    assert!(download(&out, s) == expect, "square");
+
+    ordo_kernels::empty(s).unwrap();
+    s.synchronize().unwrap();
+}
+
+fn gemv_normalize_cpu(a: &[f32], x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let y: Vec<f64> = (0..rows).map(|r| (0..cols).map(|c| a[r * cols + c] as f64 * x[c] as f64).sum()).collect();
+    let norm = y.iter().map(|v| v * v).sum::<f64>().sqrt();
+    y.iter().map(|v| (v / norm) as f32).collect()
+}
+
+fn assert_close(got: &[f32], expect: &[f32], tol: f32, what: &str) {
+    assert_eq!(got.len(), expect.len());
+    for (i, (g, e)) in got.iter().zip(expect).enumerate() {
+        assert!((g - e).abs() <= tol * e.abs().max(1e-3), "{what}[{i}]: got {g}, expected {e}");
+    }
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gemv_normalize_matches_the_cpu() {
+    let s = Stream::new().unwrap();
+    let s = s.as_stream();
+    let mut rng = Rng(42);
+    for (rows, cols) in [(1000, 517), (4096, 4096), (1, 33)] {
+        let a = rng.f32s(rows * cols, -1.0, 1.0);
+        let x = rng.f32s(cols, -1.0, 1.0);
+        let (da, dx) = (upload(&a, s), upload(&x, s));
+        let mut dy = poisoned(rows, s);
+        unsafe { ordo_kernels::gemv_normalize(s, da.as_slice(), dx.as_slice(), dy.as_mut_slice(), rows, cols).unwrap() };
+        assert_close(&download(&dy, s), &gemv_normalize_cpu(&a, &x, rows, cols), 2e-3, "gemv_normalize");
+    }
+}
+
+fn frame_filter_cpu(rgb: &[u8], w: usize, h: usize) -> Vec<u8> {
+    let gray: Vec<f32> = (0..w * h)
+        .map(|p| {
+            let (r, g, b) = (rgb[3 * p] as f32, rgb[3 * p + 1] as f32, rgb[3 * p + 2] as f32);
+            0.114f32.mul_add(b, 0.587f32.mul_add(g, 0.299 * r))
+        })
+        .collect();
+    let wt = [1.0f32, 4.0, 6.0, 4.0, 1.0];
+    let mut out = vec![0u8; w * h];
+    for y in 0..h as i64 {
+        for x in 0..w as i64 {
+            let mut acc = 0f32;
+            for dy in -2..=2i64 {
+                let yy = (y + dy).clamp(0, h as i64 - 1) as usize;
+                let mut row = 0f32;
+                for dx in -2..=2i64 {
+                    let xx = (x + dx).clamp(0, w as i64 - 1) as usize;
+                    row = wt[(dx + 2) as usize].mul_add(gray[yy * w + xx], row);
+                }
+                acc = wt[(dy + 2) as usize].mul_add(row, acc);
+            }
+            let v = acc * (1.0 / 256.0);
+            out[y as usize * w + x as usize] = v.round_ties_even().clamp(0.0, 255.0) as u8;
+        }
+    }
+    out
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn frame_filter_matches_the_cpu() {
+    let s = Stream::new().unwrap();
+    let s = s.as_stream();
+    let mut rng = Rng(7);
+    for (w, h) in [(1024, 1024), (37, 5)] {
+        let rgb = rng.bytes(w * h * 3);
+        let drgb = upload(&rgb, s);
+        let mut out = upload(&vec![0xABu8; w * h], s);
+        unsafe { ordo_kernels::frame_filter(s, drgb.as_slice(), out.as_mut_slice(), w, h).unwrap() };
+        assert!(download(&out, s) == frame_filter_cpu(&rgb, w, h), "frame filter {w}x{h}");
+    }
+}
+
+fn chain_cpu(a: &[f32], scale: &[f32], steps: usize) -> Vec<f32> {
+    let mut v = a.to_vec();
+    for _ in 0..steps {
+        for (x, s) in v.iter_mut().zip(scale) {
+            *x = x.mul_add(*s, 1.0);
+        }
+    }
+    v
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn pdl_chain_eager_and_graph_match_the_cpu_and_keep_programmatic_edges() {
+    const STEPS: usize = 100;
+    let d = Device::current().unwrap();
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let mut rng = Rng(99);
+    for n in [4096usize, 4 << 20] {
+        let a0 = rng.f32s(n, -1.0, 1.0);
+        let scale = rng.f32s(n, 0.5, 0.99);
+        let expect = chain_cpu(&a0, &scale, STEPS);
+        let dscale = upload(&scale, s);
+        for pdl in [ChainPdl::Off, ChainPdl::EarlyTrigger, ChainPdl::LateTrigger, ChainPdl::Auto] {
+            let plan = ChainPlan::new(d, n, pdl).unwrap();
+            // Eager.
+            let mut a = upload(&a0, s);
+            let mut b = poisoned(n, s);
+            unsafe { ordo_kernels::chain(s, a.as_mut_slice(), b.as_mut_slice(), dscale.as_slice(), STEPS, &plan).unwrap() };
+            assert!(download(&a, s) == expect, "eager chain n={n} {pdl:?}");
+            // Captured into a graph and replayed.
+            let mut a = upload(&a0, s);
+            let mut b = poisoned(n, s);
+            s.synchronize().unwrap();
+            let graph = capture(s, CaptureMode::Global, |cs| unsafe {
+                ordo_kernels::chain(cs, a.as_mut_slice(), b.as_mut_slice(), dscale.as_slice(), STEPS, &plan)
+            })
+            .unwrap();
+            assert_eq!(graph.node_count().unwrap(), STEPS);
+            let edges = graph.edges().unwrap();
+            assert_eq!(edges.len(), STEPS - 1);
+            let programmatic = edges.iter().filter(|e| e.is_programmatic()).count();
+            assert_eq!(programmatic, if plan.pdl { STEPS - 1 } else { 0 }, "n={n} {pdl:?}: programmatic edges");
+            let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
+            exec.launch(s).unwrap();
+            assert!(download(&a, s) == expect, "graph chain n={n} {pdl:?}");
+            if n == 4096 && pdl == ChainPdl::Auto {
+                println!("chain plan n={n}: {plan:?}; programmatic edges {programmatic}, edge type {}", edges[0].data.type_);
+            }
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn every_stream_correct_function_captures_in_global_mode_and_replays_like_eager() {
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let mut rng = Rng(5);
+    let (rows, cols, w, h, n) = (512, 300, 256, 128, 100_000);
+    let (a, x) = (rng.f32s(rows * cols, -1.0, 1.0), rng.f32s(cols, -1.0, 1.0));
+    let rgb = rng.bytes(w * h * 3);
+    let v = rng.f32s(n, -2.0, 2.0);
+    let (da, dx) = (upload(&a, s), upload(&x, s));
+    let (drgb, dv) = (upload(&rgb, s), upload(&v, s));
+    let scale = upload(&rng.f32s(n, 0.5, 0.9), s);
+    let plan = ChainPlan::new(Device::current().unwrap(), n, ChainPdl::Auto).unwrap();
+
+    // Runs every function once on `s`, writing into the given outputs.
+    let run_all = |s: StreamRef<'_>,
+                   y: &mut DeviceBuffer<'_, f32>,
+                   frame: &mut DeviceBuffer<'_, u8>,
+                   sq: &mut DeviceBuffer<'_, f32>,
+                   c1: &mut DeviceBuffer<'_, f32>,
+                   c2: &mut DeviceBuffer<'_, f32>|
+     -> Result<()> {
+        unsafe {
+            ordo_kernels::gemv_normalize(s, da.as_slice(), dx.as_slice(), y.as_mut_slice(), rows, cols)?;
+            ordo_kernels::frame_filter(s, drgb.as_slice(), frame.as_mut_slice(), w, h)?;
+            ordo_kernels::square(s, dv.as_slice(), sq.as_mut_slice())?;
+            ordo_kernels::add_one(s, sq.as_mut_slice())?;
+            ordo_kernels::heavy(s, sq.as_mut_slice())?;
+            copy::d2d_async(c1.as_mut_slice(), dv.as_slice(), s)?;
+            ordo_kernels::chain(s, c1.as_mut_slice(), c2.as_mut_slice(), scale.as_slice(), 7, &plan)?;
+            ordo_kernels::empty(s)
+        }
+    };
+    let outputs = |s| (poisoned(rows, s), upload(&vec![0u8; w * h], s), poisoned(n, s), poisoned(n, s), poisoned(n, s));
+
+    let (mut y, mut frame, mut sq, mut c1, mut c2) = outputs(s);
+    run_all(s, &mut y, &mut frame, &mut sq, &mut c1, &mut c2).unwrap();
+    let eager = (download(&y, s), download(&frame, s), download(&sq, s), download(&c2, s));
+
+    let (mut y, mut frame, mut sq, mut c1, mut c2) = outputs(s);
+    s.synchronize().unwrap();
+    let graph = capture(s, CaptureMode::Global, |cs| run_all(cs, &mut y, &mut frame, &mut sq, &mut c1, &mut c2)).unwrap();
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
+    let exec = graph.instantiate(InstantiateFlags::AUTO_FREE_ON_LAUNCH).unwrap();
+    exec.upload(s).unwrap();
+    exec.launch(s).unwrap();
+    let replay = (download(&y, s), download(&frame, s), download(&sq, s), download(&c2, s));
+    // Same kernels, same inputs: bitwise equal except the atomic sum in gemv_normalize.
+    assert_close(&replay.0, &eager.0, 1e-5, "gemv_normalize replay");
+    assert!(replay.1 == eager.1, "frame_filter replay");
+    assert!(replay.2 == eager.2, "square/add_one/heavy replay");
+    assert!(replay.3 == eager.3, "chain replay");
+    println!("captured graph: {} nodes", graph.node_count().unwrap());
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_synchronise_inside_capture_fails_clearly_and_the_stream_stays_usable() {
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let mut x = upload(&[1.0f32; 1000], s);
+    s.synchronize().unwrap();
+    let err = capture(s, CaptureMode::Global, |cs| {
+        unsafe { ordo_kernels::add_one(cs, x.as_mut_slice())? };
+        cs.synchronize()
+    })
+    .unwrap_err();
+    println!("synchronize inside capture: {err}");
+    assert_eq!(err.call(), "cudaStreamSynchronize");
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
+    // The stream works, and a following capture succeeds.
+    unsafe { ordo_kernels::add_one(s, x.as_mut_slice()).unwrap() };
+    let g = capture(s, CaptureMode::ThreadLocal, |cs| unsafe { ordo_kernels::add_one(cs, x.as_mut_slice()) }).unwrap();
+    g.instantiate(InstantiateFlags::empty()).unwrap().launch(s).unwrap();
+    let g = capture(s, CaptureMode::Relaxed, |cs| unsafe { ordo_kernels::add_one(cs, x.as_mut_slice()) }).unwrap();
+    g.instantiate(InstantiateFlags::empty()).unwrap().launch(s).unwrap();
+    assert!(download(&x, s).iter().all(|&v| v == 4.0));
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn launch_configuration_errors_are_clear_and_leave_the_context_usable() {
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let mut x = upload(&[0.5f32; 256], s);
+    let k = kernel::add_one();
+    let e = unsafe { k.launch(s, &LaunchConfig::new(1, 2048), (x.as_mut_ptr(), 256)) }.unwrap_err();
+    assert!(matches!(e, Error::Usage(_)), "{e:?}");
+    let e = unsafe { k.launch(s, &LaunchConfig::new(1, 256).with_shared_mem(100 * 1024), (x.as_mut_ptr(), 256)) }.unwrap_err();
+    println!("100 KiB shared memory without opt-in: {e}");
+    assert!(e.to_string().contains("set_max_dynamic_shared_memory"), "{e}");
+    assert!(k.set_max_dynamic_shared_memory(100 * 1024).is_ok());
+    unsafe { k.launch(s, &LaunchConfig::new(1, 256).with_shared_mem(100 * 1024), (x.as_mut_ptr(), 256)).unwrap() };
+    assert!(k.set_max_dynamic_shared_memory(10 << 20).is_err());
+    // A kernel launched with a priority and with a cluster runs too.
+    let (_, greatest) = Device::current().unwrap().stream_priority_range().unwrap();
+    unsafe { k.launch(s, &LaunchConfig::new(2, 128).with_priority(greatest).with_cluster(2), (x.as_mut_ptr(), 256)).unwrap() };
+    error::peek_last_error().unwrap();
+    assert!(download(&x, s).iter().all(|&v| v == 2.5));
+}

@@ -1,0 +1,46 @@
+//! A launch allocates nothing on the heap (counting global allocator), PDL attribute included.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use ordo_core::launch::LaunchConfig;
+use ordo_core::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+struct Counting;
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn launches_do_not_allocate() {
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let mut x = DeviceBuffer::<f32>::zeroed_async(4096, s).unwrap();
+    let k = ordo_kernels::kernel::add_one();
+    let plain = LaunchConfig::for_elements(4096, 256).unwrap();
+    let pdl = plain.with_pdl(true).with_priority(0);
+    unsafe { k.launch(s, &plain, (x.as_mut_ptr(), 4096)).unwrap() };
+    s.synchronize().unwrap();
+    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    for i in 0..1000 {
+        let c = if i % 2 == 0 { &plain } else { &pdl };
+        unsafe { k.launch(s, c, (x.as_mut_ptr(), 4096)).unwrap() };
+        ordo_kernels::empty(s).unwrap();
+    }
+    let after = ALLOCATIONS.load(Ordering::SeqCst);
+    s.synchronize().unwrap();
+    assert_eq!(after - before, 0, "heap allocations while launching");
+}
