@@ -156,13 +156,26 @@ pub struct UsageError {
     pub what: &'static str,
 }
 
-/// ordo's error: from CUDA, or from ordo's own checks.
+/// A call into another CUDA library (cuBLAS, NCCL) that reports its own status codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LibraryError {
+    /// The library, e.g. `"cuBLAS"`.
+    pub library: &'static str,
+    /// The function that failed, e.g. `"cublasSgemv_v2"`.
+    pub call: &'static str,
+    /// The library's status code.
+    pub status: i32,
+}
+
+/// ordo's error: from CUDA, from another CUDA library, or from ordo's own checks.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Error {
     /// A CUDA call failed.
     Cuda(CudaError),
     /// ordo refused the call before reaching CUDA.
     Usage(UsageError),
+    /// A call into another CUDA library failed.
+    Library(LibraryError),
 }
 
 impl Error {
@@ -183,7 +196,7 @@ impl Error {
     pub fn cuda(&self) -> Option<CudaError> {
         match self {
             Error::Cuda(e) => Some(*e),
-            Error::Usage(_) => None,
+            Error::Usage(_) | Error::Library(_) => None,
         }
     }
 
@@ -205,6 +218,7 @@ impl Error {
         match self {
             Error::Cuda(e) => e.call,
             Error::Usage(u) => u.call,
+            Error::Library(l) => l.call,
         }
     }
 }
@@ -221,6 +235,7 @@ impl fmt::Debug for Error {
         match self {
             Error::Cuda(e) => fmt::Debug::fmt(e, f),
             Error::Usage(u) => fmt::Debug::fmt(u, f),
+            Error::Library(l) => fmt::Debug::fmt(l, f),
         }
     }
 }
@@ -230,6 +245,7 @@ impl fmt::Display for Error {
         match self {
             Error::Cuda(e) => fmt::Display::fmt(e, f),
             Error::Usage(u) => write!(f, "{}: {:?}: {}", u.call, u.kind, u.what),
+            Error::Library(l) => write!(f, "{} failed: {} status {}", l.call, l.library, l.status),
         }
     }
 }

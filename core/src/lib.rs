@@ -54,7 +54,7 @@ pub mod memory;
 pub mod stream;
 
 pub use device::Device;
-pub use error::{CudaError, Error, Result, UsageError, UsageKind};
+pub use error::{CudaError, Error, LibraryError, Result, UsageError, UsageKind};
 pub use event::{Event, EventFlags, EventStatus, TimingEvent};
 pub use graph::{capture, CaptureMode, CaptureStatus, Graph, GraphExec, InstantiateFlags};
 pub use launch::{Dim3, Kernel, LaunchConfig};

@@ -1,5 +1,5 @@
 //! Measures a chain of 100 dependent kernels at 4096, 128K and 4M elements: eager and graph, PDL
-//! off, early trigger, late trigger and ordo's rule (Auto), per kernel, from events. Variants are
+//! off, early trigger, wait-then-trigger (the source's placement), late trigger and ordo's rule (Auto), per kernel, from events. Variants are
 //! interleaved (A B C D A B C D ...) in one process and medians reported, with each variant's ratio
 //! to PDL off. Prints one line and exits non-zero without a GPU.
 //!
@@ -12,7 +12,8 @@ use ordo_kernels::{chain, ChainPdl, ChainPlan};
 use std::process::ExitCode;
 
 const STEPS: usize = 100;
-const VARIANTS: [ChainPdl; 4] = [ChainPdl::Off, ChainPdl::EarlyTrigger, ChainPdl::LateTrigger, ChainPdl::Auto];
+const VARIANTS: [ChainPdl; 5] =
+    [ChainPdl::Off, ChainPdl::EarlyTrigger, ChainPdl::WaitThenTrigger, ChainPdl::LateTrigger, ChainPdl::Auto];
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -66,13 +67,13 @@ fn run(repeats: usize) -> Result<()> {
         let e: Vec<f64> = eager.iter_mut().map(|v| median(v)).collect();
         let g: Vec<f64> = graph.iter_mut().map(|v| median(v)).collect();
         println!(
-            "n={n:>8} blocks={:>6} one wave={:>5} | auto: pdl={} trigger_early={}",
-            plans[0].blocks, plans[0].one_wave_blocks, plans[3].pdl, plans[3].trigger_early
+            "n={n:>8} blocks={:>6} one wave={:>5} | auto: pdl={} trigger={:?}",
+            plans[0].blocks, plans[0].one_wave_blocks, plans[4].pdl, plans[4].trigger
         );
         for (name, t) in [("eager", &e), ("graph", &g)] {
             println!(
-                "  {name}: off {:>7.3} | early {:>7.3} ({:.2}x) | late {:>7.3} ({:.2}x) | auto {:>7.3} ({:.2}x)",
-                t[0], t[1], t[1] / t[0], t[2], t[2] / t[0], t[3], t[3] / t[0]
+                "  {name}: off {:>7.3} | early {:>7.3} ({:.2}x) | wait+trigger {:>7.3} ({:.2}x) | late {:>7.3} ({:.2}x) | auto {:>7.3} ({:.2}x)",
+                t[0], t[1], t[1] / t[0], t[2], t[2] / t[0], t[3], t[3] / t[0], t[4], t[4] / t[0]
             );
         }
     }

@@ -23,13 +23,27 @@ use crate::{count_i32, kernel, BLOCK};
 use ordo_core::launch::LaunchConfig;
 use ordo_core::{Device, DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
 
+/// Where each block of a chain kernel triggers the launch of the next kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum Trigger {
+    /// After the block's stores.
+    End = 0,
+    /// At the start, before the prologue.
+    Start = 1,
+    /// At the start, right after the PDL wait (the placement the source measured).
+    AfterWait = 2,
+}
+
 /// How the chain uses PDL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChainPdl {
     /// Plain launches: each kernel starts after the previous one has finished.
     Off,
-    /// PDL, trigger at the start of each block.
+    /// PDL, trigger at the start of each block, before the prologue.
     EarlyTrigger,
+    /// PDL, wait then trigger at the start of each block (the source's placement).
+    WaitThenTrigger,
     /// PDL, trigger after each block's stores.
     LateTrigger,
     /// The rule in the [module docs](self): early trigger within one wave, late beyond.
@@ -47,8 +61,8 @@ pub struct ChainPlan {
     pub one_wave_blocks: u32,
     /// Launch with programmatic stream serialization.
     pub pdl: bool,
-    /// Trigger at the start of the block (else after its stores).
-    pub trigger_early: bool,
+    /// Where blocks trigger the next kernel (meaningful when `pdl`).
+    pub trigger: Trigger,
 }
 
 impl ChainPlan {
@@ -64,13 +78,15 @@ impl ChainPlan {
     /// The plan for a grid of `blocks` on a device that runs `one_wave_blocks` at once (the pure
     /// arithmetic of [`ChainPlan::new`]).
     pub fn with_wave(n: usize, blocks: u32, one_wave_blocks: u32, pdl: ChainPdl) -> ChainPlan {
-        let (pdl, trigger_early) = match pdl {
-            ChainPdl::Off => (false, false),
-            ChainPdl::EarlyTrigger => (true, true),
-            ChainPdl::LateTrigger => (true, false),
-            ChainPdl::Auto => (true, blocks <= one_wave_blocks),
+        let (pdl, trigger) = match pdl {
+            ChainPdl::Off => (false, Trigger::End),
+            ChainPdl::EarlyTrigger => (true, Trigger::Start),
+            ChainPdl::WaitThenTrigger => (true, Trigger::AfterWait),
+            ChainPdl::LateTrigger => (true, Trigger::End),
+            ChainPdl::Auto if blocks <= one_wave_blocks => (true, Trigger::Start),
+            ChainPdl::Auto => (true, Trigger::End),
         };
-        ChainPlan { n, blocks, one_wave_blocks, pdl, trigger_early }
+        ChainPlan { n, blocks, one_wave_blocks, pdl, trigger }
     }
 }
 
@@ -95,7 +111,7 @@ pub unsafe fn chain(
     }
     let n = count_i32(plan.n, CALL)?;
     let config = LaunchConfig::new(plan.blocks, BLOCK).with_pdl(plan.pdl);
-    let trigger = i32::from(plan.trigger_early);
+    let trigger = plan.trigger as i32;
     let step = kernel::chain_step();
     for k in 0..steps {
         let (prev, out) = if k % 2 == 0 { (a.as_slice(), b.reborrow()) } else { (b.as_slice(), a.reborrow()) };

@@ -20,10 +20,12 @@
 //! stream they are freed on.
 
 pub mod chain;
+#[cfg(feature = "cublas")]
+pub mod cublas;
 mod frame;
 mod gemv;
 
-pub use chain::{chain, ChainPdl, ChainPlan};
+pub use chain::{chain, ChainPdl, ChainPlan, Trigger};
 pub use frame::frame_filter;
 pub use gemv::gemv_normalize;
 
@@ -43,7 +45,7 @@ pub mod ffi {
         pub fn ordo_normalize(y: *mut f32, sum_sq: *const f32, n: i32);
         pub fn ordo_grayscale(rgb: *const u8, gray: *mut f32, width: i32, height: i32);
         pub fn ordo_blur5(gray: *const f32, out: *mut u8, width: i32, height: i32);
-        pub fn ordo_chain_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32, trigger_early: i32);
+        pub fn ordo_chain_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32, trigger: i32);
     }
 }
 
@@ -88,8 +90,8 @@ pub mod kernel {
     pub fn blur5() -> Kernel<(*const f32, *mut u8, i32, i32)> {
         Kernel::new(ffi::ordo_blur5 as unsafe extern "C" fn(*const f32, *mut u8, i32, i32))
     }
-    /// `ordo_chain_step(prev, out, scale, n, trigger_early)`: `out[i] = prev[i] * scale[i] + 1`,
-    /// loading `scale` before the PDL wait.
+    /// `ordo_chain_step(prev, out, scale, n, trigger)`: `out[i] = prev[i] * scale[i] + 1`,
+    /// loading `scale` before the PDL wait; `trigger` is a [`Trigger`](crate::Trigger) as `i32`.
     pub fn chain_step() -> Kernel<(*const f32, *mut f32, *const f32, i32, i32)> {
         Kernel::new(ffi::ordo_chain_step as unsafe extern "C" fn(*const f32, *mut f32, *const f32, i32, i32))
     }

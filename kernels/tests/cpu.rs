@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ordo_core::{DeviceSlice, DeviceSliceMut, Error, StreamRef};
-use ordo_kernels::{ChainPdl, ChainPlan};
+use ordo_kernels::{ChainPdl, ChainPlan, Trigger};
 
 #[test]
 fn kernels_are_compiled_for_sm80_sm90_and_compute90_ptx() {
@@ -23,16 +23,18 @@ fn chain_plan_follows_the_wave_rule() {
     // 132 SMs x 8 blocks of 256 threads = 1056 blocks a wave.
     let wave = 132 * 8;
     let small = ChainPlan::with_wave(4096, 16, wave, ChainPdl::Auto);
-    assert!(small.pdl && small.trigger_early);
+    assert!(small.pdl && small.trigger == Trigger::Start);
     let edge = ChainPlan::with_wave(wave as usize * 256, wave, wave, ChainPdl::Auto);
-    assert!(edge.pdl && edge.trigger_early, "exactly one wave still triggers early");
+    assert!(edge.pdl && edge.trigger == Trigger::Start, "exactly one wave still triggers early");
     let large = ChainPlan::with_wave(4 << 20, 16384, wave, ChainPdl::Auto);
-    assert!(large.pdl && !large.trigger_early);
+    assert!(large.pdl && large.trigger == Trigger::End);
     assert!(!ChainPlan::with_wave(4096, 16, wave, ChainPdl::Off).pdl);
     let forced = ChainPlan::with_wave(4 << 20, 16384, wave, ChainPdl::EarlyTrigger);
-    assert!(forced.pdl && forced.trigger_early);
+    assert!(forced.pdl && forced.trigger == Trigger::Start);
+    let source = ChainPlan::with_wave(4 << 20, 16384, wave, ChainPdl::WaitThenTrigger);
+    assert!(source.pdl && source.trigger == Trigger::AfterWait);
     let late = ChainPlan::with_wave(4096, 16, wave, ChainPdl::LateTrigger);
-    assert!(late.pdl && !late.trigger_early);
+    assert!(late.pdl && late.trigger == Trigger::End);
 }
 
 #[test]

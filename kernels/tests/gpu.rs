@@ -180,7 +180,7 @@ fn pdl_chain_eager_and_graph_match_the_cpu_and_keep_programmatic_edges() {
         let scale = rng.f32s(n, 0.5, 0.99);
         let expect = chain_cpu(&a0, &scale, STEPS);
         let dscale = upload(&scale, s);
-        for pdl in [ChainPdl::Off, ChainPdl::EarlyTrigger, ChainPdl::LateTrigger, ChainPdl::Auto] {
+        for pdl in [ChainPdl::Off, ChainPdl::EarlyTrigger, ChainPdl::WaitThenTrigger, ChainPdl::LateTrigger, ChainPdl::Auto] {
             let plan = ChainPlan::new(d, n, pdl).unwrap();
             // Eager.
             let mut a = upload(&a0, s);
@@ -310,4 +310,31 @@ fn launch_configuration_errors_are_clear_and_leave_the_context_usable() {
     unsafe { k.launch(s, &LaunchConfig::new(2, 128).with_priority(greatest).with_cluster(2), (x.as_mut_ptr(), 256)).unwrap() };
     error::peek_last_error().unwrap();
     assert!(download(&x, s).iter().all(|&v| v == 2.5));
+}
+
+#[cfg(feature = "cublas")]
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn cublas_gemv_normalize_matches_the_cpu_and_captures() {
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let mut blas = ordo_kernels::cublas::Cublas::new().unwrap();
+    let mut rng = Rng(3);
+    let (rows, cols) = (777, 1025);
+    let (a, x) = (rng.f32s(rows * cols, -1.0, 1.0), rng.f32s(cols, -1.0, 1.0));
+    let (da, dx) = (upload(&a, s), upload(&x, s));
+    let mut y = poisoned(rows, s);
+    unsafe { blas.gemv_normalize(s, da.as_slice(), dx.as_slice(), y.as_mut_slice(), rows, cols).unwrap() };
+    let expect = gemv_normalize_cpu(&a, &x, rows, cols);
+    assert_close(&download(&y, s), &expect, 2e-3, "cublas gemv_normalize");
+    // Another stream between calls: the handle follows the caller's stream each time.
+    let other = Stream::new().unwrap();
+    let mut y2 = poisoned(rows, other.as_stream());
+    other.synchronize().unwrap();
+    let g = capture(other.as_stream(), CaptureMode::Global, |cs| unsafe {
+        blas.gemv_normalize(cs, da.as_slice(), dx.as_slice(), y2.as_mut_slice(), rows, cols)
+    })
+    .unwrap();
+    g.instantiate(InstantiateFlags::empty()).unwrap().launch(other.as_stream()).unwrap();
+    assert_close(&download(&y2, other.as_stream()), &expect, 2e-3, "cublas gemv_normalize in a graph");
 }
