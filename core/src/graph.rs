@@ -1,9 +1,13 @@
-//! CUDA graphs: stream capture into a [`Graph`], instantiation into a [`GraphExec`], replay on a
-//! stream, and the graph's edges with their data (programmatic edges from PDL launches survive
-//! capture).
+//! CUDA graphs: stream capture into a [`Graph`] (new or existing), instantiation into a
+//! [`GraphExec`], replay on a stream, the graph's nodes and edges (programmatic edges from PDL
+//! launches survive capture), and updates without re-instantiating: whole-graph
+//! [`GraphExec::update`] and typed kernel-node argument updates
+//! ([`GraphExec::set_kernel_node_args`]).
 
-use crate::error::{check, Error, Result};
+use crate::error::{check, Error, Result, UsageKind};
+use crate::launch::{Kernel, KernelArgs, LaunchConfig};
 use crate::stream::StreamRef;
+use core::marker::PhantomData;
 use core::ptr::NonNull;
 use ordo_cuda_sys as sys;
 
@@ -146,6 +150,138 @@ impl<'a> StreamRef<'a> {
     }
 }
 
+/// What a graph node does (`cudaGraphNodeGetType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    /// A kernel launch.
+    Kernel,
+    /// A copy.
+    Memcpy,
+    /// A memset.
+    Memset,
+    /// A host function.
+    Host,
+    /// A child graph.
+    ChildGraph,
+    /// No operation (a join point).
+    Empty,
+    /// A wait on an event.
+    WaitEvent,
+    /// An event record.
+    EventRecord,
+    /// A stream-ordered allocation (`cudaMallocAsync` captured).
+    MemAlloc,
+    /// A stream-ordered free (`cudaFreeAsync` captured).
+    MemFree,
+    /// A conditional node.
+    Conditional,
+    /// Another kind (external semaphores, or one a later CUDA adds), by CUDA's value.
+    Other(u32),
+}
+
+impl NodeKind {
+    fn from_raw(t: sys::cudaGraphNodeType) -> NodeKind {
+        use sys::cudaGraphNodeType as T;
+        match t {
+            T::cudaGraphNodeTypeKernel => NodeKind::Kernel,
+            T::cudaGraphNodeTypeMemcpy => NodeKind::Memcpy,
+            T::cudaGraphNodeTypeMemset => NodeKind::Memset,
+            T::cudaGraphNodeTypeHost => NodeKind::Host,
+            T::cudaGraphNodeTypeGraph => NodeKind::ChildGraph,
+            T::cudaGraphNodeTypeEmpty => NodeKind::Empty,
+            T::cudaGraphNodeTypeWaitEvent => NodeKind::WaitEvent,
+            T::cudaGraphNodeTypeEventRecord => NodeKind::EventRecord,
+            T::cudaGraphNodeTypeMemAlloc => NodeKind::MemAlloc,
+            T::cudaGraphNodeTypeMemFree => NodeKind::MemFree,
+            T::cudaGraphNodeTypeConditional => NodeKind::Conditional,
+            other => NodeKind::Other(other.0),
+        }
+    }
+}
+
+/// A node of a graph (borrowed from it; valid while the graph lives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct Node<'g> {
+    raw: NonNull<sys::CUgraphNode_st>,
+    _graph: PhantomData<&'g Graph>,
+}
+
+impl<'g> Node<'g> {
+    /// The raw handle.
+    #[inline(always)]
+    pub fn as_raw(self) -> sys::cudaGraphNode_t {
+        self.raw.as_ptr()
+    }
+
+    /// What the node does.
+    pub fn kind(self) -> Result<NodeKind> {
+        let mut t = sys::cudaGraphNodeType::cudaGraphNodeTypeEmpty;
+        // SAFETY: a live node; `t` is writable.
+        check(unsafe { sys::cudaGraphNodeGetType(self.as_raw(), &mut t) }, "cudaGraphNodeGetType")?;
+        Ok(NodeKind::from_raw(t))
+    }
+
+    /// For a kernel node, the kernel's host-stub address (`cudaGraphKernelNodeGetParams`).
+    pub fn kernel_function(self) -> Result<*const core::ffi::c_void> {
+        let mut p = sys::cudaKernelNodeParams::default();
+        // SAFETY: a live node; `p` is writable.
+        check(unsafe { sys::cudaGraphKernelNodeGetParams(self.as_raw(), &mut p) }, "cudaGraphKernelNodeGetParams")?;
+        Ok(p.func)
+    }
+}
+
+/// A kernel node known to launch the kernel with argument tuple `Args`, so its arguments can be
+/// replaced with values of the right types. Found with [`Graph::kernel_nodes`].
+#[derive(Debug)]
+pub struct KernelNode<'g, Args> {
+    node: Node<'g>,
+    kernel: Kernel<Args>,
+}
+
+impl<Args> Clone for KernelNode<'_, Args> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<Args> Copy for KernelNode<'_, Args> {}
+
+impl<'g, Args> KernelNode<'g, Args> {
+    /// The node.
+    pub fn node(&self) -> Node<'g> {
+        self.node
+    }
+}
+
+/// Why [`GraphExec::update`] could not update in place (`cudaGraphExecUpdateResultInfo`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpdateFailure {
+    /// CUDA's reason (`cudaGraphExecUpdateResult`): topology changed, node type changed, function
+    /// changed, parameters changed in a way that cannot be updated, not supported, ...
+    pub result: sys::cudaGraphExecUpdateResult,
+    /// The node of the new graph that could not be updated (null when the topology changed).
+    pub error_node: sys::cudaGraphNode_t,
+    /// The node of the executable graph it was matched to (null when none).
+    pub error_from_node: sys::cudaGraphNode_t,
+}
+
+impl UpdateFailure {
+    /// CUDA's reason in words.
+    pub fn reason(&self) -> &'static str {
+        use sys::cudaGraphExecUpdateResult as R;
+        match self.result {
+            R::cudaGraphExecUpdateErrorTopologyChanged => "the graph's topology changed (nodes or edges added or removed)",
+            R::cudaGraphExecUpdateErrorNodeTypeChanged => "a node's type changed",
+            R::cudaGraphExecUpdateErrorFunctionChanged => "a kernel node's function changed",
+            R::cudaGraphExecUpdateErrorParametersChanged => "a node's parameters changed in a way that cannot be updated",
+            R::cudaGraphExecUpdateErrorNotSupported => "something in the graph does not support update",
+            R::cudaGraphExecUpdateErrorUnsupportedFunctionChange => "a kernel's function changed in an unsupported way",
+            R::cudaGraphExecUpdateErrorAttributesChanged => "a node's attributes changed in a way that cannot be updated",
+            _ => "update failed",
+        }
+    }
+}
+
 /// Captures what `f` enqueues on `stream` into a graph. The capture is always ended, also when `f`
 /// fails, so the stream stays usable: `f`'s error is returned then; if `f` succeeded but an
 /// illegal call (a synchronise, a synchronous copy, a legacy-stream operation) invalidated the
@@ -162,6 +298,33 @@ where
         (Ok(()), ended) => ended,
         (Err(e), _) => Err(e),
     }
+}
+
+/// Captures what `f` enqueues on `stream` into the existing `graph`, after its current sink nodes
+/// (`cudaStreamBeginCaptureToGraph`, CUDA 12.3 and later). The capture is always ended.
+pub fn capture_into<F>(graph: &mut Graph, stream: StreamRef<'_>, mode: CaptureMode, f: F) -> Result<()>
+where
+    F: FnOnce(StreamRef<'_>) -> Result<()>,
+{
+    // SAFETY: live handles; no dependencies given (the capture starts from the graph's roots).
+    check(
+        unsafe {
+            sys::stream_begin_capture_to_graph(
+                stream.as_raw(),
+                graph.as_raw(),
+                core::ptr::null(),
+                core::ptr::null(),
+                0,
+                mode.to_raw(),
+            )
+        },
+        "cudaStreamBeginCaptureToGraph",
+    )?;
+    let body = f(stream);
+    let mut raw: sys::cudaGraph_t = core::ptr::null_mut();
+    // SAFETY: a live stream; the graph returned is `graph` itself, still owned by the caller.
+    let ended = check(unsafe { sys::cudaStreamEndCapture(stream.as_raw(), &mut raw) }, "cudaStreamEndCapture");
+    body.and(ended)
 }
 
 impl Graph {
@@ -185,6 +348,32 @@ impl Graph {
         // SAFETY: a live graph; a null array asks for the count.
         check(unsafe { sys::cudaGraphGetNodes(self.as_raw(), core::ptr::null_mut(), &mut n) }, "cudaGraphGetNodes")?;
         Ok(n)
+    }
+
+    /// The nodes (`cudaGraphGetNodes`).
+    #[cfg(feature = "alloc")]
+    pub fn nodes(&self) -> Result<alloc::vec::Vec<Node<'_>>> {
+        let mut n = self.node_count()?;
+        let mut raw = alloc::vec![core::ptr::null_mut(); n];
+        // SAFETY: an array of `n` elements.
+        check(unsafe { sys::cudaGraphGetNodes(self.as_raw(), raw.as_mut_ptr(), &mut n) }, "cudaGraphGetNodes")?;
+        raw.truncate(n);
+        Ok(raw.into_iter().filter_map(NonNull::new).map(|raw| Node { raw, _graph: PhantomData }).collect())
+    }
+
+    /// The kernel nodes that launch `kernel`, typed by its arguments, in CUDA's node order.
+    #[cfg(feature = "alloc")]
+    pub fn kernel_nodes<Args>(&self, kernel: Kernel<Args>) -> Result<alloc::vec::Vec<KernelNode<'_, Args>>>
+    where
+        Args: KernelArgs,
+    {
+        let mut out = alloc::vec::Vec::new();
+        for node in self.nodes()? {
+            if node.kind()? == NodeKind::Kernel && node.kernel_function()? == kernel.as_raw() {
+                out.push(KernelNode { node, kernel });
+            }
+        }
+        Ok(out)
     }
 
     /// Number of edges (`cudaGraphGetEdges`).
@@ -264,6 +453,64 @@ impl GraphExec {
     pub fn launch(&self, stream: StreamRef<'_>) -> Result<()> {
         // SAFETY: live handles.
         check(unsafe { sys::cudaGraphLaunch(self.as_raw(), stream.as_raw()) }, "cudaGraphLaunch")
+    }
+
+    /// Updates this executable graph in place to match `graph` (`cudaGraphExecUpdate`): same
+    /// topology, new parameters. `Ok(Err(failure))` says which node could not be updated and why;
+    /// the executable graph is unchanged then and still launchable.
+    pub fn update(&mut self, graph: &Graph) -> Result<core::result::Result<(), UpdateFailure>> {
+        let mut info = sys::cudaGraphExecUpdateResultInfo {
+            result: sys::cudaGraphExecUpdateResult::cudaGraphExecUpdateSuccess,
+            errorNode: core::ptr::null_mut(),
+            errorFromNode: core::ptr::null_mut(),
+        };
+        // SAFETY: live handles; `info` is writable.
+        let code = unsafe { sys::cudaGraphExecUpdate(self.as_raw(), graph.as_raw(), &mut info) };
+        if code == sys::cudaError::cudaErrorGraphExecUpdateFailure {
+            // SAFETY: clears the error the failed update left in the last-error slot.
+            unsafe { sys::cudaGetLastError() };
+            return Ok(Err(UpdateFailure { result: info.result, error_node: info.errorNode, error_from_node: info.errorFromNode }));
+        }
+        check(code, "cudaGraphExecUpdate")?;
+        Ok(Ok(()))
+    }
+
+    /// Replaces the launch configuration and arguments of a kernel node in this executable graph
+    /// (`cudaGraphExecKernelNodeSetParams`): new pointers or scalars for a captured kernel, without
+    /// re-instantiating. `node` comes from the graph this was instantiated from. Launch attributes
+    /// (PDL, priority) stay as captured.
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`]: the arguments must be valid for what the kernel does with them
+    /// whenever the graph is launched.
+    pub unsafe fn set_kernel_node_args<Args: KernelArgs>(
+        &mut self,
+        node: KernelNode<'_, Args>,
+        config: &LaunchConfig,
+        mut args: Args,
+    ) -> Result<()> {
+        config.validate()?;
+        if config.cluster.is_some() || config.pdl || config.priority.is_some() {
+            return Err(Error::usage(
+                UsageKind::InvalidArgument,
+                "GraphExec::set_kernel_node_args",
+                "only grid, block, shared memory and arguments can be set on a node; attributes stay as captured",
+            ));
+        }
+        let mut ptrs = args.arg_ptrs();
+        let params = sys::cudaKernelNodeParams {
+            func: node.kernel.as_raw().cast_mut(),
+            gridDim: sys::dim3 { x: config.grid.x, y: config.grid.y, z: config.grid.z },
+            blockDim: sys::dim3 { x: config.block.x, y: config.block.y, z: config.block.z },
+            sharedMemBytes: config.shared_mem_bytes,
+            kernelParams: ptrs.as_mut().as_mut_ptr(),
+            extra: core::ptr::null_mut(),
+        };
+        // SAFETY: live handles; CUDA copies the argument values during the call.
+        check(
+            unsafe { sys::cudaGraphExecKernelNodeSetParams(self.as_raw(), node.node.as_raw(), &params) },
+            "cudaGraphExecKernelNodeSetParams",
+        )
     }
 
     /// Uploads the graph's work to the device on `stream` ahead of its first launch (`cudaGraphUpload`).

@@ -49,6 +49,8 @@ pub mod device;
 pub mod error;
 pub mod event;
 pub mod graph;
+#[cfg(feature = "alloc")]
+pub mod graph_cache;
 pub mod launch;
 pub mod memory;
 pub mod stream;
@@ -56,7 +58,7 @@ pub mod stream;
 pub use device::Device;
 pub use error::{CudaError, Error, LibraryError, Result, UsageError, UsageKind};
 pub use event::{Event, EventFlags, EventStatus, TimingEvent};
-pub use graph::{capture, CaptureMode, CaptureStatus, Graph, GraphExec, InstantiateFlags};
+pub use graph::{capture, capture_into, CaptureMode, CaptureStatus, Graph, GraphExec, InstantiateFlags, NodeKind};
 pub use launch::{Dim3, Kernel, LaunchConfig};
 pub use memory::{
     DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, HostAllocFlags, HostRegisterFlags, Location, ManagedBuffer,

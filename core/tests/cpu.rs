@@ -220,3 +220,42 @@ fn a_bad_launch_configuration_never_reaches_cuda() {
     let e = unsafe { k.launch(StreamRef::per_thread_default(), &LaunchConfig::new(0, 32), (1,)) }.unwrap_err();
     assert!(matches!(e, Error::Usage(_)), "{e:?}");
 }
+
+#[test]
+fn bucket_round_up_and_its_edges() {
+    use ordo_core::graph_cache::{bucket_index, default_buckets, GraphCache, Overflow};
+    let b = default_buckets();
+    assert_eq!(b, vec![1, 2, 4, 8, 16, 32, 64, 128, 256]);
+    assert_eq!(bucket_index(&b, 0), Some(0));
+    assert_eq!(bucket_index(&b, 1), Some(0));
+    assert_eq!(bucket_index(&b, 2), Some(1));
+    assert_eq!(bucket_index(&b, 3), Some(2));
+    assert_eq!(bucket_index(&b, 5), Some(3));
+    assert_eq!(bucket_index(&b, 129), Some(8));
+    assert_eq!(bucket_index(&b, 256), Some(8));
+    assert_eq!(bucket_index(&b, 257), None);
+    assert_eq!(bucket_index(&b, usize::MAX), None);
+    let odd = [3, 10, 1000];
+    assert_eq!(bucket_index(&odd, 4), Some(1));
+    assert_eq!(bucket_index(&odd, 11), Some(2));
+    let body = |_: StreamRef<'_>, _: usize| -> Result<()> { Ok(()) };
+    assert!(GraphCache::new(vec![], Overflow::Error, body).is_err());
+    assert!(GraphCache::new(vec![0, 4], Overflow::Error, body).is_err());
+    assert!(GraphCache::new(vec![4, 4], Overflow::Error, body).is_err());
+    assert!(GraphCache::new(vec![8, 4], Overflow::Error, body).is_err());
+    let mut cache = GraphCache::new(vec![4, 8], Overflow::Error, body).unwrap();
+    assert_eq!(cache.bucket_for(5), Some(8));
+    assert_eq!(cache.bucket_for(9), None);
+    let e = cache.run(StreamRef::per_thread_default(), 9).unwrap_err();
+    assert!(e.to_string().contains("largest bucket"), "{e}");
+    let mut calls = Vec::new();
+    let mut eager = GraphCache::new(vec![4], Overflow::Eager, |_: StreamRef<'_>, n: usize| {
+        calls.push(n);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(eager.run(StreamRef::per_thread_default(), 100).unwrap(), 100);
+    assert_eq!(eager.captured(), 0);
+    drop(eager);
+    assert_eq!(calls, vec![100]);
+}

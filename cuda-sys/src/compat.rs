@@ -363,3 +363,27 @@ pub unsafe fn stream_get_device(stream: cudaStream_t, device: *mut core::ffi::c_
         cudaError::cudaErrorNotSupported
     }
 }
+
+/// [`cudaStreamBeginCaptureToGraph`](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__STREAM.html):
+/// capture into an existing graph (CUDA 12.3 and later; `cudaErrorNotSupported` below).
+///
+/// # Safety
+/// As the CUDA call: `dependencies` (and `dependency_data`, when not null) hold `n` elements.
+#[inline]
+pub unsafe fn stream_begin_capture_to_graph(
+    stream: cudaStream_t,
+    graph: cudaGraph_t,
+    dependencies: *const cudaGraphNode_t,
+    dependency_data: *const cudaGraphEdgeData,
+    n: usize,
+    mode: cudaStreamCaptureMode,
+) -> cudaError_t {
+    #[cfg(cuda_12_3)]
+    // SAFETY: forwarded contract.
+    return unsafe { cudaStreamBeginCaptureToGraph(stream, graph, dependencies, dependency_data, n, mode) };
+    #[cfg(not(cuda_12_3))]
+    {
+        let _ = (stream, graph, dependencies, dependency_data, n, mode);
+        cudaError::cudaErrorNotSupported
+    }
+}

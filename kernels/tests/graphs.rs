@@ -1,0 +1,185 @@
+//! GPU tests of graphs: the source's 200-kernel program eager against graph, exec update (success
+//! and a reported failure), kernel-node argument updates, capture into an existing graph, node
+//! kinds including allocation nodes, the bucket cache against eager on random sizes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use ordo_core::graph::{capture, capture_into, CaptureMode, InstantiateFlags, NodeKind};
+use ordo_core::graph_cache::{GraphCache, Overflow};
+use ordo_core::launch::LaunchConfig;
+use ordo_core::memory::copy;
+use ordo_core::*;
+use ordo_kernels::kernel;
+
+fn random_f32(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0
+        })
+        .collect()
+}
+
+fn upload<'s>(data: &[f32], s: StreamRef<'s>) -> DeviceBuffer<'s, f32> {
+    let mut d = DeviceBuffer::alloc_async(data.len(), s).unwrap();
+    copy::h2d_blocking(d.as_mut_slice(), data, s).unwrap();
+    d
+}
+
+fn download(d: &DeviceBuffer<'_, f32>, s: StreamRef<'_>) -> Vec<f32> {
+    let mut out = vec![0f32; d.len()];
+    copy::d2h_blocking(&mut out, d.as_slice(), s).unwrap();
+    out
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn the_sources_200_kernel_program_gives_the_same_result_eager_and_as_a_graph() {
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let data = random_f32(4096, 1);
+    let mut eager = upload(&data, s);
+    let mut graphed = upload(&data, s);
+    for _ in 0..200 {
+        unsafe { ordo_kernels::add_one(s, eager.as_mut_slice()).unwrap() };
+    }
+    let g = capture(s, CaptureMode::Global, |cs| {
+        (0..200).try_for_each(|_| unsafe { ordo_kernels::add_one(cs, graphed.as_mut_slice()) })
+    })
+    .unwrap();
+    assert_eq!(g.node_count().unwrap(), 200);
+    assert!(g.nodes().unwrap().iter().all(|n| n.kind().unwrap() == NodeKind::Kernel));
+    let exec = g.instantiate(InstantiateFlags::empty()).unwrap();
+    exec.launch(s).unwrap();
+    let (e, gr) = (download(&eager, s), download(&graphed, s));
+    let expect: Vec<f32> = data.iter().map(|v| (0..200).fold(*v, |v, _| v + 1.0)).collect();
+    assert!(e == expect && gr == expect);
+    let dot = std::env::temp_dir().join(format!("ordo-graph-{}.dot", std::process::id()));
+    g.debug_dot(&std::ffi::CString::new(dot.to_str().unwrap()).unwrap()).unwrap();
+    assert!(std::fs::read_to_string(&dot).unwrap().contains("digraph"));
+    let _ = std::fs::remove_file(dot);
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn exec_update_succeeds_for_new_pointers_and_reports_a_changed_topology() {
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let (mut a, mut b) = (upload(&random_f32(1000, 2), s), upload(&random_f32(1000, 3), s));
+    let (a0, b0) = (download(&a, s), download(&b, s));
+    let ga = capture(s, CaptureMode::Global, |cs| unsafe { ordo_kernels::add_one(cs, a.as_mut_slice()) }).unwrap();
+    let mut exec = ga.instantiate(InstantiateFlags::empty()).unwrap();
+    // Same topology, another buffer: updates in place.
+    let gb = capture(s, CaptureMode::Global, |cs| unsafe { ordo_kernels::add_one(cs, b.as_mut_slice()) }).unwrap();
+    exec.update(&gb).unwrap().unwrap();
+    exec.launch(s).unwrap();
+    assert!(download(&a, s) == a0, "the old buffer must be untouched");
+    assert!(download(&b, s) == b0.iter().map(|v| v + 1.0).collect::<Vec<_>>());
+    // Two kernels instead of one: the update is refused, with the reason.
+    let gc = capture(s, CaptureMode::Global, |cs| unsafe {
+        ordo_kernels::add_one(cs, b.as_mut_slice())?;
+        ordo_kernels::add_one(cs, b.as_mut_slice())
+    })
+    .unwrap();
+    let failure = exec.update(&gc).unwrap().unwrap_err();
+    println!("update refused: {:?}: {}", failure.result, failure.reason());
+    assert_eq!(failure.result, sys::cudaGraphExecUpdateResult::cudaGraphExecUpdateErrorTopologyChanged);
+    // Still launchable as before.
+    exec.launch(s).unwrap();
+    assert!(download(&b, s) == b0.iter().map(|v| v + 2.0).collect::<Vec<_>>());
+    error::peek_last_error().unwrap();
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn kernel_node_arguments_can_be_replaced_in_an_instantiated_graph() {
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let (mut a, mut b) = (upload(&random_f32(3000, 4), s), upload(&random_f32(5000, 5), s));
+    let (a0, b0) = (download(&a, s), download(&b, s));
+    let g = capture(s, CaptureMode::Global, |cs| unsafe { ordo_kernels::heavy(cs, a.as_mut_slice()) }).unwrap();
+    let mut exec = g.instantiate(InstantiateFlags::empty()).unwrap();
+    let nodes = g.kernel_nodes(kernel::heavy()).unwrap();
+    assert_eq!(nodes.len(), 1);
+    assert!(g.kernel_nodes(kernel::add_one()).unwrap().is_empty());
+    // Point the captured kernel at `b`, with its length and a grid to match.
+    let config = LaunchConfig::for_elements(b.len(), 256).unwrap();
+    unsafe { exec.set_kernel_node_args(nodes[0], &config, (b.as_mut_ptr(), b.len() as i32)).unwrap() };
+    exec.launch(s).unwrap();
+    let heavy = |v: f32| (0..64).fold(v, |v, _| v.mul_add(0.999, 0.001));
+    assert!(download(&a, s) == a0);
+    assert!(download(&b, s) == b0.iter().map(|&v| heavy(v)).collect::<Vec<_>>());
+    let e = unsafe { exec.set_kernel_node_args(nodes[0], &config.with_pdl(true), (b.as_mut_ptr(), 1)) }.unwrap_err();
+    assert!(matches!(e, Error::Usage(_)));
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn capture_into_an_existing_graph_and_allocation_nodes() {
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let mut x = upload(&random_f32(2048, 6), s);
+    let x0 = download(&x, s);
+    let mut g = capture(s, CaptureMode::Global, |cs| unsafe { ordo_kernels::add_one(cs, x.as_mut_slice()) }).unwrap();
+    capture_into(&mut g, s, CaptureMode::Global, |cs| {
+        // A stream-ordered temporary inside the capture: an allocation node and a free node.
+        let mut tmp = DeviceBuffer::<f32>::alloc_async(2048, cs)?;
+        unsafe {
+            copy::d2d_async(tmp.as_mut_slice(), x.as_slice(), cs)?;
+            ordo_kernels::square(cs, tmp.as_slice(), x.as_mut_slice())?;
+        }
+        tmp.free_async()
+    })
+    .unwrap();
+    let kinds: Vec<NodeKind> = g.nodes().unwrap().iter().map(|n| n.kind().unwrap()).collect();
+    println!("node kinds: {kinds:?}");
+    for k in [NodeKind::Kernel, NodeKind::MemAlloc, NodeKind::MemFree, NodeKind::Memcpy] {
+        assert!(kinds.contains(&k), "{k:?} missing from {kinds:?}");
+    }
+    let exec = g.instantiate(InstantiateFlags::AUTO_FREE_ON_LAUNCH).unwrap();
+    exec.launch(s).unwrap();
+    exec.launch(s).unwrap();
+    let once = |v: f32| (v + 1.0) * (v + 1.0);
+    assert!(download(&x, s) == x0.iter().map(|&v| once(once(v))).collect::<Vec<_>>());
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn the_bucket_cache_gives_eager_results_for_random_sizes() {
+    const MAX: usize = 256;
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    // Fixed buffers the graphs are captured over.
+    let mut input = DeviceBuffer::<f32>::zeroed_async(MAX, s).unwrap();
+    let mut output = DeviceBuffer::<f32>::zeroed_async(MAX, s).unwrap();
+    let (inp, out) = (input.as_mut_ptr(), output.as_mut_ptr());
+    let mut cache = GraphCache::new(ordo_core::graph_cache::default_buckets(), Overflow::Error, |cs, n| unsafe {
+        let i = DeviceSliceMut::from_raw_parts(inp, n);
+        let o = DeviceSliceMut::from_raw_parts(out, n);
+        ordo_kernels::square(cs, i.as_slice(), o)?;
+        ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(out, n))
+    })
+    .unwrap();
+    let mut host_in = PinnedBuffer::<f32>::zeroed(MAX, HostAllocFlags::empty()).unwrap();
+    let mut host_out = PinnedBuffer::<f32>::zeroed(MAX, HostAllocFlags::empty()).unwrap();
+    let mut seed = 77u64;
+    for round in 0..200 {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let n = 1 + (seed >> 33) as usize % MAX;
+        let data = random_f32(n, seed);
+        host_in[..n].copy_from_slice(&data);
+        unsafe { copy::h2d_async(input.slice_mut(..n).unwrap(), host_in.pinned_range(..n).unwrap(), s).unwrap() };
+        let bucket = cache.run(s, n).unwrap();
+        assert!(bucket >= n && bucket.is_power_of_two() && (bucket == 1 || bucket / 2 < n), "n {n} bucket {bucket}");
+        unsafe { copy::d2h_async(host_out.pinned_range_mut(..n).unwrap(), output.slice(..n).unwrap(), s).unwrap() };
+        s.synchronize().unwrap();
+        let expect: Vec<f32> = data.iter().map(|v| v * v + 1.0).collect();
+        assert!(host_out[..n] == expect[..], "round {round}, n {n}");
+    }
+    println!("bucket cache: {} of {} buckets captured lazily", cache.captured(), cache.buckets().len());
+    assert!(cache.run(s, MAX + 1).is_err());
+    cache.capture_all(s).unwrap();
+    assert_eq!(cache.captured(), cache.buckets().len());
+}
