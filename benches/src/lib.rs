@@ -1,0 +1,54 @@
+//! ordo's benchmark support: the plain CUDA C++ baselines (compiled from `cuda/baseline.cu`) and
+//! the measurement helpers the `ordo-bench` report and the criterion benches share.
+
+use ordo_core::sys::{cudaGraphExec_t, cudaStream_t};
+
+/// The C++ baselines.
+pub mod cpp {
+    #![allow(missing_docs)]
+    use super::*;
+    extern "C" {
+        pub fn bl_submit_us(s: cudaStream_t, which: i32, kernel: i32, p: *mut f32, iters: i32) -> f64;
+        pub fn bl_roundtrip_us(s: cudaStream_t) -> f64;
+        pub fn bl_eager_add_one_ms(s: cudaStream_t, x: *mut f32, n: i32, kernels: i32) -> f64;
+        pub fn bl_graph_add_one(s: cudaStream_t, x: *mut f32, n: i32, kernels: i32, instantiate_ms: *mut f64) -> cudaGraphExec_t;
+        pub fn bl_graph_replay_ms(e: cudaGraphExec_t, s: cudaStream_t, launch_us: *mut f64) -> f64;
+        pub fn bl_graph_destroy(e: cudaGraphExec_t);
+        pub fn bl_chain_ms(s: cudaStream_t, a: *mut f32, b: *mut f32, scale: *const f32, n: i32, steps: i32, pdl: i32) -> f64;
+        pub fn bl_copy_ms(dst: *mut core::ffi::c_void, src: *const core::ffi::c_void, bytes: usize, kind: i32, s: cudaStream_t) -> f64;
+        pub fn bl_pipeline_ms(h_in: *const f32, d_in: *mut f32, h_out: *mut f32, n: usize, chunks: i32, streams: i32) -> f64;
+    }
+}
+
+/// The median of `v` (sorted in place); NaN for an empty slice.
+pub fn median(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The `q` quantile (0..=1) of `v` (sorted in place).
+pub fn quantile(v: &mut [f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * q).round() as usize]
+}
+
+/// Runs each variant once a round, in order (A B C A B C ...), for `rounds` rounds after one
+/// warm-up round, and returns each variant's median.
+pub fn interleave<E>(rounds: usize, variants: &mut [&mut dyn FnMut() -> Result<f64, E>]) -> Result<Vec<f64>, E> {
+    let mut samples = vec![Vec::with_capacity(rounds); variants.len()];
+    for round in 0..rounds + 1 {
+        for (i, v) in variants.iter_mut().enumerate() {
+            let x = v()?;
+            if round > 0 {
+                samples[i].push(x);
+            }
+        }
+    }
+    Ok(samples.iter_mut().map(|s| median(s)).collect())
+}

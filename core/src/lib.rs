@@ -49,10 +49,16 @@ pub mod device;
 pub mod error;
 pub mod event;
 pub mod graph;
+#[cfg(feature = "std")]
+pub mod host_fn;
 #[cfg(feature = "alloc")]
 pub mod graph_cache;
 pub mod launch;
 pub mod memory;
+#[cfg(feature = "alloc")]
+pub mod pipeline;
+#[cfg(feature = "std")]
+pub mod staging;
 pub mod stream;
 
 pub use device::Device;

@@ -23,6 +23,8 @@ pub mod chain;
 #[cfg(feature = "cublas")]
 pub mod cublas;
 mod frame;
+#[cfg(feature = "nccl")]
+pub mod nccl;
 mod gemv;
 
 pub use chain::{chain, ChainPdl, ChainPlan, Trigger};

@@ -27,9 +27,9 @@ use crate::error::{Error, Result};
 /// value and the type holds no pointers the device could not follow.
 ///
 /// # Safety
-/// Implement only for `Copy` types with no padding-dependent invariants, for which any bit pattern
+/// Implement only for `Copy` (and thread-safe) types with no padding-dependent invariants, for which any bit pattern
 /// is a valid value (integers, floats, `#[repr(C)]` structs of them, arrays of them).
-pub unsafe trait DeviceCopy: Copy + 'static {}
+pub unsafe trait DeviceCopy: Copy + Send + Sync + 'static {}
 
 macro_rules! device_copy {
     ($($t:ty),*) => { $(

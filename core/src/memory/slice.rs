@@ -145,6 +145,12 @@ impl<'a, T> PinnedSlice<'a, T> {
 }
 
 impl<'a, T> PinnedSliceMut<'a, T> {
+    /// A shorter-lived exclusive view of the same memory.
+    pub fn reborrow(&mut self) -> PinnedSliceMut<'_, T> {
+        // SAFETY: the same memory, borrowed from `self`.
+        unsafe { PinnedSliceMut::from_raw_parts(self.ptr, self.len) }
+    }
+
     /// A sub-view, with a clear error when `range` does not fit.
     pub fn slice_mut(self, range: impl RangeBounds<usize>) -> Result<PinnedSliceMut<'a, T>> {
         let (start, len) = resolve(range, self.len, "PinnedSliceMut::slice_mut")?;

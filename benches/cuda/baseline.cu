@@ -1,0 +1,203 @@
+// Plain CUDA C++ baselines for ordo's benchmarks: the same work written the usual way, with the
+// measurement loops in C++ so no Rust runs inside them. Compiled into the benches crate by nvcc.
+#include <chrono>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+namespace {
+double now_us() {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}
+
+extern "C" {
+
+__global__ void bl_empty() {}
+__global__ void bl_ptr_int(float* p, int n) { if (n < 0) p[0] = 0.0f; }
+__global__ void bl_add_one(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] += 1.0f;
+}
+__global__ void bl_heavy(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float v = x[i];
+        for (int k = 0; k < 64; ++k) v = fmaf(v, 0.999f, 0.001f);
+        x[i] = v;
+    }
+}
+// The chain step with the source's PDL placement: wait, then trigger, then the work.
+__global__ void bl_chain_step(const float* prev, float* out, const float* scale, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaGridDependencySynchronize();
+    cudaTriggerProgrammaticLaunchCompletion();
+#endif
+    if (i < n) out[i] = fmaf(prev[i], scale[i], 1.0f);
+}
+
+// Host microseconds per launch over `iters` back-to-back launches (the stream is drained first and
+// after; the drain is not counted). which: 0 = <<<>>>, 1 = cudaLaunchKernelEx. kernel: 0 empty, 1 ptr+int.
+double bl_submit_us(cudaStream_t s, int which, int kernel, float* p, int iters) {
+    cudaStreamSynchronize(s);
+    double t0 = now_us();
+    for (int i = 0; i < iters; ++i) {
+        if (which == 0) {
+            if (kernel == 0) bl_empty<<<1, 1, 0, s>>>();
+            else bl_ptr_int<<<1, 32, 0, s>>>(p, i);
+        } else {
+            cudaLaunchConfig_t cfg = {};
+            cfg.gridDim = dim3(1);
+            cfg.blockDim = dim3(kernel == 0 ? 1 : 32);
+            cfg.stream = s;
+            if (kernel == 0) cudaLaunchKernelEx(&cfg, bl_empty);
+            else cudaLaunchKernelEx(&cfg, bl_ptr_int, p, i);
+        }
+    }
+    double t1 = now_us();
+    cudaStreamSynchronize(s);
+    return (t1 - t0) / iters;
+}
+
+// One launch of the empty kernel and a stream synchronise, microseconds (host clock).
+double bl_roundtrip_us(cudaStream_t s) {
+    double t0 = now_us();
+    bl_empty<<<1, 1, 0, s>>>();
+    cudaStreamSynchronize(s);
+    return now_us() - t0;
+}
+
+// `kernels` add_one launches over x[n] eagerly; GPU milliseconds from events.
+double bl_eager_add_one_ms(cudaStream_t s, float* x, int n, int kernels) {
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    cudaEventRecord(a, s);
+    for (int k = 0; k < kernels; ++k) bl_add_one<<<(n + 255) / 256, 256, 0, s>>>(x, n);
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return ms;
+}
+
+// Captures `kernels` add_one launches into a graph and instantiates it; instantiation ms out.
+cudaGraphExec_t bl_graph_add_one(cudaStream_t s, float* x, int n, int kernels, double* instantiate_ms) {
+    cudaGraph_t g;
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+    for (int k = 0; k < kernels; ++k) bl_add_one<<<(n + 255) / 256, 256, 0, s>>>(x, n);
+    cudaStreamEndCapture(s, &g);
+    cudaGraphExec_t e = nullptr;
+    double t0 = now_us();
+    cudaGraphInstantiate(&e, g, 0);
+    *instantiate_ms = (now_us() - t0) / 1e3;
+    cudaGraphDestroy(g);
+    cudaGraphUpload(e, s);
+    cudaStreamSynchronize(s);
+    return e;
+}
+
+// One replay of `e`: GPU milliseconds from events; host microseconds of cudaGraphLaunch out.
+double bl_graph_replay_ms(cudaGraphExec_t e, cudaStream_t s, double* launch_us) {
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    cudaEventRecord(a, s);
+    double t0 = now_us();
+    cudaGraphLaunch(e, s);
+    *launch_us = now_us() - t0;
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return ms;
+}
+
+void bl_graph_destroy(cudaGraphExec_t e) { cudaGraphExecDestroy(e); }
+
+// `steps` dependent chain steps (source's PDL placement when pdl != 0); GPU ms from events.
+double bl_chain_ms(cudaStream_t s, float* a, float* b, const float* scale, int n, int steps, int pdl) {
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((n + 255) / 256);
+    cfg.blockDim = dim3(256);
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    cudaEventRecord(e0, s);
+    for (int k = 0; k < steps; ++k) {
+        const float* prev = (k % 2 == 0) ? a : b;
+        float* out = (k % 2 == 0) ? b : a;
+        cudaLaunchKernelEx(&cfg, bl_chain_step, prev, out, scale, n);
+    }
+    cudaEventRecord(e1, s);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return ms;
+}
+
+// One cudaMemcpyAsync of `bytes`; GPU ms from events.
+double bl_copy_ms(void* dst, const void* src, size_t bytes, int kind, cudaStream_t s) {
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    cudaEventRecord(a, s);
+    cudaMemcpyAsync(dst, src, bytes, (cudaMemcpyKind)kind, s);
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return ms;
+}
+
+// The source's chunked pipeline: chunks over `streams` streams (copy in, heavy, copy out), ms.
+double bl_pipeline_ms(const float* h_in, float* d_in, float* h_out, size_t n, int chunks, int streams) {
+    cudaStream_t ss[16];
+    for (int i = 0; i < streams; ++i) cudaStreamCreateWithFlags(&ss[i], cudaStreamNonBlocking);
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    cudaDeviceSynchronize();
+    cudaEventRecord(a, 0);
+    for (int i = 0; i < streams; ++i) cudaStreamWaitEvent(ss[i], a, 0);
+    for (int c = 0; c < chunks; ++c) {
+        size_t lo = n * c / chunks, hi = n * (c + 1) / chunks, len = hi - lo;
+        cudaStream_t s = ss[c % streams];
+        cudaMemcpyAsync(d_in + lo, h_in + lo, len * 4, cudaMemcpyHostToDevice, s);
+        bl_heavy<<<(unsigned)((len + 255) / 256), 256, 0, s>>>(d_in + lo, (int)len);
+        cudaMemcpyAsync(h_out + lo, d_in + lo, len * 4, cudaMemcpyDeviceToHost, s);
+    }
+    cudaEvent_t done[16];
+    for (int i = 0; i < streams; ++i) {
+        cudaEventCreateWithFlags(&done[i], cudaEventDisableTiming);
+        cudaEventRecord(done[i], ss[i]);
+        cudaStreamWaitEvent(0, done[i], 0);
+    }
+    cudaEventRecord(b, 0);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    for (int i = 0; i < streams; ++i) {
+        cudaEventDestroy(done[i]);
+        cudaStreamDestroy(ss[i]);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return ms;
+}
+
+}  // extern "C"

@@ -1,0 +1,289 @@
+//! A chunked copy/compute pipeline: the transfer is split into chunks, and each chunk is copied
+//! in, computed on and copied out on one of several non-blocking streams, so that copies in both
+//! directions overlap each other and the compute. Nothing synchronises: the caller's stream forks
+//! to the worker streams and joins back through events, so the whole pipeline can be captured into
+//! a graph too. Events around each stage let the caller read each chunk's stage times afterwards.
+//!
+//! # The model
+//! With stage times `a` (copy in), `b` (compute), `c` (copy out) for the whole transfer and `k`
+//! chunks, a pipeline takes about `max(a, b, c) + (a + b + c - max(a, b, c)) / k`: the slowest stage
+//! runs back to back while the others add only one chunk's worth. Refinements:
+//! - **Copy engines** ([`Device::async_engine_count`]): with one engine, copies in and out share it,
+//!   so they count as one stage of `a + c`.
+//! - **Both directions at once**: host-to-device and device-to-host copies running together reach
+//!   less than twice one direction's bandwidth (on an H200 over PCIe Gen5: 101.6 GB/s together,
+//!   55 GB/s each alone), so the copies are bounded by `(a + c) / duplex`, `duplex` being the ratio
+//!   of the two-direction bandwidth to the one-direction bandwidth (1.83 there).
+//! - **Streams**: `s` streams keep at most `s` chunks in flight; one stream is serial.
+//! - **Per-chunk cost**: each chunk adds a few microseconds of launch and DMA set-up (`overhead`).
+
+use crate::device::Device;
+use crate::error::{Error, Result, UsageKind};
+use crate::event::{Event, TimingEvent};
+use crate::memory::{copy, DeviceCopy, DeviceSliceMut, PinnedSlice, PinnedSliceMut};
+use crate::stream::{Stream, StreamRef};
+use alloc::vec::Vec;
+
+/// Whole-transfer stage times in milliseconds: measured once (a timed pass of each stage) or given.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StageTimes {
+    /// Copy in (host to device) of the whole transfer.
+    pub copy_in_ms: f64,
+    /// Compute over the whole transfer.
+    pub compute_ms: f64,
+    /// Copy out (device to host) of the whole transfer.
+    pub copy_out_ms: f64,
+}
+
+/// What the model knows of the machine.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Machine {
+    /// `asyncEngineCount`.
+    pub copy_engines: u32,
+    /// Two-direction copy bandwidth over one direction's (1.0 to 2.0).
+    pub duplex: f64,
+    /// Cost each chunk adds, in milliseconds.
+    pub chunk_overhead_ms: f64,
+}
+
+impl Machine {
+    /// What `asyncEngineCount` implies, in words.
+    pub fn engines_note(&self) -> &'static str {
+        match self.copy_engines {
+            0 => "no copy engine: copies do not overlap compute; a pipeline cannot help",
+            1 => "one copy engine: copies overlap compute, but copies in and out take turns",
+            _ => "two or more copy engines: copies in and out overlap each other and the compute",
+        }
+    }
+}
+
+/// A chunk and stream count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// Chunks the transfer is split into.
+    pub chunks: usize,
+    /// Streams the chunks are spread over (round robin).
+    pub streams: usize,
+}
+
+/// Predicted milliseconds for `times` split into `plan` on `machine` (the model in the module docs).
+pub fn predict_ms(times: StageTimes, plan: Plan, machine: &Machine) -> f64 {
+    let (a, b, c) = (times.copy_in_ms, times.compute_ms, times.copy_out_ms);
+    let sum = a + b + c;
+    let k = plan.chunks.max(1) as f64;
+    if plan.streams <= 1 || plan.chunks <= 1 {
+        return sum + machine.chunk_overhead_ms * k;
+    }
+    let copies = if machine.copy_engines <= 1 { a + c } else { a.max(c).max((a + c) / machine.duplex.clamp(1.0, 2.0)) };
+    let slowest = if machine.copy_engines == 0 { sum } else { copies.max(b) };
+    // At most `streams` chunks in flight, each passing the three stages in order.
+    let in_flight = (plan.streams.min(3)) as f64;
+    let steady = slowest.max(sum / in_flight);
+    let fill = (sum - a.max(b).max(c)) / k;
+    steady + fill + machine.chunk_overhead_ms * k
+}
+
+/// The plan with the least predicted time among chunk counts 1, 2, 4, ... `max_chunks` and stream
+/// counts 1, 2, 4, 8 (never more streams than chunks).
+pub fn choose_plan(times: StageTimes, machine: &Machine, max_chunks: usize) -> Plan {
+    let mut best = (f64::INFINITY, Plan { chunks: 1, streams: 1 });
+    let mut k = 1;
+    while k <= max_chunks.max(1) {
+        for s in [1usize, 2, 4, 8] {
+            if s > k {
+                continue;
+            }
+            let plan = Plan { chunks: k, streams: s };
+            let t = predict_ms(times, plan, machine);
+            if t < best.0 - 1e-9 {
+                best = (t, plan);
+            }
+        }
+        k *= 2;
+    }
+    best.1
+}
+
+/// The element range of chunk `i` of `k` over `n` elements: sizes differ by at most one.
+pub fn chunk_range(n: usize, k: usize, i: usize) -> core::ops::Range<usize> {
+    let start = (n as u128 * i as u128 / k as u128) as usize;
+    let end = (n as u128 * (i as u128 + 1) / k as u128) as usize;
+    start..end
+}
+
+/// Checks a run's buffer lengths (`[input, dev_in, dev_out, output]`) and chunk count: a clear
+/// error for zero chunks, buffers of different lengths, and more chunks than elements.
+pub fn check_run(lens: [usize; 4], chunks: usize) -> Result<()> {
+    const CALL: &str = "Pipeline::run";
+    if chunks == 0 {
+        return Err(Error::invalid(CALL, "zero chunks"));
+    }
+    if lens.iter().any(|&l| l != lens[0]) {
+        return Err(Error::invalid(CALL, "input, device buffers and output must have the same length"));
+    }
+    if chunks > lens[0] {
+        return Err(Error::invalid(CALL, "more chunks than elements"));
+    }
+    Ok(())
+}
+
+/// One chunk's stage events: copy in starts, compute starts, copy out starts, copy out ends.
+struct ChunkEvents([TimingEvent; 4]);
+
+/// Stage times of one chunk of the last run, in milliseconds from the run's start.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChunkTimes {
+    /// The stream index the chunk ran on.
+    pub stream: usize,
+    /// Copy in: start and end.
+    pub copy_in: (f32, f32),
+    /// Compute: start and end.
+    pub compute: (f32, f32),
+    /// Copy out: start and end.
+    pub copy_out: (f32, f32),
+}
+
+/// The four buffers of a pipeline run, all of one length: host input, its device copy, the device
+/// output, and the host output.
+pub struct Buffers<'a, T, U> {
+    /// Pinned host input.
+    pub input: PinnedSlice<'a, T>,
+    /// Device memory the input is copied into.
+    pub dev_in: DeviceSliceMut<'a, T>,
+    /// Device memory the compute writes.
+    pub dev_out: DeviceSliceMut<'a, U>,
+    /// Pinned host output.
+    pub output: PinnedSliceMut<'a, U>,
+}
+
+/// A pipeline's streams and events, reused across runs.
+pub struct Pipeline {
+    device: Device,
+    streams: Vec<Stream>,
+    fork: Event,
+    joins: Vec<Event>,
+    start: TimingEvent,
+    chunks: Vec<ChunkEvents>,
+    last: Plan,
+    machine: Machine,
+}
+
+impl Pipeline {
+    /// A pipeline of `streams` non-blocking streams on the current device. Reads
+    /// `asyncEngineCount` (see [`Machine::engines_note`]).
+    pub fn new(streams: usize) -> Result<Pipeline> {
+        if streams == 0 {
+            return Err(Error::invalid("Pipeline::new", "zero streams"));
+        }
+        let device = Device::current()?;
+        let machine = Machine { copy_engines: device.async_engine_count()?, duplex: 1.83, chunk_overhead_ms: 0.004 };
+        let streams = (0..streams).map(|_| Stream::new()).collect::<Result<Vec<_>>>()?;
+        let joins = (0..streams.len()).map(|_| Event::new()).collect::<Result<Vec<_>>>()?;
+        Ok(Pipeline {
+            device,
+            streams,
+            fork: Event::new()?,
+            joins,
+            start: TimingEvent::new()?,
+            chunks: Vec::new(),
+            last: Plan { chunks: 0, streams: 0 },
+            machine,
+        })
+    }
+
+    /// The model's view of this device (copy engines; duplex and per-chunk cost defaults measured
+    /// on an H200: change them with [`set_machine`](Self::set_machine)).
+    pub fn machine(&self) -> Machine {
+        self.machine
+    }
+
+    /// Replaces the model's machine figures.
+    pub fn set_machine(&mut self, machine: Machine) {
+        self.machine = machine;
+    }
+
+    /// Number of worker streams.
+    pub fn stream_count(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Runs the pipeline of `chunks` chunks enqueued from `main`: worker streams wait on `main`,
+    /// chunk `i` goes to stream `i % streams`: copy `buffers.input` in to `dev_in`, `compute(stream,
+    /// in, out)` on the chunk's views of `dev_in` and `dev_out`, copy `dev_out` out to `output`; then
+    /// `main` waits for every worker. Returns at once; synchronise `main` (or wait on it) before
+    /// reading `output` or [`chunk_times`](Self::chunk_times).
+    ///
+    /// # Safety
+    /// As the asynchronous copies: the four buffers stay allocated, and the host ones untouched,
+    /// until `main` has passed the pipeline's work.
+    pub unsafe fn run<T, U, F>(
+        &mut self,
+        main: StreamRef<'_>,
+        buffers: Buffers<'_, T, U>,
+        chunks: usize,
+        mut compute: F,
+    ) -> Result<()>
+    where
+        T: DeviceCopy,
+        U: DeviceCopy,
+        F: FnMut(StreamRef<'_>, DeviceSliceMut<'_, T>, DeviceSliceMut<'_, U>) -> Result<()>,
+    {
+        const CALL: &str = "Pipeline::run";
+        let Buffers { input, mut dev_in, mut dev_out, mut output } = buffers;
+        let n = input.len();
+        check_run([n, dev_in.len(), dev_out.len(), output.len()], chunks)?;
+        match main.device() {
+            Ok(d) if d != self.device => {
+                return Err(Error::usage(UsageKind::InvalidArgument, CALL, "the stream belongs to another device than the pipeline"))
+            }
+            Ok(_) => {}
+            Err(e) if e.cuda_code() == Some(crate::sys::cudaError::cudaErrorNotSupported) => {}
+            Err(e) => return Err(e),
+        }
+        while self.chunks.len() < chunks {
+            self.chunks.push(ChunkEvents([TimingEvent::new()?, TimingEvent::new()?, TimingEvent::new()?, TimingEvent::new()?]));
+        }
+        let used = self.streams.len().min(chunks);
+        self.start.record(main)?;
+        self.fork.record(main)?;
+        for s in &self.streams[..used] {
+            s.wait_event(&self.fork)?;
+        }
+        for i in 0..chunks {
+            let r = chunk_range(n, chunks, i);
+            let s = self.streams[i % used].as_stream();
+            let ev = &self.chunks[i].0;
+            ev[0].record(s)?;
+            // SAFETY: ranges inside the checked lengths; lifetimes owed by the caller.
+            unsafe { copy::h2d_async(dev_in.reborrow().slice_mut(r.clone())?, input.slice(r.clone())?, s)? };
+            ev[1].record(s)?;
+            compute(s, dev_in.reborrow().slice_mut(r.clone())?, dev_out.reborrow().slice_mut(r.clone())?)?;
+            ev[2].record(s)?;
+            // SAFETY: as above.
+            unsafe { copy::d2h_async(output.reborrow().slice_mut(r.clone())?, dev_out.as_slice().slice(r)?, s)? };
+            ev[3].record(s)?;
+        }
+        for (s, join) in self.streams[..used].iter().zip(&self.joins) {
+            join.record(s.as_stream())?;
+            main.wait_event(join)?;
+        }
+        self.last = Plan { chunks, streams: used };
+        Ok(())
+    }
+
+    /// Each chunk's stage times in the last run, from its start (after it has completed).
+    pub fn chunk_times(&self) -> Result<Vec<ChunkTimes>> {
+        let mut out = Vec::with_capacity(self.last.chunks);
+        for i in 0..self.last.chunks {
+            let ev = &self.chunks[i].0;
+            let t = |e: &TimingEvent| e.elapsed_ms_since(&self.start);
+            out.push(ChunkTimes {
+                stream: i % self.last.streams.max(1),
+                copy_in: (t(&ev[0])?, t(&ev[1])?),
+                compute: (t(&ev[1])?, t(&ev[2])?),
+                copy_out: (t(&ev[2])?, t(&ev[3])?),
+            });
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,158 @@
+//! Tests on two GPUs: streams belong to their device, an event on device 0 orders work on device 1,
+//! peer copies, and an NCCL all-reduce joined to compute streams by events while compute overlaps
+//! it. They need two CUDA devices and fail clearly with fewer: on a one-GPU machine run the bundle
+//! with `--skip two_gpus`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use ordo_core::memory::copy;
+use ordo_core::*;
+use std::time::Instant;
+
+fn two_devices() -> (Device, Device) {
+    let n = device::count().unwrap();
+    assert!(n >= 2, "needs two CUDA devices, found {n}");
+    (Device::from_ordinal(0), Device::from_ordinal(1))
+}
+
+fn random_f32(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn two_gpus_streams_events_and_peer_copies() {
+    let (d0, d1) = two_devices();
+    const N: usize = 16 << 20;
+    let data = random_f32(N, 1);
+    d0.set_current().unwrap();
+    let s0 = Stream::new().unwrap();
+    assert_eq!(s0.device().unwrap(), d0);
+    let mut a0 = DeviceBuffer::<f32>::alloc_async(N, s0.as_stream()).unwrap();
+    copy::h2d_blocking(a0.as_mut_slice(), &data, s0.as_stream()).unwrap();
+    // A long kernel on device 0, then an event that device 1's stream waits on.
+    for _ in 0..20 {
+        unsafe { ordo_kernels::heavy(s0.as_stream(), a0.as_mut_slice()).unwrap() };
+    }
+    let ready = Event::new().unwrap();
+    ready.record(s0.as_stream()).unwrap();
+
+    d1.set_current().unwrap();
+    let s1 = Stream::new().unwrap();
+    assert_eq!(s1.device().unwrap(), d1);
+    let peer = d1.can_access_peer(d0).unwrap();
+    if peer {
+        d1.enable_peer_access(d0).unwrap();
+        d0.enable_peer_access(d1).unwrap();
+    }
+    let mut b1 = DeviceBuffer::<f32>::zeroed_async(N, s1.as_stream()).unwrap();
+    s1.wait_event(&ready).unwrap();
+    let (start, end) = (TimingEvent::new().unwrap(), TimingEvent::new().unwrap());
+    start.record(s1.as_stream()).unwrap();
+    unsafe { copy::peer_async(b1.as_mut_slice(), d1, a0.as_slice(), d0, s1.as_stream()).unwrap() };
+    end.record(s1.as_stream()).unwrap();
+    let mut back = vec![0f32; N];
+    copy::d2h_blocking(&mut back, b1.as_slice(), s1.as_stream()).unwrap();
+    let heavy = |v: f32| (0..64).fold(v, |v, _| v.mul_add(0.999, 0.001));
+    let expect: Vec<f32> = data.iter().map(|&v| (0..20).fold(v, |v, _| heavy(v))).collect();
+    assert!(back == expect, "device 1 saw device 0's data before its kernels finished");
+    let ms = end.elapsed_ms_since(&start).unwrap();
+    println!("peer access {peer}; peer copy 64 MiB device 0 -> 1: {ms:.3} ms = {:.1} GB/s", (N * 4) as f32 / ms / 1e6);
+    drop(b1);
+    s1.synchronize().unwrap();
+    d0.set_current().unwrap();
+    drop(a0);
+    s0.synchronize().unwrap();
+}
+
+#[cfg(feature = "nccl")]
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn two_gpus_nccl_all_reduce_overlaps_compute() {
+    use ordo_kernels::nccl::Communicators;
+    let (d0, d1) = two_devices();
+    const N: usize = 32 << 20; // 128 MiB a device
+    const C: usize = 8 << 20;
+    let mut comms = Communicators::new(&[d0, d1]).unwrap();
+    println!("NCCL version {}", comms.version().unwrap());
+    let inputs = [random_f32(N, 11), random_f32(N, 12)];
+    let compute_in = random_f32(C, 13);
+    let mut comm_streams = Vec::new();
+    let mut compute_streams = Vec::new();
+    for d in [d0, d1] {
+        d.set_current().unwrap();
+        comm_streams.push(Stream::new().unwrap());
+        compute_streams.push(Stream::new().unwrap());
+    }
+    let mut send = Vec::new();
+    let mut recv = Vec::new();
+    let mut work = Vec::new();
+    for (i, d) in [d0, d1].into_iter().enumerate() {
+        d.set_current().unwrap();
+        let s = comm_streams[i].as_stream();
+        let mut b = DeviceBuffer::<f32>::alloc_async(N, s).unwrap();
+        copy::h2d_blocking(b.as_mut_slice(), &inputs[i], s).unwrap();
+        send.push(b);
+        recv.push(DeviceBuffer::<f32>::zeroed_async(N, s).unwrap());
+        let cs = compute_streams[i].as_stream();
+        let mut w = DeviceBuffer::<f32>::alloc_async(C, cs).unwrap();
+        copy::h2d_blocking(w.as_mut_slice(), &compute_in, cs).unwrap();
+        work.push(w);
+        s.synchronize().unwrap();
+    }
+    let t0 = Instant::now();
+    // The collective on the comm streams; compute on the compute streams at the same time.
+    {
+        let send_views: Vec<_> = send.iter().map(|b| b.as_slice()).collect();
+        let mut recv_views: Vec<_> = recv.iter_mut().map(|b| b.as_mut_slice()).collect();
+        let streams: Vec<_> = comm_streams.iter().map(|s| s.as_stream()).collect();
+        unsafe { comms.all_reduce_sum_f32(&send_views, &mut recv_views, &streams).unwrap() };
+    }
+    let mut joins = Vec::new();
+    for (i, d) in [d0, d1].into_iter().enumerate() {
+        d.set_current().unwrap();
+        for _ in 0..10 {
+            unsafe { ordo_kernels::heavy(compute_streams[i].as_stream(), work[i].as_mut_slice()).unwrap() };
+        }
+        // Join: the compute stream waits for the collective before anything that reads `recv`.
+        let done = Event::new().unwrap();
+        done.record(comm_streams[i].as_stream()).unwrap();
+        compute_streams[i].wait_event(&done).unwrap();
+        joins.push(done);
+    }
+    for (i, d) in [d0, d1].into_iter().enumerate() {
+        d.set_current().unwrap();
+        compute_streams[i].synchronize().unwrap();
+    }
+    let both_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let expect: Vec<f32> = inputs[0].iter().zip(&inputs[1]).map(|(a, b)| a + b).collect();
+    let heavy = |v: f32| (0..64).fold(v, |v, _| v.mul_add(0.999, 0.001));
+    let expect_work: Vec<f32> = compute_in.iter().map(|&v| (0..10).fold(v, |v, _| heavy(v))).collect();
+    for (i, d) in [d0, d1].into_iter().enumerate() {
+        d.set_current().unwrap();
+        let s = compute_streams[i].as_stream();
+        let mut got = vec![0f32; N];
+        copy::d2h_blocking(&mut got, recv[i].as_slice(), s).unwrap();
+        assert!(got == expect, "all-reduce result on device {i}");
+        let mut w = vec![0f32; C];
+        copy::d2h_blocking(&mut w, work[i].as_slice(), s).unwrap();
+        assert!(w == expect_work, "compute result on device {i}");
+    }
+    println!("NCCL all-reduce of 128 MiB on 2 GPUs with 10 heavy kernels overlapping: {both_ms:.2} ms wall");
+    for (i, d) in [d0, d1].into_iter().enumerate().rev() {
+        d.set_current().unwrap();
+        drop(work.pop());
+        drop(recv.pop());
+        drop(send.pop());
+        compute_streams[i].synchronize().unwrap();
+        comm_streams[i].synchronize().unwrap();
+    }
+    d0.set_current().unwrap();
+}

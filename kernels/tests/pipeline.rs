@@ -1,0 +1,164 @@
+//! GPU tests of the chunked pipeline, host functions and the staging ring.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use ordo_core::host_fn::{launch_host_fn, take_host_fn_panics};
+use ordo_core::memory::copy;
+use ordo_core::pipeline::{Buffers, Pipeline};
+use ordo_core::staging::StagingRing;
+use ordo_core::*;
+use std::sync::mpsc;
+use std::time::Duration;
+
+fn random_f32(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn heavy_cpu(v: f32) -> f32 {
+    (0..64).fold(v, |v, _| v.mul_add(0.999, 0.001))
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn pipeline_results_equal_the_serial_version_for_several_plans() {
+    let main = Stream::new().unwrap();
+    let s = main.as_stream();
+    for (n, chunks, streams) in [(1_000_003usize, 7usize, 3usize), (1 << 20, 8, 4), (1 << 20, 32, 8), (999, 999, 2), (10, 1, 1)] {
+        let data = random_f32(n, n as u64 + chunks as u64);
+        let input = PinnedBuffer::from_slice(&data).unwrap();
+        let mut output = PinnedBuffer::<f32>::zeroed(n, HostAllocFlags::empty()).unwrap();
+        output.fill(f32::NAN);
+        let mut dev_in = DeviceBuffer::<f32>::alloc_async(n, s).unwrap();
+        let mut dev_out = DeviceBuffer::<f32>::alloc_async(n, s).unwrap();
+        let mut p = Pipeline::new(streams).unwrap();
+        let buffers = Buffers { input: input.pinned(), dev_in: dev_in.as_mut_slice(), dev_out: dev_out.as_mut_slice(), output: output.pinned_mut() };
+        unsafe {
+            p.run(s, buffers, chunks, |cs, i, mut o| {
+                copy::d2d_async(o.reborrow(), i.as_slice(), cs)?;
+                ordo_kernels::heavy(cs, o)
+            })
+            .unwrap()
+        };
+        s.synchronize().unwrap();
+        let expect: Vec<f32> = data.iter().map(|&v| heavy_cpu(v)).collect();
+        assert!(output[..] == expect[..], "n {n} chunks {chunks} streams {streams}");
+        // Stage events are ordered within each chunk and along each stream.
+        let times = p.chunk_times().unwrap();
+        assert_eq!(times.len(), chunks);
+        for t in &times {
+            assert!(t.copy_in.0 <= t.copy_in.1 && t.copy_in.1 <= t.compute.1 && t.compute.1 <= t.copy_out.1, "{t:?}");
+        }
+        for st in 0..streams.min(chunks) {
+            let on: Vec<_> = times.iter().filter(|t| t.stream == st).collect();
+            assert!(on.windows(2).all(|w| w[0].copy_out.1 <= w[1].copy_in.0 + 1e-3), "stream {st} order");
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn pipeline_bad_inputs_are_clear_errors() {
+    let main = Stream::new().unwrap();
+    let s = main.as_stream();
+    let input = PinnedBuffer::<f32>::zeroed(16, HostAllocFlags::empty()).unwrap();
+    let mut output = PinnedBuffer::<f32>::zeroed(16, HostAllocFlags::empty()).unwrap();
+    let mut dev_in = DeviceBuffer::<f32>::alloc_async(16, s).unwrap();
+    let mut dev_out = DeviceBuffer::<f32>::alloc_async(15, s).unwrap();
+    let mut p = Pipeline::new(2).unwrap();
+    println!("asyncEngineCount {}: {}", p.machine().copy_engines, p.machine().engines_note());
+    let nop = |_: StreamRef<'_>, _: DeviceSliceMut<'_, f32>, _: DeviceSliceMut<'_, f32>| Ok(());
+    let mut run = |chunks, out_len| {
+        let buffers = Buffers {
+            input: input.pinned(),
+            dev_in: dev_in.as_mut_slice(),
+            dev_out: dev_out.slice_mut(..out_len).unwrap(),
+            output: output.pinned_mut(),
+        };
+        unsafe { p.run(s, buffers, chunks, nop) }.unwrap_err().to_string()
+    };
+    assert!(run(0, 15).contains("zero chunks"));
+    assert!(run(4, 15).contains("same length"));
+    assert!(Pipeline::new(0).is_err());
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn host_functions_run_after_preceding_work_and_panics_are_caught() {
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let data = random_f32(1 << 20, 8);
+    let mut dev = DeviceBuffer::<f32>::alloc_async(data.len(), s).unwrap();
+    copy::h2d_blocking(dev.as_mut_slice(), &data, s).unwrap();
+    let mut host = PinnedBuffer::<f32>::zeroed(data.len(), HostAllocFlags::empty()).unwrap();
+    unsafe { copy::d2h_async(host.pinned_mut(), dev.as_slice(), s).unwrap() };
+    // The host function runs after the copy: it sees the copied data.
+    let (tx, rx) = mpsc::channel();
+    let ptr = host.as_ptr() as usize;
+    let len = host.len();
+    launch_host_fn(s, move || {
+        let seen = unsafe { std::slice::from_raw_parts(ptr as *const f32, len) };
+        tx.send(seen.iter().map(|v| v.to_bits() as u64).sum::<u64>()).unwrap();
+    })
+    .unwrap();
+    let sum = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(sum, data.iter().map(|v| v.to_bits() as u64).sum::<u64>());
+    // A panicking host function is caught; the next call reports it; the stream goes on.
+    launch_host_fn(s, || panic!("deliberate panic in a host function")).unwrap();
+    s.synchronize().unwrap();
+    let e = launch_host_fn(s, || {}).unwrap_err();
+    assert!(matches!(e, Error::Usage(UsageError { kind: UsageKind::Panicked, .. })), "{e:?}");
+    assert_eq!(take_host_fn_panics(), 0);
+    launch_host_fn(s, || {}).unwrap();
+    s.synchronize().unwrap();
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn staging_ring_carries_many_slots_of_random_data_from_a_loader_thread() {
+    const SLOT: usize = 1 << 16;
+    const SLOTS: usize = 4;
+    const CHUNKS: usize = 64; // 16 times around the ring
+    let stream = Stream::new().unwrap();
+    let mut dev = DeviceBuffer::<f32>::zeroed_async(SLOT * CHUNKS, stream.as_stream()).unwrap();
+    stream.synchronize().unwrap();
+    let ring = StagingRing::<f32>::new(SLOTS, SLOT).unwrap();
+    let expect = random_f32(SLOT * CHUNKS, 1234);
+    let dev_ptr = dev.as_mut_ptr() as usize;
+    let loader = {
+        let ring = ring.clone();
+        let expect = expect.clone();
+        let raw_stream = stream.as_raw() as usize;
+        std::thread::spawn(move || {
+            // SAFETY: the stream outlives the thread (joined below before it drops).
+            let s = unsafe { StreamRef::from_raw(raw_stream as sys::cudaStream_t) }.unwrap();
+            let mut waits = 0;
+            for c in 0..CHUNKS {
+                let mut slot = match ring.try_acquire() {
+                    Some(slot) => slot,
+                    None => {
+                        waits += 1;
+                        ring.acquire()
+                    }
+                };
+                slot.copy_from_slice(&expect[c * SLOT..(c + 1) * SLOT]);
+                let dst = unsafe { DeviceSliceMut::from_raw_parts((dev_ptr as *mut f32).add(c * SLOT), SLOT) };
+                ring.submit(slot, SLOT, dst, s).unwrap();
+            }
+            waits
+        })
+    };
+    let waits = loader.join().unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(ring.free_slots(), SLOTS);
+    let mut back = vec![0f32; SLOT * CHUNKS];
+    copy::d2h_blocking(&mut back, dev.as_slice(), stream.as_stream()).unwrap();
+    assert!(back == expect);
+    println!("staging ring: {CHUNKS} chunks through {SLOTS} slots, loader waited for a free slot {waits} times");
+}
