@@ -36,6 +36,16 @@ __global__ void bl_chain_step(const float* prev, float* out, const float* scale,
     if (i < n) out[i] = fmaf(prev[i], scale[i], 1.0f);
 }
 
+// In place, add_one-like: x[i] = x[i] * 0.999 + 1, with the source's PDL placement.
+__global__ void bl_inplace_step(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaGridDependencySynchronize();
+    cudaTriggerProgrammaticLaunchCompletion();
+#endif
+    if (i < n) x[i] = fmaf(x[i], 0.999f, 1.0f);
+}
+
 // Host microseconds per launch over `iters` back-to-back launches (the stream is drained first and
 // after; the drain is not counted). which: 0 = <<<>>>, 1 = cudaLaunchKernelEx. kernel: 0 empty, 1 ptr+int.
 double bl_submit_us(cudaStream_t s, int which, int kernel, float* p, int iters) {
@@ -118,6 +128,55 @@ double bl_graph_replay_ms(cudaGraphExec_t e, cudaStream_t s, double* launch_us) 
 }
 
 void bl_graph_destroy(cudaGraphExec_t e) { cudaGraphExecDestroy(e); }
+
+// Host microseconds of one cudaGraphLaunch (the stream is drained after, not counted).
+double bl_graph_launch_us(cudaGraphExec_t e, cudaStream_t s) {
+    double t0 = now_us();
+    cudaGraphLaunch(e, s);
+    double t1 = now_us();
+    cudaStreamSynchronize(s);
+    return t1 - t0;
+}
+
+// Host microseconds per event operation over `iters`: op 0 record, 1 record + wait, 2 event
+// query, 3 stream query.
+double bl_event_ops_us(cudaStream_t a, cudaStream_t b, cudaEvent_t e, int op, int iters) {
+    double t0 = now_us();
+    for (int i = 0; i < iters; ++i) {
+        switch (op) {
+            case 0: cudaEventRecord(e, a); break;
+            case 1: cudaEventRecord(e, a); cudaStreamWaitEvent(b, e, 0); break;
+            case 2: cudaEventQuery(e); break;
+            default: cudaStreamQuery(a); break;
+        }
+    }
+    return (now_us() - t0) / iters;
+}
+
+// `steps` in-place steps over x[n] (the source's PDL placement when pdl != 0); GPU ms.
+double bl_inplace_chain_ms(cudaStream_t s, float* x, int n, int steps, int pdl) {
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    cudaLaunchAttribute attr = {};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((n + 255) / 256);
+    cfg.blockDim = dim3(256);
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    cudaEventRecord(e0, s);
+    for (int k = 0; k < steps; ++k) cudaLaunchKernelEx(&cfg, bl_inplace_step, x, n);
+    cudaEventRecord(e1, s);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return ms;
+}
 
 // `steps` dependent chain steps (source's PDL placement when pdl != 0); GPU ms from events.
 double bl_chain_ms(cudaStream_t s, float* a, float* b, const float* scale, int n, int steps, int pdl) {

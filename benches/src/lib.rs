@@ -1,7 +1,7 @@
 //! ordo's benchmark support: the plain CUDA C++ baselines (compiled from `cuda/baseline.cu`) and
 //! the measurement helpers the `ordo-bench` report and the criterion benches share.
 
-use ordo_core::sys::{cudaGraphExec_t, cudaStream_t};
+use ordo_core::sys::{cudaEvent_t, cudaGraphExec_t, cudaStream_t};
 
 /// The C++ baselines.
 pub mod cpp {
@@ -14,6 +14,9 @@ pub mod cpp {
         pub fn bl_graph_add_one(s: cudaStream_t, x: *mut f32, n: i32, kernels: i32, instantiate_ms: *mut f64) -> cudaGraphExec_t;
         pub fn bl_graph_replay_ms(e: cudaGraphExec_t, s: cudaStream_t, launch_us: *mut f64) -> f64;
         pub fn bl_graph_destroy(e: cudaGraphExec_t);
+        pub fn bl_graph_launch_us(e: cudaGraphExec_t, s: cudaStream_t) -> f64;
+        pub fn bl_event_ops_us(a: cudaStream_t, b: cudaStream_t, e: cudaEvent_t, op: i32, iters: i32) -> f64;
+        pub fn bl_inplace_chain_ms(s: cudaStream_t, x: *mut f32, n: i32, steps: i32, pdl: i32) -> f64;
         pub fn bl_chain_ms(s: cudaStream_t, a: *mut f32, b: *mut f32, scale: *const f32, n: i32, steps: i32, pdl: i32) -> f64;
         pub fn bl_copy_ms(dst: *mut core::ffi::c_void, src: *const core::ffi::c_void, bytes: usize, kind: i32, s: cudaStream_t) -> f64;
         pub fn bl_pipeline_ms(h_in: *const f32, d_in: *mut f32, h_out: *mut f32, n: usize, chunks: i32, streams: i32) -> f64;

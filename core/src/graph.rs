@@ -300,21 +300,24 @@ where
     }
 }
 
-/// Captures what `f` enqueues on `stream` into the existing `graph`, after its current sink nodes
-/// (`cudaStreamBeginCaptureToGraph`, CUDA 12.3 and later). The capture is always ended.
+/// Captures what `f` enqueues on `stream` into the existing `graph`, after the graph's current
+/// leaf nodes (`cudaStreamBeginCaptureToGraph`, CUDA 12.3 and later): the new work depends on
+/// everything already in the graph. The capture is always ended.
+#[cfg(feature = "alloc")]
 pub fn capture_into<F>(graph: &mut Graph, stream: StreamRef<'_>, mode: CaptureMode, f: F) -> Result<()>
 where
     F: FnOnce(StreamRef<'_>) -> Result<()>,
 {
-    // SAFETY: live handles; no dependencies given (the capture starts from the graph's roots).
+    let leaves: alloc::vec::Vec<sys::cudaGraphNode_t> = graph.leaf_nodes()?.iter().map(|n| n.as_raw()).collect();
+    // SAFETY: live handles; `leaves` holds `leaves.len()` nodes of `graph`; default edges.
     check(
         unsafe {
             sys::stream_begin_capture_to_graph(
                 stream.as_raw(),
                 graph.as_raw(),
+                leaves.as_ptr(),
                 core::ptr::null(),
-                core::ptr::null(),
-                0,
+                leaves.len(),
                 mode.to_raw(),
             )
         },
@@ -359,6 +362,24 @@ impl Graph {
         check(unsafe { sys::cudaGraphGetNodes(self.as_raw(), raw.as_mut_ptr(), &mut n) }, "cudaGraphGetNodes")?;
         raw.truncate(n);
         Ok(raw.into_iter().filter_map(NonNull::new).map(|raw| Node { raw, _graph: PhantomData }).collect())
+    }
+
+    /// The nodes nothing depends on (`cudaGraphNodeGetDependentNodes` count zero).
+    #[cfg(feature = "alloc")]
+    pub fn leaf_nodes(&self) -> Result<alloc::vec::Vec<Node<'_>>> {
+        let mut leaves = alloc::vec::Vec::new();
+        for node in self.nodes()? {
+            let mut n = 0usize;
+            // SAFETY: a live node; null arrays ask for the count.
+            check(
+                unsafe { sys::graph_node_get_dependent_nodes(node.as_raw(), core::ptr::null_mut(), core::ptr::null_mut(), &mut n) },
+                "cudaGraphNodeGetDependentNodes",
+            )?;
+            if n == 0 {
+                leaves.push(node);
+            }
+        }
+        Ok(leaves)
     }
 
     /// The kernel nodes that launch `kernel`, typed by its arguments, in CUDA's node order.

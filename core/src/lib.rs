@@ -64,7 +64,9 @@ pub mod stream;
 pub use device::Device;
 pub use error::{CudaError, Error, LibraryError, Result, UsageError, UsageKind};
 pub use event::{Event, EventFlags, EventStatus, TimingEvent};
-pub use graph::{capture, capture_into, CaptureMode, CaptureStatus, Graph, GraphExec, InstantiateFlags, NodeKind};
+#[cfg(feature = "alloc")]
+pub use graph::capture_into;
+pub use graph::{capture, CaptureMode, CaptureStatus, Graph, GraphExec, InstantiateFlags, NodeKind};
 pub use launch::{Dim3, Kernel, LaunchConfig};
 pub use memory::{
     DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, HostAllocFlags, HostRegisterFlags, Location, ManagedBuffer,

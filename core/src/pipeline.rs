@@ -1,8 +1,17 @@
 //! A chunked copy/compute pipeline: the transfer is split into chunks, and each chunk is copied
-//! in, computed on and copied out on one of several non-blocking streams, so that copies in both
-//! directions overlap each other and the compute. Nothing synchronises: the caller's stream forks
-//! to the worker streams and joins back through events, so the whole pipeline can be captured into
-//! a graph too. Events around each stage let the caller read each chunk's stage times afterwards.
+//! in, computed on and copied out, so that copies in both directions overlap each other and the
+//! compute. Two schedules:
+//! - **Staged** (ordo's choice with two or more copy engines): one stream a stage. The copy-in
+//!   stream copies chunk after chunk; the compute stream waits for each chunk's copy-in event; the
+//!   copy-out stream waits for each chunk's compute event. Both copy directions stay busy all the
+//!   time, so the pipeline approaches the both-directions bound.
+//! - **Round robin** (the source's): chunk `i` does all three stages on stream `i % streams`.
+//!   Chunks on different streams start their copy-in together and share the bandwidth, and a
+//!   stream's next copy-in waits for its previous copy-out, so copies in and out take turns more
+//!   than they overlap.
+//!
+//! Nothing synchronises: the caller's stream forks to the worker streams and joins back through
+//! events, so the whole pipeline can be captured into a graph too. Events around each stage let the caller read each chunk's stage times afterwards.
 //!
 //! # The model
 //! With stage times `a` (copy in), `b` (compute), `c` (copy out) for the whole transfer and `k`
@@ -57,13 +66,35 @@ impl Machine {
     }
 }
 
-/// A chunk and stream count.
+/// How chunks are spread over streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schedule {
+    /// One stream a stage (copy in, compute, copy out), joined by events.
+    Staged,
+    /// Chunk `i` on stream `i % streams`, all three stages.
+    RoundRobin {
+        /// Number of streams.
+        streams: usize,
+    },
+}
+
+/// A chunk count and a schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Plan {
     /// Chunks the transfer is split into.
     pub chunks: usize,
-    /// Streams the chunks are spread over (round robin).
-    pub streams: usize,
+    /// How the chunks are spread over streams.
+    pub schedule: Schedule,
+}
+
+impl Plan {
+    /// Streams the plan uses.
+    pub fn streams(&self) -> usize {
+        match self.schedule {
+            Schedule::Staged => 3,
+            Schedule::RoundRobin { streams } => streams,
+        }
+    }
 }
 
 /// Predicted milliseconds for `times` split into `plan` on `machine` (the model in the module docs).
@@ -71,29 +102,37 @@ pub fn predict_ms(times: StageTimes, plan: Plan, machine: &Machine) -> f64 {
     let (a, b, c) = (times.copy_in_ms, times.compute_ms, times.copy_out_ms);
     let sum = a + b + c;
     let k = plan.chunks.max(1) as f64;
-    if plan.streams <= 1 || plan.chunks <= 1 {
-        return sum + machine.chunk_overhead_ms * k;
+    let overhead = machine.chunk_overhead_ms * k;
+    let serial = plan.chunks <= 1 || matches!(plan.schedule, Schedule::RoundRobin { streams } if streams <= 1);
+    if serial || machine.copy_engines == 0 {
+        return sum + overhead;
     }
-    let copies = if machine.copy_engines <= 1 { a + c } else { a.max(c).max((a + c) / machine.duplex.clamp(1.0, 2.0)) };
-    let slowest = if machine.copy_engines == 0 { sum } else { copies.max(b) };
-    // At most `streams` chunks in flight, each passing the three stages in order.
-    let in_flight = (plan.streams.min(3)) as f64;
-    let steady = slowest.max(sum / in_flight);
     let fill = (sum - a.max(b).max(c)) / k;
-    steady + fill + machine.chunk_overhead_ms * k
+    let copies = if machine.copy_engines <= 1 { a + c } else { a.max(c).max((a + c) / machine.duplex.clamp(1.0, 2.0)) };
+    let steady = match plan.schedule {
+        Schedule::Staged => copies.max(b),
+        Schedule::RoundRobin { streams } => copies.max(b).max(sum / streams.min(3) as f64),
+    };
+    steady + fill + overhead
 }
 
-/// The plan with the least predicted time among chunk counts 1, 2, 4, ... `max_chunks` and stream
-/// counts 1, 2, 4, 8 (never more streams than chunks).
+/// The plan with the least predicted time among chunk counts 1, 2, 4, ... `max_chunks`: staged
+/// with two or more copy engines, else round robin over 2, 4 or 8 streams.
 pub fn choose_plan(times: StageTimes, machine: &Machine, max_chunks: usize) -> Plan {
-    let mut best = (f64::INFINITY, Plan { chunks: 1, streams: 1 });
+    let mut best = (f64::INFINITY, Plan { chunks: 1, schedule: Schedule::RoundRobin { streams: 1 } });
     let mut k = 1;
     while k <= max_chunks.max(1) {
-        for s in [1usize, 2, 4, 8] {
-            if s > k {
+        let mut candidates = alloc::vec![Schedule::RoundRobin { streams: 1 }];
+        if machine.copy_engines >= 2 {
+            candidates.push(Schedule::Staged);
+        } else {
+            candidates.extend([2, 4, 8].map(|streams| Schedule::RoundRobin { streams }));
+        }
+        for schedule in candidates {
+            let plan = Plan { chunks: k, schedule };
+            if plan.streams() > k && !matches!(schedule, Schedule::Staged) {
                 continue;
             }
-            let plan = Plan { chunks: k, streams: s };
             let t = predict_ms(times, plan, machine);
             if t < best.0 - 1e-9 {
                 best = (t, plan);
@@ -133,7 +172,7 @@ struct ChunkEvents([TimingEvent; 4]);
 /// Stage times of one chunk of the last run, in milliseconds from the run's start.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ChunkTimes {
-    /// The stream index the chunk ran on.
+    /// The stream index the chunk ran on (0 for the staged schedule, whose stages each have one).
     pub stream: usize,
     /// Copy in: start and end.
     pub copy_in: (f32, f32),
@@ -169,14 +208,15 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// A pipeline of `streams` non-blocking streams on the current device. Reads
-    /// `asyncEngineCount` (see [`Machine::engines_note`]).
+    /// A pipeline of `streams` non-blocking streams (at least three are made, for the staged
+    /// schedule) on the current device. Reads `asyncEngineCount` (see [`Machine::engines_note`]).
     pub fn new(streams: usize) -> Result<Pipeline> {
         if streams == 0 {
             return Err(Error::invalid("Pipeline::new", "zero streams"));
         }
+        let streams = streams.max(3);
         let device = Device::current()?;
-        let machine = Machine { copy_engines: device.async_engine_count()?, duplex: 1.83, chunk_overhead_ms: 0.004 };
+        let machine = Machine { copy_engines: device.async_engine_count()?, duplex: 1.83, chunk_overhead_ms: 0.010 };
         let streams = (0..streams).map(|_| Stream::new()).collect::<Result<Vec<_>>>()?;
         let joins = (0..streams.len()).map(|_| Event::new()).collect::<Result<Vec<_>>>()?;
         Ok(Pipeline {
@@ -186,7 +226,7 @@ impl Pipeline {
             joins,
             start: TimingEvent::new()?,
             chunks: Vec::new(),
-            last: Plan { chunks: 0, streams: 0 },
+            last: Plan { chunks: 0, schedule: Schedule::Staged },
             machine,
         })
     }
@@ -207,10 +247,10 @@ impl Pipeline {
         self.streams.len()
     }
 
-    /// Runs the pipeline of `chunks` chunks enqueued from `main`: worker streams wait on `main`,
-    /// chunk `i` goes to stream `i % streams`: copy `buffers.input` in to `dev_in`, `compute(stream,
-    /// in, out)` on the chunk's views of `dev_in` and `dev_out`, copy `dev_out` out to `output`; then
-    /// `main` waits for every worker. Returns at once; synchronise `main` (or wait on it) before
+    /// Runs `plan` enqueued from `main`: worker streams wait on `main`; each chunk is copied from
+    /// `buffers.input` into `dev_in`, `compute(stream, in, out)` runs on the chunk's views of
+    /// `dev_in` and `dev_out`, and `dev_out` is copied out to `output`, on the streams the plan's
+    /// schedule says; then `main` waits for every worker. Returns at once; synchronise `main` (or wait on it) before
     /// reading `output` or [`chunk_times`](Self::chunk_times).
     ///
     /// # Safety
@@ -220,7 +260,7 @@ impl Pipeline {
         &mut self,
         main: StreamRef<'_>,
         buffers: Buffers<'_, T, U>,
-        chunks: usize,
+        plan: Plan,
         mut compute: F,
     ) -> Result<()>
     where
@@ -231,7 +271,11 @@ impl Pipeline {
         const CALL: &str = "Pipeline::run";
         let Buffers { input, mut dev_in, mut dev_out, mut output } = buffers;
         let n = input.len();
+        let chunks = plan.chunks;
         check_run([n, dev_in.len(), dev_out.len(), output.len()], chunks)?;
+        if plan.streams() > self.streams.len() {
+            return Err(Error::invalid(CALL, "the plan needs more streams than the pipeline has"));
+        }
         match main.device() {
             Ok(d) if d != self.device => {
                 return Err(Error::usage(UsageKind::InvalidArgument, CALL, "the stream belongs to another device than the pipeline"))
@@ -243,7 +287,10 @@ impl Pipeline {
         while self.chunks.len() < chunks {
             self.chunks.push(ChunkEvents([TimingEvent::new()?, TimingEvent::new()?, TimingEvent::new()?, TimingEvent::new()?]));
         }
-        let used = self.streams.len().min(chunks);
+        let used = match plan.schedule {
+            Schedule::Staged => 3,
+            Schedule::RoundRobin { streams } => streams.min(chunks).max(1),
+        };
         self.start.record(main)?;
         self.fork.record(main)?;
         for s in &self.streams[..used] {
@@ -251,23 +298,35 @@ impl Pipeline {
         }
         for i in 0..chunks {
             let r = chunk_range(n, chunks, i);
-            let s = self.streams[i % used].as_stream();
+            let (s_in, s_compute, s_out) = match plan.schedule {
+                Schedule::Staged => (self.streams[0].as_stream(), self.streams[1].as_stream(), self.streams[2].as_stream()),
+                Schedule::RoundRobin { .. } => {
+                    let s = self.streams[i % used].as_stream();
+                    (s, s, s)
+                }
+            };
             let ev = &self.chunks[i].0;
-            ev[0].record(s)?;
+            ev[0].record(s_in)?;
             // SAFETY: ranges inside the checked lengths; lifetimes owed by the caller.
-            unsafe { copy::h2d_async(dev_in.reborrow().slice_mut(r.clone())?, input.slice(r.clone())?, s)? };
-            ev[1].record(s)?;
-            compute(s, dev_in.reborrow().slice_mut(r.clone())?, dev_out.reborrow().slice_mut(r.clone())?)?;
-            ev[2].record(s)?;
+            unsafe { copy::h2d_async(dev_in.reborrow().slice_mut(r.clone())?, input.slice(r.clone())?, s_in)? };
+            ev[1].record(s_in)?;
+            if s_compute != s_in {
+                s_compute.wait_event(&ev[1])?;
+            }
+            compute(s_compute, dev_in.reborrow().slice_mut(r.clone())?, dev_out.reborrow().slice_mut(r.clone())?)?;
+            ev[2].record(s_compute)?;
+            if s_out != s_compute {
+                s_out.wait_event(&ev[2])?;
+            }
             // SAFETY: as above.
-            unsafe { copy::d2h_async(output.reborrow().slice_mut(r.clone())?, dev_out.as_slice().slice(r)?, s)? };
-            ev[3].record(s)?;
+            unsafe { copy::d2h_async(output.reborrow().slice_mut(r.clone())?, dev_out.as_slice().slice(r)?, s_out)? };
+            ev[3].record(s_out)?;
         }
         for (s, join) in self.streams[..used].iter().zip(&self.joins) {
             join.record(s.as_stream())?;
             main.wait_event(join)?;
         }
-        self.last = Plan { chunks, streams: used };
+        self.last = plan;
         Ok(())
     }
 
@@ -278,7 +337,10 @@ impl Pipeline {
             let ev = &self.chunks[i].0;
             let t = |e: &TimingEvent| e.elapsed_ms_since(&self.start);
             out.push(ChunkTimes {
-                stream: i % self.last.streams.max(1),
+                stream: match self.last.schedule {
+                    Schedule::Staged => 0,
+                    Schedule::RoundRobin { streams } => i % streams.min(self.last.chunks).max(1),
+                },
                 copy_in: (t(&ev[0])?, t(&ev[1])?),
                 compute: (t(&ev[1])?, t(&ev[2])?),
                 copy_out: (t(&ev[2])?, t(&ev[3])?),

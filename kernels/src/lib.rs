@@ -41,6 +41,7 @@ pub mod ffi {
         pub fn ordo_empty();
         pub fn ordo_add_one(x: *mut f32, n: i32);
         pub fn ordo_heavy(x: *mut f32, n: i32);
+        pub fn ordo_heavy_into(input: *const f32, out: *mut f32, n: i32);
         pub fn ordo_square(input: *const f32, out: *mut f32, n: i32);
         pub fn ordo_gemv(a: *const f32, x: *const f32, y: *mut f32, rows: i32, cols: i32);
         pub fn ordo_sum_squares(y: *const f32, sum_sq: *mut f32, n: i32);
@@ -67,6 +68,10 @@ pub mod kernel {
     /// `ordo_heavy(x, n)`: 64 dependent FMAs an element, `v = fma(v, 0.999, 0.001)`.
     pub fn heavy() -> Kernel<(*mut f32, i32)> {
         Kernel::new(ffi::ordo_heavy as unsafe extern "C" fn(*mut f32, i32))
+    }
+    /// `ordo_heavy_into(in, out, n)`: the 64-step loop from `in` into `out`.
+    pub fn heavy_into() -> Kernel<(*const f32, *mut f32, i32)> {
+        Kernel::new(ffi::ordo_heavy_into as unsafe extern "C" fn(*const f32, *mut f32, i32))
     }
     /// `ordo_square(in, out, n)`: `out[i] = in[i]^2`.
     pub fn square() -> Kernel<(*const f32, *mut f32, i32)> {
@@ -130,6 +135,20 @@ pub unsafe fn heavy(stream: StreamRef<'_>, x: DeviceSliceMut<'_, f32>) -> Result
     let config = LaunchConfig::for_elements(x.len(), BLOCK)?;
     // SAFETY: in-bounds by n; lifetime owed by the caller.
     unsafe { kernel::heavy().launch(stream, &config, (x.as_mut_ptr(), n)) }
+}
+
+/// `out[i] = heavy(input[i])` (the 64-step loop) on `stream`.
+///
+/// # Safety
+/// As [`add_one`].
+pub unsafe fn heavy_into(stream: StreamRef<'_>, input: DeviceSlice<'_, f32>, out: DeviceSliceMut<'_, f32>) -> Result<()> {
+    if input.len() != out.len() {
+        return Err(Error::invalid("ordo_kernels::heavy_into", "input and output lengths differ"));
+    }
+    let n = count_i32(input.len(), "ordo_kernels::heavy_into")?;
+    let config = LaunchConfig::for_elements(input.len(), BLOCK)?;
+    // SAFETY: in-bounds by n; lifetime owed by the caller.
+    unsafe { kernel::heavy_into().launch(stream, &config, (input.as_ptr(), out.as_mut_ptr(), n)) }
 }
 
 /// `out[i] = input[i]^2` on `stream`.

@@ -11,7 +11,7 @@ use ordo_core::graph_cache::{default_buckets, GraphCache, Overflow};
 use ordo_core::host_fn::launch_host_fn;
 use ordo_core::launch::LaunchConfig;
 use ordo_core::memory::copy;
-use ordo_core::pipeline::{choose_plan, predict_ms, Buffers, ChunkTimes, Pipeline, Plan, StageTimes};
+use ordo_core::pipeline::{choose_plan, predict_ms, Buffers, ChunkTimes, Pipeline, Plan, Schedule, StageTimes};
 use ordo_core::*;
 use ordo_kernels::{kernel, ChainPdl, ChainPlan};
 use std::fmt::Write as _;
@@ -130,29 +130,27 @@ fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
     exec.upload(s)?;
     let mut cpp_inst = 0.0;
     let cpp_exec = unsafe { cpp::bl_graph_add_one(s.as_raw(), y.as_mut_ptr(), N as i32, K as i32, &mut cpp_inst) };
-    let mut ordo_host = Vec::new();
-    let mut cpp_host = Vec::new();
     let m = interleave(
         rounds * 3,
         &mut [
             &mut || ms_between(s, &start, &end, || (0..K).try_for_each(|_| unsafe { ordo_kernels::add_one(s, x.as_mut_slice()) })),
             &mut || Ok(unsafe { cpp::bl_eager_add_one_ms(s.as_raw(), y.as_mut_ptr(), N as i32, K as i32) }),
-            &mut || {
-                ms_between(s, &start, &end, || {
-                    let t0 = Instant::now();
-                    exec.launch(s)?;
-                    ordo_host.push(t0.elapsed().as_secs_f64() * 1e6);
-                    Ok(())
-                })
-            },
+            &mut || ms_between(s, &start, &end, || exec.launch(s)),
             &mut || {
                 let mut us = 0.0;
-                let ms = unsafe { cpp::bl_graph_replay_ms(cpp_exec, s.as_raw(), &mut us) };
-                cpp_host.push(us);
-                Ok(ms)
+                Ok(unsafe { cpp::bl_graph_replay_ms(cpp_exec, s.as_raw(), &mut us) })
             },
         ],
     )?;
+    // Host time of the launch call alone, the stream drained between launches, A B A B.
+    let (mut ordo_host, mut cpp_host) = (Vec::new(), Vec::new());
+    for _ in 0..rounds * 20 {
+        let t0 = Instant::now();
+        exec.launch(s)?;
+        ordo_host.push(t0.elapsed().as_secs_f64() * 1e6);
+        s.synchronize()?;
+        cpp_host.push(unsafe { cpp::bl_graph_launch_us(cpp_exec, s.as_raw()) });
+    }
     let per = |ms: f64| ms * 1e3 / K as f64;
     r.add("graph", "200 x add_one(4096), eager, per kernel", "us", per(m[0]), Some(per(m[1])), "");
     r.add("graph", "200 x add_one(4096), graph replay, per kernel", "us", per(m[2]), Some(per(m[3])), "");
@@ -239,6 +237,15 @@ fn pdl_group(r: &mut Report, rounds: usize) -> Result<()> {
         r.add("pdl", format!("chain n={label}: eager, ordo PDL vs ordo off"), "us", per(m[1]), Some(per(m[0])), rule.clone());
         r.add("pdl", format!("chain n={label}: eager, C++ PDL (wait+trigger at start) vs off"), "us", per(m[5]), Some(per(m[4])), "");
         r.add("pdl", format!("chain n={label}: graph, ordo PDL vs graph off"), "us", per(m[3]), Some(per(m[2])), rule);
+        // The source's kernel shape: in place, add_one-like, wait then trigger at the start.
+        let m = interleave(
+            rounds,
+            &mut [
+                &mut || Ok::<f64, Error>(unsafe { cpp::bl_inplace_chain_ms(s.as_raw(), ap, n as i32, STEPS as i32, 1) }),
+                &mut || Ok(unsafe { cpp::bl_inplace_chain_ms(s.as_raw(), ap, n as i32, STEPS as i32, 0) }),
+            ],
+        )?;
+        r.add("pdl", format!("in-place chain n={label}: C++ PDL (wait+trigger at start) vs off"), "us", per(m[0]), Some(per(m[1])), "");
     }
     Ok(())
 }
@@ -256,24 +263,29 @@ fn small_ops_group(r: &mut Report, rounds: usize) -> Result<()> {
         }
         Ok(t0.elapsed().as_secs_f64() * 1e6 / ITERS as f64)
     };
+    let cpp_op = |op: i32| Ok::<f64, Error>(unsafe { cpp::bl_event_ops_us(a.as_raw(), b.as_raw(), e.as_raw(), op, ITERS as i32) });
     let m = interleave(
         rounds,
         &mut [
             &mut || per_op(&mut || e.record(a.as_stream())),
+            &mut || cpp_op(0),
             &mut || per_op(&mut || {
                 e.record(a.as_stream())?;
                 b.wait_event(&e)
             }),
+            &mut || cpp_op(1),
             &mut || per_op(&mut || e.query().map(|_| ())),
+            &mut || cpp_op(2),
             &mut || per_op(&mut || a.query().map(|_| ())),
+            &mut || cpp_op(3),
         ],
     )?;
     a.synchronize()?;
     b.synchronize()?;
-    r.add("events", "cudaEventRecord", "us", m[0], None, "reference 0.14 us");
-    r.add("events", "record + cudaStreamWaitEvent", "us", m[1], None, "reference 0.29 us");
-    r.add("events", "cudaEventQuery", "us", m[2], None, "reference 0.15 us");
-    r.add("events", "cudaStreamQuery", "us", m[3], None, "");
+    r.add("events", "cudaEventRecord", "us", m[0], Some(m[1]), "reference 0.14 us");
+    r.add("events", "record + cudaStreamWaitEvent", "us", m[2], Some(m[3]), "reference 0.29 us");
+    r.add("events", "cudaEventQuery", "us", m[4], Some(m[5]), "reference 0.15 us");
+    r.add("events", "cudaStreamQuery", "us", m[6], Some(m[7]), "");
 
     let s = a.as_stream();
     let pool = MemPool::device_default(Device::current()?)?;
@@ -385,16 +397,16 @@ fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
     // One timed pass of each stage.
     let (ip, op, dip, dop) = (input.as_ptr(), output.as_mut_ptr(), dev_in.as_mut_ptr(), dev_out.as_mut_ptr());
     let a = ms_between(s, &start, &end, || unsafe { copy::h2d_async(DeviceSliceMut::from_raw_parts(dip, N), PinnedSlice::from_raw_parts(ip, N), s) })?;
-    let b = ms_between(s, &start, &end, || unsafe { ordo_kernels::heavy(s, DeviceSliceMut::from_raw_parts(dip, N)) })?;
+    let b = ms_between(s, &start, &end, || unsafe { ordo_kernels::heavy_into(s, DeviceSlice::from_raw_parts(dip, N), DeviceSliceMut::from_raw_parts(dop, N)) })?;
     let c = ms_between(s, &start, &end, || unsafe { copy::d2h_async(PinnedSliceMut::from_raw_parts(op, N), DeviceSlice::from_raw_parts(dip, N), s) })?;
     let times = StageTimes { copy_in_ms: a, compute_ms: b, copy_out_ms: c };
     r.add("pipeline", "stages: copy in / compute / copy out", "ms", a + b + c, None, format!("{a:.2} / {b:.2} / {c:.2} (reference 4.89 / 0.32 / 4.86)"));
-    let mut pipes: Vec<Pipeline> = [1usize, 2, 4, 8].iter().map(|&k| Pipeline::new(k)).collect::<Result<_>>()?;
-    let machine = pipes[0].machine();
+    let mut pipe = Pipeline::new(8)?;
+    let machine = pipe.machine();
     let bound = (a + c) / machine.duplex;
     let planned = choose_plan(times, &machine, 128);
     let mut run = |plan: Plan| -> Result<f64> {
-        let p = pipes.iter_mut().find(|p| p.stream_count() == plan.streams).ok_or(Error::invalid("bench", "no pipeline"))?;
+        let p = &mut pipe;
         ms_between(s, &start, &end, || unsafe {
             let buffers = Buffers {
                 input: PinnedSlice::from_raw_parts(ip, N),
@@ -402,15 +414,13 @@ fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
                 dev_out: DeviceSliceMut::from_raw_parts(dop, N),
                 output: PinnedSliceMut::from_raw_parts(op, N),
             };
-            p.run(s, buffers, plan.chunks, |cs, i, mut o| {
-                copy::d2d_async(o.reborrow(), i.as_slice(), cs)?;
-                ordo_kernels::heavy(cs, o)
-            })
+            p.run(s, buffers, plan, |cs, i, o| ordo_kernels::heavy_into(cs, i.as_slice(), o))
         })
     };
     let mut sweep = Vec::new();
-    for (k, st) in [(1usize, 1usize), (4, 2), (8, 4), (16, 4), (32, 4), (32, 8), (64, 8)] {
-        let plan = Plan { chunks: k, streams: st };
+    let rr = |chunks, streams| Plan { chunks, schedule: Schedule::RoundRobin { streams } };
+    let staged = |chunks| Plan { chunks, schedule: Schedule::Staged };
+    for plan in [rr(1, 1), rr(8, 4), rr(32, 8), staged(4), staged(8), staged(16), staged(32), staged(64), staged(128)] {
         let mut v = Vec::new();
         for _ in 0..rounds.min(7) {
             v.push(run(plan)?);
@@ -422,7 +432,10 @@ fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
     for (plan, measured, predicted) in &sweep {
         r.add(
             "pipeline",
-            format!("{} chunks x {} streams: measured (vs model)", plan.chunks, plan.streams),
+            match plan.schedule {
+                Schedule::Staged => format!("staged, {} chunks: measured (vs model)", plan.chunks),
+                Schedule::RoundRobin { streams } => format!("round robin, {} chunks x {streams} streams: measured (vs model)", plan.chunks),
+            },
             "ms",
             *measured,
             Some(*predicted),
@@ -434,32 +447,32 @@ fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
         rounds.min(9),
         &mut [
             &mut || run(planned),
-            &mut || Ok(unsafe { cpp::bl_pipeline_ms(ip, dip, op, N, planned.chunks as i32, planned.streams as i32) }),
             &mut || Ok(unsafe { cpp::bl_pipeline_ms(ip, dip, op, N, 32, 8) }),
+            &mut || Ok(unsafe { cpp::bl_pipeline_ms(ip, dip, op, N, 8, 4) }),
         ],
     )?;
-    r.add("pipeline", format!("planned ({} x {}) vs C++ same plan", planned.chunks, planned.streams), "ms", m[0], Some(m[1]), format!("C++ 32 x 8: {:.3} ms", m[2]));
+    r.add("pipeline", format!("planned ({:?}, {} chunks) vs C++ 32 chunks x 8 streams", planned.schedule, planned.chunks), "ms", m[0], Some(m[1]), format!("C++ 8 x 4: {:.3} ms", m[2]));
     r.add("pipeline", "planned vs both-directions bound", "ms", m[0], Some(bound), "target within 5%");
     // A timeline of the planned run for the SVG.
     run(planned)?;
-    let p = pipes.iter().find(|p| p.stream_count() == planned.streams).ok_or(Error::invalid("bench", "no pipeline"))?;
-    r.timeline = p.chunk_times()?;
+    r.timeline = pipe.chunk_times()?;
     Ok(())
 }
 
 fn write_svg(path: &str, timeline: &[ChunkTimes]) -> std::io::Result<()> {
-    let streams = timeline.iter().map(|t| t.stream).max().map_or(1, |m| m + 1);
+    let streams = 3 * timeline.iter().map(|t| t.stream).max().map_or(1, |m| m + 1);
     let end = timeline.iter().map(|t| t.copy_out.1).fold(0f32, f32::max).max(1e-3);
     let (w, lane) = (1000.0f32, 36.0f32);
     let h = lane * streams as f32 + 50.0;
     let mut svg = format!("<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{h}' font-family='sans-serif' font-size='11'>\n", w + 120.0);
     let x = |t: f32| 100.0 + t / end * w;
     for st in 0..streams {
-        let _ = writeln!(svg, "<text x='4' y='{}'>stream {st}</text>", 24.0 + lane * st as f32);
+        let stage = ["in", "compute", "out"][st % 3];
+        let _ = writeln!(svg, "<text x='4' y='{}'>stream {} {stage}</text>", 24.0 + lane * st as f32, st / 3);
     }
     for t in timeline {
-        let y = 8.0 + lane * t.stream as f32;
-        for ((a, b), color) in [(t.copy_in, "#4e79a7"), (t.compute, "#f28e2b"), (t.copy_out, "#59a14f")] {
+        for (stage, ((a, b), color)) in [(t.copy_in, "#4e79a7"), (t.compute, "#f28e2b"), (t.copy_out, "#59a14f")].into_iter().enumerate() {
+            let y = 8.0 + lane * (3 * t.stream + stage) as f32;
             let _ = writeln!(svg, "<rect x='{:.2}' y='{y}' width='{:.2}' height='24' fill='{color}' stroke='white' stroke-width='0.5'/>", x(a), (x(b) - x(a)).max(0.5));
         }
     }
