@@ -19,5 +19,10 @@ step "CUDA 13.0: ordo-core without std or alloc"
 CUDA_HOME=$CUDA13_HOME cargo build -p ordo-core --no-default-features --locked
 step "CUDA 13.0: tests, workspace"
 CUDA_HOME=$CUDA13_HOME cargo test --workspace --locked
+step "CUDA 13.0: a C++ program linked with libordo.a and the static CUDA runtime"
+CUDA_HOME=$CUDA13_HOME cargo build -p ordo --lib --locked
+g++ -std=c++17 -Wall -Wextra -Werror -Iinclude -Iffi-tests/cpp ffi-tests/cpp/link_main.cpp target/debug/libordo.a \
+  -L"$CUDA13_HOME/lib" -lcudart_static -lpthread -ldl -lrt -lm -o target/ffi-link-check
+target/ffi-link-check
 step "CUDA 12.9: tests, ordo-cuda-sys and ordo-core"
 CUDA_HOME=$CUDA12_HOME CARGO_TARGET_DIR=target/cuda-12.9 cargo test -p ordo-cuda-sys -p ordo-core --locked

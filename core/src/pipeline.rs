@@ -242,6 +242,11 @@ impl Pipeline {
         self.machine = machine;
     }
 
+    /// The device the pipeline's streams belong to.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
     /// Number of worker streams.
     pub fn stream_count(&self) -> usize {
         self.streams.len()

@@ -129,7 +129,10 @@ fn link(toolkit: &discover::Toolkit) {
     } else {
         // The static runtime loads the driver (libcuda.so.1) at run time: binaries built on a
         // machine with no driver run as they are on one with a GPU.
-        println!("cargo::rustc-link-lib=static=cudart_static");
+        // Not bundled into ordo's rlibs and static library: Rust binaries link it from the search
+        // path, and C++ programs linking libordo.a link the CUDA runtime themselves (nvcc does by
+        // default), so a program never holds two copies of the runtime.
+        println!("cargo::rustc-link-lib=static:-bundle=cudart_static");
         for lib in ["rt", "pthread", "dl", "stdc++"] {
             println!("cargo::rustc-link-lib=dylib={lib}");
         }

@@ -1,0 +1,59 @@
+//! Compiles the header as C99 and C++17 with warnings as errors (a header that does not compile
+//! fails the build), and the C++ test programs into a static library linked with the tests.
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    println!("cargo::rerun-if-changed=c");
+    println!("cargo::rerun-if-changed=cpp");
+    println!("cargo::rerun-if-changed=../include/ordo.h");
+    println!("cargo::rustc-check-cfg=cfg(has_cuda_device)");
+    if std::env::var("DEP_CUDART_HAS_DEVICE").as_deref() == Ok("1") {
+        println!("cargo::rustc-cfg=has_cuda_device");
+    }
+    let include = std::env::var_os("DEP_CUDART_INCLUDE").unwrap_or_default();
+    let include: Vec<_> = std::env::split_paths(&include).collect();
+
+    let c99 = cc::Build::new()
+        .compiler("gcc")
+        .include("../include")
+        .flag("-std=c99")
+        .flag("-Wall")
+        .flag("-Wextra")
+        .flag("-pedantic")
+        .flag("-Werror")
+        .file("c/header_c99.c")
+        .try_compile("ordo_header_c99");
+    let cpp = cc::Build::new()
+        .cpp(true)
+        .compiler("g++")
+        .include("../include")
+        .flag("-std=c++17")
+        .flag("-Wall")
+        .flag("-Wextra")
+        .flag("-Werror")
+        .file("cpp/header_cpp17.cpp")
+        .file("cpp/status_and_arguments.cpp")
+        .try_compile("ordo_ffi_cpp");
+    let Some(nvcc) = std::env::var_os("DEP_CUDART_NVCC") else {
+        eprintln!("ordo-ffi-tests: the CUDA toolkit ordo-cuda-sys found has no nvcc");
+        return ExitCode::FAILURE;
+    };
+    std::env::set_var("NVCC", nvcc);
+    let mut cuda = cc::Build::new();
+    cuda.cuda(true).cudart("none").debug(false).opt_level(2).include("../include").flag("-std=c++17");
+    for dir in &include {
+        cuda.include(dir);
+    }
+    let mixed = cuda
+        .flag("-gencode=arch=compute_80,code=sm_80")
+        .flag("-gencode=arch=compute_90,code=sm_90")
+        .file("cpp/mixed.cu")
+        .try_compile("ordo_ffi_mixed");
+    for (what, r) in [("header as C99", c99), ("C++ programs", cpp), ("CUDA C++ program", mixed)] {
+        if let Err(e) = r {
+            eprintln!("ordo-ffi-tests: compiling the {what} failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}

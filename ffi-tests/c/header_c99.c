@@ -1,0 +1,14 @@
+/* The header compiles as strict C99: built with -std=c99 -Wall -Wextra -pedantic -Werror. */
+#include "ordo.h"
+
+int ordo_header_c99_check(void);
+int ordo_header_c99_check(void) {
+    ordo_status s = ORDO_SUCCESS;
+    ordo_compute_fn f = 0;
+    ordo_capture_fn g = 0;
+    ordo_graph_cache* c = 0;
+    ordo_staging_ring* r = 0;
+    ordo_timer* t = 0;
+    (void)f; (void)g; (void)c; (void)r; (void)t;
+    return s + ORDO_ERROR_PANIC - 10004;
+}

@@ -1,0 +1,89 @@
+// A C++ program against ordo's C ABI: version and status information, and the documented status
+// for each kind of bad argument. Runs with or without a driver.
+#include "ordo.h"
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+namespace {
+int fails = 0;
+void expect(const char* what, ordo_status got, ordo_status want) {
+    if (got != want) {
+        std::printf("FAIL %s: got %d (%s), expected %d (%s)\n", what, got, ordo_status_name(got), want, ordo_status_name(want));
+        ++fails;
+    }
+}
+void expect_true(const char* what, bool ok) {
+    if (!ok) {
+        std::printf("FAIL %s\n", what);
+        ++fails;
+    }
+}
+CUstream_st* const legacy = reinterpret_cast<CUstream_st*>(0x1);
+ordo_status nop_capture(CUstream_st*, size_t, void*) { return ORDO_SUCCESS; }
+}  // namespace
+
+extern "C" int ffi_status_and_arguments_main(int driver_present) {
+    fails = 0;
+    expect_true("version string", std::strcmp(ordo_version(), "0.1.0") == 0);
+    expect_true("cuda version", ordo_cuda_version() >= 12000);
+    int rt = 0;
+    expect("runtime version", ordo_runtime_version(&rt), ORDO_SUCCESS);
+    expect_true("runtime equals build version", rt == ordo_cuda_version());
+    expect("runtime version NULL", ordo_runtime_version(nullptr), ORDO_ERROR_INVALID_ARGUMENT);
+
+    expect_true("name of 10002", std::strcmp(ordo_status_name(ORDO_ERROR_PAGEABLE_MEMORY), "ORDO_ERROR_PAGEABLE_MEMORY") == 0);
+    expect_true("name of 35", std::strcmp(ordo_status_name(35), "cudaErrorInsufficientDriver") == 0);
+    expect_true("name of 700", std::strcmp(ordo_status_name(700), "cudaErrorIllegalAddress") == 0);
+    expect_true("string of 0", std::strlen(ordo_status_string(0)) > 0);
+    expect_true("unknown status", std::strcmp(ordo_status_name(-5), "ORDO_UNKNOWN_STATUS") == 0);
+    expect_true("700 sticky", ordo_status_is_sticky(700) == 1);
+    expect_true("1 not sticky", ordo_status_is_sticky(1) == 0);
+    expect_true("10001 not sticky", ordo_status_is_sticky(ORDO_ERROR_INVALID_ARGUMENT) == 0);
+
+    float f = 0;
+    uint8_t b = 0;
+    // A NULL stream is refused (the legacy stream is never used by accident).
+    expect("gemv NULL stream", ordo_gemv_normalize(nullptr, &f, &f, &f, 1, 1), ORDO_ERROR_INVALID_ARGUMENT);
+    // NULL pointers and impossible sizes are refused before CUDA is called.
+    expect("gemv NULL a", ordo_gemv_normalize(legacy, nullptr, &f, &f, 1, 1), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("gemv overflow", ordo_gemv_normalize(legacy, &f, &f, &f, SIZE_MAX, 2), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("frame NULL out", ordo_frame_filter(legacy, &b, nullptr, 4, 4), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("frame overflow", ordo_frame_filter(legacy, &b, &b, SIZE_MAX, SIZE_MAX), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("chain bad pdl", ordo_pdl_chain(legacy, &f, &f, &f, 1, 1, 7), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("chain NULL scale", ordo_pdl_chain(legacy, &f, &f, nullptr, 1, 1, 0), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("pipeline NULL host_in", ordo_pipeline_run(legacy, nullptr, &f, &f, &f, 1, 1, nullptr, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("pipeline zero n", ordo_pipeline_run(legacy, &f, &f, &f, &f, 0, 1, nullptr, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
+    ordo_graph_cache* cache = nullptr;
+    size_t bad_buckets[] = {4, 2};
+    expect("cache NULL body", ordo_graph_cache_create(nullptr, 0, 0, nullptr, nullptr, &cache), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("cache NULL out", ordo_graph_cache_create(nullptr, 0, 0, nop_capture, nullptr, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("cache decreasing buckets", ordo_graph_cache_create(bad_buckets, 2, 0, nop_capture, nullptr, &cache), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("cache run NULL", ordo_graph_cache_run(nullptr, legacy, 1, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
+    // A handle of the wrong kind: a cache where a timer belongs, and a block of zeros.
+    expect("cache create", ordo_graph_cache_create(nullptr, 0, 0, nop_capture, nullptr, &cache), ORDO_SUCCESS);
+    float ms = 0;
+    expect("timer from a cache", ordo_timer_elapsed_ms(reinterpret_cast<ordo_timer*>(cache), &ms), ORDO_ERROR_INVALID_ARGUMENT);
+    alignas(8) uint64_t zeros[8] = {};
+    expect("cache from zeros", ordo_graph_cache_run(reinterpret_cast<ordo_graph_cache*>(zeros), legacy, 1, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("ring from a cache", ordo_staging_ring_submit(reinterpret_cast<ordo_staging_ring*>(cache), 0, 1, &f, legacy), ORDO_ERROR_INVALID_ARGUMENT);
+    ordo_graph_cache_destroy(reinterpret_cast<ordo_graph_cache*>(zeros));  // refused, no crash
+    ordo_graph_cache_destroy(nullptr);
+    expect("ring zero slots", ordo_staging_ring_create(0, 16, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
+
+    ordo_timer* t = nullptr;
+    ordo_status created = ordo_timer_create(&t);
+    if (!driver_present) {
+        // CUDA's own status comes back unchanged through the C API.
+        expect("timer without a driver", created, 35);
+        expect("cache run without a driver", ordo_graph_cache_run(cache, legacy, 3, nullptr), 35);
+        ordo_staging_ring* r = nullptr;
+        expect("ring without a driver", ordo_staging_ring_create(2, 64, &r), 35);
+    } else {
+        expect("timer create", created, ORDO_SUCCESS);
+        expect("elapsed before any record", ordo_timer_elapsed_ms(t, &ms), ORDO_ERROR_INVALID_ARGUMENT);
+        ordo_timer_destroy(t);
+    }
+    ordo_graph_cache_destroy(cache);
+    return fails;
+}

@@ -1,0 +1,21 @@
+//! Runs the C++ programs compiled against include/ordo.h and linked with ordo's exports.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use ordo_ffi_tests::programs;
+
+fn driver_present() -> bool {
+    std::path::Path::new("/dev/nvidiactl").exists()
+}
+
+#[test]
+fn cpp_program_gets_documented_statuses_with_or_without_a_driver() {
+    let fails = unsafe { programs::ffi_status_and_arguments_main(i32::from(driver_present())) };
+    assert_eq!(fails, 0, "failed checks in cpp/status_and_arguments.cpp (printed above)");
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn cpp_program_mixes_its_kernels_and_graph_with_ordo_calls() {
+    let fails = unsafe { programs::ffi_mixed_main() };
+    assert_eq!(fails, 0, "failed checks in cpp/mixed.cu (printed above)");
+}
