@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs the GPU test binaries of a gpu-bundle (../shared/tools/gpu-bundle) under compute-sanitizer
+# on a GPU machine, one tool at a time, and prints one summary line:
+#   sanitizer: R runs, C clean, F with findings
+#
+#   bash scripts/sanitize.sh [BUNDLE] [TOOL ...]   # from the project root
+#   BUNDLE defaults to target/gpu-bundle; TOOLs to memcheck racecheck synccheck initcheck.
+#   SANITIZE_LOGS=DIR keeps each run's log there (default: a temporary folder).
+#
+# API errors are not counted (--report-api-errors no): several tests provoke them on purpose
+# (an illegal call inside a capture, a bad launch configuration) and check the error returned.
+# The two-GPU tests are skipped (NCCL's own kernels are not ours to sanitize).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bundle=${1:-target/gpu-bundle}
+shift || true
+tools=("$@")
+[ ${#tools[@]} -eq 0 ] && tools=(memcheck racecheck synccheck initcheck)
+logs=${SANITIZE_LOGS:-$(mktemp -d)}
+mkdir -p "$logs"
+gpu_tests="core:gpu core:no_alloc kernels:gpu kernels:graphs kernels:pipeline kernels:no_alloc ffi-tests:programs cuda-sys:no_driver"
+runs=0; clean=0; dirty=0
+for tool in "${tools[@]}"; do
+  while IFS=$'\t' read -r kind pkgdir name exe; do
+    [ "$kind" = test ] || continue
+    case " $gpu_tests " in *" $pkgdir:$name "*) ;; *) continue ;; esac
+    log="$logs/$tool-${pkgdir//\//_}-$name.log"
+    (cd "$pkgdir" && CARGO_MANIFEST_DIR="$PWD" compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 99 \
+      "$OLDPWD/$bundle/bin/$exe" --include-ignored --test-threads=1 --skip two_gpus) > "$log" 2>&1
+    rc=$?
+    runs=$((runs + 1))
+    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -n 1)
+    if [ $rc -eq 0 ] && grep -q "test result: ok" "$log"; then
+      clean=$((clean + 1)); echo "clean     $tool $pkgdir/$name: $summary"
+    else
+      dirty=$((dirty + 1)); echo "FINDINGS  $tool $pkgdir/$name (exit $rc): $summary  [$log]"
+    fi
+  done < "$bundle/manifest.tsv"
+done
+echo "sanitizer: $runs runs, $clean clean, $dirty with findings"
+[ "$dirty" -eq 0 ]
