@@ -18,7 +18,7 @@ tools=("$@")
 [ ${#tools[@]} -eq 0 ] && tools=(memcheck racecheck synccheck initcheck)
 logs=${SANITIZE_LOGS:-$(mktemp -d)}
 mkdir -p "$logs"
-gpu_tests="core:gpu core:no_alloc kernels:gpu kernels:graphs kernels:pipeline kernels:no_alloc ffi-tests:programs cuda-sys:no_driver"
+gpu_tests="core:gpu core:no_alloc kernels:gpu kernels:graphs kernels:pipeline kernels:no_alloc kernels:threads ffi-tests:programs ffi-tests:random_calls cuda-sys:no_driver"
 runs=0; clean=0; dirty=0
 for tool in "${tools[@]}"; do
   while IFS=$'\t' read -r kind pkgdir name exe; do

@@ -41,13 +41,16 @@ pub fn quantile(v: &mut [f64], q: f64) -> f64 {
     v[((v.len() - 1) as f64 * q).round() as usize]
 }
 
-/// Runs each variant once a round, in order (A B C A B C ...), for `rounds` rounds after one
-/// warm-up round, and returns each variant's median.
+/// Runs each variant once a round, for `rounds` rounds after one warm-up round, alternating the
+/// order (A B C, then C B A, ...) so that drift and the position in a round favour no variant, and
+/// returns each variant's median.
 pub fn interleave<E>(rounds: usize, variants: &mut [&mut dyn FnMut() -> Result<f64, E>]) -> Result<Vec<f64>, E> {
     let mut samples = vec![Vec::with_capacity(rounds); variants.len()];
+    let n = variants.len();
     for round in 0..rounds + 1 {
-        for (i, v) in variants.iter_mut().enumerate() {
-            let x = v()?;
+        for k in 0..n {
+            let i = if round % 2 == 0 { k } else { n - 1 - k };
+            let x = variants[i]()?;
             if round > 0 {
                 samples[i].push(x);
             }

@@ -302,31 +302,36 @@ impl<Args: KernelArgs> Kernel<Args> {
     #[inline]
     pub unsafe fn launch(self, stream: StreamRef<'_>, config: &LaunchConfig, mut args: Args) -> Result<()> {
         config.validate()?;
-        let mut attrs = [sys::cudaLaunchAttribute::default(); MAX_ATTRIBUTES];
+        // Only the attributes asked for are written; with none, CUDA gets a null array.
+        let mut attrs = [core::mem::MaybeUninit::<sys::cudaLaunchAttribute>::uninit(); MAX_ATTRIBUTES];
         let mut n = 0;
-        if config.pdl {
-            attrs[n].id = sys::cudaLaunchAttributeID::cudaLaunchAttributeProgrammaticStreamSerialization;
-            attrs[n].val.programmaticStreamSerializationAllowed = 1;
+        let mut push = |id: sys::cudaLaunchAttributeID, val: sys::cudaLaunchAttributeValue| {
+            attrs[n].write(sys::cudaLaunchAttribute { id, pad: [0; 4], val });
             n += 1;
+        };
+        if config.pdl {
+            let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+            val.programmaticStreamSerializationAllowed = 1;
+            push(sys::cudaLaunchAttributeID::cudaLaunchAttributeProgrammaticStreamSerialization, val);
         }
         if let Some(priority) = config.priority {
-            attrs[n].id = sys::cudaLaunchAttributeID::cudaLaunchAttributePriority;
-            attrs[n].val.priority = priority;
-            n += 1;
+            let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+            val.priority = priority;
+            push(sys::cudaLaunchAttributeID::cudaLaunchAttributePriority, val);
         }
         if let Some(c) = config.cluster {
-            attrs[n].id = sys::cudaLaunchAttributeID::cudaLaunchAttributeClusterDimension;
-            attrs[n].val.clusterDim.x = c.x;
-            attrs[n].val.clusterDim.y = c.y;
-            attrs[n].val.clusterDim.z = c.z;
-            n += 1;
+            let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+            val.clusterDim.x = c.x;
+            val.clusterDim.y = c.y;
+            val.clusterDim.z = c.z;
+            push(sys::cudaLaunchAttributeID::cudaLaunchAttributeClusterDimension, val);
         }
         let raw = sys::cudaLaunchConfig_t {
             gridDim: config.grid.to_raw(),
             blockDim: config.block.to_raw(),
             dynamicSmemBytes: config.shared_mem_bytes as usize,
             stream: stream.as_raw(),
-            attrs: attrs.as_mut_ptr(),
+            attrs: if n == 0 { core::ptr::null_mut() } else { attrs.as_mut_ptr().cast::<sys::cudaLaunchAttribute>() },
             numAttrs: n as core::ffi::c_uint,
         };
         let mut ptrs = args.arg_ptrs();

@@ -122,4 +122,10 @@ __global__ void ordo_chain_step(const float* prev, float* out, const float* scal
     if (trigger == 0) ordo_pdl_trigger();
 }
 
+// Fault injection for tests: writes 1 at base[offset]. An offset far outside any allocation makes
+// an illegal-address fault, a sticky error.
+__global__ void ordo_write_at(float* base, long long offset) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) base[offset] = 1.0f;
+}
+
 }  // extern "C"

@@ -48,6 +48,7 @@ pub mod ffi {
         pub fn ordo_normalize(y: *mut f32, sum_sq: *const f32, n: i32);
         pub fn ordo_grayscale(rgb: *const u8, gray: *mut f32, width: i32, height: i32);
         pub fn ordo_blur5(gray: *const f32, out: *mut u8, width: i32, height: i32);
+        pub fn ordo_write_at(base: *mut f32, offset: i64);
         pub fn ordo_chain_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32, trigger: i32);
     }
 }
@@ -96,6 +97,10 @@ pub mod kernel {
     /// `ordo_blur5(gray, out, width, height)`: 5x5 binomial blur, clamped edges, rounded to bytes.
     pub fn blur5() -> Kernel<(*const f32, *mut u8, i32, i32)> {
         Kernel::new(ffi::ordo_blur5 as unsafe extern "C" fn(*const f32, *mut u8, i32, i32))
+    }
+    /// `ordo_write_at(base, offset)`: writes `base[offset] = 1` (fault injection for tests).
+    pub fn write_at() -> Kernel<(*mut f32, i64)> {
+        Kernel::new(ffi::ordo_write_at as unsafe extern "C" fn(*mut f32, i64))
     }
     /// `ordo_chain_step(prev, out, scale, n, trigger)`: `out[i] = prev[i] * scale[i] + 1`,
     /// loading `scale` before the PDL wait; `trigger` is a [`Trigger`](crate::Trigger) as `i32`.
