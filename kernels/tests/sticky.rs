@@ -58,7 +58,8 @@ fn an_illegal_address_in_a_child_process_is_sticky_and_named() {
         std::thread::sleep(Duration::from_millis(50));
     };
     let out = std::io::read_to_string(proc.stdout.take().unwrap()).unwrap();
-    let lines: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("CHILD ")).collect();
+    // The harness prints "test NAME ... " before the first line, without a newline.
+    let lines: Vec<&str> = out.lines().filter_map(|l| l.split_once("CHILD ").map(|(_, rest)| rest)).collect();
     println!("{}", lines.join("\n"));
     assert!(status.success(), "the child panicked or crashed: {status:?}\n{out}");
     assert_eq!(lines.len(), 6, "{out}");

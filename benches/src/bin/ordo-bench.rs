@@ -436,7 +436,7 @@ fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
     let mut sweep = Vec::new();
     let rr = |chunks, streams| Plan { chunks, schedule: Schedule::RoundRobin { streams } };
     let staged = |chunks| Plan { chunks, schedule: Schedule::Staged };
-    for plan in [rr(1, 1), rr(8, 4), rr(32, 8), staged(4), staged(8), staged(16), staged(32), staged(64), staged(128)] {
+    for plan in [rr(1, 1), rr(8, 4), rr(32, 8), staged(4), staged(8), staged(12), staged(16), staged(24), staged(32), staged(64)] {
         let mut v = Vec::new();
         for _ in 0..rounds.min(7) {
             v.push(run(plan)?);
