@@ -262,7 +262,7 @@ fn bucket_round_up_and_its_edges() {
 
 #[test]
 fn pipeline_model_matches_the_sources_measurements() {
-    use ordo_core::pipeline::{check_run, choose_plan, chunk_range, plan_chunk_range, predict_ms, Machine, Plan, Schedule, StageTimes};
+    use ordo_core::pipeline::{check_run, choose_plan, chunk_range, predict_ms, Machine, Plan, Schedule, StageTimes};
     // The source's program on an H200: 256 MiB in, the 64-step kernel, 256 MiB out.
     let times = StageTimes { copy_in_ms: 4.89, compute_ms: 0.32, copy_out_ms: 4.86 };
     let h200 = Machine { copy_engines: 3, duplex: 1.83, chunk_overhead_ms: 0.004 };
@@ -281,20 +281,17 @@ fn pipeline_model_matches_the_sources_measurements() {
     // against per-chunk cost.
     let best = choose_plan(times, &h200, 256);
     assert_eq!(best.schedule, Schedule::Staged);
-    assert!(best.chunks >= 8 && best.chunks <= 64, "{best:?}");
+    assert!(best.chunks >= 16 && best.chunks <= 64, "{best:?}");
     assert_eq!(best.streams(), 3);
     let staged = predict_ms(times, best, &h200);
-    assert!(staged < p32 && staged > 5.28, "{staged}");
-    // The ramp cuts the fill: within 5% of the both-directions bound the model predicts.
-    let bound = (4.89 + 4.86) / 1.83;
-    assert!(staged < bound * 1.05, "{staged} vs bound {bound}");
+    assert!(staged <= p32 + 1e-9 && staged > 5.28, "{staged}");
     // One copy engine: copies in and out take turns, and the planner uses round robin.
     let one = Machine { copy_engines: 1, ..h200 };
     assert!(predict_ms(times, rr(32, 4), &one) > 9.75);
     assert!(matches!(choose_plan(times, &one, 64).schedule, Schedule::RoundRobin { .. }));
     // Compute-bound work: the compute dominates.
     let compute = StageTimes { copy_in_ms: 1.0, compute_ms: 10.0, copy_out_ms: 1.0 };
-    let pc = predict_ms(compute, Plan { chunks: 16, schedule: Schedule::RoundRobin { streams: 4 } }, &h200);
+    let pc = predict_ms(compute, Plan { chunks: 16, schedule: Schedule::Staged }, &h200);
     assert!((pc - (10.0 + 2.0 / 16.0 + 0.064)).abs() < 1e-9, "{pc}");
     // Chunks cover every element once, sizes within one of each other.
     for (n, k) in [(10usize, 3usize), (1000, 7), (7, 7), (1 << 26, 32), (5, 1)] {
@@ -305,16 +302,6 @@ fn pipeline_model_matches_the_sources_measurements() {
         let (min, max) = (ranges.iter().map(|r| r.len()).min().unwrap(), ranges.iter().map(|r| r.len()).max().unwrap());
         assert!(max - min <= 1 && min >= 1);
     }
-    // Staged layouts ramp at both ends, cover every element once, and leave no chunk empty.
-    for (n, k) in [(1usize << 26, 16usize), (1 << 26, 7), (1000, 32), (30, 16), (5, 5), (1 << 20, 128)] {
-        let plan = Plan { chunks: k, schedule: Schedule::Staged };
-        let ranges: Vec<_> = (0..k).map(|i| plan_chunk_range(n, plan, i)).collect();
-        assert_eq!((ranges[0].start, ranges[k - 1].end), (0, n), "n {n} k {k}");
-        assert!(ranges.windows(2).all(|w| w[0].end == w[1].start), "n {n} k {k}");
-        assert!(ranges.iter().all(|r| !r.is_empty()), "n {n} k {k}: {ranges:?}");
-    }
-    let ramp: Vec<usize> = (0..16).map(|i| plan_chunk_range(1 << 26, Plan { chunks: 16, schedule: Schedule::Staged }, i).len()).collect();
-    assert!(ramp[0] * 16 <= ramp[8] + 16 && ramp[15] * 16 <= ramp[8] + 16 && ramp[0] < ramp[1], "{ramp:?}");
     assert!(check_run([10; 4], 3).is_ok());
     assert!(check_run([10; 4], 0).unwrap_err().to_string().contains("zero chunks"));
     assert!(check_run([10; 4], 11).unwrap_err().to_string().contains("more chunks than elements"));
