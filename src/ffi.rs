@@ -72,9 +72,13 @@ fn stream_ref<'a>(raw: sys::cudaStream_t) -> Result<StreamRef<'a>, Error> {
     unsafe { StreamRef::from_raw(raw) }.ok_or(invalid("null stream: pass cudaStreamLegacy or cudaStreamPerThread for a default stream"))
 }
 
+/// Refuses a null pointer, and one not aligned for `T` (a misaligned device pointer would fault
+/// on the device, a sticky error, instead of failing here).
 fn non_null<T>(p: *const T, what: &'static str) -> Result<(), Error> {
     if p.is_null() {
         Err(invalid(what))
+    } else if (p as usize) % core::mem::align_of::<T>() != 0 {
+        Err(invalid("pointer not aligned for its element type"))
     } else {
         Ok(())
     }

@@ -74,8 +74,8 @@ bitflags::bitflags! {
     pub struct InstantiateFlags: u64 {
         /// Free memory allocated by the graph's allocation nodes each time it is launched again.
         const AUTO_FREE_ON_LAUNCH = 1;
-        /// Upload the graph to the device as part of instantiation (`cudaGraphInstantiateFlagUpload`;
-        /// with `cudaGraphInstantiateWithParams` only: ordo uploads on the stream instead).
+        /// Upload the graph to the device as part of instantiation (`cudaGraphInstantiateFlagUpload`):
+        /// needs a stream, so only [`Graph::instantiate_and_upload`] takes it.
         const UPLOAD = 2;
         /// Launch nodes in their captured priority order.
         const USE_NODE_PRIORITY = 8;
@@ -425,10 +425,13 @@ impl Graph {
         Ok((0..n.min(from.len())).map(|i| Edge { from: from[i], to: to[i], data: data[i] }).collect())
     }
 
-    /// Instantiates the graph for launching (`cudaGraphInstantiateWithFlags`).
+    /// Instantiates the graph for launching (`cudaGraphInstantiateWithFlags`). `UPLOAD` needs a
+    /// stream: it is refused here with a usage error; use [`Graph::instantiate_and_upload`].
     pub fn instantiate(&self, flags: InstantiateFlags) -> Result<GraphExec> {
+        if flags.contains(InstantiateFlags::UPLOAD) {
+            return Err(Error::invalid("Graph::instantiate", "UPLOAD needs a stream: use Graph::instantiate_and_upload"));
+        }
         let mut raw: sys::cudaGraphExec_t = core::ptr::null_mut();
-        let flags = flags - InstantiateFlags::UPLOAD;
         // SAFETY: a live graph; `raw` is writable.
         check(
             unsafe { sys::cudaGraphInstantiateWithFlags(&mut raw, self.as_raw(), flags.bits() as _) },
@@ -437,6 +440,27 @@ impl Graph {
         NonNull::new(raw)
             .map(|raw| GraphExec { raw })
             .ok_or_else(|| crate::error::null_handle("cudaGraphInstantiateWithFlags"))
+    }
+
+    /// Instantiates the graph and uploads it on `stream` as part of instantiation
+    /// (`cudaGraphInstantiateWithParams` with `cudaGraphInstantiateFlagUpload`), so its first
+    /// launch on that stream pays no upload.
+    pub fn instantiate_and_upload(&self, flags: InstantiateFlags, stream: StreamRef<'_>) -> Result<GraphExec> {
+        let mut params = sys::cudaGraphInstantiateParams {
+            flags: (flags | InstantiateFlags::UPLOAD).bits() as _,
+            uploadStream: stream.as_raw(),
+            errNode_out: core::ptr::null_mut(),
+            result_out: sys::cudaGraphInstantiateResult::cudaGraphInstantiateSuccess,
+        };
+        let mut raw: sys::cudaGraphExec_t = core::ptr::null_mut();
+        // SAFETY: a live graph and stream; `params` and `raw` are writable.
+        check(
+            unsafe { sys::cudaGraphInstantiateWithParams(&mut raw, self.as_raw(), &mut params) },
+            "cudaGraphInstantiateWithParams",
+        )?;
+        NonNull::new(raw)
+            .map(|raw| GraphExec { raw })
+            .ok_or_else(|| crate::error::null_handle("cudaGraphInstantiateWithParams"))
     }
 
     /// Writes a Graphviz DOT description to `path` (`cudaGraphDebugDotPrint`), verbose.

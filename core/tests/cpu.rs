@@ -308,3 +308,16 @@ fn pipeline_model_matches_the_sources_measurements() {
     assert!(check_run([10, 10, 9, 10], 2).unwrap_err().to_string().contains("same length"));
     assert!(h200.engines_note().contains("overlap each other"));
 }
+
+#[test]
+fn upload_at_instantiation_needs_a_stream() {
+    use ordo_core::graph::InstantiateFlags;
+    // Refused before CUDA is reached: the flag needs the stream that instantiate_and_upload takes.
+    if let Ok(g) = Graph::new() {
+        let e = g.instantiate(InstantiateFlags::UPLOAD).unwrap_err();
+        assert!(e.to_string().contains("instantiate_and_upload"), "{e}");
+    } else {
+        // Without a driver even an empty graph cannot be made; the check is the same code path.
+        assert!(Graph::new().unwrap_err().cuda().unwrap().is_no_driver());
+    }
+}

@@ -47,6 +47,11 @@ extern "C" int ffi_status_and_arguments_main(int driver_present) {
     expect("gemv NULL stream", ordo_gemv_normalize(nullptr, &f, &f, &f, 1, 1), ORDO_ERROR_INVALID_ARGUMENT);
     // NULL pointers and impossible sizes are refused before CUDA is called.
     expect("gemv NULL a", ordo_gemv_normalize(legacy, nullptr, &f, &f, 1, 1), ORDO_ERROR_INVALID_ARGUMENT);
+    // A misaligned float pointer would fault on the device (sticky): refused here.
+    alignas(8) unsigned char raw[64] = {};
+    float* misaligned = reinterpret_cast<float*>(raw + 1);
+    expect("gemv misaligned y", ordo_gemv_normalize(legacy, &f, &f, misaligned, 1, 1), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("chain misaligned a", ordo_pdl_chain(legacy, misaligned, &f, &f, 1, 1, 0), ORDO_ERROR_INVALID_ARGUMENT);
     expect("gemv overflow", ordo_gemv_normalize(legacy, &f, &f, &f, SIZE_MAX, 2), ORDO_ERROR_INVALID_ARGUMENT);
     expect("frame NULL out", ordo_frame_filter(legacy, &b, nullptr, 4, 4), ORDO_ERROR_INVALID_ARGUMENT);
     expect("frame overflow", ordo_frame_filter(legacy, &b, &b, SIZE_MAX, SIZE_MAX), ORDO_ERROR_INVALID_ARGUMENT);

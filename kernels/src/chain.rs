@@ -1,21 +1,32 @@
 //! A chain of dependent kernels with Programmatic Dependent Launch, planned so that PDL never makes
 //! it slower than the plain chain.
 //!
-//! # Why PDL with an early trigger is slower for large kernels
-//! With PDL, the next kernel is launched as soon as every block of the current one has called
-//! the trigger (or exited). Its blocks are then resident on the SMs, parked in
-//! `griddepcontrol.wait` until the current kernel has completed. When the current kernel's grid is
-//! larger than one wave (more blocks than fit on the GPU at once), blocks of its later waves still
-//! need those SM slots: the parked dependent blocks take them, so the current kernel runs with
-//! fewer resident blocks, and the chain gets slower (measured on an H200 with plain CUDA C++: 4M
-//! elements a kernel, trigger at the start, 1.7x slower than without PDL).
+//! # What PDL gains, and when it could cost
+//! With PDL the next kernel is launched as soon as every block of the current one has called the
+//! trigger (or exited); its blocks start, run their prologue, and wait in `griddepcontrol.wait`
+//! until the current kernel has completed and its writes are visible. Small kernels gain the most:
+//! their launch latency and prologue hide behind the previous kernel (measured on an H200, 100
+//! dependent kernels of 4096 elements: 0.60-0.62x the plain graph's time a kernel, 0.84-0.88x
+//! eager).
+//!
+//! The source measured a chain of 4M-element kernels 1.7x *slower* with PDL, wait and trigger at
+//! the kernel start. The suspected mechanism: a grid of several waves (16384 blocks against 1056
+//! resident on an H200) triggers only when its last wave starts, and the dependent blocks that then
+//! launch sit resident in `griddepcontrol.wait`, holding SM slots and registers while the last
+//! wave drains; with a trigger at the start of every block, any block of the next kernel that is
+//! scheduled early competes with the current kernel. On the H200 here this did **not** reproduce:
+//! at 4M elements every placement was at most as slow as no PDL (early trigger 0.97x in a graph,
+//! the source's wait-then-trigger 0.98x, after-the-stores 1.00x; eager 0.90-0.93x; an in-place
+//! add-style kernel like the source's 0.95x). The source's slowdown must depend on its kernel and
+//! machine; ordo cannot show it, so it stays on the safe side.
 //!
 //! # The rule
 //! - Grid within one wave (`blocks <= SMs x max active blocks per SM`): trigger at the start. The
 //!   next kernel's launch latency and prologue overlap this kernel entirely.
 //! - Grid of several waves: trigger after the block's stores. The next kernel launches only as the
-//!   last wave drains, so it never takes slots the current kernel needs, and its launch and
-//!   prologue still overlap the tail.
+//!   last wave drains, so its blocks cannot hold slots the current kernel still needs, and its
+//!   launch and prologue still overlap the tail. Measured 1.00x the plain graph and 0.92-0.94x
+//!   eager at 4M elements: never slower, at the price of the 3% an early trigger gained there.
 //!
 //! [`ChainPdl::Auto`] applies the rule; the others force a variant, for measuring.
 

@@ -51,7 +51,7 @@ fn the_sources_200_kernel_program_gives_the_same_result_eager_and_as_a_graph() {
     .unwrap();
     assert_eq!(g.node_count().unwrap(), 200);
     assert!(g.nodes().unwrap().iter().all(|n| n.kind().unwrap() == NodeKind::Kernel));
-    let exec = g.instantiate(InstantiateFlags::empty()).unwrap();
+    let exec = g.instantiate_and_upload(InstantiateFlags::empty(), s).unwrap();
     exec.launch(s).unwrap();
     let (e, gr) = (download(&eager, s), download(&graphed, s));
     let expect: Vec<f32> = data.iter().map(|v| (0..200).fold(*v, |v, _| v + 1.0)).collect();
