@@ -22,6 +22,8 @@
 pub mod chain;
 #[cfg(feature = "cublas")]
 pub mod cublas;
+#[cfg(any(feature = "cublas", feature = "nccl"))]
+mod dl;
 mod frame;
 #[cfg(feature = "nccl")]
 pub mod nccl;

@@ -5,9 +5,10 @@
 //! streams with events, and compute on other streams overlaps it. On machines with NVLink, keep
 //! NVLink multicast off where the platform requires it (`NCCL_NVLS_ENABLE=0`).
 
-use core::ffi::{c_char, c_int, c_void, CStr};
+use crate::dl::Library;
+use core::ffi::{c_int, c_void};
 use ordo_core::error::LibraryError;
-use ordo_core::{Device, DeviceSlice, DeviceSliceMut, Error, Result, StreamRef, UsageKind};
+use ordo_core::{Device, DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
 
 type Comm = *mut c_void;
 type Status = c_int;
@@ -31,10 +32,11 @@ struct Api {
 
 /// NCCL communicators for several devices of this process (`ncclCommInitAll`), destroyed on drop.
 pub struct Communicators {
-    lib: *mut c_void,
     api: Api,
     comms: Vec<Comm>,
     devices: Vec<Device>,
+    // Dropped after the communicators (fields drop in order).
+    _lib: Library,
 }
 
 // SAFETY: communicators may move between threads; calls on one communicator are not made
@@ -45,54 +47,27 @@ fn nccl_error(call: &'static str, status: Status) -> Error {
     Error::Library(LibraryError { library: "NCCL", call, status })
 }
 
-fn not_found(what: &'static str) -> Error {
-    Error::usage(UsageKind::NotSupported, "Communicators::new", what)
-}
-
 impl Communicators {
     /// Loads NCCL and creates one communicator per device in `devices` (at least two).
     pub fn new(devices: &[Device]) -> Result<Communicators> {
         if devices.len() < 2 {
             return Err(Error::invalid("Communicators::new", "a collective needs at least two devices"));
         }
-        let explicit = std::env::var_os("ORDO_NCCL").and_then(|p| std::ffi::CString::new(p.into_encoded_bytes()).ok());
-        let mut names: Vec<&CStr> = Vec::new();
-        if let Some(p) = explicit.as_deref() {
-            names.push(p);
-        }
-        names.extend([c"libnccl.so.2", c"libnccl.so"]);
-        let lib = names
-            .iter()
-            // SAFETY: NUL-terminated names.
-            .map(|n| unsafe { libc::dlopen(n.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) })
-            .find(|h| !h.is_null())
-            .ok_or(not_found("libnccl.so.2 not found by dlopen (set ORDO_NCCL to its path)"))?;
+        let lib = Library::open(
+            "ORDO_NCCL",
+            &[c"libnccl.so.2", c"libnccl.so"],
+            "Communicators::new",
+            "libnccl.so.2 not found by dlopen (set ORDO_NCCL to its path)",
+        )?;
         // SAFETY: each symbol is cast to its documented C signature.
         let api = unsafe {
-            let sym = |name: &CStr| -> Result<*mut c_void> {
-                let p = libc::dlsym(lib, name.as_ptr() as *const c_char);
-                if p.is_null() {
-                    Err(not_found("an NCCL symbol is missing from the loaded library"))
-                } else {
-                    Ok(p)
-                }
-            };
-            let loaded = (|| -> Result<Api> {
-                Ok(Api {
-                    init_all: core::mem::transmute::<*mut c_void, InitAllFn>(sym(c"ncclCommInitAll")?),
-                    destroy: core::mem::transmute::<*mut c_void, DestroyFn>(sym(c"ncclCommDestroy")?),
-                    all_reduce: core::mem::transmute::<*mut c_void, AllReduceFn>(sym(c"ncclAllReduce")?),
-                    group_start: core::mem::transmute::<*mut c_void, GroupFn>(sym(c"ncclGroupStart")?),
-                    group_end: core::mem::transmute::<*mut c_void, GroupFn>(sym(c"ncclGroupEnd")?),
-                    version: core::mem::transmute::<*mut c_void, VersionFn>(sym(c"ncclGetVersion")?),
-                })
-            })();
-            match loaded {
-                Ok(api) => api,
-                Err(e) => {
-                    libc::dlclose(lib);
-                    return Err(e);
-                }
+            Api {
+                init_all: core::mem::transmute::<*mut c_void, InitAllFn>(lib.symbol(c"ncclCommInitAll")?),
+                destroy: core::mem::transmute::<*mut c_void, DestroyFn>(lib.symbol(c"ncclCommDestroy")?),
+                all_reduce: core::mem::transmute::<*mut c_void, AllReduceFn>(lib.symbol(c"ncclAllReduce")?),
+                group_start: core::mem::transmute::<*mut c_void, GroupFn>(lib.symbol(c"ncclGroupStart")?),
+                group_end: core::mem::transmute::<*mut c_void, GroupFn>(lib.symbol(c"ncclGroupEnd")?),
+                version: core::mem::transmute::<*mut c_void, VersionFn>(lib.symbol(c"ncclGetVersion")?),
             }
         };
         let ordinals: Vec<c_int> = devices.iter().map(|d| d.ordinal()).collect();
@@ -100,11 +75,9 @@ impl Communicators {
         // SAFETY: arrays of `devices.len()` elements.
         let status = unsafe { (api.init_all)(comms.as_mut_ptr(), ordinals.len() as c_int, ordinals.as_ptr()) };
         if status != 0 {
-            // SAFETY: nothing from the library is in use.
-            unsafe { libc::dlclose(lib) };
             return Err(nccl_error("ncclCommInitAll", status));
         }
-        Ok(Communicators { lib, api, comms, devices: devices.to_vec() })
+        Ok(Communicators { api, comms, devices: devices.to_vec(), _lib: lib })
     }
 
     /// NCCL's version code (`ncclGetVersion`), e.g. 22703 for 2.27.3.
@@ -181,12 +154,9 @@ impl Communicators {
 
 impl Drop for Communicators {
     fn drop(&mut self) {
-        // SAFETY: our communicators and library; communicators go before the library.
-        unsafe {
-            for &c in &self.comms {
-                (self.api.destroy)(c);
-            }
-            libc::dlclose(self.lib);
+        // SAFETY: our communicators; the library is closed after this (field order).
+        for &c in &self.comms {
+            unsafe { (self.api.destroy)(c) };
         }
     }
 }

@@ -9,40 +9,9 @@ use ordo_core::memory::copy;
 use ordo_core::*;
 use ordo_kernels::{kernel, ChainPdl, ChainPlan};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform in [lo, hi).
-    fn f32s(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
-        (0..n).map(|_| lo + (hi - lo) * ((self.next() >> 40) as f32 / (1u64 << 24) as f32)).collect()
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| (self.next() >> 56) as u8).collect()
-    }
-}
+mod common;
+use common::{download, poisoned, upload, Rng};
 
-const POISON: f32 = f32::NAN;
-
-fn upload<'s, T: DeviceCopy>(data: &[T], s: StreamRef<'s>) -> DeviceBuffer<'s, T> {
-    let mut d = DeviceBuffer::alloc_async(data.len(), s).unwrap();
-    copy::h2d_blocking(d.as_mut_slice(), data, s).unwrap();
-    d
-}
-
-fn download<T: DeviceCopy + Default>(d: &DeviceBuffer<'_, T>, s: StreamRef<'_>) -> Vec<T> {
-    let mut out = vec![T::default(); d.len()];
-    copy::d2h_blocking(&mut out, d.as_slice(), s).unwrap();
-    out
-}
-
-fn poisoned<'s>(n: usize, s: StreamRef<'s>) -> DeviceBuffer<'s, f32> {
-    upload(&vec![POISON; n], s)
-}
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
@@ -72,7 +41,7 @@ fn elementwise_kernels_match_the_cpu() {
 
     let mut d = upload(&x, s);
     unsafe { ordo_kernels::heavy(s, d.as_mut_slice()).unwrap() };
-    let expect: Vec<f32> = x.iter().map(|&v| (0..64).fold(v, |v, _| v.mul_add(0.999, 0.001))).collect();
+    let expect: Vec<f32> = x.iter().map(|&v| common::heavy_cpu(v)).collect();
     assert!(download(&d, s) == expect, "heavy");
 
     let input = upload(&x, s);

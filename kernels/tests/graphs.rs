@@ -10,29 +10,13 @@ use ordo_core::memory::copy;
 use ordo_core::*;
 use ordo_kernels::kernel;
 
+mod common;
+use common::{download, upload};
+
 fn random_f32(n: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            ((x >> 40) as f32 / (1u64 << 24) as f32) * 8.0 - 4.0
-        })
-        .collect()
+    common::Rng(seed | 1).f32s(n, -4.0, 4.0)
 }
 
-fn upload<'s>(data: &[f32], s: StreamRef<'s>) -> DeviceBuffer<'s, f32> {
-    let mut d = DeviceBuffer::alloc_async(data.len(), s).unwrap();
-    copy::h2d_blocking(d.as_mut_slice(), data, s).unwrap();
-    d
-}
-
-fn download(d: &DeviceBuffer<'_, f32>, s: StreamRef<'_>) -> Vec<f32> {
-    let mut out = vec![0f32; d.len()];
-    copy::d2h_blocking(&mut out, d.as_slice(), s).unwrap();
-    out
-}
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
@@ -108,9 +92,8 @@ fn kernel_node_arguments_can_be_replaced_in_an_instantiated_graph() {
     let config = LaunchConfig::for_elements(b.len(), 256).unwrap();
     unsafe { exec.set_kernel_node_args(nodes[0], &config, (b.as_mut_ptr(), b.len() as i32)).unwrap() };
     exec.launch(s).unwrap();
-    let heavy = |v: f32| (0..64).fold(v, |v, _| v.mul_add(0.999, 0.001));
     assert!(download(&a, s) == a0);
-    assert!(download(&b, s) == b0.iter().map(|&v| heavy(v)).collect::<Vec<_>>());
+    assert!(download(&b, s) == b0.iter().map(|&v| common::heavy_cpu(v)).collect::<Vec<_>>());
     let e = unsafe { exec.set_kernel_node_args(nodes[0], &config.with_pdl(true), (b.as_mut_ptr(), 1)) }.unwrap_err();
     assert!(matches!(e, Error::Usage(_)));
 }

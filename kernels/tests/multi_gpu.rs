@@ -8,22 +8,14 @@ use ordo_core::memory::copy;
 use ordo_core::*;
 use std::time::Instant;
 
+mod common;
+use common::{heavy_cpu, random_f32};
+
+
 fn two_devices() -> (Device, Device) {
     let n = device::count().unwrap();
     assert!(n >= 2, "needs two CUDA devices, found {n}");
     (Device::from_ordinal(0), Device::from_ordinal(1))
-}
-
-fn random_f32(n: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
 }
 
 #[test]
@@ -60,8 +52,7 @@ fn two_gpus_streams_events_and_peer_copies() {
     end.record(s1.as_stream()).unwrap();
     let mut back = vec![0f32; N];
     copy::d2h_blocking(&mut back, b1.as_slice(), s1.as_stream()).unwrap();
-    let heavy = |v: f32| (0..64).fold(v, |v, _| v.mul_add(0.999, 0.001));
-    let expect: Vec<f32> = data.iter().map(|&v| (0..20).fold(v, |v, _| heavy(v))).collect();
+    let expect: Vec<f32> = data.iter().map(|&v| (0..20).fold(v, |v, _| heavy_cpu(v))).collect();
     assert!(back == expect, "device 1 saw device 0's data before its kernels finished");
     let ms = end.elapsed_ms_since(&start).unwrap();
     println!("peer access {peer}; peer copy 64 MiB device 0 -> 1: {ms:.3} ms = {:.1} GB/s", (N * 4) as f32 / ms / 1e6);
@@ -133,8 +124,7 @@ fn two_gpus_nccl_all_reduce_overlaps_compute() {
     }
     let both_ms = t0.elapsed().as_secs_f64() * 1e3;
     let expect: Vec<f32> = inputs[0].iter().zip(&inputs[1]).map(|(a, b)| a + b).collect();
-    let heavy = |v: f32| (0..64).fold(v, |v, _| v.mul_add(0.999, 0.001));
-    let expect_work: Vec<f32> = compute_in.iter().map(|&v| (0..10).fold(v, |v, _| heavy(v))).collect();
+    let expect_work: Vec<f32> = compute_in.iter().map(|&v| (0..10).fold(v, |v, _| heavy_cpu(v))).collect();
     for (i, d) in [d0, d1].into_iter().enumerate() {
         d.set_current().unwrap();
         let s = compute_streams[i].as_stream();

@@ -9,21 +9,9 @@ use ordo_core::*;
 use std::sync::mpsc;
 use std::time::Duration;
 
-fn random_f32(n: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
+mod common;
+use common::{heavy_cpu, random_f32};
 
-fn heavy_cpu(v: f32) -> f32 {
-    (0..64).fold(v, |v, _| v.mul_add(0.999, 0.001))
-}
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]

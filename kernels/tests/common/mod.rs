@@ -1,0 +1,56 @@
+//! Helpers shared by the GPU test binaries: deterministic random data, and blocking transfers to
+//! and from device buffers (never all-zero data; outputs can be poisoned with NaN).
+#![allow(dead_code, clippy::unwrap_used)]
+
+use ordo_core::memory::copy;
+use ordo_core::{DeviceBuffer, DeviceCopy, StreamRef};
+
+/// A xorshift generator.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    /// Uniform in [lo, hi).
+    pub fn f32s(&mut self, n: usize, lo: f32, hi: f32) -> Vec<f32> {
+        (0..n).map(|_| lo + (hi - lo) * ((self.next() >> 40) as f32 / (1u64 << 24) as f32)).collect()
+    }
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| (self.next() >> 56) as u8).collect()
+    }
+}
+
+/// `n` floats uniform in [-1, 1) from `seed`.
+pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
+    Rng(seed | 1).f32s(n, -1.0, 1.0)
+}
+
+/// The 64-step loop of `ordo_heavy`, on the CPU (the same fused multiply-adds, bit for bit).
+pub fn heavy_cpu(v: f32) -> f32 {
+    (0..64).fold(v, |v, _| v.mul_add(0.999, 0.001))
+}
+
+pub const POISON: f32 = f32::NAN;
+
+/// A device copy of `data` (blocking).
+pub fn upload<'s, T: DeviceCopy>(data: &[T], s: StreamRef<'s>) -> DeviceBuffer<'s, T> {
+    let mut d = DeviceBuffer::alloc_async(data.len(), s).unwrap();
+    copy::h2d_blocking(d.as_mut_slice(), data, s).unwrap();
+    d
+}
+
+/// A host copy of `d` (blocking).
+pub fn download<T: DeviceCopy + Default>(d: &DeviceBuffer<'_, T>, s: StreamRef<'_>) -> Vec<T> {
+    let mut out = vec![T::default(); d.len()];
+    copy::d2h_blocking(&mut out, d.as_slice(), s).unwrap();
+    out
+}
+
+/// `n` NaNs on the device: an output a kernel must overwrite.
+pub fn poisoned<'s>(n: usize, s: StreamRef<'s>) -> DeviceBuffer<'s, f32> {
+    upload(&vec![POISON; n], s)
+}
