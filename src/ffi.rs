@@ -549,3 +549,21 @@ pub unsafe extern "C" fn ordo_timer_destroy(timer: *mut OrdoTimer) {
         }
     }));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_never_crosses_the_boundary() {
+        // The hook would print the panic; the status is what a C caller sees.
+        let status = guard(|| panic!("deliberate panic inside an export"));
+        assert_eq!(status, ORDO_ERROR_PANIC);
+        assert_eq!(guard(|| Ok(())), ORDO_SUCCESS);
+        assert_eq!(guard(|| Err(invalid("x"))), ORDO_ERROR_INVALID_ARGUMENT);
+        let cuda = Error::Cuda(ordo_core::CudaError::new(sys::cudaError::cudaErrorInvalidValue, "test"));
+        assert_eq!(guard(|| Err(cuda)), 1, "CUDA's codes pass through unchanged");
+        let pageable = Error::usage(UsageKind::PageableMemory, "test", "x");
+        assert_eq!(guard(|| Err(pageable)), ORDO_ERROR_PAGEABLE_MEMORY);
+    }
+}
