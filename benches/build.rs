@@ -1,5 +1,10 @@
-//! Compiles the plain CUDA C++ baselines (cuda/baseline.cu) with the nvcc ordo-cuda-sys found.
-use std::process::ExitCode;
+//! Compiles the plain CUDA C++ baselines (cuda/baseline.cu) with the nvcc ordo-cuda-sys found: once
+//! into a static library linked into the benches, and once into a fatbin (`$OUT_DIR/baseline.fatbin`)
+//! that the cudarc comparison loads as a module, so both launch the very same kernels.
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+const GENCODE: [&str; 2] = ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90"];
 
 fn main() -> ExitCode {
     println!("cargo::rerun-if-changed=cuda");
@@ -7,21 +12,31 @@ fn main() -> ExitCode {
         eprintln!("ordo-benches: the CUDA toolkit ordo-cuda-sys found has no nvcc; build against one that has");
         return ExitCode::FAILURE;
     };
-    std::env::set_var("NVCC", nvcc);
-    let built = cc::Build::new()
-        .cuda(true)
-        .cudart("none")
-        .debug(false)
-        .opt_level(3)
-        .flag("-std=c++17")
-        .flag("-gencode=arch=compute_80,code=sm_80")
-        .flag("-gencode=arch=compute_90,code=sm_90")
-        .warnings(false)
-        .file("cuda/baseline.cu")
-        .try_compile("ordo_baseline");
-    if let Err(e) = built {
+    let Some(out_dir) = std::env::var_os("OUT_DIR").map(PathBuf::from) else {
+        eprintln!("ordo-benches: cargo did not set OUT_DIR");
+        return ExitCode::FAILURE;
+    };
+    std::env::set_var("NVCC", &nvcc);
+    let mut build = cc::Build::new();
+    build.cuda(true).cudart("none").debug(false).opt_level(3).flag("-std=c++17").warnings(false);
+    for g in GENCODE {
+        build.flag(g);
+    }
+    if let Err(e) = build.file("cuda/baseline.cu").try_compile("ordo_baseline") {
         eprintln!("ordo-benches: nvcc failed: {e}");
         return ExitCode::FAILURE;
     }
-    ExitCode::SUCCESS
+    let fatbin = out_dir.join("baseline.fatbin");
+    let status = Command::new(&nvcc).args(["-std=c++17", "--fatbin"]).args(GENCODE).arg("-o").arg(&fatbin).arg("cuda/baseline.cu").status();
+    match status {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(s) => {
+            eprintln!("ordo-benches: nvcc --fatbin cuda/baseline.cu failed ({s})");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("ordo-benches: running {}: {e}", PathBuf::from(&nvcc).display());
+            ExitCode::FAILURE
+        }
+    }
 }

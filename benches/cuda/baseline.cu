@@ -10,6 +10,23 @@ double now_us() {
 }
 }
 
+namespace {
+// The launch configuration of a chain step over n elements (256-thread blocks) on `s`, with
+// programmatic stream serialization (PDL) when pdl != 0; `attr` must outlive the launches.
+cudaLaunchConfig_t chain_config(cudaStream_t s, int n, int pdl, cudaLaunchAttribute* attr) {
+    *attr = {};
+    attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr->val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((n + 255) / 256);
+    cfg.blockDim = dim3(256);
+    cfg.stream = s;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cfg;
+}
+}  // namespace
+
 extern "C" {
 
 __global__ void bl_empty() {}
@@ -44,6 +61,82 @@ __global__ void bl_inplace_step(float* x, int n) {
     cudaTriggerProgrammaticLaunchCompletion();
 #endif
     if (i < n) x[i] = fmaf(x[i], 0.999f, 1.0f);
+}
+
+// The %globaltimer (nanoseconds) of the SM running the calling thread.
+__device__ __forceinline__ unsigned long long bl_globaltimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// Busy-waits `ns` nanoseconds of %globaltimer, so that launches made behind it queue up and the
+// gaps between them are the GPU's, not the host's submit rate.
+__global__ void bl_spin(unsigned long long ns) {
+    unsigned long long t0 = bl_globaltimer();
+    while (bl_globaltimer() - t0 < ns) {
+    }
+}
+
+// One block: writes its start and end %globaltimer stamps to st[2 i] and st[2 i + 1].
+__global__ void bl_stamp(unsigned long long* st, int i) {
+    unsigned long long t0 = bl_globaltimer();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        st[2 * i] = t0;
+        st[2 * i + 1] = bl_globaltimer();
+    }
+}
+
+// ordo's chain step (kernels/cuda/kernels.cu, same trigger placements) with stamps: each block
+// writes its entry, its release from the PDL wait, and its end (after its stores) to
+// st[3 (k gridDim.x + blockIdx.x) + 0 / 1 / 2].
+__global__ void bl_chain_step_stamped(const float* prev, float* out, const float* scale, int n, int trigger,
+                                      unsigned long long* st, int k) {
+    unsigned long long t0 = bl_globaltimer();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (trigger == 1) cudaTriggerProgrammaticLaunchCompletion();
+#endif
+    float s = i < n ? scale[i] : 0.0f;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cudaGridDependencySynchronize();
+#endif
+    unsigned long long t1 = bl_globaltimer();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (trigger == 2) cudaTriggerProgrammaticLaunchCompletion();
+#endif
+    if (i < n) out[i] = fmaf(prev[i], s, 1.0f);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        size_t b = 3 * ((size_t)k * gridDim.x + blockIdx.x);
+        st[b] = t0;
+        st[b + 1] = t1;
+        st[b + 2] = bl_globaltimer();
+    }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (trigger == 0) cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+
+// A spin of `spin_ns`, then `count` stamp kernels back to back with <<<>>> (stamps in st[2 count]).
+void bl_stamp_run(cudaStream_t s, unsigned long long* st, int count, unsigned long long spin_ns) {
+    bl_spin<<<1, 1, 0, s>>>(spin_ns);
+    for (int i = 0; i < count; ++i) bl_stamp<<<1, 32, 0, s>>>(st, i);
+}
+
+// A spin of `spin_ns` (none for 0), then `steps` stamped chain steps with cudaLaunchKernelEx, PDL on
+// when pdl != 0.
+void bl_chain_stamped(cudaStream_t s, float* a, float* b, const float* scale, int n, int steps, int pdl, int trigger,
+                      unsigned long long* st, unsigned long long spin_ns) {
+    if (spin_ns) bl_spin<<<1, 1, 0, s>>>(spin_ns);
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = chain_config(s, n, pdl, &attr);
+    for (int k = 0; k < steps; ++k) {
+        const float* prev = (k % 2 == 0) ? a : b;
+        float* out = (k % 2 == 0) ? b : a;
+        cudaLaunchKernelEx(&cfg, bl_chain_step_stamped, prev, out, scale, n, trigger, st, k);
+    }
 }
 
 // Host microseconds per launch over `iters` back-to-back launches (the stream is drained first and
@@ -158,15 +251,8 @@ double bl_inplace_chain_ms(cudaStream_t s, float* x, int n, int steps, int pdl) 
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
-    cudaLaunchAttribute attr = {};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((n + 255) / 256);
-    cfg.blockDim = dim3(256);
-    cfg.stream = s;
-    cfg.attrs = &attr;
-    cfg.numAttrs = pdl ? 1 : 0;
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = chain_config(s, n, pdl, &attr);
     cudaEventRecord(e0, s);
     for (int k = 0; k < steps; ++k) cudaLaunchKernelEx(&cfg, bl_inplace_step, x, n);
     cudaEventRecord(e1, s);
@@ -183,15 +269,8 @@ double bl_chain_ms(cudaStream_t s, float* a, float* b, const float* scale, int n
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
-    cudaLaunchAttribute attr = {};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((n + 255) / 256);
-    cfg.blockDim = dim3(256);
-    cfg.stream = s;
-    cfg.attrs = &attr;
-    cfg.numAttrs = pdl ? 1 : 0;
+    cudaLaunchAttribute attr;
+    cudaLaunchConfig_t cfg = chain_config(s, n, pdl, &attr);
     cudaEventRecord(e0, s);
     for (int k = 0; k < steps; ++k) {
         const float* prev = (k % 2 == 0) ? a : b;

@@ -19,7 +19,21 @@ pub mod cpp {
         pub fn bl_inplace_chain_ms(s: cudaStream_t, x: *mut f32, n: i32, steps: i32, pdl: i32) -> f64;
         pub fn bl_chain_ms(s: cudaStream_t, a: *mut f32, b: *mut f32, scale: *const f32, n: i32, steps: i32, pdl: i32) -> f64;
         pub fn bl_copy_ms(dst: *mut core::ffi::c_void, src: *const core::ffi::c_void, bytes: usize, kind: i32, s: cudaStream_t) -> f64;
+        pub fn bl_stamp_run(s: cudaStream_t, st: *mut u64, count: i32, spin_ns: u64);
+        pub fn bl_chain_stamped(s: cudaStream_t, a: *mut f32, b: *mut f32, scale: *const f32, n: i32, steps: i32, pdl: i32, trigger: i32, st: *mut u64, spin_ns: u64);
         pub fn bl_pipeline_ms(h_in: *const f32, d_in: *mut f32, h_out: *mut f32, n: usize, chunks: i32, streams: i32) -> f64;
+    }
+}
+
+/// The baselines' kernels, for launching through ordo (`Kernel::new`) exactly what C++ launches.
+pub mod kernels {
+    #![allow(missing_docs)]
+    extern "C" {
+        pub fn bl_empty();
+        pub fn bl_ptr_int(p: *mut f32, n: i32);
+        pub fn bl_spin(ns: u64);
+        pub fn bl_stamp(st: *mut u64, i: i32);
+        pub fn bl_chain_step_stamped(prev: *const f32, out: *mut f32, scale: *const f32, n: i32, trigger: i32, st: *mut u64, k: i32);
     }
 }
 

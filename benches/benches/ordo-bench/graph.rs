@@ -1,0 +1,87 @@
+//! Graphs: 200 add_one kernels eager against a graph, graph launch host time, instantiation, and
+//! the bucket cache's overhead.
+
+use crate::{ms_between, Report};
+use ordo_benches::{cpp, interleave, median};
+use ordo_core::graph::{capture, CaptureMode, InstantiateFlags};
+use ordo_core::graph_cache::{default_buckets, GraphCache, Overflow};
+use ordo_core::*;
+use std::time::Instant;
+
+pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
+    r.progress("graphs: 200 add_one kernels");
+    const N: usize = 4096;
+    const K: usize = 200;
+    let stream = Stream::new()?;
+    let s = stream.as_stream();
+    let mut x = DeviceBuffer::<f32>::zeroed_async(N, s)?;
+    let mut y = DeviceBuffer::<f32>::zeroed_async(N, s)?;
+    let (start, end) = (TimingEvent::new()?, TimingEvent::new()?);
+    let t0 = Instant::now();
+    let graph = capture(s, CaptureMode::Global, |cs| (0..K).try_for_each(|_| unsafe { ordo_kernels::add_one(cs, x.as_mut_slice()) }))?;
+    let captured_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let t0 = Instant::now();
+    let exec = graph.instantiate(InstantiateFlags::empty())?;
+    let ordo_inst = t0.elapsed().as_secs_f64() * 1e3;
+    exec.upload(s)?;
+    let mut cpp_inst = 0.0;
+    let cpp_exec = unsafe { cpp::bl_graph_add_one(s.as_raw(), y.as_mut_ptr(), N as i32, K as i32, &mut cpp_inst) };
+    let m = interleave(
+        rounds * 3,
+        &mut [
+            &mut || ms_between(s, &start, &end, || (0..K).try_for_each(|_| unsafe { ordo_kernels::add_one(s, x.as_mut_slice()) })),
+            &mut || Ok(unsafe { cpp::bl_eager_add_one_ms(s.as_raw(), y.as_mut_ptr(), N as i32, K as i32) }),
+            &mut || ms_between(s, &start, &end, || exec.launch(s)),
+            &mut || {
+                let mut us = 0.0;
+                Ok(unsafe { cpp::bl_graph_replay_ms(cpp_exec, s.as_raw(), &mut us) })
+            },
+        ],
+    )?;
+    // Host time of the launch call alone, the stream drained between launches, A B A B.
+    let (mut ordo_host, mut cpp_host) = (Vec::new(), Vec::new());
+    for _ in 0..rounds * 20 {
+        let t0 = Instant::now();
+        exec.launch(s)?;
+        ordo_host.push(t0.elapsed().as_secs_f64() * 1e6);
+        s.synchronize()?;
+        cpp_host.push(unsafe { cpp::bl_graph_launch_us(cpp_exec, s.as_raw()) });
+    }
+    let per = |ms: f64| ms * 1e3 / K as f64;
+    r.add("graph", "200 x add_one(4096), eager, per kernel", "us", per(m[0]), Some(per(m[1])), "");
+    r.add("graph", "200 x add_one(4096), graph replay, per kernel", "us", per(m[2]), Some(per(m[3])), "");
+    r.add("graph", "graph launch, host time", "us", median(&mut ordo_host), Some(median(&mut cpp_host)), "");
+    r.add("graph", "instantiate 200-node graph", "ms", ordo_inst, Some(cpp_inst), format!("capture {captured_ms:.3} ms"));
+    unsafe { cpp::bl_graph_destroy(cpp_exec) };
+
+    // The bucket cache's per-call overhead above the bare replay (host time): round-up + replay.
+    let mut input = DeviceBuffer::<f32>::zeroed_async(256, s)?;
+    let ip = input.as_mut_ptr();
+    let mut cache = GraphCache::new(default_buckets(), Overflow::Error, |cs, n| unsafe {
+        ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(ip, n))
+    })?;
+    cache.capture_all(s)?;
+    let bare = capture(s, CaptureMode::Global, |cs| unsafe { ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(ip, 256)) })?
+        .instantiate(InstantiateFlags::empty())?;
+    bare.upload(s)?;
+    s.synchronize()?;
+    let mut cache_us = Vec::new();
+    let mut bare_us = Vec::new();
+    for i in 0..rounds * 100 {
+        let n = 129 + i % 128;
+        let t0 = Instant::now();
+        cache.run(s, n)?;
+        cache_us.push(t0.elapsed().as_secs_f64() * 1e6);
+        let t0 = Instant::now();
+        bare.launch(s)?;
+        bare_us.push(t0.elapsed().as_secs_f64() * 1e6);
+        if i % 50 == 49 {
+            s.synchronize()?;
+        }
+    }
+    s.synchronize()?;
+    let (c, b) = (median(&mut cache_us), median(&mut bare_us));
+    r.add("graph", "bucket cache run (round-up + replay), host", "us", c, None, format!("bare replay {b:.3} us; overhead {:.3} us", c - b));
+    Ok(())
+}
+

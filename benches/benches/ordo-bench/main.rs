@@ -1,0 +1,172 @@
+//! ordo-bench: measures ordo's calls against plain CUDA C++ in one process, interleaving the
+//! variants (A B A B ...) and reporting medians and ratios.
+//!
+//!     cargo bench -p ordo-benches --bench ordo-bench -- [--quick] [--json FILE] [--csv FILE] [--svg FILE]
+//!
+//! (a bench target, so that it may use the dev-dependency cudarc for the launch comparison).
+//! Without a GPU it says so in one line and exits non-zero.
+
+mod copies;
+mod cudarc_side;
+mod gaps;
+mod graph;
+mod launch;
+mod pdl;
+mod pipeline;
+mod small_ops;
+mod svg;
+
+use ordo_core::*;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// One reported figure: ordo's value, the baseline's (plain C++, or what the name says), and a note.
+pub(crate) struct Row {
+    group: &'static str,
+    name: String,
+    unit: &'static str,
+    ordo: f64,
+    baseline: Option<f64>,
+    note: String,
+}
+
+pub(crate) struct Report {
+    rows: Vec<Row>,
+    /// The planned pipeline's chunks, for the SVG.
+    timeline: Vec<ordo_core::pipeline::ChunkTimes>,
+    /// PDL chains' kernels, for the SVG.
+    kernel_lanes: Vec<gaps::KernelLane>,
+    started: Instant,
+}
+
+impl Report {
+    pub(crate) fn add(&mut self, group: &'static str, name: impl Into<String>, unit: &'static str, ordo: f64, baseline: Option<f64>, note: impl Into<String>) {
+        let row = Row { group, name: name.into(), unit, ordo, baseline, note: note.into() };
+        let ratio = row.baseline.map(|c| format!("{:>6.3}x", row.ordo / c)).unwrap_or_default();
+        let base = row.baseline.map(|c| format!("{c:>10.3}")).unwrap_or_else(|| format!("{:>10}", "-"));
+        // Clear the progress line (stderr) before the row (stdout), so a terminal shows rows only.
+        eprint!("\r{:80}\r", "");
+        println!("{:<9} {:<60} {:>10.3} {} {:<5} {} {}", row.group, row.name, row.ordo, base, row.unit, ratio, row.note);
+        self.rows.push(row);
+    }
+
+    pub(crate) fn progress(&self, what: &str) {
+        eprint!("\r[{:5.1} s] {what:<60}", self.started.elapsed().as_secs_f64());
+        let _ = std::io::stderr().flush();
+    }
+}
+
+/// GPU milliseconds of what `f` enqueues on `s`, between two timing events (synchronises on the end).
+pub(crate) fn ms_between(s: StreamRef<'_>, start: &TimingEvent, end: &TimingEvent, f: impl FnOnce() -> Result<()>) -> Result<f64> {
+    start.record(s)?;
+    f()?;
+    end.record(s)?;
+    end.synchronize()?;
+    Ok(end.elapsed_ms_since(start)? as f64)
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let quick = args.iter().any(|a| a == "--quick");
+    let rounds = if quick { 5 } else { 15 };
+    match ordo_core::device::count() {
+        Ok(n) if n > 0 => {}
+        Ok(_) => {
+            eprintln!("ordo-bench: no CUDA device");
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("ordo-bench: no usable CUDA driver or device: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let mut r = Report { rows: Vec::new(), timeline: Vec::new(), kernel_lanes: Vec::new(), started: Instant::now() };
+    let header = || -> Result<String> {
+        let d = Device::current()?;
+        Ok(format!(
+            "{} | runtime {} | driver {} | bindings {}",
+            d.name()?,
+            device::runtime_version()?,
+            device::driver_version()?,
+            sys::CUDA_VERSION
+        ))
+    };
+    match header() {
+        Ok(h) => println!("{h}"),
+        Err(e) => {
+            eprintln!("ordo-bench: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    println!("{:<9} {:<60} {:>10} {:>10} {:<5} {:>7}", "group", "figure", "ordo", "baseline", "unit", "ratio");
+    type Group = fn(&mut Report, usize) -> Result<()>;
+    let groups: [(&str, Group); 7] = [
+        ("launch", launch::launch_group),
+        ("gaps", gaps::gaps_group),
+        ("graph", graph::graph_group),
+        ("pdl", pdl::pdl_group),
+        ("small", small_ops::small_ops_group),
+        ("copy", copies::copy_group),
+        ("pipeline", pipeline::pipeline_group),
+    ];
+    for (name, g) in groups {
+        if let Err(e) = g(&mut r, rounds) {
+            eprintln!("\nordo-bench: {name}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    eprintln!("\r[{:5.1} s] done{:<60}", r.started.elapsed().as_secs_f64(), "");
+    let esc = |s: &str| s.replace('"', "'");
+    if let Some(path) = arg("--json") {
+        let rows: Vec<String> = r
+            .rows
+            .iter()
+            .map(|x| {
+                format!(
+                    "{{\"group\":\"{}\",\"figure\":\"{}\",\"unit\":\"{}\",\"ordo\":{},\"baseline\":{},\"ratio\":{},\"note\":\"{}\"}}",
+                    x.group,
+                    esc(&x.name),
+                    x.unit,
+                    x.ordo,
+                    x.baseline.map_or("null".into(), |c| c.to_string()),
+                    x.baseline.map_or("null".into(), |c| (x.ordo / c).to_string()),
+                    esc(&x.note)
+                )
+            })
+            .collect();
+        if let Err(e) = std::fs::write(&path, format!("[\n{}\n]\n", rows.join(",\n"))) {
+            eprintln!("ordo-bench: writing {path}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if let Some(path) = arg("--csv") {
+        let mut csv = String::from("group,figure,unit,ordo,baseline,ratio,note\n");
+        for x in &r.rows {
+            let _ = writeln!(
+                csv,
+                "{},\"{}\",{},{},{},{},\"{}\"",
+                x.group,
+                esc(&x.name),
+                x.unit,
+                x.ordo,
+                x.baseline.map_or(String::new(), |c| c.to_string()),
+                x.baseline.map_or(String::new(), |c| (x.ordo / c).to_string()),
+                esc(&x.note)
+            );
+        }
+        if let Err(e) = std::fs::write(&path, csv) {
+            eprintln!("ordo-bench: writing {path}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if let Some(path) = arg("--svg") {
+        if let Err(e) = svg::write_svg(&path, &r.timeline, &r.kernel_lanes) {
+            eprintln!("ordo-bench: writing {path}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}

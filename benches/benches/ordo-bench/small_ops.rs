@@ -1,0 +1,85 @@
+//! Events, stream waits and queries; stream-ordered allocation; host-function latency.
+
+use crate::Report;
+use ordo_benches::{cpp, interleave, median, quantile};
+use ordo_core::host_fn::launch_host_fn;
+use ordo_core::*;
+use std::time::Instant;
+
+pub(crate) fn small_ops_group(r: &mut Report, rounds: usize) -> Result<()> {
+    r.progress("events, waits, queries, allocation, host functions");
+    let a = Stream::new()?;
+    let b = Stream::new()?;
+    let e = Event::new()?;
+    const ITERS: usize = 10_000;
+    let per_op = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+        let t0 = Instant::now();
+        for _ in 0..ITERS {
+            f()?;
+        }
+        Ok(t0.elapsed().as_secs_f64() * 1e6 / ITERS as f64)
+    };
+    let cpp_op = |op: i32| Ok::<f64, Error>(unsafe { cpp::bl_event_ops_us(a.as_raw(), b.as_raw(), e.as_raw(), op, ITERS as i32) });
+    let m = interleave(
+        rounds,
+        &mut [
+            &mut || per_op(&mut || e.record(a.as_stream())),
+            &mut || cpp_op(0),
+            &mut || per_op(&mut || {
+                e.record(a.as_stream())?;
+                b.wait_event(&e)
+            }),
+            &mut || cpp_op(1),
+            &mut || per_op(&mut || e.query().map(|_| ())),
+            &mut || cpp_op(2),
+            &mut || per_op(&mut || a.query().map(|_| ())),
+            &mut || cpp_op(3),
+        ],
+    )?;
+    a.synchronize()?;
+    b.synchronize()?;
+    r.add("events", "cudaEventRecord", "us", m[0], Some(m[1]), "reference 0.14 us");
+    r.add("events", "record + cudaStreamWaitEvent", "us", m[2], Some(m[3]), "reference 0.29 us");
+    r.add("events", "cudaEventQuery", "us", m[4], Some(m[5]), "reference 0.15 us");
+    r.add("events", "cudaStreamQuery", "us", m[6], Some(m[7]), "");
+
+    let s = a.as_stream();
+    let pool = MemPool::device_default(Device::current()?)?;
+    pool.set_release_threshold(u64::MAX)?;
+    let mut async_us = Vec::new();
+    let mut sync_us = Vec::new();
+    for _ in 0..rounds * 20 {
+        let t0 = Instant::now();
+        let buf = DeviceBuffer::<u8>::alloc_async(1 << 20, s)?;
+        buf.free_async()?;
+        async_us.push(t0.elapsed().as_secs_f64() * 1e6);
+        let t0 = Instant::now();
+        let mut p = core::ptr::null_mut();
+        // SAFETY: plain allocation and free, the baseline being measured.
+        unsafe {
+            if sys::cudaMalloc(&mut p, 1 << 20) == sys::cudaError::cudaSuccess {
+                sys::cudaFree(p);
+            }
+        }
+        sync_us.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    s.synchronize()?;
+    r.add("alloc", "1 MiB cudaMallocAsync+cudaFreeAsync vs cudaMalloc+cudaFree", "us", median(&mut async_us), Some(median(&mut sync_us)), "");
+
+    let (tx, rx) = std::sync::mpsc::channel::<f64>();
+    let mut lat = Vec::new();
+    for _ in 0..rounds * 20 {
+        let tx = tx.clone();
+        let t0 = Instant::now();
+        launch_host_fn(s, move || {
+            let _ = tx.send(t0.elapsed().as_secs_f64() * 1e6);
+        })?;
+        if let Ok(us) = rx.recv_timeout(std::time::Duration::from_secs(5)) {
+            lat.push(us);
+        }
+    }
+    let med = median(&mut lat);
+    r.add("hostfn", "cudaLaunchHostFunc enqueue to running (median)", "us", med, None, format!("p99 {:.1} us", quantile(&mut lat, 0.99)));
+    Ok(())
+}
+
