@@ -145,10 +145,11 @@ impl TimingEvent {
         // SAFETY: live events; `ms` is writable.
         let code = unsafe { sys::cudaEventElapsedTime(&mut ms, start.as_raw(), self.as_raw()) };
         if code == sys::cudaError::cudaErrorInvalidResourceHandle {
-            // Both events have timing by type, so CUDA's only other reason is a missing record.
+            // Both events have timing by type, so CUDA's other reasons are a missing record and
+            // events of two devices.
             return Err(Error::invalid(
                 "TimingEvent::elapsed_ms_since",
-                "an event was never recorded (cudaEventElapsedTime: cudaErrorInvalidResourceHandle)",
+                "an event was never recorded, or the two belong to different devices (cudaEventElapsedTime: cudaErrorInvalidResourceHandle)",
             ));
         }
         check(code, "cudaEventElapsedTime")?;

@@ -296,9 +296,15 @@ impl<Args: KernelArgs> Kernel<Args> {
     /// usage error for a zero grid, a block over 1024 threads, ...); CUDA's own launch-configuration
     /// errors are returned here, execution errors at the next query or synchronise.
     ///
+    /// The kernel runs on the stream's device, whatever the calling thread's current device is
+    /// (measured with CUDA 13.0 on two H200s: a launch onto another device's stream is accepted and
+    /// runs there). ordo adds no check on this hot path.
+    ///
     /// # Safety
-    /// The kernel runs with `args` on the device: every pointer in them must be valid for what the
-    /// kernel does with it, and stay allocated until the kernel completes.
+    /// The kernel runs with `args` on the stream's device: every pointer in them must be valid
+    /// there for what the kernel does with it (memory of another device only with peer access
+    /// enabled; without it the kernel faults, a sticky error), and stay allocated until the kernel
+    /// completes.
     #[inline]
     pub unsafe fn launch(self, stream: StreamRef<'_>, config: &LaunchConfig, mut args: Args) -> Result<()> {
         config.validate()?;

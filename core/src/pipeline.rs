@@ -14,7 +14,9 @@
 //!   than they overlap.
 //!
 //! Nothing synchronises: the caller's stream forks to the worker streams and joins back through
-//! events, so the whole pipeline can be captured into a graph too. Events around each stage let the caller read each chunk's stage times afterwards.
+//! events, so the whole pipeline can be captured into a graph too. Timing events around each stage
+//! let the caller read each chunk's stage times afterwards ([`Pipeline::set_stage_timing`] turns
+//! them off, leaving only the events the cross-stream waits need).
 //!
 //! # The model
 //! With stage times `a` (copy in), `b` (compute), `c` (copy out) for the whole transfer and `k`
@@ -27,7 +29,13 @@
 //!   55 GB/s each alone), so the copies are bounded by `(a + c) / duplex`, `duplex` being the ratio
 //!   of the two-direction bandwidth to the one-direction bandwidth (1.83 there).
 //! - **Streams**: `s` streams keep at most `s` chunks in flight; one stream is serial.
-//! - **Per-chunk cost**: each chunk adds a few microseconds of launch and DMA set-up (`overhead`).
+//! - **Per-chunk cost**: each chunk adds a few microseconds of DMA set-up and event waits
+//!   (`chunk_overhead_ms`), and stage timing events add more (`stage_timing_overhead_ms`). Against
+//!   it stands the fill (first copy-in and last copy-out, each alone): fewer chunks cut the first,
+//!   more chunks the second. On an H200 (5-6 us a chunk untimed) the best is about 32 chunks, and
+//!   equal chunks cannot get closer than about 5.5% to the both-directions bound: the fill costs
+//!   about `(a + b + c - bound) / k`, the chunks `k x 5.5 us`, and their sum is least at
+//!   `2 sqrt((a + b + c - bound) x 5.5 us)`, about 0.3 ms of 5.3.
 
 use crate::device::Device;
 use crate::error::{Error, Result, UsageKind};
@@ -54,8 +62,15 @@ pub struct Machine {
     pub copy_engines: u32,
     /// Two-direction copy bandwidth over one direction's (1.0 to 2.0).
     pub duplex: f64,
-    /// Cost each chunk adds, in milliseconds.
+    /// Cost each chunk adds without stage timing, in milliseconds: the DMA set-up of its two
+    /// copies and its event waits (H200: 5-6 us, measured by `ordo-bench` as chunked copies
+    /// against one copy a direction).
     pub chunk_overhead_ms: f64,
+    /// What stage timing adds a chunk, in milliseconds (H200: about 10 us for its four timing
+    /// events, most of it on the copy engines).
+    pub stage_timing_overhead_ms: f64,
+    /// Whether runs record stage timing events ([`Pipeline::set_stage_timing`]).
+    pub stage_timing: bool,
 }
 
 impl Machine {
@@ -105,7 +120,8 @@ pub fn predict_ms(times: StageTimes, plan: Plan, machine: &Machine) -> f64 {
     let (a, b, c) = (times.copy_in_ms, times.compute_ms, times.copy_out_ms);
     let sum = a + b + c;
     let k = plan.chunks.max(1) as f64;
-    let overhead = machine.chunk_overhead_ms * k;
+    let timing = if machine.stage_timing { machine.stage_timing_overhead_ms } else { 0.0 };
+    let overhead = (machine.chunk_overhead_ms + timing) * k;
     let serial = plan.chunks <= 1 || matches!(plan.schedule, Schedule::RoundRobin { streams } if streams <= 1);
     if serial || machine.copy_engines == 0 {
         return sum + overhead;
@@ -206,6 +222,10 @@ pub struct Pipeline {
     joins: Vec<Event>,
     start: TimingEvent,
     chunks: Vec<ChunkEvents>,
+    /// Without stage timing: each chunk's copy-in-done and compute-done events (timing disabled).
+    sync: Vec<[Event; 2]>,
+    timing: bool,
+    last_timed: bool,
     last: Plan,
     machine: Machine,
 }
@@ -219,7 +239,13 @@ impl Pipeline {
         }
         let streams = streams.max(3);
         let device = Device::current()?;
-        let machine = Machine { copy_engines: device.async_engine_count()?, duplex: 1.83, chunk_overhead_ms: 0.010 };
+        let machine = Machine {
+            copy_engines: device.async_engine_count()?,
+            duplex: 1.83,
+            chunk_overhead_ms: 0.0055,
+            stage_timing_overhead_ms: 0.010,
+            stage_timing: true,
+        };
         let streams = (0..streams).map(|_| Stream::new()).collect::<Result<Vec<_>>>()?;
         let joins = (0..streams.len()).map(|_| Event::new()).collect::<Result<Vec<_>>>()?;
         Ok(Pipeline {
@@ -229,6 +255,9 @@ impl Pipeline {
             joins,
             start: TimingEvent::new()?,
             chunks: Vec::new(),
+            sync: Vec::new(),
+            timing: true,
+            last_timed: false,
             last: Plan { chunks: 0, schedule: Schedule::Staged },
             machine,
         })
@@ -240,14 +269,28 @@ impl Pipeline {
         self.machine
     }
 
-    /// Replaces the model's machine figures.
+    /// Replaces the model's machine figures (its `stage_timing` stays the pipeline's setting).
     pub fn set_machine(&mut self, machine: Machine) {
-        self.machine = machine;
+        self.machine = Machine { stage_timing: self.timing, ..machine };
     }
 
     /// The device the pipeline's streams belong to.
     pub fn device(&self) -> Device {
         self.device
+    }
+
+    /// Whether runs bracket each chunk's stages with timing events, for
+    /// [`chunk_times`](Self::chunk_times) (on by default). Off, a run records only the events the
+    /// cross-stream waits need (two a chunk in the staged schedule, none in round robin), with
+    /// timing disabled.
+    pub fn set_stage_timing(&mut self, on: bool) {
+        self.timing = on;
+        self.machine.stage_timing = on;
+    }
+
+    /// See [`set_stage_timing`](Self::set_stage_timing).
+    pub fn stage_timing(&self) -> bool {
+        self.timing
     }
 
     /// Number of worker streams.
@@ -292,8 +335,12 @@ impl Pipeline {
             Err(e) if e.cuda_code() == Some(crate::sys::cudaError::cudaErrorNotSupported) => {}
             Err(e) => return Err(e),
         }
-        while self.chunks.len() < chunks {
+        let timing = self.timing;
+        while timing && self.chunks.len() < chunks {
             self.chunks.push(ChunkEvents([TimingEvent::new()?, TimingEvent::new()?, TimingEvent::new()?, TimingEvent::new()?]));
+        }
+        while !timing && self.sync.len() < chunks {
+            self.sync.push([Event::new()?, Event::new()?]);
         }
         let used = match plan.schedule {
             Schedule::Staged => 3,
@@ -313,33 +360,47 @@ impl Pipeline {
                     (s, s, s)
                 }
             };
-            let ev = &self.chunks[i].0;
-            ev[0].record(s_in)?;
+            let (in_done, compute_done): (&Event, &Event) =
+                if timing { (&self.chunks[i].0[1], &self.chunks[i].0[2]) } else { (&self.sync[i][0], &self.sync[i][1]) };
+            if timing {
+                self.chunks[i].0[0].record(s_in)?;
+            }
             // SAFETY: ranges inside the checked lengths; lifetimes owed by the caller.
             unsafe { copy::h2d_async(dev_in.reborrow().slice_mut(r.clone())?, input.slice(r.clone())?, s_in)? };
-            ev[1].record(s_in)?;
+            if timing || s_compute != s_in {
+                in_done.record(s_in)?;
+            }
             if s_compute != s_in {
-                s_compute.wait_event(&ev[1])?;
+                s_compute.wait_event(in_done)?;
             }
             compute(s_compute, dev_in.reborrow().slice_mut(r.clone())?, dev_out.reborrow().slice_mut(r.clone())?)?;
-            ev[2].record(s_compute)?;
+            if timing || s_out != s_compute {
+                compute_done.record(s_compute)?;
+            }
             if s_out != s_compute {
-                s_out.wait_event(&ev[2])?;
+                s_out.wait_event(compute_done)?;
             }
             // SAFETY: as above.
             unsafe { copy::d2h_async(output.reborrow().slice_mut(r.clone())?, dev_out.as_slice().slice(r)?, s_out)? };
-            ev[3].record(s_out)?;
+            if timing {
+                self.chunks[i].0[3].record(s_out)?;
+            }
         }
         for (s, join) in self.streams[..used].iter().zip(&self.joins) {
             join.record(s.as_stream())?;
             main.wait_event(join)?;
         }
         self.last = plan;
+        self.last_timed = timing;
         Ok(())
     }
 
     /// Each chunk's stage times in the last run, from its start (after it has completed).
+    /// An error if the last run had [stage timing](Self::set_stage_timing) off.
     pub fn chunk_times(&self) -> Result<Vec<ChunkTimes>> {
+        if !self.last_timed && self.last.chunks > 0 {
+            return Err(Error::usage(UsageKind::InvalidArgument, "Pipeline::chunk_times", "the last run had stage timing off"));
+        }
         let mut out = Vec::with_capacity(self.last.chunks);
         for i in 0..self.last.chunks {
             let ev = &self.chunks[i].0;

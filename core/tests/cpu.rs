@@ -265,7 +265,7 @@ fn pipeline_model_matches_the_sources_measurements() {
     use ordo_core::pipeline::{check_run, choose_plan, chunk_range, predict_ms, Machine, Plan, Schedule, StageTimes};
     // The source's program on an H200: 256 MiB in, the 64-step kernel, 256 MiB out.
     let times = StageTimes { copy_in_ms: 4.89, compute_ms: 0.32, copy_out_ms: 4.86 };
-    let h200 = Machine { copy_engines: 3, duplex: 1.83, chunk_overhead_ms: 0.004 };
+    let h200 = Machine { copy_engines: 3, duplex: 1.83, chunk_overhead_ms: 0.004, stage_timing_overhead_ms: 0.010, stage_timing: false };
     let rr = |chunks, streams| Plan { chunks, schedule: Schedule::RoundRobin { streams } };
     let serial = predict_ms(times, rr(1, 1), &h200);
     assert!((serial - 10.074).abs() < 0.01, "{serial}");
@@ -285,6 +285,11 @@ fn pipeline_model_matches_the_sources_measurements() {
     assert_eq!(best.streams(), 3);
     let staged = predict_ms(times, best, &h200);
     assert!(staged <= p32 + 1e-9 && staged > 5.28, "{staged}");
+    // Stage timing adds its cost a chunk, and moves the planner to fewer chunks.
+    let timed = Machine { stage_timing: true, ..h200 };
+    let p32t = predict_ms(times, rr(32, 8), &timed);
+    assert!((p32t - p32 - 32.0 * 0.010).abs() < 1e-9, "{p32t} {p32}");
+    assert!(choose_plan(times, &timed, 256).chunks <= best.chunks);
     // One copy engine: copies in and out take turns, and the planner uses round robin.
     let one = Machine { copy_engines: 1, ..h200 };
     assert!(predict_ms(times, rr(32, 4), &one) > 9.75);

@@ -141,26 +141,44 @@ pub unsafe fn memset_async<T: DeviceCopy>(dst: DeviceSliceMut<'_, T>, value: u8,
     )
 }
 
+/// Runs a blocking copy with `stream`'s device current. CUDA refuses a copy of pageable memory
+/// on a stream of another device than the current one (`cudaErrorInvalidValue`, measured with
+/// CUDA 13.0 on two H200s), while it runs a kernel launch on the stream's device; these copies
+/// follow the stream too. (`cudaStreamGetDevice` needs 12.8; before, the copy runs as called.)
+fn on_stream_device(stream: StreamRef<'_>, copy: impl FnOnce() -> Result<()>) -> Result<()> {
+    match stream.device() {
+        Ok(device) => device.with_current(copy),
+        Err(e) if e.cuda_code() == Some(sys::cudaError::cudaErrorNotSupported) => copy(),
+        Err(e) => Err(e),
+    }
+}
+
 /// Copies pageable host memory to the device and returns once `src` may be reused
-/// (`cudaMemcpyAsync` on `stream`, then `cudaStreamSynchronize`): blocking, by name.
+/// (`cudaMemcpyAsync` on `stream`, then `cudaStreamSynchronize`): blocking, by name. Runs with the
+/// stream's device current, whatever the calling thread's is.
 pub fn h2d_blocking<T: DeviceCopy>(dst: DeviceSliceMut<'_, T>, src: &[T], stream: StreamRef<'_>) -> Result<()> {
     same_len(dst.len(), src.len(), "copy::h2d_blocking")?;
-    // SAFETY: lengths checked; `src` is borrowed until the synchronise below returns.
-    check(
-        unsafe { sys::cudaMemcpyAsync(dst.as_mut_ptr().cast(), src.as_ptr().cast(), dst.byte_len(), Kind::cudaMemcpyHostToDevice, stream.as_raw()) },
-        "cudaMemcpyAsync",
-    )?;
-    stream.synchronize() // blocking by name: the caller asked for a synchronous copy
+    on_stream_device(stream, || {
+        // SAFETY: lengths checked; `src` is borrowed until the synchronise below returns.
+        check(
+            unsafe { sys::cudaMemcpyAsync(dst.as_mut_ptr().cast(), src.as_ptr().cast(), dst.byte_len(), Kind::cudaMemcpyHostToDevice, stream.as_raw()) },
+            "cudaMemcpyAsync",
+        )?;
+        stream.synchronize() // blocking by name: the caller asked for a synchronous copy
+    })
 }
 
 /// Copies device memory into pageable host memory and returns once it is there
-/// (`cudaMemcpyAsync` on `stream`, then `cudaStreamSynchronize`): blocking, by name.
+/// (`cudaMemcpyAsync` on `stream`, then `cudaStreamSynchronize`): blocking, by name. Runs with the
+/// stream's device current, whatever the calling thread's is.
 pub fn d2h_blocking<T: DeviceCopy>(dst: &mut [T], src: DeviceSlice<'_, T>, stream: StreamRef<'_>) -> Result<()> {
     same_len(dst.len(), src.len(), "copy::d2h_blocking")?;
-    // SAFETY: lengths checked; `dst` is borrowed until the synchronise below returns.
-    check(
-        unsafe { sys::cudaMemcpyAsync(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), Kind::cudaMemcpyDeviceToHost, stream.as_raw()) },
-        "cudaMemcpyAsync",
-    )?;
-    stream.synchronize() // blocking by name: the caller asked for a synchronous copy
+    on_stream_device(stream, || {
+        // SAFETY: lengths checked; `dst` is borrowed until the synchronise below returns.
+        check(
+            unsafe { sys::cudaMemcpyAsync(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), Kind::cudaMemcpyDeviceToHost, stream.as_raw()) },
+            "cudaMemcpyAsync",
+        )?;
+        stream.synchronize() // blocking by name: the caller asked for a synchronous copy
+    })
 }
