@@ -47,6 +47,11 @@ const char* ordo_status_name(ordo_status status);
 const char* ordo_status_string(ordo_status status);
 int ordo_status_is_sticky(ordo_status status);
 
+/* Device pointers passed with a stream must be device memory of the stream's device, or managed
+ * memory: the work runs on the stream's device whatever the current device is, and memory of
+ * another device gives ORDO_ERROR_INVALID_ARGUMENT (cudaPointerGetAttributes tells) rather than a
+ * fault on the device. While the stream is capturing CUDA refuses that query, so it is skipped. */
+
 /* y = normalize(A x); a is row-major rows x cols; all device memory. */
 ordo_status ordo_gemv_normalize(struct CUstream_st* stream, const float* a, const float* x, float* y, size_t rows, size_t cols);
 
@@ -59,6 +64,7 @@ ordo_status ordo_pdl_chain(struct CUstream_st* stream, float* a, float* b, const
 
 /* The chunked copy/compute pipeline. host_in and host_out must be pinned or registered
  * (ORDO_ERROR_PAGEABLE_MEMORY otherwise); dev_in and dev_out device memory; n floats each.
+ * One pipeline a device (the stream's), shared by callers.
  * compute runs on each chunk on the stream it is given (NULL: ordo's 64-step kernel). */
 typedef ordo_status (*ordo_compute_fn)(struct CUstream_st* stream, const float* input, float* output, size_t n, void* user);
 ordo_status ordo_pipeline_run(struct CUstream_st* stream, const float* host_in, float* dev_in, float* dev_out, float* host_out, size_t n, size_t chunks, ordo_compute_fn compute, void* user);

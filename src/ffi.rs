@@ -18,7 +18,7 @@ use core::ffi::{c_char, c_int, c_void, CStr};
 use ordo_core::graph_cache::{default_buckets, GraphCache, Overflow};
 use ordo_core::pipeline::{Buffers, Pipeline, Plan, Schedule};
 use ordo_core::staging::{Slot, StagingRing};
-use ordo_core::{sys, DeviceSlice, DeviceSliceMut, Error, PinnedSlice, PinnedSliceMut, StreamRef, TimingEvent, UsageKind};
+use ordo_core::{sys, Device, DeviceSlice, DeviceSliceMut, Error, PinnedSlice, PinnedSliceMut, StreamRef, TimingEvent, UsageKind};
 use ordo_kernels::{ChainPdl, ChainPlan};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
@@ -84,28 +84,58 @@ fn non_null<T>(p: *const T, what: &'static str) -> Result<(), Error> {
     }
 }
 
-/// What kind of memory `p` is, by `cudaPointerGetAttributes`.
-fn memory_type(p: *const c_void) -> Result<sys::cudaMemoryType, Error> {
+/// What `cudaPointerGetAttributes` says of `p`.
+fn attributes(p: *const c_void) -> Result<sys::cudaPointerAttributes, Error> {
     // Its layout differs between CUDA 12 and 13 (13 adds reserved words): default-construct it.
     let mut attrs = sys::cudaPointerAttributes::default();
     // SAFETY: `attrs` is writable; any pointer value may be asked about.
     ordo_core::error::check(unsafe { sys::cudaPointerGetAttributes(&mut attrs, p) }, "cudaPointerGetAttributes")?;
-    Ok(attrs.type_)
+    Ok(attrs)
 }
 
 fn require_pinned(p: *const c_void) -> Result<(), Error> {
-    if memory_type(p)? != sys::cudaMemoryType::cudaMemoryTypeHost {
+    if attributes(p)?.type_ != sys::cudaMemoryType::cudaMemoryTypeHost {
         return Err(Error::usage(UsageKind::PageableMemory, "ordo C ABI", "host memory must be pinned (cudaHostAlloc) or registered (cudaHostRegister)"));
     }
     Ok(())
 }
 
+/// Device or managed memory, of any device (what a copy needs).
 fn require_device(p: *const c_void) -> Result<(), Error> {
-    let t = memory_type(p)?;
+    let t = attributes(p)?.type_;
     if t != sys::cudaMemoryType::cudaMemoryTypeDevice && t != sys::cudaMemoryType::cudaMemoryTypeManaged {
         return Err(invalid("expected device (or managed) memory"));
     }
     Ok(())
+}
+
+/// Device memory of `device`, or managed memory (what a kernel on `device` may touch). Device
+/// memory of another device is refused: without peer access the kernel would fault there, a sticky
+/// error that loses that device's context.
+fn require_device_on(p: *const c_void, device: Device) -> Result<(), Error> {
+    let a = attributes(p)?;
+    match a.type_ {
+        sys::cudaMemoryType::cudaMemoryTypeManaged => Ok(()),
+        sys::cudaMemoryType::cudaMemoryTypeDevice if a.device == device.ordinal() => Ok(()),
+        sys::cudaMemoryType::cudaMemoryTypeDevice => Err(invalid("device memory of another device than the stream's")),
+        _ => Err(invalid("expected device (or managed) memory")),
+    }
+}
+
+/// The device `stream` belongs to: CUDA runs a launch on the stream's device whatever the current
+/// device is. `cudaStreamGetDevice` where the toolkit has it (12.8+), else the current device.
+fn stream_device(s: StreamRef<'_>) -> Result<Device, Error> {
+    match s.device() {
+        Err(e) if e.cuda_code() == Some(sys::cudaError::cudaErrorNotSupported) => Device::current(),
+        other => other,
+    }
+}
+
+/// Whether the pointer checks may run: not while `stream` is capturing, where CUDA refuses
+/// `cudaPointerGetAttributes` (cudaErrorStreamCaptureUnsupported, measured) and the refusal would
+/// invalidate the caller's capture. Captured work meets CUDA's own checks when the graph runs.
+fn may_check(s: StreamRef<'_>) -> bool {
+    matches!(s.capture_status(), Ok(ordo_core::graph::CaptureStatus::None))
 }
 
 static VERSION: &CStr = c"0.1.0";
@@ -188,6 +218,12 @@ pub unsafe extern "C" fn ordo_gemv_normalize(
         non_null(x, "null x")?;
         non_null(y, "null y")?;
         let cells = rows.checked_mul(cols).ok_or(invalid("rows * cols overflows"))?;
+        if may_check(s) {
+            let device = stream_device(s)?;
+            for p in [a, x, y.cast_const()] {
+                require_device_on(p.cast(), device)?;
+            }
+        }
         // SAFETY: the C contract: device buffers of the stated sizes, live until the work completes.
         unsafe {
             ordo_kernels::gemv_normalize(
@@ -211,6 +247,11 @@ pub unsafe extern "C" fn ordo_frame_filter(stream: sys::cudaStream_t, rgb: *cons
         non_null(out, "null out")?;
         let pixels = width.checked_mul(height).ok_or(invalid("width * height overflows"))?;
         let rgb_len = pixels.checked_mul(3).ok_or(invalid("width * height * 3 overflows"))?;
+        if may_check(s) {
+            let device = stream_device(s)?;
+            require_device_on(rgb.cast(), device)?;
+            require_device_on(out.cast_const().cast(), device)?;
+        }
         // SAFETY: the C contract.
         unsafe { ordo_kernels::frame_filter(s, DeviceSlice::from_raw_parts(rgb, rgb_len), DeviceSliceMut::from_raw_parts(out, pixels), width, height) }
     })
@@ -230,7 +271,17 @@ pub unsafe extern "C" fn ordo_pdl_chain(stream: sys::cudaStream_t, a: *mut f32, 
             1 => ChainPdl::Auto,
             _ => return Err(invalid("pdl must be 0 or 1")),
         };
-        let plan = ChainPlan::new(ordo_core::Device::current()?, n, mode)?;
+        // While capturing, no queries of the stream or the pointers: the current device plans.
+        let device = if may_check(s) {
+            let device = stream_device(s)?;
+            for p in [a.cast_const(), b.cast_const(), scale] {
+                require_device_on(p.cast(), device)?;
+            }
+            device
+        } else {
+            Device::current()?
+        };
+        let plan = ChainPlan::new(device, n, mode)?;
         // SAFETY: the C contract.
         unsafe {
             ordo_kernels::chain(s, DeviceSliceMut::from_raw_parts(a, n), DeviceSliceMut::from_raw_parts(b, n), DeviceSlice::from_raw_parts(scale, n), steps, &plan)
@@ -268,14 +319,16 @@ pub unsafe extern "C" fn ordo_pipeline_run(
         }
         require_pinned(host_in.cast())?;
         require_pinned(host_out.cast())?;
-        require_device(dev_in.cast())?;
-        require_device(dev_out.cast())?;
-        let device = ordo_core::Device::current()?;
+        // The pipeline of the stream's device, run with that device current (its events and
+        // streams are made there); device buffers must be that device's.
+        let device = stream_device(s)?;
+        require_device_on(dev_in.cast_const().cast(), device)?;
+        require_device_on(dev_out.cast_const().cast(), device)?;
         let mut pipelines = PIPELINES.lock().map_err(|_| invalid("pipeline lock poisoned"))?;
         let index = match pipelines.iter().position(|p| p.device() == device) {
             Some(i) => i,
             None => {
-                pipelines.push(Pipeline::new(3)?);
+                pipelines.push(device.with_current(|| Pipeline::new(3))?);
                 pipelines.len() - 1
             }
         };
@@ -300,7 +353,7 @@ pub unsafe extern "C" fn ordo_pipeline_run(
             None => unsafe { ordo_kernels::heavy_into(cs, i.as_slice(), o) },
         };
         // SAFETY: as above.
-        unsafe { p.run(s, buffers, plan, compute_chunk) }
+        device.with_current(|| unsafe { p.run(s, buffers, plan, compute_chunk) })
     })
 }
 
@@ -475,6 +528,7 @@ pub unsafe extern "C" fn ordo_staging_ring_submit(ring: *mut OrdoStagingRing, ti
         let r = unsafe { handle(ring, RING_MAGIC, |h| h.magic) }?;
         let s = stream_ref(stream)?;
         non_null(device_dst, "null device_dst")?;
+        require_device(device_dst.cast_const())?;
         let slot = {
             let mut taken = r.taken.lock().map_err(|_| invalid("ring lock poisoned"))?;
             taken.get_mut(ticket).and_then(Option::take).ok_or(invalid("no slot is held under this ticket"))?

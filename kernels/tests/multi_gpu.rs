@@ -1,10 +1,11 @@
 //! Tests on two GPUs: streams belong to their device, an event on device 0 orders work on device 1,
-//! peer copies, and an NCCL all-reduce joined to compute streams by events while compute overlaps
+//! peer copies, streams and events of another device as bad input, and an NCCL all-reduce joined to compute streams by events while compute overlaps
 //! it. They need two CUDA devices and fail clearly with fewer: on a one-GPU machine run the bundle
 //! with `--skip two_gpus`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ordo_core::memory::copy;
+use ordo_core::pipeline::{Buffers, Pipeline, Plan, Schedule};
 use ordo_core::*;
 use std::time::Instant;
 
@@ -61,6 +62,91 @@ fn two_gpus_streams_events_and_peer_copies() {
     d0.set_current().unwrap();
     drop(a0);
     s0.synchronize().unwrap();
+}
+
+/// Streams and events of another device, device 0 current. A launch onto a stream of device 1
+/// runs on device 1 (CUDA 13 runs a launch on the stream's device; ordo passes the stream
+/// through), checked with device 1's memory. An event of device 0 recorded on a stream of device
+/// 1 is CUDA's cudaErrorInvalidResourceHandle, not sticky; the elapsed time between events of the
+/// two devices is ordo's usage error saying so. A pipeline of device 0 run from a stream of device 1 is
+/// ordo's usage error. Waiting on an event of the other device is legal, and orders the work.
+/// Afterwards both devices work (results checked).
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn two_gpus_streams_and_events_of_another_device() {
+    let (d0, d1) = two_devices();
+    const N: usize = 4099;
+    let data = random_f32(N, 7);
+    // k kernels of x += 1, in f32 as the device rounds.
+    let plus = |k: u32| -> Vec<f32> { data.iter().map(|&v| (0..k).fold(v, |v, _| v + 1.0)).collect() };
+    d1.set_current().unwrap();
+    let s1 = Stream::new().unwrap();
+    let e1 = TimingEvent::new().unwrap();
+    let mut x1 = DeviceBuffer::<f32>::alloc_async(N, s1.as_stream()).unwrap();
+    copy::h2d_blocking(x1.as_mut_slice(), &data, s1.as_stream()).unwrap();
+    e1.record(s1.as_stream()).unwrap();
+    d0.set_current().unwrap();
+    let s0 = Stream::new().unwrap();
+    let e0 = TimingEvent::new().unwrap();
+    let mut x0 = DeviceBuffer::<f32>::alloc_async(N, s0.as_stream()).unwrap();
+    copy::h2d_blocking(x0.as_mut_slice(), &data, s0.as_stream()).unwrap();
+    let mut back = vec![0f32; N];
+
+    // A launch onto device 1's stream, with device 0 current, runs on device 1.
+    unsafe { ordo_kernels::add_one(s1.as_stream(), x1.as_mut_slice()).unwrap() };
+    copy::d2h_blocking(&mut back, x1.as_slice(), s1.as_stream()).unwrap();
+    assert!(back == plus(1), "the launch ran on device 1");
+    assert_eq!(Device::current().unwrap(), d0);
+
+    // CUDA 13.0 refuses it: cudaErrorInvalidResourceHandle, not sticky.
+    let record = e0.record(s1.as_stream());
+    println!("event of device 0 recorded on a stream of device 1: {record:?}");
+    let e = record.unwrap_err();
+    assert_eq!(e.cuda_code(), Some(ordo_core::sys::cudaError::cudaErrorInvalidResourceHandle), "{e}");
+    assert!(!e.is_sticky() && e.call() == "cudaEventRecord", "{e}");
+    e0.record(s0.as_stream()).unwrap();
+    e0.synchronize().unwrap();
+    e1.synchronize().unwrap();
+    let elapsed = e0.elapsed_ms_since(&e1);
+    println!("elapsed time between events of two devices: {elapsed:?}");
+    let e = elapsed.unwrap_err();
+    assert!(!e.is_sticky() && e.to_string().contains("different devices"), "{e}");
+
+    let mut p = Pipeline::new(3).unwrap();
+    let input = PinnedBuffer::from_slice(&data).unwrap();
+    let mut output = PinnedBuffer::<f32>::zeroed(N, HostAllocFlags::empty()).unwrap();
+    let mut dev_out = DeviceBuffer::<f32>::alloc_async(N, s0.as_stream()).unwrap();
+    let buffers = Buffers { input: input.pinned(), dev_in: x0.as_mut_slice(), dev_out: dev_out.as_mut_slice(), output: output.pinned_mut() };
+    let plan = Plan { chunks: 4, schedule: Schedule::Staged };
+    let run = unsafe { p.run(s1.as_stream(), buffers, plan, |cs, i, o| ordo_kernels::heavy_into(cs, i.as_slice(), o)) }.unwrap_err();
+    println!("pipeline of device 0 run from a stream of device 1: {run}");
+    assert!(run.to_string().contains("another device"), "{run}");
+
+    // Legal: device 0's stream waits on device 1's work (a long kernel there), then reads it.
+    for _ in 0..50 {
+        unsafe { ordo_kernels::add_one(s1.as_stream(), x1.as_mut_slice()).unwrap() };
+    }
+    d1.set_current().unwrap();
+    let ready = Event::new().unwrap();
+    d0.set_current().unwrap();
+    ready.record(s1.as_stream()).unwrap();
+    s0.wait_event(&ready).unwrap();
+    unsafe { copy::peer_async(x0.as_mut_slice(), d0, x1.as_slice(), d1, s0.as_stream()).unwrap() };
+    copy::d2h_blocking(&mut back, x0.as_slice(), s0.as_stream()).unwrap();
+    assert!(back == plus(51), "device 0 read device 1's buffer after its 51 kernels");
+    // Both devices still work.
+    unsafe { ordo_kernels::add_one(s0.as_stream(), x0.as_mut_slice()).unwrap() };
+    copy::d2h_blocking(&mut back, x0.as_slice(), s0.as_stream()).unwrap();
+    assert!(back == plus(52));
+    drop((x0, dev_out));
+    s0.synchronize().unwrap();
+    d1.set_current().unwrap();
+    unsafe { ordo_kernels::add_one(s1.as_stream(), x1.as_mut_slice()).unwrap() };
+    copy::d2h_blocking(&mut back, x1.as_slice(), s1.as_stream()).unwrap();
+    assert!(back == plus(52));
+    drop(x1);
+    s1.synchronize().unwrap();
+    d0.set_current().unwrap();
 }
 
 #[cfg(feature = "nccl")]

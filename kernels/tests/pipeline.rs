@@ -37,13 +37,22 @@ fn pipeline_results_equal_the_serial_version_for_several_plans() {
         let mut dev_in = DeviceBuffer::<f32>::alloc_async(n, s).unwrap();
         let mut dev_out = DeviceBuffer::<f32>::alloc_async(n, s).unwrap();
         let mut p = Pipeline::new(streams).unwrap();
-        let buffers = Buffers { input: input.pinned(), dev_in: dev_in.as_mut_slice(), dev_out: dev_out.as_mut_slice(), output: output.pinned_mut() };
-        unsafe {
-            p.run(s, buffers, plan, |cs, i, o| ordo_kernels::heavy_into(cs, i.as_slice(), o)).unwrap()
-        };
-        s.synchronize().unwrap();
         let expect: Vec<f32> = data.iter().map(|&v| heavy_cpu(v)).collect();
-        assert!(output[..] == expect[..], "n {n} {plan:?}");
+        // First without stage timing (only the events the cross-stream waits need), then with.
+        for timing in [false, true] {
+            output.fill(f32::NAN);
+            p.set_stage_timing(timing);
+            let buffers = Buffers { input: input.pinned(), dev_in: dev_in.as_mut_slice(), dev_out: dev_out.as_mut_slice(), output: output.pinned_mut() };
+            unsafe {
+                p.run(s, buffers, plan, |cs, i, o| ordo_kernels::heavy_into(cs, i.as_slice(), o)).unwrap()
+            };
+            s.synchronize().unwrap();
+            assert!(output[..] == expect[..], "n {n} {plan:?} timing {timing}");
+            if !timing {
+                let e = p.chunk_times().unwrap_err();
+                assert!(e.to_string().contains("stage timing off"), "{e}");
+            }
+        }
         // Stage events are ordered within each chunk and along each stream.
         let times = p.chunk_times().unwrap();
         assert_eq!(times.len(), chunks);
