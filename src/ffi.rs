@@ -122,15 +122,6 @@ fn require_device_on(p: *const c_void, device: Device) -> Result<(), Error> {
     }
 }
 
-/// The device `stream` belongs to: CUDA runs a launch on the stream's device whatever the current
-/// device is. `cudaStreamGetDevice` where the toolkit has it (12.8+), else the current device.
-fn stream_device(s: StreamRef<'_>) -> Result<Device, Error> {
-    match s.device() {
-        Err(e) if e.cuda_code() == Some(sys::cudaError::cudaErrorNotSupported) => Device::current(),
-        other => other,
-    }
-}
-
 /// Whether the pointer checks may run: not while `stream` is capturing, where CUDA refuses
 /// `cudaPointerGetAttributes` (cudaErrorStreamCaptureUnsupported, measured) and the refusal would
 /// invalidate the caller's capture. Captured work meets CUDA's own checks when the graph runs.
@@ -219,7 +210,7 @@ pub unsafe extern "C" fn ordo_gemv_normalize(
         non_null(y, "null y")?;
         let cells = rows.checked_mul(cols).ok_or(invalid("rows * cols overflows"))?;
         if may_check(s) {
-            let device = stream_device(s)?;
+            let device = s.device_or_current()?;
             for p in [a, x, y.cast_const()] {
                 require_device_on(p.cast(), device)?;
             }
@@ -248,7 +239,7 @@ pub unsafe extern "C" fn ordo_frame_filter(stream: sys::cudaStream_t, rgb: *cons
         let pixels = width.checked_mul(height).ok_or(invalid("width * height overflows"))?;
         let rgb_len = pixels.checked_mul(3).ok_or(invalid("width * height * 3 overflows"))?;
         if may_check(s) {
-            let device = stream_device(s)?;
+            let device = s.device_or_current()?;
             require_device_on(rgb.cast(), device)?;
             require_device_on(out.cast_const().cast(), device)?;
         }
@@ -273,7 +264,7 @@ pub unsafe extern "C" fn ordo_pdl_chain(stream: sys::cudaStream_t, a: *mut f32, 
         };
         // While capturing, no queries of the stream or the pointers: the current device plans.
         let device = if may_check(s) {
-            let device = stream_device(s)?;
+            let device = s.device_or_current()?;
             for p in [a.cast_const(), b.cast_const(), scale] {
                 require_device_on(p.cast(), device)?;
             }
@@ -321,7 +312,7 @@ pub unsafe extern "C" fn ordo_pipeline_run(
         require_pinned(host_out.cast())?;
         // The pipeline of the stream's device, run with that device current (its events and
         // streams are made there); device buffers must be that device's.
-        let device = stream_device(s)?;
+        let device = s.device_or_current()?;
         require_device_on(dev_in.cast_const().cast(), device)?;
         require_device_on(dev_out.cast_const().cast(), device)?;
         let mut pipelines = PIPELINES.lock().map_err(|_| invalid("pipeline lock poisoned"))?;

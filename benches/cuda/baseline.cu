@@ -8,9 +8,7 @@ namespace {
 double now_us() {
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
-}
 
-namespace {
 // The launch configuration of a chain step over n elements (256-thread blocks) on `s`, with
 // programmatic stream serialization (PDL) when pdl != 0; `attr` must outlive the launches.
 cudaLaunchConfig_t chain_config(cudaStream_t s, int n, int pdl, cudaLaunchAttribute* attr) {
@@ -24,6 +22,24 @@ cudaLaunchConfig_t chain_config(cudaStream_t s, int n, int pdl, cudaLaunchAttrib
     cfg.attrs = attr;
     cfg.numAttrs = pdl ? 1 : 0;
     return cfg;
+}
+
+// GPU milliseconds of what `enqueue()` puts on `s`, between two events recorded around it (the
+// end event is waited for).
+template <class Enqueue>
+double gpu_ms(cudaStream_t s, Enqueue enqueue) {
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    cudaEventRecord(a, s);
+    enqueue();
+    cudaEventRecord(b, s);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return ms;
 }
 }  // namespace
 
@@ -172,18 +188,9 @@ double bl_roundtrip_us(cudaStream_t s) {
 
 // `kernels` add_one launches over x[n] eagerly; GPU milliseconds from events.
 double bl_eager_add_one_ms(cudaStream_t s, float* x, int n, int kernels) {
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    cudaEventRecord(a, s);
-    for (int k = 0; k < kernels; ++k) bl_add_one<<<(n + 255) / 256, 256, 0, s>>>(x, n);
-    cudaEventRecord(b, s);
-    cudaEventSynchronize(b);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, a, b);
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return ms;
+    return gpu_ms(s, [&] {
+        for (int k = 0; k < kernels; ++k) bl_add_one<<<(n + 255) / 256, 256, 0, s>>>(x, n);
+    });
 }
 
 // Captures `kernels` add_one launches into a graph and instantiates it; instantiation ms out.
@@ -204,20 +211,11 @@ cudaGraphExec_t bl_graph_add_one(cudaStream_t s, float* x, int n, int kernels, d
 
 // One replay of `e`: GPU milliseconds from events; host microseconds of cudaGraphLaunch out.
 double bl_graph_replay_ms(cudaGraphExec_t e, cudaStream_t s, double* launch_us) {
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    cudaEventRecord(a, s);
-    double t0 = now_us();
-    cudaGraphLaunch(e, s);
-    *launch_us = now_us() - t0;
-    cudaEventRecord(b, s);
-    cudaEventSynchronize(b);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, a, b);
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return ms;
+    return gpu_ms(s, [&] {
+        double t0 = now_us();
+        cudaGraphLaunch(e, s);
+        *launch_us = now_us() - t0;
+    });
 }
 
 void bl_graph_destroy(cudaGraphExec_t e) { cudaGraphExecDestroy(e); }
@@ -248,58 +246,29 @@ double bl_event_ops_us(cudaStream_t a, cudaStream_t b, cudaEvent_t e, int op, in
 
 // `steps` in-place steps over x[n] (the source's PDL placement when pdl != 0); GPU ms.
 double bl_inplace_chain_ms(cudaStream_t s, float* x, int n, int steps, int pdl) {
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
     cudaLaunchAttribute attr;
     cudaLaunchConfig_t cfg = chain_config(s, n, pdl, &attr);
-    cudaEventRecord(e0, s);
-    for (int k = 0; k < steps; ++k) cudaLaunchKernelEx(&cfg, bl_inplace_step, x, n);
-    cudaEventRecord(e1, s);
-    cudaEventSynchronize(e1);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e0, e1);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    return ms;
+    return gpu_ms(s, [&] {
+        for (int k = 0; k < steps; ++k) cudaLaunchKernelEx(&cfg, bl_inplace_step, x, n);
+    });
 }
 
 // `steps` dependent chain steps (source's PDL placement when pdl != 0); GPU ms from events.
 double bl_chain_ms(cudaStream_t s, float* a, float* b, const float* scale, int n, int steps, int pdl) {
-    cudaEvent_t e0, e1;
-    cudaEventCreate(&e0);
-    cudaEventCreate(&e1);
     cudaLaunchAttribute attr;
     cudaLaunchConfig_t cfg = chain_config(s, n, pdl, &attr);
-    cudaEventRecord(e0, s);
-    for (int k = 0; k < steps; ++k) {
-        const float* prev = (k % 2 == 0) ? a : b;
-        float* out = (k % 2 == 0) ? b : a;
-        cudaLaunchKernelEx(&cfg, bl_chain_step, prev, out, scale, n);
-    }
-    cudaEventRecord(e1, s);
-    cudaEventSynchronize(e1);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, e0, e1);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    return ms;
+    return gpu_ms(s, [&] {
+        for (int k = 0; k < steps; ++k) {
+            const float* prev = (k % 2 == 0) ? a : b;
+            float* out = (k % 2 == 0) ? b : a;
+            cudaLaunchKernelEx(&cfg, bl_chain_step, prev, out, scale, n);
+        }
+    });
 }
 
 // One cudaMemcpyAsync of `bytes`; GPU ms from events.
 double bl_copy_ms(void* dst, const void* src, size_t bytes, int kind, cudaStream_t s) {
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    cudaEventRecord(a, s);
-    cudaMemcpyAsync(dst, src, bytes, (cudaMemcpyKind)kind, s);
-    cudaEventRecord(b, s);
-    cudaEventSynchronize(b);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, a, b);
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return ms;
+    return gpu_ms(s, [&] { cudaMemcpyAsync(dst, src, bytes, (cudaMemcpyKind)kind, s); });
 }
 
 // The source's chunked pipeline: chunks over `streams` streams (copy in, heavy, copy out), ms.

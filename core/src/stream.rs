@@ -171,6 +171,15 @@ impl<'a> StreamRef<'a> {
         check(unsafe { sys::stream_get_device(self.as_raw(), &mut d) }, "cudaStreamGetDevice")?;
         Ok(Device::from_ordinal(d))
     }
+
+    /// The stream's device where the toolkit can tell ([`device`](Self::device), 12.8+), else the
+    /// calling thread's current device.
+    pub fn device_or_current(self) -> Result<Device> {
+        match self.device() {
+            Err(e) if e.cuda_code() == Some(sys::cudaError::cudaErrorNotSupported) => Device::current(),
+            other => other,
+        }
+    }
 }
 
 /// An owned CUDA stream, destroyed on drop (`cudaStreamDestroy`; work already enqueued still runs).

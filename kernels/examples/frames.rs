@@ -9,34 +9,15 @@ use ordo_core::memory::copy;
 use ordo_core::{DeviceBuffer, Event, HostAllocFlags, PinnedBuffer, Result, Stream, TimingEvent};
 use std::process::ExitCode;
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 const W: usize = 1024;
 const H: usize = 1024;
 const FRAMES: usize = 1000;
 const DISTINCT: usize = 8;
 const CHECK_EVERY: usize = 50;
 
-fn reference(rgb: &[u8]) -> Vec<u8> {
-    let gray: Vec<f32> = (0..W * H)
-        .map(|p| 0.114f32.mul_add(rgb[3 * p + 2] as f32, 0.587f32.mul_add(rgb[3 * p + 1] as f32, 0.299 * rgb[3 * p] as f32)))
-        .collect();
-    let wt = [1.0f32, 4.0, 6.0, 4.0, 1.0];
-    let mut out = vec![0u8; W * H];
-    for y in 0..H as i64 {
-        for x in 0..W as i64 {
-            let mut acc = 0f32;
-            for dy in -2..=2i64 {
-                let yy = (y + dy).clamp(0, H as i64 - 1) as usize;
-                let mut row = 0f32;
-                for dx in -2..=2i64 {
-                    row = wt[(dx + 2) as usize].mul_add(gray[yy * W + (x + dx).clamp(0, W as i64 - 1) as usize], row);
-                }
-                acc = wt[(dy + 2) as usize].mul_add(row, acc);
-            }
-            out[y as usize * W + x as usize] = (acc * (1.0 / 256.0)).round_ties_even().clamp(0.0, 255.0) as u8;
-        }
-    }
-    out
-}
 
 /// Runs all frames through `streams` streams; returns (ms, frames that matched the reference).
 fn run(streams: usize, frames: &PinnedBuffer<u8>, refs: &[Vec<u8>]) -> Result<(f32, usize)> {
@@ -102,7 +83,7 @@ fn main() -> ExitCode {
             (x >> 56) as u8
         })
         .collect();
-    let refs: Vec<Vec<u8>> = (0..DISTINCT).map(|d| reference(&host[d * W * H * 3..(d + 1) * W * H * 3])).collect();
+    let refs: Vec<Vec<u8>> = (0..DISTINCT).map(|d| common::frame_filter_cpu(&host[d * W * H * 3..(d + 1) * W * H * 3], W, H)).collect();
     let frames = match PinnedBuffer::from_slice(&host) {
         Ok(f) => f,
         Err(e) => {

@@ -156,10 +156,9 @@ fn where_the_time_goes(r: &mut Report, rounds: usize, bound: f64, [ip, op, dip, 
             sb.wait_event(&fork)?;
             for i in 0..chunks {
                 let (lo, hi) = (N * i / chunks, N * (i + 1) / chunks);
-                let (si, so) = (sa, sb);
                 // SAFETY: chunks of the pipeline's buffers, which outlive this (synchronised) call.
                 unsafe {
-                    copy::h2d_async(DeviceSliceMut::from_raw_parts(dip.add(lo), hi - lo), PinnedSlice::from_raw_parts(ip.add(lo), hi - lo), si)?;
+                    copy::h2d_async(DeviceSliceMut::from_raw_parts(dip.add(lo), hi - lo), PinnedSlice::from_raw_parts(ip.add(lo), hi - lo), sa)?;
                     match mode {
                         1 => timed[2 * i].record(sa)?,
                         2 => {
@@ -168,7 +167,7 @@ fn where_the_time_goes(r: &mut Report, rounds: usize, bound: f64, [ip, op, dip, 
                         }
                         _ => {}
                     }
-                    copy::d2h_async(PinnedSliceMut::from_raw_parts(op.add(lo), hi - lo), DeviceSlice::from_raw_parts(dop.add(lo), hi - lo), so)?;
+                    copy::d2h_async(PinnedSliceMut::from_raw_parts(op.add(lo), hi - lo), DeviceSlice::from_raw_parts(dop.add(lo), hi - lo), sb)?;
                     if mode == 1 {
                         timed[2 * i + 1].record(sb)?;
                     }

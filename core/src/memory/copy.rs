@@ -146,11 +146,7 @@ pub unsafe fn memset_async<T: DeviceCopy>(dst: DeviceSliceMut<'_, T>, value: u8,
 /// CUDA 13.0 on two H200s), while it runs a kernel launch on the stream's device; these copies
 /// follow the stream too. (`cudaStreamGetDevice` needs 12.8; before, the copy runs as called.)
 fn on_stream_device(stream: StreamRef<'_>, copy: impl FnOnce() -> Result<()>) -> Result<()> {
-    match stream.device() {
-        Ok(device) => device.with_current(copy),
-        Err(e) if e.cuda_code() == Some(sys::cudaError::cudaErrorNotSupported) => copy(),
-        Err(e) => Err(e),
-    }
+    stream.device_or_current()?.with_current(copy)
 }
 
 /// Copies pageable host memory to the device and returns once `src` may be reused

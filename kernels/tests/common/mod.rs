@@ -54,3 +54,34 @@ pub fn download<T: DeviceCopy + Default>(d: &DeviceBuffer<'_, T>, s: StreamRef<'
 pub fn poisoned<'s>(n: usize, s: StreamRef<'s>) -> DeviceBuffer<'s, f32> {
     upload(&vec![POISON; n], s)
 }
+
+/// The frame filter on the CPU, in the kernels' arithmetic: grayscale (0.299 r + 0.587 g +
+/// 0.114 b, fused as the device does), then the 5x5 binomial blur (clamped edges), / 256, rounded
+/// to nearest even.
+pub fn frame_filter_cpu(rgb: &[u8], w: usize, h: usize) -> Vec<u8> {
+    let gray: Vec<f32> = (0..w * h)
+        .map(|p| {
+            let (r, g, b) = (rgb[3 * p] as f32, rgb[3 * p + 1] as f32, rgb[3 * p + 2] as f32);
+            0.114f32.mul_add(b, 0.587f32.mul_add(g, 0.299 * r))
+        })
+        .collect();
+    let wt = [1.0f32, 4.0, 6.0, 4.0, 1.0];
+    let mut out = vec![0u8; w * h];
+    for y in 0..h as i64 {
+        for x in 0..w as i64 {
+            let mut acc = 0f32;
+            for dy in -2..=2i64 {
+                let yy = (y + dy).clamp(0, h as i64 - 1) as usize;
+                let mut row = 0f32;
+                for dx in -2..=2i64 {
+                    let xx = (x + dx).clamp(0, w as i64 - 1) as usize;
+                    row = wt[(dx + 2) as usize].mul_add(gray[yy * w + xx], row);
+                }
+                acc = wt[(dy + 2) as usize].mul_add(row, acc);
+            }
+            let v = acc * (1.0 / 256.0);
+            out[y as usize * w + x as usize] = v.round_ties_even().clamp(0.0, 255.0) as u8;
+        }
+    }
+    out
+}
