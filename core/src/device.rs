@@ -103,15 +103,21 @@ impl Device {
         check(unsafe { sys::cudaSetDevice(self.0) }, "cudaSetDevice")
     }
 
-    /// Runs `f` with this device current, then restores the previous current device. Does not call
-    /// `cudaSetDevice` when it is already current.
+    /// Runs `f` with this device current, then restores the previous current device, on every
+    /// path out: a return, an error, or a panic unwinding through `f` (a guard restores it; a
+    /// failure to restore while unwinding is kept for
+    /// [`take_drop_errors`](crate::error::take_drop_errors)). Does not call `cudaSetDevice` when
+    /// this device is already current. A failure to restore after `f` returned is this call's
+    /// error, ahead of `f`'s.
     pub fn with_current<R>(self, f: impl FnOnce() -> Result<R>) -> Result<R> {
         let previous = Device::current()?;
         if previous == self {
             return f();
         }
         self.set_current()?;
+        let guard = RestoreDevice(previous);
         let r = f();
+        core::mem::forget(guard);
         previous.set_current()?;
         r
     }
@@ -217,5 +223,16 @@ impl Device {
             }
             check(code, "cudaDeviceEnablePeerAccess")
         })
+    }
+}
+
+/// Makes its device current again when dropped: [`Device::with_current`]'s restore on unwind.
+struct RestoreDevice(Device);
+
+impl Drop for RestoreDevice {
+    fn drop(&mut self) {
+        // SAFETY: plain value.
+        let code = unsafe { sys::cudaSetDevice(self.0 .0) };
+        crate::error::record_drop_error(code, "cudaSetDevice");
     }
 }

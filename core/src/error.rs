@@ -15,19 +15,31 @@
 //! # Sticky errors
 //! Some execution errors leave the CUDA context unusable ([`CudaError::is_sticky`]): every later
 //! call in the process returns the same error, and the only way on is a new process.
+//!
+//! # Errors met in `Drop`
+//! `Drop` cannot return an error, and ordo's handles free on drop (`cudaFreeAsync`,
+//! `cudaStreamDestroy`, ...). A failure there (a lost context; a free inside a capture that
+//! invalidated it) is kept, not discarded: with `std`, in a process-wide queue that
+//! [`take_drop_errors`] empties (oldest first; at most [`DROP_ERROR_CAPACITY`] are kept, the
+//! oldest, and the ones that did not fit are counted by [`lost_drop_error_count`]). Every build
+//! counts them ([`drop_error_count`]). Libraries built on ordo report their own `Drop` failures
+//! the same way with [`record_drop_error`] and [`record_drop_error_value`].
 
 use core::ffi::CStr;
 use core::fmt;
+use core::sync::atomic::{AtomicUsize, Ordering};
 use ordo_cuda_sys as sys;
 
 /// `Result` with ordo's [`Error`].
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
-/// An error returned by a CUDA runtime call.
+/// An error returned by a CUDA runtime call, optionally with ordo's hint about its likely cause
+/// (shown by `Display`; the code, name and call stay CUDA's).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct CudaError {
     code: sys::cudaError_t,
     call: &'static str,
+    hint: Option<&'static str>,
 }
 
 /// The codes whose documentation in `driver_types.h` says the process is left in an inconsistent
@@ -53,7 +65,20 @@ impl CudaError {
     /// An error for `code` returned by `call` (the CUDA function's name).
     #[inline]
     pub const fn new(code: sys::cudaError_t, call: &'static str) -> CudaError {
-        CudaError { code, call }
+        CudaError { code, call, hint: None }
+    }
+
+    /// The same error with ordo's `hint` about its likely cause, e.g. which ordo call would avoid
+    /// it. The code, name and call are unchanged.
+    #[inline]
+    pub const fn with_hint(self, hint: &'static str) -> CudaError {
+        CudaError { hint: Some(hint), ..self }
+    }
+
+    /// ordo's hint about the likely cause, when it has one.
+    #[inline]
+    pub const fn hint(&self) -> Option<&'static str> {
+        self.hint
     }
 
     /// The CUDA error code.
@@ -109,6 +134,7 @@ impl fmt::Debug for CudaError {
             .field("name", &self.name())
             .field("call", &self.call)
             .field("sticky", &self.is_sticky())
+            .field("hint", &self.hint)
             .finish()
     }
 }
@@ -125,6 +151,9 @@ impl fmt::Display for CudaError {
         )?;
         if self.is_sticky() {
             f.write_str(" [sticky: the CUDA context is lost; restart the process]")?;
+        }
+        if let Some(hint) = self.hint {
+            write!(f, " (hint: {hint})")?;
         }
         Ok(())
     }
@@ -282,4 +311,67 @@ pub fn peek_last_error() -> Result<()> {
 #[cold]
 pub(crate) fn null_handle(call: &'static str) -> Error {
     Error::Cuda(CudaError::new(sys::cudaError::cudaErrorUnknown, call))
+}
+
+/// How many errors met in `Drop` the `std` queue keeps at most; later ones are counted by
+/// [`lost_drop_error_count`] until [`take_drop_errors`] empties it.
+pub const DROP_ERROR_CAPACITY: usize = 1024;
+
+/// Every error met in `Drop` since the process started, kept or not.
+static DROP_ERRORS_SEEN: AtomicUsize = AtomicUsize::new(0);
+/// Errors met in `Drop` that were not kept: the queue was full, or the build has no `std`.
+static DROP_ERRORS_LOST: AtomicUsize = AtomicUsize::new(0);
+
+#[cfg(feature = "std")]
+static DROP_ERRORS: std::sync::Mutex<alloc::collections::VecDeque<Error>> =
+    std::sync::Mutex::new(alloc::collections::VecDeque::new());
+
+/// Records the status a CUDA call returned inside a `Drop` (`call` names it): nothing for
+/// `cudaSuccess`, else the error goes where [`take_drop_errors`] finds it. For libraries built on
+/// ordo whose handles free themselves on drop; one compare on the success path.
+#[inline]
+pub fn record_drop_error(code: sys::cudaError_t, call: &'static str) {
+    if code != sys::cudaError::cudaSuccess {
+        record_drop_error_value(Error::Cuda(CudaError::new(code, call)));
+    }
+}
+
+/// Records an error met inside a `Drop` (any kind: a cuBLAS or NCCL status as
+/// [`Error::Library`], say). Never panics and never blocks on a poisoned lock; allocates only
+/// while the queue grows (at most [`DROP_ERROR_CAPACITY`] entries).
+#[cold]
+#[inline(never)]
+pub fn record_drop_error_value(error: Error) {
+    DROP_ERRORS_SEEN.fetch_add(1, Ordering::Relaxed);
+    #[cfg(feature = "std")]
+    {
+        let mut queue = DROP_ERRORS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if queue.len() < DROP_ERROR_CAPACITY {
+            queue.push_back(error);
+            return;
+        }
+    }
+    #[cfg(not(feature = "std"))]
+    let _ = error;
+    DROP_ERRORS_LOST.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Takes the errors met in `Drop` since the last call, oldest first (at most
+/// [`DROP_ERROR_CAPACITY`]; see [`lost_drop_error_count`] for the rest). Process-wide: errors
+/// of every thread land in the same queue.
+#[cfg(feature = "std")]
+pub fn take_drop_errors() -> alloc::vec::Vec<Error> {
+    let mut queue = DROP_ERRORS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    queue.drain(..).collect()
+}
+
+/// How many errors were met in `Drop` since the process started, whether kept or not.
+pub fn drop_error_count() -> usize {
+    DROP_ERRORS_SEEN.load(Ordering::Relaxed)
+}
+
+/// How many errors met in `Drop` since the process started were not kept: the queue was full
+/// (with `std`), or every one (without `std`, which keeps none). Never reset.
+pub fn lost_drop_error_count() -> usize {
+    DROP_ERRORS_LOST.load(Ordering::Relaxed)
 }

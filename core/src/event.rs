@@ -31,7 +31,9 @@ pub enum EventStatus {
     Pending,
 }
 
-/// An owned CUDA event, destroyed on drop. Recording and waiting are safe from any thread.
+/// An owned CUDA event, destroyed on drop (a failure is kept for
+/// [`take_drop_errors`](crate::error::take_drop_errors)). Recording and waiting are safe from any
+/// thread.
 #[derive(Debug)]
 #[repr(transparent)]
 pub struct Event {
@@ -84,6 +86,10 @@ impl Event {
     /// Records the event as an external event node when `stream` is capturing
     /// (`cudaEventRecordWithFlags` with `cudaEventRecordExternal`), so that the graph's replay
     /// records it too; outside capture it is a plain record.
+    ///
+    /// The graph keeps the raw handle, not the `Event`: every replay of every executable graph
+    /// made from that capture records this event, so it must outlive them all. That is part of
+    /// the contract of the (`unsafe`) capture that made the graph ([`capture`](crate::graph::capture)).
     #[inline]
     pub fn record_external(&self, stream: StreamRef<'_>) -> Result<()> {
         // SAFETY: a live event and a live stream.
@@ -115,7 +121,8 @@ impl Drop for Event {
     fn drop(&mut self) {
         // SAFETY: owned, live event. Destroying an event with pending records is allowed: CUDA
         // releases it once the work completes.
-        unsafe { sys::cudaEventDestroy(self.raw.as_ptr()) };
+        let code = unsafe { sys::cudaEventDestroy(self.raw.as_ptr()) };
+        crate::error::record_drop_error(code, "cudaEventDestroy");
     }
 }
 

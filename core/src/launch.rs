@@ -30,7 +30,7 @@
 //! (`ordo/pdl.cuh` in `ordo-kernels` wraps both). Captured into a graph, the launch keeps a
 //! programmatic edge.
 
-use crate::error::{check, Error, Result, UsageKind};
+use crate::error::{check, Error, Result};
 use crate::stream::StreamRef;
 use core::ffi::{c_int, c_void};
 use core::marker::PhantomData;
@@ -300,11 +300,27 @@ impl<Args: KernelArgs> Kernel<Args> {
     /// (measured with CUDA 13.0 on two H200s: a launch onto another device's stream is accepted and
     /// runs there). ordo adds no check on this hot path.
     ///
+    /// A launch with more than 48 KiB of dynamic shared memory that CUDA refuses keeps CUDA's error
+    /// (code, name, call) and adds ordo's hint to allow it with
+    /// [`set_max_dynamic_shared_memory`](Self::set_max_dynamic_shared_memory).
+    ///
     /// # Safety
     /// The kernel runs with `args` on the stream's device: every pointer in them must be valid
-    /// there for what the kernel does with it (memory of another device only with peer access
-    /// enabled; without it the kernel faults, a sticky error), and stay allocated until the kernel
-    /// completes.
+    /// there for what the kernel does with it, and stay allocated until the kernel completes.
+    /// Memory of another device is valid there only where that device granted access to it:
+    /// `cudaMalloc` memory once peer access is enabled ([`Device::enable_peer_access`]); memory
+    /// from a stream-ordered pool (every [`DeviceBuffer`]) only once the pool grants this device
+    /// access (`cudaMemPoolSetAccess`), which peer access alone does not do. Otherwise the kernel
+    /// faults (`cudaErrorIllegalAddress`, a sticky error). Memory of a [`DeviceBuffer`] used on
+    /// another stream than its own must also be ordered after its allocation and before its free
+    /// (see [`order`](crate::memory::order)).
+    ///
+    /// Captured into a graph, the kernel runs at every launch of every executable graph made from
+    /// it, not at this call: the capture's contract ([`capture`](crate::graph::capture)) extends the
+    /// above to every such launch.
+    ///
+    /// [`Device::enable_peer_access`]: crate::Device::enable_peer_access
+    /// [`DeviceBuffer`]: crate::memory::DeviceBuffer
     #[inline]
     pub unsafe fn launch(self, stream: StreamRef<'_>, config: &LaunchConfig, mut args: Args) -> Result<()> {
         config.validate()?;
@@ -351,24 +367,43 @@ impl<Args: KernelArgs> Kernel<Args> {
     }
 
     /// Allows up to `bytes` of dynamic shared memory a block (`cudaFuncSetAttribute` with
-    /// `cudaFuncAttributeMaxDynamicSharedMemorySize`), checked against the current device's opt-in
-    /// limit with a clear error.
+    /// `cudaFuncAttributeMaxDynamicSharedMemorySize`), checked against the device's opt-in limit
+    /// with a clear error.
+    ///
+    /// The attribute belongs to the kernel *on the calling thread's current device* only: a launch
+    /// on a stream of another device still gets the 48 KiB default there. Use
+    /// [`set_max_dynamic_shared_memory_on`](Self::set_max_dynamic_shared_memory_on) to name the
+    /// device.
     pub fn set_max_dynamic_shared_memory(self, bytes: u32) -> Result<()> {
-        let limit = crate::Device::current()?.max_shared_memory_per_block_optin()?;
-        let static_bytes = self.attributes()?.sharedSizeBytes as u64;
-        if u64::from(bytes) + static_bytes > u64::from(limit) {
+        self.set_max_dynamic_shared_memory_here(crate::Device::current()?, bytes)
+    }
+
+    /// As [`set_max_dynamic_shared_memory`](Self::set_max_dynamic_shared_memory), for the kernel
+    /// on `device` (made current for the call, then restored).
+    pub fn set_max_dynamic_shared_memory_on(self, device: crate::Device, bytes: u32) -> Result<()> {
+        device.with_current(|| self.set_max_dynamic_shared_memory_here(device, bytes))
+    }
+
+    /// The body of both setters; `device` is the current device.
+    fn set_max_dynamic_shared_memory_here(self, device: crate::Device, bytes: u32) -> Result<()> {
+        const CALL: &str = "Kernel::set_max_dynamic_shared_memory";
+        let limit = device.max_shared_memory_per_block_optin()?;
+        let static_bytes = u64::try_from(self.attributes()?.sharedSizeBytes).unwrap_or(u64::MAX);
+        if u64::from(bytes).saturating_add(static_bytes) > u64::from(limit) {
             return Err(Error::invalid(
-                "Kernel::set_max_dynamic_shared_memory",
+                CALL,
                 "dynamic plus static shared memory over the device's opt-in limit (cudaDevAttrMaxSharedMemoryPerBlockOptin)",
             ));
         }
+        let bytes =
+            c_int::try_from(bytes).map_err(|_| Error::invalid(CALL, "shared memory size over i32::MAX bytes"))?;
         // SAFETY: a kernel stub; plain values.
         check(
             unsafe {
                 sys::cudaFuncSetAttribute(
                     self.as_raw(),
                     sys::cudaFuncAttribute::cudaFuncAttributeMaxDynamicSharedMemorySize,
-                    bytes as c_int,
+                    bytes,
                 )
             },
             "cudaFuncSetAttribute",
@@ -404,12 +439,13 @@ impl<Args: KernelArgs> Kernel<Args> {
     }
 }
 
-/// The error path of a launch, out of line: explains a shared-memory refusal, and clears a
-/// non-sticky launch error from the runtime's last-error slot so it is not reported twice.
+/// The error path of a launch, out of line: clears a non-sticky launch error from the runtime's
+/// last-error slot so it is not reported twice, and adds ordo's hint to a shared-memory refusal
+/// while keeping CUDA's code.
 #[cold]
 #[inline(never)]
 fn launch_error(code: sys::cudaError_t, config: &LaunchConfig) -> Result<()> {
-    let err = crate::error::CudaError::new(code, "cudaLaunchKernelExC");
+    let mut err = crate::error::CudaError::new(code, "cudaLaunchKernelExC");
     if !err.is_sticky() {
         // SAFETY: no arguments.
         unsafe { sys::cudaGetLastError() };
@@ -417,11 +453,9 @@ fn launch_error(code: sys::cudaError_t, config: &LaunchConfig) -> Result<()> {
     if config.shared_mem_bytes > DEFAULT_MAX_DYNAMIC_SHARED_MEMORY
         && (code == sys::cudaError::cudaErrorInvalidValue || code == sys::cudaError::cudaErrorInvalidConfiguration)
     {
-        return Err(Error::usage(
-            UsageKind::InvalidArgument,
-            "Kernel::launch",
-            "dynamic shared memory over 48 KiB needs Kernel::set_max_dynamic_shared_memory first (or is over the device's limit)",
-        ));
+        err = err.with_hint(
+            "dynamic shared memory over 48 KiB needs Kernel::set_max_dynamic_shared_memory first, on the stream's device (or is over the device's limit)",
+        );
     }
     Err(Error::Cuda(err))
 }

@@ -2,7 +2,14 @@
 //! library owns). Following CCCL's `cuda::stream_ref`, a `StreamRef` cannot be made from a null
 //! handle, so the legacy default stream is never used by accident: it and the per-thread default
 //! stream exist only as the named constructors [`StreamRef::legacy_default`] and
-//! [`StreamRef::per_thread_default`].
+//! [`StreamRef::per_thread_default`]. Those two are `unsafe`: each names a different stream on each
+//! thread or current device, so a handle (or a buffer freed on it) that moves to another thread or
+//! device would silently reach another stream.
+//!
+//! ```compile_fail,E0133
+//! // A pseudo stream needs `unsafe` and its contract.
+//! let s = ordo_core::StreamRef::per_thread_default();
+//! ```
 
 use crate::device::Device;
 use crate::error::{check, Error, Result, UsageKind};
@@ -78,7 +85,9 @@ impl<'a> StreamRef<'a> {
     /// stream): ask for that one by name with [`StreamRef::legacy_default`].
     ///
     /// # Safety
-    /// `raw` is a live stream (or `cudaStreamLegacy`/`cudaStreamPerThread`) and stays alive for `'a`.
+    /// `raw` is a live stream and stays alive for `'a`; or it is `cudaStreamLegacy` or
+    /// `cudaStreamPerThread`, and the caller then owes what [`StreamRef::legacy_default`] or
+    /// [`StreamRef::per_thread_default`] asks.
     #[inline(always)]
     pub unsafe fn from_raw(raw: sys::cudaStream_t) -> Option<StreamRef<'a>> {
         NonNull::new(raw).map(|raw| StreamRef { raw, _stream: PhantomData })
@@ -86,15 +95,41 @@ impl<'a> StreamRef<'a> {
 
     /// The legacy default stream (`cudaStreamLegacy`): it synchronises with every blocking stream
     /// of the device. Rarely what a library wants.
+    ///
+    /// # Safety
+    /// The handle does not name one stream: CUDA resolves it, at each call that uses it, to the
+    /// legacy stream of the calling thread's current device. The caller promises that every use
+    /// of the returned handle, and of anything that keeps it (a [`DeviceBuffer`] allocated on it is
+    /// freed on it when dropped; a view whose [`origin`] it is orders work after it), happens while
+    /// the device that is current at this call is the calling thread's current device, so that all
+    /// of them reach the same stream. Otherwise a free or an ordering event lands on another
+    /// device's stream, unordered with the work queued here, and the memory may be reused while
+    /// that work still uses it.
+    ///
+    /// [`DeviceBuffer`]: crate::memory::DeviceBuffer
+    /// [`origin`]: crate::memory::DeviceSlice::origin
     #[inline(always)]
-    pub fn legacy_default() -> StreamRef<'static> {
+    pub unsafe fn legacy_default() -> StreamRef<'static> {
         // SAFETY: cudaStreamLegacy is 0x1, not null.
         StreamRef { raw: unsafe { NonNull::new_unchecked(sys::cudaStreamLegacy()) }, _stream: PhantomData }
     }
 
     /// The calling thread's per-thread default stream (`cudaStreamPerThread`).
+    ///
+    /// # Safety
+    /// The handle does not name one stream: CUDA resolves it, at each call that uses it, to the
+    /// per-thread stream of the *calling* thread on *its* current device. The caller promises that
+    /// the returned handle, and anything that keeps it (a [`DeviceBuffer`] allocated on it is freed
+    /// on it when dropped; a view whose [`origin`] it is orders work after it), is used only on the
+    /// thread that called this function, and only while the device current at this call is that
+    /// thread's current device. `StreamRef` is `Send`, so the type does not stop it from moving to
+    /// another thread: there it would name that thread's stream, unordered with the work queued
+    /// here (a buffer dropped there is freed while this thread's work may still use it).
+    ///
+    /// [`DeviceBuffer`]: crate::memory::DeviceBuffer
+    /// [`origin`]: crate::memory::DeviceSlice::origin
     #[inline(always)]
-    pub fn per_thread_default() -> StreamRef<'static> {
+    pub unsafe fn per_thread_default() -> StreamRef<'static> {
         // SAFETY: cudaStreamPerThread is 0x2, not null.
         StreamRef { raw: unsafe { NonNull::new_unchecked(sys::cudaStreamPerThread()) }, _stream: PhantomData }
     }
@@ -139,6 +174,16 @@ impl<'a> StreamRef<'a> {
         event.record(self)
     }
 
+    /// Whether the stream is capturing, or was and the capture was invalidated
+    /// (`cudaStreamIsCapturing`): what a blocking call checks before it enqueues anything.
+    #[inline]
+    pub(crate) fn is_capturing(self) -> Result<bool> {
+        let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
+        // SAFETY: a live stream; `status` is writable.
+        check(unsafe { sys::cudaStreamIsCapturing(self.as_raw(), &mut status) }, "cudaStreamIsCapturing")?;
+        Ok(status != sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone)
+    }
+
     /// The stream's priority (`cudaStreamGetPriority`).
     pub fn priority(self) -> Result<i32> {
         let mut p: c_int = 0;
@@ -147,16 +192,20 @@ impl<'a> StreamRef<'a> {
         Ok(p)
     }
 
-    /// The stream's flags (`cudaStreamGetFlags`).
+    /// The stream's flags (`cudaStreamGetFlags`). Refused with a usage error, before CUDA is
+    /// called, while the stream captures (CUDA would invalidate the capture).
     pub fn flags(self) -> Result<StreamFlags> {
+        self.refuse_while_capturing("cudaStreamGetFlags")?;
         let mut f: c_uint = 0;
         // SAFETY: a live stream; `f` is writable.
         check(unsafe { sys::cudaStreamGetFlags(self.as_raw(), &mut f) }, "cudaStreamGetFlags")?;
         Ok(StreamFlags::from_bits_retain(f))
     }
 
-    /// The stream's process-unique id (`cudaStreamGetId`).
+    /// The stream's process-unique id (`cudaStreamGetId`). Refused with a usage error, before
+    /// CUDA is called, while the stream captures (CUDA would invalidate the capture).
     pub fn id(self) -> Result<u64> {
+        self.refuse_while_capturing("cudaStreamGetId")?;
         let mut id: core::ffi::c_ulonglong = 0;
         // SAFETY: a live stream; `id` is writable.
         check(unsafe { sys::cudaStreamGetId(self.as_raw(), &mut id) }, "cudaStreamGetId")?;
@@ -164,8 +213,10 @@ impl<'a> StreamRef<'a> {
     }
 
     /// The device the stream belongs to (`cudaStreamGetDevice`, CUDA 12.8 and later; NotSupported
-    /// when built against an older toolkit).
+    /// when built against an older toolkit). Refused with a usage error, before CUDA is called,
+    /// while the stream captures (CUDA would invalidate the capture).
     pub fn device(self) -> Result<Device> {
+        self.refuse_while_capturing("cudaStreamGetDevice")?;
         let mut d: c_int = 0;
         // SAFETY: a live stream; `d` is writable.
         check(unsafe { sys::stream_get_device(self.as_raw(), &mut d) }, "cudaStreamGetDevice")?;
@@ -173,16 +224,35 @@ impl<'a> StreamRef<'a> {
     }
 
     /// The stream's device where the toolkit can tell ([`device`](Self::device), 12.8+), else the
-    /// calling thread's current device.
+    /// calling thread's current device; also the current device while the stream captures (CUDA
+    /// cannot be asked then without invalidating the capture, and capturing code runs with the
+    /// stream's device current as a rule).
     pub fn device_or_current(self) -> Result<Device> {
         match self.device() {
             Err(e) if e.cuda_code() == Some(sys::cudaError::cudaErrorNotSupported) => Device::current(),
+            Err(Error::Usage(u)) if u.call == "cudaStreamGetDevice" => Device::current(),
             other => other,
         }
     }
+
+    /// Refuses a query that CUDA 13.0 answers with `cudaErrorStreamCaptureUnsupported` on a
+    /// capturing stream, invalidating the capture, in every capture mode (`cudaStreamGetDevice`,
+    /// `cudaStreamGetFlags`, `cudaStreamGetId`; measured on an H200): the capture status is
+    /// asked first (`cudaStreamGetCaptureInfo`, legal during a capture).
+    fn refuse_while_capturing(self, call: &'static str) -> Result<()> {
+        if self.capture_status()? != crate::graph::CaptureStatus::None {
+            return Err(Error::usage(
+                UsageKind::InvalidArgument,
+                call,
+                "the stream is capturing: CUDA would refuse this query and invalidate the capture",
+            ));
+        }
+        Ok(())
+    }
 }
 
-/// An owned CUDA stream, destroyed on drop (`cudaStreamDestroy`; work already enqueued still runs).
+/// An owned CUDA stream, destroyed on drop (`cudaStreamDestroy`; work already enqueued still runs;
+/// a failure is kept for [`take_drop_errors`](crate::error::take_drop_errors)).
 #[derive(Debug)]
 #[repr(transparent)]
 pub struct Stream {
@@ -233,9 +303,7 @@ impl Stream {
     }
 
     fn from_created(raw: sys::cudaStream_t, call: &'static str) -> Result<Stream> {
-        NonNull::new(raw)
-            .map(|raw| Stream { raw })
-            .ok_or_else(|| crate::error::null_handle(call))
+        NonNull::new(raw).map(|raw| Stream { raw }).ok_or_else(|| crate::error::null_handle(call))
     }
 
     /// Takes ownership of a raw stream.
@@ -320,6 +388,7 @@ impl AsStream for Stream {
 impl Drop for Stream {
     fn drop(&mut self) {
         // SAFETY: owned, live stream. Work already enqueued completes; the call does not block.
-        unsafe { sys::cudaStreamDestroy(self.raw.as_ptr()) };
+        let code = unsafe { sys::cudaStreamDestroy(self.raw.as_ptr()) };
+        crate::error::record_drop_error(code, "cudaStreamDestroy");
     }
 }

@@ -8,7 +8,14 @@
 //! - the host memory stays allocated and is not written (for a copy from it) or not accessed (for a
 //!   copy into it);
 //! - the device memory stays allocated: true without further thought for a [`DeviceBuffer`] used
-//!   on the stream it is freed on, since its free is ordered after the copy.
+//!   on the stream it is freed on, since its free is ordered after the copy. On another stream,
+//!   order the copy after the buffer's stream and the buffer's free after the copy:
+//!   [`order::after_origin`] and [`order::origin_after`] with the view's
+//!   [`origin`](DeviceSlice::origin) do both.
+//!
+//! A copy captured into a graph runs at every launch of every executable graph made from it, not
+//! at the call: the capture's contract ([`capture`](crate::graph::capture)) extends the above to
+//! every such launch.
 //!
 //! Pinned memory is required by type (`PinnedSlice`): an async copy from pageable memory is not
 //! asynchronous. The `*_blocking` functions take ordinary slices and return after the copy.
@@ -35,7 +42,7 @@
 //!
 //! [`DeviceBuffer`]: super::DeviceBuffer
 
-use super::{DeviceCopy, DeviceSlice, DeviceSliceMut, PinnedSlice, PinnedSliceMut};
+use super::{order, DeviceCopy, DeviceSlice, DeviceSliceMut, PinnedSlice, PinnedSliceMut};
 use crate::error::{check, Error, Result};
 use crate::stream::StreamRef;
 use ordo_cuda_sys as sys;
@@ -57,11 +64,23 @@ fn same_len(a: usize, b: usize, call: &'static str) -> Result<()> {
 /// # Safety
 /// See the [module documentation](self): `src` and `dst` stay valid until the copy completes.
 #[inline]
-pub unsafe fn h2d_async<T: DeviceCopy>(dst: DeviceSliceMut<'_, T>, src: PinnedSlice<'_, T>, stream: StreamRef<'_>) -> Result<()> {
+pub unsafe fn h2d_async<T: DeviceCopy>(
+    dst: DeviceSliceMut<'_, T>,
+    src: PinnedSlice<'_, T>,
+    stream: StreamRef<'_>,
+) -> Result<()> {
     same_len(dst.len(), src.len(), "copy::h2d_async")?;
     // SAFETY: lengths checked; lifetimes owed by the caller.
     check(
-        unsafe { sys::cudaMemcpyAsync(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), Kind::cudaMemcpyHostToDevice, stream.as_raw()) },
+        unsafe {
+            sys::cudaMemcpyAsync(
+                dst.as_mut_ptr().cast(),
+                src.as_ptr().cast(),
+                src.byte_len(),
+                Kind::cudaMemcpyHostToDevice,
+                stream.as_raw(),
+            )
+        },
         "cudaMemcpyAsync",
     )
 }
@@ -71,11 +90,23 @@ pub unsafe fn h2d_async<T: DeviceCopy>(dst: DeviceSliceMut<'_, T>, src: PinnedSl
 /// # Safety
 /// See the [module documentation](self): `src` and `dst` stay valid until the copy completes.
 #[inline]
-pub unsafe fn d2h_async<T: DeviceCopy>(dst: PinnedSliceMut<'_, T>, src: DeviceSlice<'_, T>, stream: StreamRef<'_>) -> Result<()> {
+pub unsafe fn d2h_async<T: DeviceCopy>(
+    dst: PinnedSliceMut<'_, T>,
+    src: DeviceSlice<'_, T>,
+    stream: StreamRef<'_>,
+) -> Result<()> {
     same_len(dst.len(), src.len(), "copy::d2h_async")?;
     // SAFETY: lengths checked; lifetimes owed by the caller.
     check(
-        unsafe { sys::cudaMemcpyAsync(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), Kind::cudaMemcpyDeviceToHost, stream.as_raw()) },
+        unsafe {
+            sys::cudaMemcpyAsync(
+                dst.as_mut_ptr().cast(),
+                src.as_ptr().cast(),
+                src.byte_len(),
+                Kind::cudaMemcpyDeviceToHost,
+                stream.as_raw(),
+            )
+        },
         "cudaMemcpyAsync",
     )
 }
@@ -86,11 +117,23 @@ pub unsafe fn d2h_async<T: DeviceCopy>(dst: PinnedSliceMut<'_, T>, src: DeviceSl
 /// # Safety
 /// See the [module documentation](self): both buffers stay allocated until the copy completes.
 #[inline]
-pub unsafe fn d2d_async<T: DeviceCopy>(dst: DeviceSliceMut<'_, T>, src: DeviceSlice<'_, T>, stream: StreamRef<'_>) -> Result<()> {
+pub unsafe fn d2d_async<T: DeviceCopy>(
+    dst: DeviceSliceMut<'_, T>,
+    src: DeviceSlice<'_, T>,
+    stream: StreamRef<'_>,
+) -> Result<()> {
     same_len(dst.len(), src.len(), "copy::d2d_async")?;
     // SAFETY: lengths checked; lifetimes owed by the caller.
     check(
-        unsafe { sys::cudaMemcpyAsync(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), Kind::cudaMemcpyDeviceToDevice, stream.as_raw()) },
+        unsafe {
+            sys::cudaMemcpyAsync(
+                dst.as_mut_ptr().cast(),
+                src.as_ptr().cast(),
+                src.byte_len(),
+                Kind::cudaMemcpyDeviceToDevice,
+                stream.as_raw(),
+            )
+        },
         "cudaMemcpyAsync",
     )
 }
@@ -149,32 +192,113 @@ fn on_stream_device(stream: StreamRef<'_>, copy: impl FnOnce() -> Result<()>) ->
     stream.device_or_current()?.with_current(copy)
 }
 
+/// The shared body of the blocking copies: refuse a capturing stream before anything is enqueued,
+/// order the copy after the device view's own stream, enqueue it, and return only once it can no
+/// longer touch the host memory.
+fn blocking(
+    stream: StreamRef<'_>,
+    origin: Option<StreamRef<'_>>,
+    call: &'static str,
+    enqueue: impl FnOnce() -> Result<()>,
+) -> Result<()> {
+    // Inside a capture the copy would become a graph node and the synchronise would fail (or the
+    // copy would run at every replay, long after the host borrow ended). The capture contract
+    // promises that nobody else uses the stream while it captures, so this answer holds until the
+    // synchronise below.
+    if stream.is_capturing()? {
+        return Err(Error::invalid(
+            call,
+            "the stream is capturing: a blocking copy cannot run inside a capture (its host memory is borrowed only for the call)",
+        ));
+    }
+    on_stream_device(stream, || {
+        // The device memory belongs to `origin`: the copy must follow what is queued there (the
+        // stream-ordered allocation, earlier writes); the later free on `origin` follows the copy,
+        // since the copy has completed when this returns.
+        order::after_origin(origin, stream)?;
+        finish(stream, enqueue())
+    })
+}
+
+/// Synchronises `stream` after a blocking copy was enqueued on it (blocking by name: the caller
+/// asked for a synchronous copy). If the enqueue or the synchronise fails, the copy may still be
+/// queued or running, reading or writing host memory whose borrow ends when this returns: poll
+/// the stream until it is no longer busy, then return the first error.
+fn finish(stream: StreamRef<'_>, enqueued: Result<()>) -> Result<()> {
+    let Err(first) = enqueued.and_then(|()| stream.synchronize()) else { return Ok(()) };
+    // Once `cudaStreamQuery` stops answering `cudaErrorNotReady`, no work queued on the stream
+    // (the copy included) can still run. A sticky error answers at once: the context is lost and
+    // runs nothing more.
+    loop {
+        // SAFETY: a live stream.
+        let code = unsafe { sys::cudaStreamQuery(stream.as_raw()) };
+        if code != sys::cudaError::cudaErrorNotReady {
+            return Err(first);
+        }
+        pause();
+    }
+}
+
+#[inline]
+fn pause() {
+    #[cfg(feature = "std")]
+    std::thread::yield_now();
+    #[cfg(not(feature = "std"))]
+    core::hint::spin_loop();
+}
+
 /// Copies pageable host memory to the device and returns once `src` may be reused
 /// (`cudaMemcpyAsync` on `stream`, then `cudaStreamSynchronize`): blocking, by name. Runs with the
 /// stream's device current, whatever the calling thread's is.
+///
+/// - When `dst` belongs to a buffer of another stream ([`DeviceSliceMut::origin`]), `stream` first
+///   waits for that stream's queued work (an event; see [`order`]).
+/// - A stream that is capturing is refused with a usage error, before anything is enqueued.
+/// - It never returns while the copy may still read `src`: if the copy's enqueue or the
+///   synchronise fails, it waits until the stream is no longer busy (`cudaStreamQuery` stops
+///   answering `cudaErrorNotReady`), then returns that first error.
 pub fn h2d_blocking<T: DeviceCopy>(dst: DeviceSliceMut<'_, T>, src: &[T], stream: StreamRef<'_>) -> Result<()> {
-    same_len(dst.len(), src.len(), "copy::h2d_blocking")?;
-    on_stream_device(stream, || {
-        // SAFETY: lengths checked; `src` is borrowed until the synchronise below returns.
+    const CALL: &str = "copy::h2d_blocking";
+    same_len(dst.len(), src.len(), CALL)?;
+    blocking(stream, dst.origin(), CALL, || {
+        // SAFETY: lengths checked; `src` stays borrowed until `finish` sees the copy done.
         check(
-            unsafe { sys::cudaMemcpyAsync(dst.as_mut_ptr().cast(), src.as_ptr().cast(), dst.byte_len(), Kind::cudaMemcpyHostToDevice, stream.as_raw()) },
+            unsafe {
+                sys::cudaMemcpyAsync(
+                    dst.as_mut_ptr().cast(),
+                    src.as_ptr().cast(),
+                    dst.byte_len(),
+                    Kind::cudaMemcpyHostToDevice,
+                    stream.as_raw(),
+                )
+            },
             "cudaMemcpyAsync",
-        )?;
-        stream.synchronize() // blocking by name: the caller asked for a synchronous copy
+        )
     })
 }
 
 /// Copies device memory into pageable host memory and returns once it is there
 /// (`cudaMemcpyAsync` on `stream`, then `cudaStreamSynchronize`): blocking, by name. Runs with the
 /// stream's device current, whatever the calling thread's is.
+///
+/// Ordering, capture and errors as for [`h2d_blocking`]: it follows `src`'s own stream, refuses a
+/// capturing stream, and never returns while the copy may still write `dst`.
 pub fn d2h_blocking<T: DeviceCopy>(dst: &mut [T], src: DeviceSlice<'_, T>, stream: StreamRef<'_>) -> Result<()> {
-    same_len(dst.len(), src.len(), "copy::d2h_blocking")?;
-    on_stream_device(stream, || {
-        // SAFETY: lengths checked; `dst` is borrowed until the synchronise below returns.
+    const CALL: &str = "copy::d2h_blocking";
+    same_len(dst.len(), src.len(), CALL)?;
+    blocking(stream, src.origin(), CALL, || {
+        // SAFETY: lengths checked; `dst` stays borrowed until `finish` sees the copy done.
         check(
-            unsafe { sys::cudaMemcpyAsync(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), Kind::cudaMemcpyDeviceToHost, stream.as_raw()) },
+            unsafe {
+                sys::cudaMemcpyAsync(
+                    dst.as_mut_ptr().cast(),
+                    src.as_ptr().cast(),
+                    src.byte_len(),
+                    Kind::cudaMemcpyDeviceToHost,
+                    stream.as_raw(),
+                )
+            },
             "cudaMemcpyAsync",
-        )?;
-        stream.synchronize() // blocking by name: the caller asked for a synchronous copy
+        )
     })
 }

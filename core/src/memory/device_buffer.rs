@@ -13,9 +13,16 @@ use ordo_cuda_sys as sys;
 /// that stream, so dropping a buffer while a kernel that uses it is still queued on its stream is
 /// safe, and `Drop` never synchronises.
 ///
-/// The buffer borrows its stream (`'s`), so it cannot outlive it. The memory is usable by work on
-/// other streams too, once ordered after the allocation (an event): such work must also finish
-/// before the free, which the caller orders the same way.
+/// The buffer borrows its stream (`'s`), so it cannot outlive it. Its views know that stream
+/// ([`DeviceSlice::origin`]): ordo's safe functions that enqueue on another stream order their
+/// work after it (and the free after their work) with [`order`](super::order). Work the caller
+/// enqueues on another stream through `unsafe` calls (a kernel, an async copy) is the caller's to
+/// order: after the allocation (an event recorded on the buffer's stream), and before the free
+/// (an event recorded on the other stream, waited on by the buffer's stream), for example with
+/// [`order::after_origin`](super::order::after_origin) and
+/// [`order::origin_after`](super::order::origin_after).
+///
+/// A failure of the free in `Drop` is kept for [`take_drop_errors`](crate::error::take_drop_errors).
 ///
 /// The contents start uninitialised on the device; [`DeviceCopy`] types have no invalid bit
 /// patterns, so reading them back is defined, if meaningless.
@@ -35,6 +42,13 @@ impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
     /// `len` elements from the current device's current pool, on `stream` (`cudaMallocAsync`).
     /// The memory may be used by work enqueued on `stream` after this call. No heap allocation,
     /// no lock: one driver call. Zero `len` or a byte size that overflows is an error.
+    ///
+    /// On a stream that is capturing, the allocation is not made now: CUDA adds an allocation
+    /// node to the capture graph, and the address is valid only for work captured into the same
+    /// graph, while its executable graph runs (and the buffer's drop adds the matching free
+    /// node). Using it outside that graph is covered by the contract of the (`unsafe`) capture,
+    /// which promises that nothing else uses the stream while it captures; ordo adds no check
+    /// here, to keep this one driver call.
     #[inline]
     pub fn alloc_async(len: usize, stream: StreamRef<'s>) -> Result<Self> {
         let bytes = byte_len::<T>(len, "DeviceBuffer::alloc_async")?;
@@ -44,7 +58,8 @@ impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
         Self::from_allocated(ptr, len, stream, "cudaMallocAsync")
     }
 
-    /// `len` elements from `pool`, on `stream` (`cudaMallocFromPoolAsync`).
+    /// `len` elements from `pool`, on `stream` (`cudaMallocFromPoolAsync`). Capture as for
+    /// [`alloc_async`](Self::alloc_async).
     #[inline]
     pub fn alloc_from_pool_async(len: usize, pool: MemPoolRef<'_>, stream: StreamRef<'s>) -> Result<Self> {
         let bytes = byte_len::<T>(len, "DeviceBuffer::alloc_from_pool_async")?;
@@ -110,7 +125,9 @@ impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
     /// Size in bytes.
     #[inline(always)]
     pub fn byte_len(&self) -> usize {
-        self.len * core::mem::size_of::<T>()
+        // Cannot overflow: an allocation of this many bytes exists (checked by `byte_len` at
+        // allocation; owed by `from_raw_parts`'s contract).
+        self.len.saturating_mul(core::mem::size_of::<T>())
     }
 
     /// The stream the buffer will be freed on.
@@ -119,18 +136,19 @@ impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
         self.stream
     }
 
-    /// A shared view of the whole buffer.
+    /// A shared view of the whole buffer; its [`origin`](DeviceSlice::origin) is the buffer's stream.
     #[inline(always)]
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: our allocation, shared for the borrow.
-        unsafe { DeviceSlice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        // SAFETY: our allocation, shared for the borrow, freed only on `self.stream`.
+        unsafe { DeviceSlice::from_raw_parts_on(self.ptr.as_ptr(), self.len, self.stream) }
     }
 
-    /// An exclusive view of the whole buffer.
+    /// An exclusive view of the whole buffer; its [`origin`](DeviceSliceMut::origin) is the
+    /// buffer's stream.
     #[inline(always)]
     pub fn as_mut_slice(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: our allocation, borrowed exclusively.
-        unsafe { DeviceSliceMut::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        // SAFETY: our allocation, borrowed exclusively, freed only on `self.stream`.
+        unsafe { DeviceSliceMut::from_raw_parts_on(self.ptr.as_ptr(), self.len, self.stream) }
     }
 
     /// A shared view of `range`, with a clear error when it does not fit.
@@ -145,14 +163,21 @@ impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
 
     /// Frees the buffer on `stream` instead of its own (`cudaFreeAsync`), reporting the result.
     /// Use it when the last work on the buffer is on another stream.
+    ///
+    /// When `stream` is not the buffer's own stream, the free is ordered after the work queued on
+    /// both: `stream` first waits for an event recorded on the buffer's stream (see
+    /// [`order`](super::order)), then frees. If that ordering fails, the memory is not freed (it
+    /// leaks, which is safe; freeing it unordered is not) and the error is returned.
     pub fn free_on(self, stream: StreamRef<'_>) -> Result<()> {
-        let ptr = self.ptr.as_ptr();
+        let (ptr, own) = (self.ptr.as_ptr(), self.stream);
         core::mem::forget(self);
-        // SAFETY: our allocation, given up here.
+        super::order::after_origin(Some(own), stream)?;
+        // SAFETY: our allocation, given up here; the free is ordered after the buffer's stream.
         check(unsafe { sys::cudaFreeAsync(ptr.cast(), stream.as_raw()) }, "cudaFreeAsync")
     }
 
-    /// Frees the buffer on its own stream, reporting the result (`Drop` cannot).
+    /// Frees the buffer on its own stream, reporting the result (`Drop` keeps it for
+    /// [`take_drop_errors`](crate::error::take_drop_errors) instead).
     pub fn free_async(self) -> Result<()> {
         let stream = self.stream;
         self.free_on(stream)
@@ -169,7 +194,9 @@ impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
 impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
     fn drop(&mut self) {
         // SAFETY: our allocation; the free is ordered after the stream's work. An error here (a
-        // lost context) cannot be reported from drop; `free_async` reports it.
-        unsafe { sys::cudaFreeAsync(self.ptr.as_ptr().cast(), self.stream.as_raw()) };
+        // lost context; a free of memory from outside a capture, inside it) is kept for
+        // `take_drop_errors`; `free_async` returns it instead.
+        let code = unsafe { sys::cudaFreeAsync(self.ptr.as_ptr().cast(), self.stream.as_raw()) };
+        crate::error::record_drop_error(code, "cudaFreeAsync");
     }
 }

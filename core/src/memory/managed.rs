@@ -4,7 +4,7 @@
 use super::{byte_len, DeviceCopy};
 use crate::device::Device;
 use crate::error::{check, Error, Result, UsageKind};
-use crate::stream::StreamRef;
+use crate::stream::{Stream, StreamRef};
 use core::ffi::c_uint;
 use core::ops::RangeBounds;
 use core::ptr::NonNull;
@@ -48,6 +48,7 @@ impl Location {
 /// `len` elements of managed memory (`cudaMallocManaged`), zeroed, freed with `cudaFree` on drop.
 ///
 /// `cudaFree` of managed memory synchronises the device: drop managed buffers outside hot loops.
+/// A failure of that free is kept for [`take_drop_errors`](crate::error::take_drop_errors).
 /// The CPU may read and write the memory through [`as_host_slice`](Self::as_host_slice) only while no
 /// kernel is using it.
 #[derive(Debug)]
@@ -62,16 +63,36 @@ unsafe impl<T: DeviceCopy + Send> Send for ManagedBuffer<T> {}
 unsafe impl<T: DeviceCopy + Sync> Sync for ManagedBuffer<T> {}
 
 impl<T: DeviceCopy> ManagedBuffer<T> {
-    /// `len` zeroed elements (`cudaMallocManaged` then zeroed by the CPU, before any kernel sees it).
+    /// `len` zeroed elements (`cudaMallocManaged` on the current device, then zeroed). Zero `len`,
+    /// a zero-sized `T` or a byte size that overflows is a usage error, before CUDA is called.
+    ///
+    /// Where the CPU may touch managed memory while kernels run (the current device has
+    /// `concurrentManagedAccess`, or `flags` has [`ManagedFlags::ATTACH_HOST`]), the CPU zeroes it.
+    /// Elsewhere CUDA forbids any CPU access to managed memory while a kernel runs on the device,
+    /// which this call cannot know: the device zeroes it instead (`cudaMemsetAsync` on a private
+    /// stream), and the call **blocks** until that memset has completed.
     pub fn zeroed(len: usize, flags: ManagedFlags) -> Result<Self> {
         let bytes = byte_len::<T>(len, "ManagedBuffer::zeroed")?;
-        let mut ptr: *mut core::ffi::c_void = core::ptr::null_mut();
-        // SAFETY: `ptr` is writable.
-        check(unsafe { sys::cudaMallocManaged(&mut ptr, bytes, flags.bits()) }, "cudaMallocManaged")?;
-        let ptr = NonNull::new(ptr.cast::<T>()).ok_or_else(|| crate::error::null_handle("cudaMallocManaged"))?;
-        // SAFETY: fresh managed memory no kernel can see yet; zero is a valid `T`.
-        unsafe { core::ptr::write_bytes(ptr.as_ptr().cast::<u8>(), 0, bytes) };
-        Ok(ManagedBuffer { ptr, len })
+        let cpu_may_write =
+            flags.contains(ManagedFlags::ATTACH_HOST) || Device::current()?.concurrent_managed_access()?;
+        let mut raw: *mut core::ffi::c_void = core::ptr::null_mut();
+        // SAFETY: `raw` is writable.
+        check(unsafe { sys::cudaMallocManaged(&mut raw, bytes, flags.bits()) }, "cudaMallocManaged")?;
+        let ptr = NonNull::new(raw.cast::<T>()).ok_or_else(|| crate::error::null_handle("cudaMallocManaged"))?;
+        // Owned from here: an error below frees it.
+        let buf = ManagedBuffer { ptr, len };
+        if cpu_may_write {
+            // SAFETY: fresh managed memory no kernel can see yet, which the CPU may access while
+            // kernels run; zero is a valid `T`.
+            unsafe { core::ptr::write_bytes(ptr.as_ptr().cast::<u8>(), 0, bytes) };
+        } else {
+            let stream = Stream::new()?;
+            // SAFETY: `bytes` of our managed allocation; the stream is live until it is
+            // synchronised below.
+            check(unsafe { sys::cudaMemsetAsync(raw, 0, bytes, stream.as_raw()) }, "cudaMemsetAsync")?;
+            stream.synchronize()?; // blocking, as documented: the memory must be zero before it is handed out
+        }
+        Ok(buf)
     }
 
     /// The address, valid on host and device.
@@ -102,7 +123,10 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
     ///
     /// # Safety
     /// No kernel or copy that writes this memory may be running or queued to run while the slice
-    /// lives (synchronise the streams that use it first).
+    /// lives (synchronise the streams that use it first). On a device without
+    /// `concurrentManagedAccess` ([`Device::concurrent_managed_access`]), unless the memory is
+    /// attached to the host, no kernel at all may run on the device while the slice lives: CUDA
+    /// forbids CPU access to managed memory while the device is busy there.
     pub unsafe fn as_host_slice(&self) -> &[T] {
         // SAFETY: the caller owes the absence of concurrent device writes.
         unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
@@ -111,7 +135,9 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
     /// The memory as a mutable host slice.
     ///
     /// # Safety
-    /// No kernel or copy that uses this memory may be running or queued to run while the slice lives.
+    /// No kernel or copy that uses this memory may be running or queued to run while the slice
+    /// lives; and without `concurrentManagedAccess`, as for [`as_host_slice`](Self::as_host_slice),
+    /// no kernel at all on the device.
     pub unsafe fn as_host_slice_mut(&mut self) -> &mut [T] {
         // SAFETY: the caller owes the absence of concurrent device use.
         unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
@@ -122,14 +148,21 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
         if len == 0 {
             return Err(Error::invalid(call, "empty range"));
         }
+        // Inside an allocation of `self.len * size_of::<T>()` bytes, so it cannot overflow.
+        let bytes = len.saturating_mul(core::mem::size_of::<T>());
         // SAFETY: inside the allocation.
-        Ok((unsafe { self.ptr.as_ptr().add(start) }, len * core::mem::size_of::<T>()))
+        Ok((unsafe { self.ptr.as_ptr().add(start) }, bytes))
     }
 
     /// Migrates `range` to `location` on `stream` (`cudaMemPrefetchAsync`, one form over CUDA 12
     /// and 13). Prefetching to a device needs `concurrentManagedAccess`: without it this is a usage
     /// error saying so, not a CUDA error later.
-    pub fn prefetch_async(&self, range: impl RangeBounds<usize>, location: Location, stream: StreamRef<'_>) -> Result<()> {
+    pub fn prefetch_async(
+        &self,
+        range: impl RangeBounds<usize>,
+        location: Location,
+        stream: StreamRef<'_>,
+    ) -> Result<()> {
         const CALL: &str = "ManagedBuffer::prefetch_async";
         let (ptr, bytes) = self.byte_range(range, CALL)?;
         if let Location::Device(d) = location {
@@ -147,7 +180,12 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
     }
 
     /// Gives CUDA `advice` about `range` at `location` (`cudaMemAdvise`, one form over CUDA 12 and 13).
-    pub fn advise(&self, range: impl RangeBounds<usize>, advice: sys::cudaMemoryAdvise, location: Location) -> Result<()> {
+    pub fn advise(
+        &self,
+        range: impl RangeBounds<usize>,
+        advice: sys::cudaMemoryAdvise,
+        location: Location,
+    ) -> Result<()> {
         let (ptr, bytes) = self.byte_range(range, "ManagedBuffer::advise")?;
         // SAFETY: a range of our managed allocation.
         check(unsafe { sys::mem_advise(ptr.cast(), bytes, advice, location.to_raw()) }, "cudaMemAdvise")
@@ -157,6 +195,7 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
 impl<T: DeviceCopy> Drop for ManagedBuffer<T> {
     fn drop(&mut self) {
         // SAFETY: our allocation. cudaFree of managed memory synchronises (documented above).
-        unsafe { sys::cudaFree(self.ptr.as_ptr().cast()) }; // sync: managed memory has no async free
+        let code = unsafe { sys::cudaFree(self.ptr.as_ptr().cast()) }; // sync: managed memory has no async free
+        crate::error::record_drop_error(code, "cudaFree");
     }
 }

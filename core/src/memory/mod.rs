@@ -11,6 +11,7 @@
 pub mod copy;
 mod device_buffer;
 mod managed;
+pub mod order;
 mod pinned;
 mod pool;
 mod slice;

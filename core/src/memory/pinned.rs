@@ -36,7 +36,8 @@ bitflags::bitflags! {
 }
 
 /// `len` elements of page-locked host memory from `cudaHostAlloc`, zeroed, freed with
-/// `cudaFreeHost` on drop. Derefs to `[T]` for the CPU.
+/// `cudaFreeHost` on drop (a failure is kept for
+/// [`take_drop_errors`](crate::error::take_drop_errors)). Derefs to `[T]` for the CPU.
 ///
 /// `cudaFreeHost` is not stream-ordered: the memory must not be dropped while a copy that uses it
 /// may still be in flight. The asynchronous copies are `unsafe` for that reason (see
@@ -53,7 +54,8 @@ unsafe impl<T: DeviceCopy + Send> Send for PinnedBuffer<T> {}
 unsafe impl<T: DeviceCopy + Sync> Sync for PinnedBuffer<T> {}
 
 impl<T: DeviceCopy> PinnedBuffer<T> {
-    /// `len` zeroed elements (`cudaHostAlloc` with `flags`, then zeroed by the CPU).
+    /// `len` zeroed elements (`cudaHostAlloc` with `flags`, then zeroed by the CPU). Zero `len`, a
+    /// zero-sized `T` or a byte size that overflows is a usage error, before CUDA is called.
     pub fn zeroed(len: usize, flags: HostAllocFlags) -> Result<Self> {
         let bytes = byte_len::<T>(len, "PinnedBuffer::zeroed")?;
         let mut ptr: *mut core::ffi::c_void = core::ptr::null_mut();
@@ -115,12 +117,14 @@ impl<T: DeviceCopy> DerefMut for PinnedBuffer<T> {
 impl<T: DeviceCopy> Drop for PinnedBuffer<T> {
     fn drop(&mut self) {
         // SAFETY: our allocation.
-        unsafe { sys::cudaFreeHost(self.ptr.as_ptr().cast()) };
+        let code = unsafe { sys::cudaFreeHost(self.ptr.as_ptr().cast()) };
+        crate::error::record_drop_error(code, "cudaFreeHost");
     }
 }
 
 /// Existing host memory page-locked with `cudaHostRegister` while this value lives (unregistered on
-/// drop). Borrows the memory exclusively, so it cannot be freed or moved meanwhile.
+/// drop; a failure is kept for [`take_drop_errors`](crate::error::take_drop_errors)). Borrows the
+/// memory exclusively, so it cannot be freed or moved meanwhile.
 #[derive(Debug)]
 pub struct RegisteredHost<'a, T: DeviceCopy> {
     data: &'a mut [T],
@@ -128,14 +132,12 @@ pub struct RegisteredHost<'a, T: DeviceCopy> {
 
 impl<'a, T: DeviceCopy> RegisteredHost<'a, T> {
     /// Registers `data` (`cudaHostRegister`). Registration costs about as much as pinning fresh
-    /// memory: register long-lived buffers once, not per copy.
+    /// memory: register long-lived buffers once, not per copy. An empty slice or a zero-sized `T`
+    /// is a usage error, before CUDA is called.
     pub fn new(data: &'a mut [T], flags: HostRegisterFlags) -> Result<Self> {
         let bytes = byte_len::<T>(data.len(), "RegisteredHost::new")?;
         // SAFETY: `data` is live host memory of `bytes` bytes, borrowed for as long as it stays registered.
-        check(
-            unsafe { sys::cudaHostRegister(data.as_mut_ptr().cast(), bytes, flags.bits()) },
-            "cudaHostRegister",
-        )?;
+        check(unsafe { sys::cudaHostRegister(data.as_mut_ptr().cast(), bytes, flags.bits()) }, "cudaHostRegister")?;
         Ok(RegisteredHost { data })
     }
 
@@ -170,6 +172,7 @@ impl<T: DeviceCopy> DerefMut for RegisteredHost<'_, T> {
 impl<T: DeviceCopy> Drop for RegisteredHost<'_, T> {
     fn drop(&mut self) {
         // SAFETY: registered by `new`.
-        unsafe { sys::cudaHostUnregister(self.data.as_mut_ptr().cast()) };
+        let code = unsafe { sys::cudaHostUnregister(self.data.as_mut_ptr().cast()) };
+        crate::error::record_drop_error(code, "cudaHostUnregister");
     }
 }

@@ -28,7 +28,7 @@ unsafe impl Send for MemPoolRef<'_> {}
 unsafe impl Sync for MemPoolRef<'_> {}
 
 /// An owned pool, destroyed on drop (`cudaMemPoolDestroy`; CUDA defers it until outstanding
-/// allocations are freed).
+/// allocations are freed; a failure is kept for [`take_drop_errors`](crate::error::take_drop_errors)).
 #[derive(Debug)]
 #[repr(transparent)]
 pub struct MemPool {
@@ -79,7 +79,8 @@ impl MemPool {
 impl Drop for MemPool {
     fn drop(&mut self) {
         // SAFETY: owned pool.
-        unsafe { sys::cudaMemPoolDestroy(self.raw.as_ptr()) };
+        let code = unsafe { sys::cudaMemPoolDestroy(self.raw.as_ptr()) };
+        crate::error::record_drop_error(code, "cudaMemPoolDestroy");
     }
 }
 

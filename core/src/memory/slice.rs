@@ -1,6 +1,7 @@
 //! Typed views of device memory and of page-locked host memory.
 
 use crate::error::{Error, Result};
+use crate::stream::StreamRef;
 use core::marker::PhantomData;
 use core::ops::{Bound, RangeBounds};
 
@@ -23,12 +24,13 @@ pub(crate) fn resolve(range: impl RangeBounds<usize>, len: usize, call: &'static
 }
 
 macro_rules! view {
-    ($(#[$doc:meta])* $name:ident, $ptr:ty, $borrow:ty, $as_ptr:ident) => {
+    ($(#[$doc:meta])* $name:ident, $ptr:ty, $borrow:ty, $as_ptr:ident $(, $field:ident: $fty:ty = $init:expr)?) => {
         $(#[$doc])*
         #[derive(Debug)]
         pub struct $name<'a, T> {
             ptr: $ptr,
             len: usize,
+            $($field: $fty,)?
             _borrow: PhantomData<$borrow>,
         }
 
@@ -36,11 +38,11 @@ macro_rules! view {
             /// A view of `len` elements at `ptr`.
             ///
             /// # Safety
-            /// `ptr..ptr+len` is memory of this view's kind, allocated and not otherwise
-            /// aliased against this view's access for `'a`.
+            /// `ptr..ptr+len` is memory of this view's kind (so `len * size_of::<T>()` fits in an
+            /// `isize`), allocated and not otherwise aliased against this view's access for `'a`.
             #[inline(always)]
             pub unsafe fn from_raw_parts(ptr: $ptr, len: usize) -> Self {
-                $name { ptr, len, _borrow: PhantomData }
+                $name { ptr, len, $($field: $init,)? _borrow: PhantomData }
             }
 
             /// The first element's address.
@@ -61,27 +63,31 @@ macro_rules! view {
                 self.len == 0
             }
 
-            /// Size in bytes.
+            /// Size in bytes. Cannot overflow: the view lies inside one allocation (the
+            /// constructors' contract), whose size fits in an `isize`.
             #[inline(always)]
             pub fn byte_len(&self) -> usize {
-                self.len * core::mem::size_of::<T>()
+                self.len.saturating_mul(core::mem::size_of::<T>())
             }
         }
-
-        // SAFETY: a view is a pointer and a length, like `&[T]` / `&mut [T]`.
-        unsafe impl<T: Sync> Send for $name<'_, T> {}
-        // SAFETY: as above.
-        unsafe impl<T: Sync> Sync for $name<'_, T> {}
     };
 }
 
 view!(
     /// A shared view of device memory.
-    DeviceSlice, *const T, &'a [T], as_ptr
+    ///
+    /// It knows the stream its buffer is freed on ([`origin`](Self::origin)), so that safe
+    /// functions which enqueue on another stream can order their work after what is queued there
+    /// (see [`order`](super::order)).
+    DeviceSlice, *const T, &'a [T], as_ptr, origin: Option<StreamRef<'a>> = None
 );
 view!(
     /// An exclusive view of device memory.
-    DeviceSliceMut, *mut T, &'a mut [T], as_mut_ptr
+    ///
+    /// It knows the stream its buffer is freed on ([`origin`](Self::origin)), so that safe
+    /// functions which enqueue on another stream can order their work after what is queued there
+    /// (see [`order`](super::order)).
+    DeviceSliceMut, *mut T, &'a mut [T], as_mut_ptr, origin: Option<StreamRef<'a>> = None
 );
 view!(
     /// A shared view of page-locked (pinned or registered) host memory.
@@ -91,6 +97,25 @@ view!(
     /// An exclusive view of page-locked (pinned or registered) host memory.
     PinnedSliceMut, *mut T, &'a mut [T], as_mut_ptr
 );
+
+// SAFETY: shared views are like `&[T]`: sending or sharing one shares the elements, which needs
+// `T: Sync`. The origin is a `StreamRef`, which is `Send + Sync`.
+unsafe impl<T: Sync> Send for DeviceSlice<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for DeviceSlice<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Send for PinnedSlice<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for PinnedSlice<'_, T> {}
+// SAFETY: exclusive views are like `&mut [T]`: sending one moves access to the elements to
+// another thread (`T: Send`); sharing it shares them (`T: Sync`).
+unsafe impl<T: Send> Send for DeviceSliceMut<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for DeviceSliceMut<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Send for PinnedSliceMut<'_, T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for PinnedSliceMut<'_, T> {}
 
 impl<T> Clone for DeviceSlice<'_, T> {
     fn clone(&self) -> Self {
@@ -106,32 +131,71 @@ impl<T> Clone for PinnedSlice<'_, T> {
 impl<T> Copy for PinnedSlice<'_, T> {}
 
 impl<'a, T> DeviceSlice<'a, T> {
-    /// A sub-view, with a clear error when `range` does not fit.
+    /// A view of `len` elements at `ptr` of a buffer freed on `origin` (stream-ordered): functions
+    /// that enqueue on another stream order their work after `origin`'s.
+    ///
+    /// # Safety
+    /// As for [`from_raw_parts`](Self::from_raw_parts); and the memory is freed, if at all, only
+    /// by a stream-ordered free enqueued on `origin`, so that work ordered before that free (on
+    /// `origin`, or after an event recorded there) still finds it allocated.
+    #[inline(always)]
+    pub unsafe fn from_raw_parts_on(ptr: *const T, len: usize, origin: StreamRef<'a>) -> Self {
+        DeviceSlice { ptr, len, origin: Some(origin), _borrow: PhantomData }
+    }
+
+    /// The stream the memory is freed on, when the view knows it (`None` for views made by
+    /// [`from_raw_parts`](Self::from_raw_parts), whose contract then covers the ordering).
+    #[inline(always)]
+    pub fn origin(&self) -> Option<StreamRef<'a>> {
+        self.origin
+    }
+
+    /// A sub-view, with a clear error when `range` does not fit. Keeps the origin.
     pub fn slice(self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'a, T>> {
         let (start, len) = resolve(range, self.len, "DeviceSlice::slice")?;
-        // SAFETY: inside this view.
-        Ok(unsafe { DeviceSlice::from_raw_parts(self.ptr.add(start), len) })
+        // SAFETY: inside this view, of the same buffer.
+        Ok(DeviceSlice { ptr: unsafe { self.ptr.add(start) }, len, origin: self.origin, _borrow: PhantomData })
     }
 }
 
 impl<'a, T> DeviceSliceMut<'a, T> {
-    /// A sub-view, with a clear error when `range` does not fit.
+    /// An exclusive view of `len` elements at `ptr` of a buffer freed on `origin`
+    /// (stream-ordered): functions that enqueue on another stream order their work after
+    /// `origin`'s.
+    ///
+    /// # Safety
+    /// As for [`from_raw_parts`](Self::from_raw_parts); and the memory is freed, if at all, only
+    /// by a stream-ordered free enqueued on `origin`, so that work ordered before that free (on
+    /// `origin`, or after an event recorded there) still finds it allocated.
+    #[inline(always)]
+    pub unsafe fn from_raw_parts_on(ptr: *mut T, len: usize, origin: StreamRef<'a>) -> Self {
+        DeviceSliceMut { ptr, len, origin: Some(origin), _borrow: PhantomData }
+    }
+
+    /// The stream the memory is freed on, when the view knows it (`None` for views made by
+    /// [`from_raw_parts`](Self::from_raw_parts), whose contract then covers the ordering).
+    #[inline(always)]
+    pub fn origin(&self) -> Option<StreamRef<'a>> {
+        self.origin
+    }
+
+    /// A sub-view, with a clear error when `range` does not fit. Keeps the origin.
     pub fn slice_mut(self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'a, T>> {
         let (start, len) = resolve(range, self.len, "DeviceSliceMut::slice_mut")?;
-        // SAFETY: inside this view, which is given up.
-        Ok(unsafe { DeviceSliceMut::from_raw_parts(self.ptr.add(start), len) })
+        // SAFETY: inside this view, which is given up; the same buffer.
+        Ok(DeviceSliceMut { ptr: unsafe { self.ptr.add(start) }, len, origin: self.origin, _borrow: PhantomData })
     }
 
-    /// A shorter-lived exclusive view of the same memory.
+    /// A shorter-lived exclusive view of the same memory, with the same origin.
     pub fn reborrow(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: the same memory, borrowed from `self`.
-        unsafe { DeviceSliceMut::from_raw_parts(self.ptr, self.len) }
+        // The same memory, borrowed from `self`.
+        DeviceSliceMut { ptr: self.ptr, len: self.len, origin: self.origin, _borrow: PhantomData }
     }
 
-    /// A shared view of the same memory.
+    /// A shared view of the same memory, with the same origin.
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: the same memory, shared from `self`.
-        unsafe { DeviceSlice::from_raw_parts(self.ptr, self.len) }
+        // The same memory, shared from `self`.
+        DeviceSlice { ptr: self.ptr, len: self.len, origin: self.origin, _borrow: PhantomData }
     }
 }
 
