@@ -31,7 +31,8 @@ pub fn bucket_index(buckets: &[usize], n: usize) -> Option<usize> {
 
 /// Graphs per bucket of `body`, which enqueues the work for a bucket size on the stream it is
 /// given, over buffers it holds (sized for the largest bucket). Captures happen lazily on first use
-/// of a bucket, or up front with [`capture_all`](Self::capture_all).
+/// of a bucket, or up front with [`capture_all`](Self::capture_all); [`run`](Self::run) replays
+/// them. Making a cache is `unsafe` for that reason: see [`GraphCache::new`].
 pub struct GraphCache<F> {
     buckets: Vec<usize>,
     execs: Vec<Option<GraphExec>>,
@@ -45,17 +46,37 @@ where
     F: FnMut(StreamRef<'_>, usize) -> Result<()>,
 {
     /// A cache over `buckets` (strictly increasing, non-zero; a clear error otherwise). Captures use
-    /// global mode, in which a hidden synchronise in `body` makes the capture fail.
-    pub fn new(buckets: Vec<usize>, overflow: Overflow, body: F) -> Result<Self> {
+    /// global mode, in which a hidden synchronise in `body` makes the capture fail (cleanly: the
+    /// capture is ended and the error returned).
+    ///
+    /// # Safety
+    /// Every call of `body` made by [`run`](Self::run) or [`capture_all`](Self::capture_all) to
+    /// capture a bucket is a [`capture`] whose contract the caller owes, for every later `run` of
+    /// this cache (each replays the bucket's graph) until the cache is dropped: the memory, events
+    /// and raw handles the captured work uses (the buffers `body` holds or points to) stay valid at
+    /// every `run` and until the replay it enqueues has completed; and while `run` or
+    /// `capture_all` captures on a stream, nothing else uses that stream and nothing but the
+    /// cache ends the capture. Host functions and staging slots `body` enqueues are owned by the
+    /// graphs (see [`capture`]).
+    pub unsafe fn new(buckets: Vec<usize>, overflow: Overflow, body: F) -> Result<Self> {
         const CALL: &str = "GraphCache::new";
         if buckets.is_empty() {
             return Err(Error::invalid(CALL, "no buckets"));
         }
         if buckets[0] == 0 || buckets.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(Error::invalid(CALL, "buckets must be non-zero and strictly increasing"));
+            return Err(Error::invalid(
+                CALL,
+                "buckets must be non-zero and strictly increasing",
+            ));
         }
         let execs = buckets.iter().map(|_| None).collect();
-        Ok(GraphCache { buckets, execs, body, overflow, mode: CaptureMode::Global })
+        Ok(GraphCache {
+            buckets,
+            execs,
+            body,
+            overflow,
+            mode: CaptureMode::Global,
+        })
     }
 
     /// The buckets.
@@ -77,12 +98,15 @@ where
         if self.execs[i].is_none() {
             let bucket = self.buckets[i];
             let body = &mut self.body;
-            let graph = capture(stream, self.mode, |s| body(s, bucket))?;
+            // SAFETY: the contract of `GraphCache::new` is this capture's, for every later `run`.
+            let graph = unsafe { capture(stream, self.mode, |s| body(s, bucket))? };
             let exec = graph.instantiate(InstantiateFlags::empty())?;
             exec.upload(stream)?;
             self.execs[i] = Some(exec);
         }
-        self.execs[i].as_ref().ok_or_else(|| crate::error::null_handle("cudaGraphInstantiateWithFlags"))
+        self.execs[i]
+            .as_ref()
+            .ok_or_else(|| crate::error::null_handle("cudaGraphInstantiateWithFlags"))
     }
 
     /// Captures and instantiates every bucket's graph now, on `stream`.

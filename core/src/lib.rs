@@ -17,22 +17,60 @@
 //! allocations across them with a counting global allocator.
 //!
 //! ## Safety model
-//! - **Safe**: creating and destroying streams, events, pools and buffers; recording, waiting,
-//!   querying, synchronising; allocation; the blocking copies (they return after the copy); managed
-//!   prefetch and advice (they only move memory CUDA owns). None of these can make Rust code read
-//!   freed or uninitialised host memory: device buffers hold [`DeviceCopy`] types, which have no
-//!   invalid bit patterns, and host buffers start zeroed.
-//! - **`unsafe`**: asynchronous copies and memsets (the memory must outlive the copy, which a borrow
-//!   ending at the call's return cannot show; see [`memory::copy`]); host access to managed memory
-//!   (no kernel may be using it); adopting raw handles (`from_raw`: the handle must be live, and
-//!   owned when the type owns it).
-//! - **Threads**: [`Stream`], [`StreamRef`], [`Event`] and the pools are `Send + Sync`: CUDA allows a
-//!   stream to be used from several threads at once and an event to be recorded on one thread while
-//!   another queries it. Buffers are `Send`/`Sync` as their element type is.
+//! Safe code cannot reach undefined behaviour through ordo. Where a contract cannot be checked
+//! (by types, lifetimes, or a cheap check off the hot path), the function is `unsafe` and its
+//! `# Safety` section says exactly what the caller owes.
+//!
+//! - **Safe**: creating and destroying streams, events, pools, graphs and buffers; recording,
+//!   waiting, querying, synchronising; allocation; the blocking copies (they return only once the
+//!   copy can no longer touch the host memory, and refuse a capturing stream); managed prefetch
+//!   and advice; host functions ([`host_fn`]: `'static` closures, owned by the graph when
+//!   captured); the staging ring ([`staging`]: it orders its copy with the destination buffer's
+//!   stream); instantiating, launching, updating and uploading graphs (their work was captured
+//!   under the capture's contract, which covers every replay). None of these can make Rust code
+//!   read freed or uninitialised memory: device buffers hold [`DeviceCopy`] types, which have no
+//!   invalid bit patterns, host buffers start zeroed, and a [`DeviceBuffer`] cannot outlive its
+//!   stream (`DeviceBuffer<'s>`). Work that ordo enqueues on a stream other than a device view's
+//!   own ([`DeviceSlice::origin`]) is ordered after that stream, and that stream's later free after
+//!   the work ([`memory::order`]).
+//! - **`unsafe`**, and why:
+//!   - *asynchronous copies and memsets* ([`memory::copy`]): the memory must outlive the copy,
+//!     which a borrow ending at the call's return cannot show;
+//!   - *kernel launches* ([`Kernel::launch`], [`GraphExec::set_kernel_node_args`]): the kernel's
+//!     use of its pointer arguments is invisible to Rust;
+//!   - *the pipeline run* (`pipeline::Pipeline::run`): it enqueues asynchronous copies of the
+//!     caller's pinned buffers, so it owes what the copies owe until `main` has passed the run
+//!     (it joins its worker streams back to `main` on every path out, errors included, so
+//!     synchronising `main` is enough);
+//!   - *captures* ([`capture`], [`capture_into`], [`StreamRef::begin_capture`],
+//!     [`StreamRef::end_capture`], [`graph_cache::GraphCache::new`]): captured work runs at every
+//!     launch of every executable graph made from the graph, long after the call; the caller owes
+//!     that everything the work uses (memory, events recorded with `record_external`, raw handles,
+//!     kernel arguments) is valid at every replay, and that nothing else uses the stream, or ends
+//!     the capture, while it is open (the replay contract, in [`capture`]'s `# Safety`);
+//!   - *pseudo streams* ([`StreamRef::per_thread_default`], [`StreamRef::legacy_default`]): each
+//!     names a different stream on each thread or current device, so a handle, or a buffer freed
+//!     on one, must stay on the calling thread with the same current device;
+//!   - *raw handles and pointers* (`from_raw`, `from_raw_parts`, `from_raw_parts_on`): the handle
+//!     must be live (and owned when the type owns it), the memory allocated for the borrow;
+//!   - *host access to managed memory*: no kernel or copy may use it meanwhile.
+//! - **Threads**: [`Stream`], [`StreamRef`], [`Event`] and the pools are `Send + Sync`: CUDA allows
+//!   a stream to be used from several threads at once and an event to be recorded on one thread
+//!   while another queries it. Buffers and views are `Send`/`Sync` as their element type is
+//!   (`&mut`-like views need `T: Send` to move). [`Graph`] and [`GraphExec`] are `Send`, not
+//!   `Sync` (CUDA does not synchronise calls on one graph). A capture in
+//!   [`CaptureMode::Global`] makes every thread's capture-unsafe calls fail (and the capture with
+//!   them): an error, never unsoundness.
 //! - **Drop**: a [`DeviceBuffer`] is freed on its stream, after the work queued there (safe to drop
 //!   while a kernel on that stream still uses it). [`PinnedBuffer`] and [`ManagedBuffer`] are freed
 //!   with `cudaFreeHost`/`cudaFree`, which are not stream-ordered: that is why the async copies from
-//!   pinned memory are `unsafe`.
+//!   pinned memory are `unsafe`. A failure met in any `Drop` is kept, not discarded:
+//!   [`error::take_drop_errors`] returns them.
+//! - **Host functions in graphs**: a host function or staging copy captured into a graph is
+//!   replayed at every launch; its state (the closure, the slot) is owned by the graph through a
+//!   CUDA user object, shared with every executable graph made from it, and freed once the last of
+//!   them is destroyed. A panic in a host function is caught and counted
+//!   ([`host_fn::take_host_fn_panics`]); it never unwinds into CUDA.
 //!
 //! ## Errors
 //! See [`error`] for the two waves (launch-configuration errors at the call, execution errors at

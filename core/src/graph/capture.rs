@@ -1,0 +1,410 @@
+//! Stream capture: the work enqueued on a stream is recorded into a graph instead of running.
+//!
+//! [`capture`] (into a new [`Graph`]) and [`capture_into`] (into an existing one) open a capture,
+//! run the caller's function on the stream, and close the capture on every path out, a panic
+//! included. They are `unsafe`: captured work does not run at the call, it runs at every launch
+//! of every executable graph made from the graph, long after the borrows of the call have ended.
+//! Their `# Safety` section is the contract every graph in ordo rests on.
+
+use super::Graph;
+use crate::error::{check, Result};
+#[cfg(feature = "alloc")]
+use crate::error::{CudaError, Error};
+use crate::stream::StreamRef;
+use core::ptr::NonNull;
+use ordo_cuda_sys as sys;
+
+/// Stream capture modes (`cudaStreamCaptureMode`): which potentially unsafe calls (those that may
+/// synchronise implicitly, such as `cudaMalloc`) from other threads (or this one) are refused
+/// while the capture runs. A refused call fails with `cudaErrorStreamCaptureUnsupported` and
+/// invalidates the capture; none of the modes makes anything unsound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureMode {
+    /// Refuses potentially unsafe calls from any thread while any global capture runs.
+    Global,
+    /// Refuses them from this thread only.
+    ThreadLocal,
+    /// Refuses nothing: the caller vouches for every call made meanwhile.
+    Relaxed,
+}
+
+impl CaptureMode {
+    fn to_raw(self) -> sys::cudaStreamCaptureMode {
+        match self {
+            CaptureMode::Global => sys::cudaStreamCaptureMode::cudaStreamCaptureModeGlobal,
+            CaptureMode::ThreadLocal => {
+                sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal
+            }
+            CaptureMode::Relaxed => sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed,
+        }
+    }
+}
+
+/// Whether a stream is capturing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureStatus {
+    /// Not capturing.
+    None,
+    /// Capturing.
+    Active,
+    /// The capture was invalidated by an illegal call; ending it returns an error.
+    Invalidated,
+}
+
+/// Where work enqueued on a stream goes now (`cudaStreamGetCaptureInfo`).
+#[cfg(feature = "std")]
+pub(crate) enum CaptureTarget {
+    /// Not capturing: the work runs.
+    None,
+    /// Capturing into this graph (the capture's graph, owned by the capture until it ends, or the
+    /// caller's graph in [`capture_into`]).
+    Active(NonNull<sys::CUgraph_st>),
+    /// The capture was invalidated: nothing enqueued now will run or be replayed.
+    Invalidated,
+}
+
+/// Where work enqueued on `stream` goes now. A stream that joined another stream's capture (by
+/// waiting on an event recorded in it) reports that capture's graph.
+#[cfg(feature = "std")]
+pub(crate) fn capture_target(stream: StreamRef<'_>) -> Result<CaptureTarget> {
+    let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
+    let mut graph: sys::cudaGraph_t = core::ptr::null_mut();
+    // SAFETY: a live stream; `status` and `graph` are writable; the other outputs are not asked.
+    check(
+        unsafe {
+            sys::stream_get_capture_info(
+                stream.as_raw(),
+                &mut status,
+                core::ptr::null_mut(),
+                &mut graph,
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+            )
+        },
+        "cudaStreamGetCaptureInfo",
+    )?;
+    Ok(match status {
+        sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => match NonNull::new(graph) {
+            Some(graph) => CaptureTarget::Active(graph),
+            None => return Err(crate::error::null_handle("cudaStreamGetCaptureInfo")),
+        },
+        sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusInvalidated => {
+            CaptureTarget::Invalidated
+        }
+        _ => CaptureTarget::None,
+    })
+}
+
+/// The error for work refused because the stream's capture was invalidated.
+#[cfg(feature = "std")]
+pub(crate) fn invalidated(call: &'static str) -> Error {
+    Error::Cuda(CudaError::new(
+        sys::cudaError::cudaErrorStreamCaptureInvalidated,
+        call,
+    ))
+}
+
+impl<'a> StreamRef<'a> {
+    /// Starts capturing the work enqueued on this stream into a new graph
+    /// (`cudaStreamBeginCapture`). Prefer [`capture`], which ends the capture on every path out.
+    ///
+    /// # Safety
+    /// The caller owes, for the capture this opens, what [`capture`]'s `# Safety` section lists:
+    /// (1) everything the captured work uses is valid at every launch of every executable graph
+    /// made from (or updated with) the graph; (2) until the capture is ended, the stream is used
+    /// only by the caller's capturing code, and only the caller ends the capture, with
+    /// [`end_capture`](Self::end_capture) (so the graph CUDA returns has exactly one owner);
+    /// (3) every buffer allocated on the stream (or on a stream that joined the capture) while it
+    /// captures is used only by captured work and dropped before the capture ends: no lifetime
+    /// enforces this here, as the handle [`capture`] gives its function does.
+    pub unsafe fn begin_capture(self, mode: CaptureMode) -> Result<()> {
+        // SAFETY: a live stream; the capture's contract is forwarded to the caller.
+        check(
+            unsafe { sys::cudaStreamBeginCapture(self.as_raw(), mode.to_raw()) },
+            "cudaStreamBeginCapture",
+        )
+    }
+
+    /// Ends the capture and returns the graph (`cudaStreamEndCapture`). A capture invalidated by an
+    /// illegal call returns `cudaErrorStreamCaptureInvalidated` naming this call; the stream is
+    /// usable again either way.
+    ///
+    /// # Safety
+    /// The capture open on this stream was begun by the caller with
+    /// [`begin_capture`](Self::begin_capture) (not by [`capture`] or [`capture_into`], whose
+    /// functions must never end their capture, nor by code outside ordo), so that the graph CUDA
+    /// returns is new and owned by nobody else: ending a capture into an existing graph returns
+    /// that graph's handle, and the returned [`Graph`] would be a second owner, destroyed twice.
+    /// The contract of `begin_capture` still covers every replay of the returned graph.
+    pub unsafe fn end_capture(self) -> Result<Graph> {
+        let (code, raw) = end_raw(self);
+        let graph = NonNull::new(raw).map(Graph::from_captured);
+        check(code, "cudaStreamEndCapture")?;
+        graph.ok_or_else(|| crate::error::null_handle("cudaStreamEndCapture"))
+    }
+
+    /// Whether the stream is capturing (`cudaStreamGetCaptureInfo`).
+    pub fn capture_status(self) -> Result<CaptureStatus> {
+        let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
+        // SAFETY: a live stream; `status` is writable; the other outputs are not asked.
+        check(
+            unsafe {
+                sys::stream_get_capture_info(
+                    self.as_raw(),
+                    &mut status,
+                    core::ptr::null_mut(),
+                    core::ptr::null_mut(),
+                    core::ptr::null_mut(),
+                    core::ptr::null_mut(),
+                    core::ptr::null_mut(),
+                )
+            },
+            "cudaStreamGetCaptureInfo",
+        )?;
+        Ok(match status {
+            sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => CaptureStatus::Active,
+            sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusInvalidated => {
+                CaptureStatus::Invalidated
+            }
+            _ => CaptureStatus::None,
+        })
+    }
+}
+
+/// `cudaStreamEndCapture` on `stream`: the status and the graph handle CUDA returned (null when
+/// none).
+fn end_raw(stream: StreamRef<'_>) -> (sys::cudaError_t, sys::cudaGraph_t) {
+    let mut raw: sys::cudaGraph_t = core::ptr::null_mut();
+    // SAFETY: a live stream; `raw` is writable.
+    let code = unsafe { sys::cudaStreamEndCapture(stream.as_raw(), &mut raw) };
+    (code, raw)
+}
+
+/// Captures what `f` enqueues on `stream` into a new graph (`cudaStreamBeginCapture` ...
+/// `cudaStreamEndCapture`).
+///
+/// The capture is ended on every path out: when `f` returns `Ok`, the graph is returned unless an
+/// illegal call (a synchronise, a synchronous copy, a legacy-stream operation) invalidated the
+/// capture, in which case the error names `cudaStreamEndCapture` and
+/// `cudaErrorStreamCaptureInvalidated` (the illegal call itself returned
+/// `cudaErrorStreamCaptureUnsupported` to `f`); when `f` returns an error, the partial graph is
+/// destroyed and `f`'s error returned; when `f` panics, the capture is ended and the partial graph
+/// destroyed while the panic unwinds (an error met there goes to
+/// [`take_drop_errors`](crate::error::take_drop_errors)). The stream is usable again in every case.
+///
+/// `f` gets the stream as a handle whose lifetime ends with the call, so what it allocates on
+/// that handle cannot leave `f`.
+///
+/// # Safety
+/// Captured work does not run now. It runs at every launch of every [`GraphExec`] instantiated
+/// from the returned graph (or from a copy of it), or [updated](super::GraphExec::update) with
+/// it, for as long as any of them lives. The caller owes:
+///
+/// 1. **Everything the captured work uses is valid at every such launch**, until that launch
+///    has completed on the device (not merely until this call returns):
+///    - *device memory* a captured kernel, copy or memset reads or writes (kernel pointer
+///      arguments included): still allocated, the same allocation, and accessed by nothing else
+///      in a way that races the replay. A [`DeviceBuffer`] may be dropped only once every launch
+///      that uses it is ordered before its free (launched on the buffer's own stream, or
+///      completed), and no executable graph that uses it may be launched afterwards;
+///    - *host memory* of captured copies (the pinned or registered source or destination of an
+///      async copy): still allocated and, as for any async copy ([`memory::copy`]), not written
+///      while a replay reads it nor accessed while a replay writes it;
+///    - *kernels*: what [`Kernel::launch`](crate::launch::Kernel::launch) asks of the arguments
+///      holds at each launch of the graph, with the argument values captured at the call (a
+///      pointer argument keeps pointing at the address it had, whatever lives there later);
+///      kernels from modules loaded at run time stay loaded;
+///    - *events*: an event recorded with
+///      [`record_external`](crate::event::Event::record_external) (an external event-record
+///      node) is recorded again at each replay, by its raw handle: the [`Event`] must not be
+///      destroyed while any such executable graph may launch (a destroyed handle may be reused
+///      by CUDA for another event, whose state the replay would then change). Records and waits
+///      between the streams of one capture only order the captured work (fork and join) and keep
+///      no handle;
+///    - *raw handles and pointers* given to CUDA or to other libraries inside `f` (a cuBLAS or
+///      NCCL handle and its workspace, a texture object, a memory pool, a user's own
+///      `cudaLaunchHostFunc` data): live and valid at every launch;
+///    - *ordo's host state is the exception*: the closures of
+///      [`launch_host_fn`](crate::host_fn::launch_host_fn) and the slots of
+///      [`StagingRing::submit`](crate::staging::StagingRing::submit) are owned by the graph (CUDA
+///      user objects) and by every executable graph made from it, and freed when the last of them
+///      is destroyed. A captured host function is called at every replay.
+/// 2. **Only `f`'s handle uses the stream while the capture is open**: no other thread, and no
+///    other handle to the same stream (`stream` itself or a copy of it, even inside `f`; the
+///    [`Stream`](crate::stream::Stream) that owns it; a raw handle given to C code), enqueues work
+///    on it, allocates or frees on it (a [`DeviceBuffer`] of that stream dropped meanwhile
+///    included), synchronises or queries it; and nothing but this function ends the capture (`f`
+///    must not call [`StreamRef::end_capture`]). ordo code that finds the stream capturing relies
+///    on this: the capture's graph stays alive, and the stream capturing, for its call.
+/// 3. **Allocations made while capturing stay in the graph.** A [`DeviceBuffer`] allocated on a
+///    capturing stream is not memory yet: CUDA adds an allocation node to the graph, and the
+///    address is valid only for work captured into the same graph, while an executable graph made
+///    from it runs. A buffer allocated on the handle `f` receives cannot leave `f` (its lifetime
+///    ends with the call), so it is freed inside the capture. For a buffer allocated on another
+///    stream that joined the capture (by waiting on an event recorded in it) the caller owes the
+///    same: it is used only by captured work and dropped (its free captured) before the capture
+///    ends.
+///
+/// [`GraphExec`]: super::GraphExec
+/// [`GraphExec::update`]: super::GraphExec::update
+/// [`DeviceBuffer`]: crate::memory::DeviceBuffer
+/// [`memory::copy`]: crate::memory::copy
+/// [`Event`]: crate::event::Event
+pub unsafe fn capture<F>(stream: StreamRef<'_>, mode: CaptureMode, f: F) -> Result<Graph>
+where
+    F: FnOnce(StreamRef<'_>) -> Result<()>,
+{
+    // SAFETY: the capture's contract is forwarded to the caller; `scope` ends it.
+    unsafe { stream.begin_capture(mode)? };
+    let mut scope = NewCapture { stream, open: true };
+    let body = f(stream);
+    let (code, raw) = scope.end();
+    // Owned from here: dropped (destroyed) on every error path below.
+    let graph = NonNull::new(raw).map(Graph::from_captured);
+    body?;
+    check(code, "cudaStreamEndCapture")?;
+    graph.ok_or_else(|| crate::error::null_handle("cudaStreamEndCapture"))
+}
+
+/// An open capture into a new graph; ends it (and destroys the partial graph) if dropped open,
+/// which happens only when the capture's function panics.
+struct NewCapture<'s> {
+    stream: StreamRef<'s>,
+    open: bool,
+}
+
+impl NewCapture<'_> {
+    fn end(&mut self) -> (sys::cudaError_t, sys::cudaGraph_t) {
+        self.open = false;
+        end_raw(self.stream)
+    }
+}
+
+impl Drop for NewCapture<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            let (code, raw) = self.end();
+            crate::error::record_drop_error(code, "cudaStreamEndCapture");
+            // The graph is new (the contract: nobody else ended the capture); Graph's drop
+            // destroys it and records a failure.
+            drop(NonNull::new(raw).map(Graph::from_captured));
+        }
+    }
+}
+
+/// Captures what `f` enqueues on `stream` into the existing `graph`, after the graph's current
+/// leaf nodes (`cudaStreamBeginCaptureToGraph`, CUDA 12.3 and later): the new work depends on
+/// everything already in the graph. An empty graph works (the work then depends on nothing).
+///
+/// The capture is ended on every path out, a panic in `f` included, and the end is checked to
+/// return `graph` itself. On success the captured nodes are in `graph`. On failure (`f` returns
+/// an error or panics, or the capture was invalidated) `graph` holds exactly what it held before
+/// the call: CUDA destroys a graph whose capture into it fails to end (measured with CUDA 13.0:
+/// after `cudaErrorStreamCaptureInvalidated` or `cudaErrorStreamCaptureUnjoined` the handle is
+/// gone, host state released), so this function keeps a copy made before the capture
+/// (`cudaGraphClone`, which also holds the graph's host state) and puts it in `graph`'s place:
+/// the nodes, edges and host state are those of before, under a new raw handle. The copy costs
+/// one clone of the graph a call.
+///
+/// # Safety
+/// As [`capture`], for the work captured here, at every launch of every executable graph made
+/// from (or updated with) `graph` from now on.
+#[cfg(feature = "alloc")]
+pub unsafe fn capture_into<F>(
+    graph: &mut Graph,
+    stream: StreamRef<'_>,
+    mode: CaptureMode,
+    f: F,
+) -> Result<()>
+where
+    F: FnOnce(StreamRef<'_>) -> Result<()>,
+{
+    let mut leaves = alloc::vec::Vec::new();
+    for node in super::template::raw_nodes(graph.as_raw())? {
+        if super::template::is_leaf(node)? {
+            leaves.push(node);
+        }
+    }
+    let before = graph.try_clone()?;
+    // CUDA reads no dependency array for a zero count; pass null rather than a dangling pointer.
+    let deps = if leaves.is_empty() {
+        core::ptr::null()
+    } else {
+        leaves.as_ptr()
+    };
+    // SAFETY: live handles; `deps` holds `leaves.len()` nodes of `graph`; default edges. The
+    // capture's contract is forwarded to the caller; `scope` ends it.
+    check(
+        unsafe {
+            sys::stream_begin_capture_to_graph(
+                stream.as_raw(),
+                graph.as_raw(),
+                deps,
+                core::ptr::null(),
+                leaves.len(),
+                mode.to_raw(),
+            )
+        },
+        "cudaStreamBeginCaptureToGraph",
+    )?;
+    let mut scope = IntoCapture {
+        stream,
+        graph,
+        before: Some(before),
+    };
+    let body = f(stream);
+    let ended = scope.finish(body.is_ok());
+    body.and(ended)
+}
+
+/// An open capture into the caller's graph, with a copy of the graph as it was. Dropped open
+/// (only when the capture's function panics), it ends the capture and restores the copy.
+#[cfg(feature = "alloc")]
+struct IntoCapture<'s, 'g> {
+    stream: StreamRef<'s>,
+    graph: &'g mut Graph,
+    /// The graph as it was before the capture; `None` once the capture has ended.
+    before: Option<Graph>,
+}
+
+#[cfg(feature = "alloc")]
+impl IntoCapture<'_, '_> {
+    /// Ends the capture. When it ended into the caller's graph and `keep` is true, the copy is
+    /// dropped and the captured work stays. Otherwise the copy takes the graph's place, and the
+    /// graph is destroyed when CUDA left it alive (the capture ended but the work is not kept),
+    /// forgotten when CUDA destroyed it (it refused to end the capture), and forgotten too when
+    /// CUDA returned another graph (possible only if the capture contract was broken; who owns
+    /// the caller's handle is unknown then, and leaking beats destroying it twice).
+    fn finish(&mut self, keep: bool) -> Result<()> {
+        let Some(before) = self.before.take() else {
+            return Ok(());
+        };
+        let (code, raw) = end_raw(self.stream);
+        let ended = if code != sys::cudaError::cudaSuccess {
+            Err(Error::Cuda(CudaError::new(code, "cudaStreamEndCapture")))
+        } else if raw != self.graph.as_raw() {
+            Err(Error::invalid(
+                "capture_into",
+                "the capture ended with another graph than the caller's: something else ended or began a capture on the stream",
+            ))
+        } else {
+            Ok(())
+        };
+        match ended {
+            Ok(()) if keep => drop(before),
+            Ok(()) => drop(core::mem::replace(&mut *self.graph, before)),
+            Err(_) => core::mem::forget(core::mem::replace(&mut *self.graph, before)),
+        }
+        ended
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl Drop for IntoCapture<'_, '_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish(false) {
+            crate::error::record_drop_error_value(e);
+        }
+    }
+}

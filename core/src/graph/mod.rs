@@ -1,0 +1,30 @@
+//! CUDA graphs: stream capture into a [`Graph`] (new or existing), instantiation into a
+//! [`GraphExec`], replay on a stream, the graph's nodes and edges (programmatic edges from PDL
+//! launches survive capture), and updates without re-instantiating: whole-graph
+//! [`GraphExec::update`] and typed kernel-node argument updates
+//! ([`GraphExec::set_kernel_node_args`]).
+//!
+//! - [`capture`]: the `unsafe` captures and their replay contract, the capture modes and status;
+//! - [`Graph`]: a graph of captured work, its nodes and edges, instantiation;
+//! - [`GraphExec`]: an executable graph: launch, update, upload;
+//! - [`Node`], [`KernelNode`], [`Edge`]: what a graph holds.
+//!
+//! A graph does not borrow what its work uses. Making one is `unsafe` (the capture), and the
+//! capture's contract covers every replay; launching is safe. Host state that ordo itself puts in
+//! a graph (host functions, staging slots) is owned by the graph through CUDA user objects.
+
+mod capture;
+mod exec;
+mod node;
+mod template;
+#[cfg(feature = "std")]
+pub(crate) mod user_object;
+
+#[cfg(feature = "alloc")]
+pub use capture::capture_into;
+pub use capture::{capture, CaptureMode, CaptureStatus};
+#[cfg(feature = "std")]
+pub(crate) use capture::{capture_target, invalidated, CaptureTarget};
+pub use exec::{GraphExec, InstantiateFlags, UpdateFailure};
+pub use node::{Edge, KernelNode, Node, NodeKind};
+pub use template::Graph;
