@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the GPU test binaries of a gpu-bundle (../shared/tools/gpu-bundle) under compute-sanitizer
 # on a GPU machine, one tool at a time, and prints one summary line:
-#   sanitizer: R runs, C clean, F with findings
+#   sanitizer: R runs, C clean, F with findings, S skipped
 #
 #   bash scripts/sanitize.sh [BUNDLE] [TOOL ...]   # from the project root
 #   BUNDLE defaults to target/gpu-bundle; TOOLs to memcheck racecheck synccheck initcheck.
@@ -10,8 +10,16 @@
 #
 # API errors are not counted (--report-api-errors no): several tests provoke them on purpose
 # (an illegal call inside a capture, a bad launch configuration) and check the error returned.
-# The NCCL test is skipped (NCCL's own kernels are not ours to sanitize); the other two-GPU tests run
-# where there are two GPUs, and are skipped where there is one.
+# Tests run one at a time (--test-threads=1): the sanitizer serialises the device anyway, and a
+# finding is then easy to tie to its test.
+#
+# Skipped, not run (and not counted as findings):
+# - the NCCL test (NCCL's own kernels are not ours to sanitize);
+# - on a machine with fewer than two GPUs, the binaries whose tests all need two GPUs
+#   (TWO_GPU_BINARIES below) and the tests named two_gpus* in the others;
+# - any binary whose tests are all filtered out by the above: it would make no CUDA call, which
+#   compute-sanitizer reports as an error of its own ("target application terminated before first
+#   instrumented API call", exit 255), not as a finding in our code.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=${1:-target/gpu-bundle}
@@ -22,14 +30,30 @@ logs=${SANITIZE_LOGS:-$(mktemp -d)}
 mkdir -p "$logs"
 gpu_tests="core:gpu core:no_alloc kernels:gpu kernels:graphs kernels:pipeline kernels:no_alloc kernels:threads kernels:multi_gpu ffi-tests:programs ffi-tests:random_calls ffi-tests:two_gpus cuda-sys:no_driver"
 [ -n "${SANITIZE_ONLY:-}" ] && gpu_tests=$SANITIZE_ONLY
-skip=(--skip two_gpus_nccl)
+# Test binaries every test of which needs two GPUs (they name them two_gpus_*).
+TWO_GPU_BINARIES="kernels:multi_gpu ffi-tests:two_gpus"
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+skip=(--skip two_gpus_nccl)
 [ "$gpus" -ge 2 ] || skip=(--skip two_gpus)
-runs=0; clean=0; dirty=0
+runs=0; clean=0; dirty=0; skipped=0
 for tool in "${tools[@]}"; do
   while IFS=$'\t' read -r kind pkgdir name exe; do
     [ "$kind" = test ] || continue
     case " $gpu_tests " in *" $pkgdir:$name "*) ;; *) continue ;; esac
+    if [ "$gpus" -lt 2 ]; then
+      case " $TWO_GPU_BINARIES " in
+        *" $pkgdir:$name "*)
+          skipped=$((skipped + 1)); echo "skipped   $tool $pkgdir/$name: needs two GPUs, $gpus here"; continue ;;
+      esac
+    fi
+    # What is left to run after the filters (libtest applies --skip to --list too).
+    if ! listing=$(cd "$pkgdir" && CARGO_MANIFEST_DIR="$PWD" "$OLDPWD/$bundle/bin/$exe" --list --include-ignored "${skip[@]}" 2>&1); then
+      runs=$((runs + 1)); dirty=$((dirty + 1)); echo "FINDINGS  $tool $pkgdir/$name: cannot list its tests: $listing"; continue
+    fi
+    left=$(printf '%s\n' "$listing" | grep -c ': test$')
+    if [ "$left" -eq 0 ]; then
+      skipped=$((skipped + 1)); echo "skipped   $tool $pkgdir/$name: no test left after ${skip[*]}"; continue
+    fi
     log="$logs/$tool-${pkgdir//\//_}-$name.log"
     (cd "$pkgdir" && CARGO_MANIFEST_DIR="$PWD" compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 99 \
       "$OLDPWD/$bundle/bin/$exe" --include-ignored --test-threads=1 "${skip[@]}") > "$log" 2>&1
@@ -43,5 +67,5 @@ for tool in "${tools[@]}"; do
     fi
   done < "$bundle/manifest.tsv"
 done
-echo "sanitizer: $runs runs, $clean clean, $dirty with findings"
+echo "sanitizer: $runs runs, $clean clean, $dirty with findings, $skipped skipped"
 [ "$dirty" -eq 0 ]

@@ -85,7 +85,9 @@ fn graphs_and_pdl(c: &mut Criterion, s: StreamRef<'_>) -> Result<()> {
     let mut x = DeviceBuffer::<f32>::zeroed_async(N, s)?;
     let xp = x.as_mut_ptr();
     let mut g = c.benchmark_group("graph replay, 200 x add_one(4096), GPU time");
-    let exec = capture(s, CaptureMode::Global, |cs| (0..200).try_for_each(|_| unsafe { ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(xp, N)) }))?
+    // SAFETY: `x` (N elements) is declared before `exec`, so it outlives it, and is freed on `s`
+    // after every replay enqueued there; nothing else uses `s` during the capture (one thread).
+    let exec = unsafe { capture(s, CaptureMode::Global, |cs| (0..200).try_for_each(|_| ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(xp, N)))) }?
         .instantiate(InstantiateFlags::empty())?;
     exec.upload(s)?;
     g.bench_function("ordo", |b| b.iter_custom(|iters| gpu_time(s, iters, || exec.launch(s))));
@@ -109,9 +111,11 @@ fn graphs_and_pdl(c: &mut Criterion, s: StreamRef<'_>) -> Result<()> {
     let mut g = c.benchmark_group("PDL chain, 100 kernels of 4096, graph, GPU time");
     for (pdl, name) in [(ChainPdl::Off, "PDL off"), (ChainPdl::Auto, "PDL (ordo's rule)")] {
         let plan = ChainPlan::new(device, N, pdl)?;
-        let exec = capture(s, CaptureMode::Global, |cs| unsafe {
-            ordo_kernels::chain(cs, a.as_mut_slice(), bb.as_mut_slice(), scale.as_slice(), 100, &plan)
-        })?
+        // SAFETY: `a`, `bb` and `scale` are declared before `exec`, so they outlive it, and are
+        // freed on `s` after every replay enqueued there; nothing else uses `s` during the capture.
+        let exec = unsafe {
+            capture(s, CaptureMode::Global, |cs| ordo_kernels::chain(cs, a.as_mut_slice(), bb.as_mut_slice(), scale.as_slice(), 100, &plan))
+        }?
         .instantiate(InstantiateFlags::empty())?;
         exec.upload(s)?;
         g.bench_function(name, |b| b.iter_custom(|iters| gpu_time(s, iters, || exec.launch(s))));

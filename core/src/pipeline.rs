@@ -40,7 +40,7 @@
 use crate::device::Device;
 use crate::error::{Error, Result, UsageKind};
 use crate::event::{Event, TimingEvent};
-use crate::memory::{copy, DeviceCopy, DeviceSliceMut, PinnedSlice, PinnedSliceMut};
+use crate::memory::{copy, order, DeviceCopy, DeviceSliceMut, PinnedSlice, PinnedSliceMut};
 use crate::stream::{Stream, StreamRef};
 use alloc::vec::Vec;
 
@@ -116,11 +116,22 @@ impl Plan {
 }
 
 /// Predicted milliseconds for `times` split into `plan` on `machine` (the model in the module docs).
+///
+/// Inputs outside the model give a clear answer rather than a number that looks real: a stage time
+/// or per-chunk cost that is NaN or negative, or a NaN `duplex`, gives NaN; an infinite stage time
+/// or per-chunk cost gives infinity. `duplex` is clamped to 1.0-2.0.
 pub fn predict_ms(times: StageTimes, plan: Plan, machine: &Machine) -> f64 {
     let (a, b, c) = (times.copy_in_ms, times.compute_ms, times.copy_out_ms);
+    let timing = if machine.stage_timing { machine.stage_timing_overhead_ms } else { 0.0 };
+    let inputs = [a, b, c, machine.chunk_overhead_ms, timing];
+    if inputs.iter().any(|&x| x.is_nan() || x < 0.0) || machine.duplex.is_nan() {
+        return f64::NAN;
+    }
+    if inputs.iter().any(|x| x.is_infinite()) {
+        return f64::INFINITY;
+    }
     let sum = a + b + c;
     let k = plan.chunks.max(1) as f64;
-    let timing = if machine.stage_timing { machine.stage_timing_overhead_ms } else { 0.0 };
     let overhead = (machine.chunk_overhead_ms + timing) * k;
     let serial = plan.chunks <= 1 || matches!(plan.schedule, Schedule::RoundRobin { streams } if streams <= 1);
     if serial || machine.copy_engines == 0 {
@@ -135,19 +146,28 @@ pub fn predict_ms(times: StageTimes, plan: Plan, machine: &Machine) -> f64 {
     steady + fill + overhead
 }
 
-/// The plan with the least predicted time among chunk counts 1, 2, 4, ... `max_chunks`: staged
-/// with two or more copy engines, else round robin over 2, 4 or 8 streams.
+/// The plan with the least predicted time among chunk counts 1, 2, 4, ... up to `max_chunks` and
+/// [`MAX_CHUNKS`]: staged with two or more copy engines, else round robin over 2, 4 or 8 streams.
+/// Pass the element count as `max_chunks` (or less): a run refuses more chunks than elements (see
+/// [`check_run`]). Any `max_chunks` is accepted.
+/// When no prediction is a finite number (NaN or infinite inputs, see [`predict_ms`]), the plan is
+/// one chunk on one stream.
 pub fn choose_plan(times: StageTimes, machine: &Machine, max_chunks: usize) -> Plan {
     let mut best = (f64::INFINITY, Plan { chunks: 1, schedule: Schedule::RoundRobin { streams: 1 } });
-    let mut k = 1;
-    while k <= max_chunks.max(1) {
-        let mut candidates = alloc::vec![Schedule::RoundRobin { streams: 1 }];
-        if machine.copy_engines >= 2 {
-            candidates.push(Schedule::Staged);
-        } else {
-            candidates.extend([2, 4, 8].map(|streams| Schedule::RoundRobin { streams }));
-        }
-        for schedule in candidates {
+    let candidates: &[Schedule] = if machine.copy_engines >= 2 {
+        &[Schedule::RoundRobin { streams: 1 }, Schedule::Staged]
+    } else {
+        &[
+            Schedule::RoundRobin { streams: 1 },
+            Schedule::RoundRobin { streams: 2 },
+            Schedule::RoundRobin { streams: 4 },
+            Schedule::RoundRobin { streams: 8 },
+        ]
+    };
+    let limit = max_chunks.clamp(1, MAX_CHUNKS);
+    let mut k = 1usize;
+    while k <= limit {
+        for &schedule in candidates {
             let plan = Plan { chunks: k, schedule };
             if plan.streams() > k && !matches!(schedule, Schedule::Staged) {
                 continue;
@@ -157,24 +177,42 @@ pub fn choose_plan(times: StageTimes, machine: &Machine, max_chunks: usize) -> P
                 best = (t, plan);
             }
         }
-        k *= 2;
+        match k.checked_mul(2) {
+            Some(next) => k = next,
+            None => break,
+        }
     }
     best.1
 }
 
+/// The most chunks a run takes: each chunk needs its own events (four with stage timing), made
+/// once and kept by the pipeline.
+pub const MAX_CHUNKS: usize = 1 << 16;
+
 /// The element range of chunk `i` of `k` over `n` elements: sizes differ by at most one.
+///
+/// There is no chunk `i` when `k` is zero or `i >= k`: the range is then the empty `n..n` (past the
+/// last element), never a division by zero or a range beyond `n`.
 pub fn chunk_range(n: usize, k: usize, i: usize) -> core::ops::Range<usize> {
+    if i >= k {
+        return n..n;
+    }
+    // In u128 the products cannot overflow, and with i < k both quotients are at most n.
     let start = (n as u128 * i as u128 / k as u128) as usize;
     let end = (n as u128 * (i as u128 + 1) / k as u128) as usize;
     start..end
 }
 
 /// Checks a run's buffer lengths (`[input, dev_in, dev_out, output]`) and chunk count: a clear
-/// error for zero chunks, buffers of different lengths, and more chunks than elements.
+/// error for zero chunks, more than [`MAX_CHUNKS`], buffers of different lengths, and more chunks
+/// than elements.
 pub fn check_run(lens: [usize; 4], chunks: usize) -> Result<()> {
     const CALL: &str = "Pipeline::run";
     if chunks == 0 {
         return Err(Error::invalid(CALL, "zero chunks"));
+    }
+    if chunks > MAX_CHUNKS {
+        return Err(Error::invalid(CALL, "more chunks than pipeline::MAX_CHUNKS"));
     }
     if lens.iter().any(|&l| l != lens[0]) {
         return Err(Error::invalid(CALL, "input, device buffers and output must have the same length"));
@@ -298,15 +336,46 @@ impl Pipeline {
         self.streams.len()
     }
 
+    /// Whether a worker stream is part of an open capture. After a run whose `main` stream was
+    /// capturing, the workers stay in that capture until it ends (`cudaStreamEndCapture`): work
+    /// enqueued on them meanwhile would join it, so a pipeline shared between callers must not run
+    /// then for anyone else.
+    pub fn in_capture(&self) -> Result<bool> {
+        for s in &self.streams {
+            if !matches!(s.as_stream().capture_status()?, crate::graph::CaptureStatus::None) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Runs `plan` enqueued from `main`: worker streams wait on `main`; each chunk is copied from
     /// `buffers.input` into `dev_in`, `compute(stream, in, out)` runs on the chunk's views of
     /// `dev_in` and `dev_out`, and `dev_out` is copied out to `output`, on the streams the plan's
-    /// schedule says; then `main` waits for every worker. Returns at once; synchronise `main` (or wait on it) before
-    /// reading `output` or [`chunk_times`](Self::chunk_times).
+    /// schedule says; then `main` waits for every worker. Returns at once; synchronise `main` (or
+    /// wait on it) before reading `output` or [`chunk_times`](Self::chunk_times).
+    ///
+    /// # Errors
+    /// On every path out, errors included (a failing `compute` callback, copy or event call), the
+    /// worker streams that took part are joined back to `main` before the first error is returned:
+    /// once `main` has passed the point of the call, nothing the run enqueued is still running, so
+    /// the caller may reuse the buffers after synchronising `main`, as after a success. Only when a
+    /// join itself fails (its event record or `main`'s wait) is that worker stream synchronised
+    /// instead, on the calling thread: the last resort, taken on that error path alone. Chunks
+    /// after the failing one are not enqueued; `output` then holds the chunks copied out before
+    /// it, and [`chunk_times`](Self::chunk_times) has none.
+    ///
+    /// # Device buffers of other streams
+    /// When `dev_in` or `dev_out` belongs to a buffer of another stream than `main` (its view's
+    /// [`origin`](DeviceSliceMut::origin)), the run is ordered after that stream's queued work
+    /// (the allocation, earlier writes) and that stream after the run (so the buffer's free
+    /// follows it): one event each way, only where the streams differ, and not while `main`
+    /// captures (the capture's contract then covers the buffers at every replay).
     ///
     /// # Safety
     /// As the asynchronous copies: the four buffers stay allocated, and the host ones untouched,
-    /// until `main` has passed the pipeline's work.
+    /// until `main` has passed the pipeline's work; device views without an origin (made by
+    /// `from_raw_parts`) are also ordered by the caller against whatever else uses their memory.
     pub unsafe fn run<T, U, F>(
         &mut self,
         main: StreamRef<'_>,
@@ -320,14 +389,16 @@ impl Pipeline {
         F: FnMut(StreamRef<'_>, DeviceSliceMut<'_, T>, DeviceSliceMut<'_, U>) -> Result<()>,
     {
         const CALL: &str = "Pipeline::run";
-        let Buffers { input, mut dev_in, mut dev_out, mut output } = buffers;
-        let n = input.len();
+        let Buffers { input, dev_in, dev_out, output } = buffers;
         let chunks = plan.chunks;
-        check_run([n, dev_in.len(), dev_out.len(), output.len()], chunks)?;
+        check_run([input.len(), dev_in.len(), dev_out.len(), output.len()], chunks)?;
         if plan.streams() > self.streams.len() {
             return Err(Error::invalid(CALL, "the plan needs more streams than the pipeline has"));
         }
-        match main.device() {
+        // While `main` captures, any query of it (its device included) fails and invalidates the
+        // capture, in every capture mode (measured, CUDA 13.0): the device check is skipped then.
+        let capturing = !matches!(main.capture_status()?, crate::graph::CaptureStatus::None);
+        match if capturing { Ok(self.device) } else { main.device() } {
             Ok(d) if d != self.device => {
                 return Err(Error::usage(UsageKind::InvalidArgument, CALL, "the stream belongs to another device than the pipeline"))
             }
@@ -346,11 +417,50 @@ impl Pipeline {
             Schedule::Staged => 3,
             Schedule::RoundRobin { streams } => streams.min(chunks).max(1),
         };
+        // Nothing is enqueued on a worker before the fork is recorded: an error up to here needs no join.
+        self.last = Plan { chunks: 0, schedule: plan.schedule };
+        self.last_timed = timing;
+        // Inside a capture the run becomes graph nodes, replayed later: the capture's contract
+        // keeps the buffers valid at every replay, and an event of the origin stream cannot be
+        // waited on inside the capture anyway. No ordering with the origins is added there.
+        let origins = if capturing { [None, None] } else { [dev_in.origin(), dev_out.origin()] };
+        for origin in origins {
+            order::after_origin(origin, main)?;
+        }
         self.start.record(main)?;
         self.fork.record(main)?;
-        for s in &self.streams[..used] {
-            s.wait_event(&self.fork)?;
+        let mut result = self.streams[..used].iter().try_for_each(|s| s.wait_event(&self.fork));
+        if result.is_ok() {
+            // SAFETY: the caller's contract, passed on.
+            result = unsafe { self.enqueue_chunks(plan, used, Buffers { input, dev_in, dev_out, output }, &mut compute) };
         }
+        // Joined whatever happened above: a worker stream may hold copies and kernels of the
+        // chunks enqueued before an error.
+        let joined = self.join(main, used);
+        let mut result = result.and(joined);
+        // The device buffers' frees, on their own streams, follow the run.
+        for origin in origins {
+            result = result.and(order::origin_after(origin, main));
+        }
+        if result.is_ok() {
+            self.last = plan;
+        }
+        result
+    }
+
+    /// Enqueues every chunk of `plan` on the first `used` worker streams (already forked from
+    /// `main`); stops at the first error.
+    ///
+    /// # Safety
+    /// As [`run`](Self::run).
+    unsafe fn enqueue_chunks<T, U, F>(&self, plan: Plan, used: usize, buffers: Buffers<'_, T, U>, compute: &mut F) -> Result<()>
+    where
+        T: DeviceCopy,
+        U: DeviceCopy,
+        F: FnMut(StreamRef<'_>, DeviceSliceMut<'_, T>, DeviceSliceMut<'_, U>) -> Result<()>,
+    {
+        let Buffers { input, mut dev_in, mut dev_out, mut output } = buffers;
+        let (n, chunks, timing) = (input.len(), plan.chunks, self.timing);
         for i in 0..chunks {
             let r = chunk_range(n, chunks, i);
             let (s_in, s_compute, s_out) = match plan.schedule {
@@ -386,13 +496,25 @@ impl Pipeline {
                 self.chunks[i].0[3].record(s_out)?;
             }
         }
-        for (s, join) in self.streams[..used].iter().zip(&self.joins) {
-            join.record(s.as_stream())?;
-            main.wait_event(join)?;
-        }
-        self.last = plan;
-        self.last_timed = timing;
         Ok(())
+    }
+
+    /// Makes `main` wait for each of the first `used` worker streams; a worker whose join fails is
+    /// synchronised instead (error path only). Returns the first error.
+    fn join(&self, main: StreamRef<'_>, used: usize) -> Result<()> {
+        let mut first = Ok(());
+        for (s, join) in self.streams[..used].iter().zip(&self.joins) {
+            if let Err(e) = join.record(s.as_stream()).and_then(|()| main.wait_event(join)) {
+                // `main` cannot be ordered after this worker: wait for the worker here, so that
+                // nothing of the run is still running once `main` has passed it. Should this fail
+                // too, the join's error is the one returned.
+                let _ = s.synchronize();
+                if first.is_ok() {
+                    first = Err(e);
+                }
+            }
+        }
+        first
     }
 
     /// Each chunk's stage times in the last run, from its start (after it has completed).

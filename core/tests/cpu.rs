@@ -96,13 +96,16 @@ fn handles_are_as_small_as_the_raw_ones() {
 #[test]
 fn null_and_named_streams() {
     assert!(unsafe { StreamRef::from_raw(core::ptr::null_mut()) }.is_none());
-    assert_eq!(StreamRef::legacy_default().as_raw() as usize, 1);
-    assert_eq!(StreamRef::per_thread_default().as_raw() as usize, 2);
+    // SAFETY: the handles are only compared, never used for CUDA calls.
+    assert_eq!(unsafe { StreamRef::legacy_default() }.as_raw() as usize, 1);
+    // SAFETY: as above.
+    assert_eq!(unsafe { StreamRef::per_thread_default() }.as_raw() as usize, 2);
 }
 
 #[test]
 fn sizes_are_checked_before_cuda_is_called() {
-    let s = StreamRef::per_thread_default();
+    // SAFETY: used on this thread only, with the current device unchanged.
+    let s = unsafe { StreamRef::per_thread_default() };
     let zero = DeviceBuffer::<f32>::alloc_async(0, s).unwrap_err();
     assert!(matches!(zero, Error::Usage(UsageError { kind: UsageKind::InvalidArgument, .. })), "{zero:?}");
     assert!(zero.to_string().contains("zero length"), "{zero}");
@@ -129,6 +132,7 @@ fn views_check_ranges_and_lengths() {
     let reversed = dev.as_slice().slice(5..3);
     assert!(reversed.is_err());
     let pinned = unsafe { PinnedSlice::from_raw_parts(host.as_ptr(), 4) };
+    // SAFETY: refused before CUDA is called (the lengths differ); the stream is used on this thread only.
     let err = unsafe { copy::h2d_async(dev, pinned, StreamRef::per_thread_default()) }.unwrap_err();
     assert!(err.to_string().contains("lengths differ"), "{err}");
 }
@@ -155,13 +159,15 @@ fn without_a_driver_every_constructor_returns_err() {
     no_driver(TimingEvent::new().unwrap_err());
     no_driver(MemPool::new(Device::from_ordinal(0)).unwrap_err());
     no_driver(MemPool::device_default(Device::from_ordinal(0)).unwrap_err());
-    no_driver(DeviceBuffer::<f32>::alloc_async(16, StreamRef::per_thread_default()).unwrap_err());
+    // SAFETY: used on this thread only, with the current device unchanged.
+    let per_thread = unsafe { StreamRef::per_thread_default() };
+    no_driver(DeviceBuffer::<f32>::alloc_async(16, per_thread).unwrap_err());
     no_driver(PinnedBuffer::<f32>::zeroed(16, HostAllocFlags::empty()).unwrap_err());
     no_driver(ManagedBuffer::<f32>::zeroed(16, ManagedFlags::ATTACH_GLOBAL).unwrap_err());
     let mut data = vec![0u32; 16];
     no_driver(RegisteredHost::new(&mut data, HostRegisterFlags::empty()).unwrap_err());
-    no_driver(StreamRef::per_thread_default().synchronize().unwrap_err());
-    no_driver(StreamRef::per_thread_default().query().unwrap_err());
+    no_driver(per_thread.synchronize().unwrap_err());
+    no_driver(per_thread.query().unwrap_err());
     assert_eq!(device::runtime_version().unwrap(), sys::CUDA_VERSION);
     assert_eq!(device::driver_version().unwrap(), 0);
 }
@@ -217,6 +223,8 @@ fn a_bad_launch_configuration_never_reaches_cuda() {
     use ordo_core::launch::{Kernel, LaunchConfig};
     extern "C" fn not_a_kernel(_: i32) {}
     let k = Kernel::new(not_a_kernel as unsafe extern "C" fn(i32));
+    // SAFETY: the zero grid is refused before CUDA is called: nothing is launched, and the stream
+    // handle is used on this thread only.
     let e = unsafe { k.launch(StreamRef::per_thread_default(), &LaunchConfig::new(0, 32), (1,)) }.unwrap_err();
     assert!(matches!(e, Error::Usage(_)), "{e:?}");
 }
@@ -224,6 +232,8 @@ fn a_bad_launch_configuration_never_reaches_cuda() {
 #[test]
 fn bucket_round_up_and_its_edges() {
     use ordo_core::graph_cache::{bucket_index, default_buckets, GraphCache, Overflow};
+    // SAFETY: used on this thread only, with the current device unchanged.
+    let per_thread = unsafe { StreamRef::per_thread_default() };
     let b = default_buckets();
     assert_eq!(b, vec![1, 2, 4, 8, 16, 32, 64, 128, 256]);
     assert_eq!(bucket_index(&b, 0), Some(0));
@@ -239,22 +249,29 @@ fn bucket_round_up_and_its_edges() {
     assert_eq!(bucket_index(&odd, 4), Some(1));
     assert_eq!(bucket_index(&odd, 11), Some(2));
     let body = |_: StreamRef<'_>, _: usize| -> Result<()> { Ok(()) };
-    assert!(GraphCache::new(vec![], Overflow::Error, body).is_err());
-    assert!(GraphCache::new(vec![0, 4], Overflow::Error, body).is_err());
-    assert!(GraphCache::new(vec![4, 4], Overflow::Error, body).is_err());
-    assert!(GraphCache::new(vec![8, 4], Overflow::Error, body).is_err());
-    let mut cache = GraphCache::new(vec![4, 8], Overflow::Error, body).unwrap();
+    // SAFETY (every cache below): the bodies enqueue nothing, so a capture of them would use no
+    // memory or handle; and no capture happens (bad buckets, a size over the largest bucket, the
+    // eager overflow path).
+    let new = |buckets, overflow| unsafe { GraphCache::new(buckets, overflow, body) };
+    assert!(new(vec![], Overflow::Error).is_err());
+    assert!(new(vec![0, 4], Overflow::Error).is_err());
+    assert!(new(vec![4, 4], Overflow::Error).is_err());
+    assert!(new(vec![8, 4], Overflow::Error).is_err());
+    let mut cache = new(vec![4, 8], Overflow::Error).unwrap();
     assert_eq!(cache.bucket_for(5), Some(8));
     assert_eq!(cache.bucket_for(9), None);
-    let e = cache.run(StreamRef::per_thread_default(), 9).unwrap_err();
+    let e = cache.run(per_thread, 9).unwrap_err();
     assert!(e.to_string().contains("largest bucket"), "{e}");
     let mut calls = Vec::new();
-    let mut eager = GraphCache::new(vec![4], Overflow::Eager, |_: StreamRef<'_>, n: usize| {
-        calls.push(n);
-        Ok(())
-    })
+    // SAFETY: as above.
+    let mut eager = unsafe {
+        GraphCache::new(vec![4], Overflow::Eager, |_: StreamRef<'_>, n: usize| {
+            calls.push(n);
+            Ok(())
+        })
+    }
     .unwrap();
-    assert_eq!(eager.run(StreamRef::per_thread_default(), 100).unwrap(), 100);
+    assert_eq!(eager.run(per_thread, 100).unwrap(), 100);
     assert_eq!(eager.captured(), 0);
     drop(eager);
     assert_eq!(calls, vec![100]);
@@ -325,4 +342,90 @@ fn upload_at_instantiation_needs_a_stream() {
         // Without a driver even an empty graph cannot be made; the check is the same code path.
         assert!(Graph::new().unwrap_err().cuda().unwrap().is_no_driver());
     }
+}
+
+#[test]
+fn defect_08_chunk_range_of_no_chunk_is_empty_not_a_division_by_zero() {
+    use ordo_core::pipeline::chunk_range;
+    assert_eq!(chunk_range(10, 0, 0), 10..10);
+    assert_eq!(chunk_range(10, 0, 3), 10..10);
+    assert_eq!(chunk_range(0, 0, 0), 0..0);
+    // Past the last chunk: empty at the end, never beyond n.
+    assert_eq!(chunk_range(10, 3, 3), 10..10);
+    assert_eq!(chunk_range(10, 3, usize::MAX), 10..10);
+    // Extreme sizes stay exact.
+    assert_eq!(chunk_range(usize::MAX, usize::MAX, usize::MAX - 1), usize::MAX - 1..usize::MAX);
+    assert_eq!(chunk_range(usize::MAX, 2, 1).end, usize::MAX);
+}
+
+#[test]
+fn defect_08_choose_plan_with_a_huge_chunk_limit_terminates_within_max_chunks() {
+    use ordo_core::pipeline::{choose_plan, Machine, StageTimes, MAX_CHUNKS};
+    let times = StageTimes { copy_in_ms: 4.89, compute_ms: 0.32, copy_out_ms: 4.86 };
+    // No per-chunk cost: more chunks always look better, so the planner goes to its limit.
+    for copy_engines in [0, 1, 3] {
+        let free = Machine { copy_engines, duplex: 1.83, chunk_overhead_ms: 0.0, stage_timing_overhead_ms: 0.0, stage_timing: false };
+        for max in [usize::MAX, usize::MAX / 2 + 1, 1 << 40, MAX_CHUNKS + 1] {
+            let plan = choose_plan(times, &free, max);
+            assert!(plan.chunks >= 1 && plan.chunks <= MAX_CHUNKS && plan.chunks.is_power_of_two(), "{copy_engines} {max}: {plan:?}");
+        }
+        assert_eq!(choose_plan(times, &free, 0).chunks, 1);
+    }
+    let free = Machine { copy_engines: 3, duplex: 1.83, chunk_overhead_ms: 0.0, stage_timing_overhead_ms: 0.0, stage_timing: false };
+    assert_eq!(choose_plan(times, &free, usize::MAX).chunks, MAX_CHUNKS);
+    assert_eq!(choose_plan(times, &free, 100).chunks, 64);
+}
+
+#[test]
+fn defect_08_predict_ms_and_choose_plan_on_nan_negative_and_infinite_input() {
+    use ordo_core::pipeline::{choose_plan, predict_ms, Machine, Plan, Schedule, StageTimes};
+    let h200 = Machine { copy_engines: 3, duplex: 1.83, chunk_overhead_ms: 0.0055, stage_timing_overhead_ms: 0.010, stage_timing: true };
+    let good = StageTimes { copy_in_ms: 4.89, compute_ms: 0.32, copy_out_ms: 4.86 };
+    let plans = [
+        Plan { chunks: 1, schedule: Schedule::RoundRobin { streams: 1 } },
+        Plan { chunks: 32, schedule: Schedule::RoundRobin { streams: 8 } },
+        Plan { chunks: 32, schedule: Schedule::Staged },
+        Plan { chunks: 0, schedule: Schedule::RoundRobin { streams: 0 } },
+    ];
+    let nan_times = [
+        StageTimes { copy_in_ms: f64::NAN, ..good },
+        StageTimes { compute_ms: -1.0, ..good },
+        StageTimes { copy_out_ms: f64::NEG_INFINITY, ..good },
+    ];
+    let nan_machines = [
+        Machine { duplex: f64::NAN, ..h200 },
+        Machine { chunk_overhead_ms: f64::NAN, ..h200 },
+        Machine { stage_timing_overhead_ms: -0.5, ..h200 },
+    ];
+    for plan in plans {
+        assert!(predict_ms(good, plan, &h200).is_finite(), "{plan:?}");
+        for t in nan_times {
+            assert!(predict_ms(t, plan, &h200).is_nan(), "{t:?} {plan:?}");
+        }
+        for m in &nan_machines {
+            assert!(predict_ms(good, plan, m).is_nan(), "{m:?} {plan:?}");
+        }
+        assert_eq!(predict_ms(StageTimes { compute_ms: f64::INFINITY, ..good }, plan, &h200), f64::INFINITY);
+        assert_eq!(predict_ms(good, plan, &Machine { chunk_overhead_ms: f64::INFINITY, ..h200 }), f64::INFINITY);
+        // A duplex outside 1.0-2.0 is clamped, still a finite prediction.
+        assert!(predict_ms(good, plan, &Machine { duplex: f64::INFINITY, ..h200 }).is_finite());
+        assert!(predict_ms(good, plan, &Machine { duplex: 0.0, ..h200 }).is_finite());
+    }
+    // Nothing to compare: the planner falls back to one chunk on one stream.
+    let serial = Plan { chunks: 1, schedule: Schedule::RoundRobin { streams: 1 } };
+    for t in nan_times.into_iter().chain([StageTimes { copy_in_ms: f64::INFINITY, ..good }]) {
+        assert_eq!(choose_plan(t, &h200, usize::MAX), serial, "{t:?}");
+    }
+    for m in &nan_machines {
+        assert_eq!(choose_plan(good, m, 1 << 20), serial, "{m:?}");
+    }
+}
+
+#[test]
+fn defect_08_a_run_refuses_more_chunks_than_max_chunks() {
+    use ordo_core::pipeline::{check_run, MAX_CHUNKS};
+    assert!(check_run([usize::MAX; 4], MAX_CHUNKS).is_ok());
+    let e = check_run([usize::MAX; 4], MAX_CHUNKS + 1).unwrap_err();
+    assert!(e.to_string().contains("MAX_CHUNKS"), "{e}");
+    assert!(check_run([usize::MAX; 4], usize::MAX).is_err());
 }

@@ -6,6 +6,9 @@ use ordo_core::memory::copy;
 use ordo_core::*;
 use std::time::Instant;
 
+#[path = "support/gpu_lock.rs"]
+mod gpu_lock;
+
 /// Deterministic pseudo-random data (xorshift), never all zero.
 fn random_u32(n: usize, seed: u64) -> Vec<u32> {
     let mut x = seed | 1;
@@ -22,6 +25,7 @@ fn random_u32(n: usize, seed: u64) -> Vec<u32> {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn device_attributes_are_sane() {
+    let _gpu = gpu_lock::shared();
     assert!(device::count().unwrap() >= 1);
     let d = Device::current().unwrap();
     let (major, _) = d.compute_capability().unwrap();
@@ -50,6 +54,7 @@ fn device_attributes_are_sane() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn streams_priorities_ids_and_flags() {
+    let _gpu = gpu_lock::shared();
     let (least, greatest) = Device::current().unwrap().stream_priority_range().unwrap();
     let high = Stream::with_priority(StreamFlags::NON_BLOCKING, greatest).unwrap();
     assert_eq!(high.priority().unwrap(), greatest);
@@ -72,6 +77,7 @@ fn streams_priorities_ids_and_flags() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn producer_and_consumer_on_two_streams_ordered_by_an_event() {
+    let _gpu = gpu_lock::shared();
     const N: usize = 16 << 20; // 64 MiB: long enough that a missing wait would be seen
     let data = random_u32(N, 7);
     let producer = Stream::new().unwrap();
@@ -103,6 +109,7 @@ fn producer_and_consumer_on_two_streams_ordered_by_an_event() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn elapsed_time_agrees_with_the_host_clock() {
+    let _gpu = gpu_lock::shared();
     const N: usize = 64 << 20; // 256 MiB of u32
     let s = Stream::new().unwrap();
     let src = PinnedBuffer::<u32>::from_slice(&random_u32(N, 3)).unwrap();
@@ -117,13 +124,15 @@ fn elapsed_time_agrees_with_the_host_clock() {
     let host_ms = t0.elapsed().as_secs_f64() * 1e3;
     let gpu_ms = end.elapsed_ms_since(&start).unwrap() as f64;
     println!("256 MiB H2D: events {gpu_ms:.3} ms, host clock {host_ms:.3} ms, {:.1} GB/s", (N * 4) as f64 / gpu_ms / 1e6);
-    assert!(gpu_ms > 0.5 && gpu_ms <= host_ms + 0.1, "gpu {gpu_ms} host {host_ms}");
-    assert!(gpu_ms > host_ms * 0.5, "gpu {gpu_ms} host {host_ms}");
+    // The events bracket part of the host interval, so they cannot measure more than it; how much
+    // less depends on the machine's load, which is not this test's business.
+    assert!(gpu_ms > 0.0 && gpu_ms <= host_ms + 0.1, "gpu {gpu_ms} host {host_ms}");
 }
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn elapsed_time_of_an_unrecorded_event_is_a_clear_error() {
+    let _gpu = gpu_lock::shared();
     let s = Stream::new().unwrap();
     let (start, end) = (TimingEvent::new().unwrap(), TimingEvent::new().unwrap());
     start.record(s.as_stream()).unwrap();
@@ -139,36 +148,43 @@ fn elapsed_time_of_an_unrecorded_event_is_a_clear_error() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn pinned_copy_returns_before_it_finishes_and_pageable_blocks() {
-    const N: usize = 64 << 20; // 256 MiB
-    let s = Stream::new().unwrap();
+    let _gpu = gpu_lock::shared();
+    const N: usize = 16 << 20; // 64 MiB
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
     let data = random_u32(N, 11);
     let src = PinnedBuffer::from_slice(&data).unwrap();
-    let mut dev = DeviceBuffer::<u32>::alloc_async(N, s.as_stream()).unwrap();
-    let (start, end) = (TimingEvent::new().unwrap(), TimingEvent::new().unwrap());
-    s.synchronize().unwrap();
-    start.record(s.as_stream()).unwrap();
-    let t0 = Instant::now();
-    unsafe { copy::h2d_async(dev.as_mut_slice(), src.pinned(), s.as_stream()).unwrap() };
-    let call_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let mut dev = DeviceBuffer::<u32>::zeroed_async(N, s).unwrap();
+    // A gate in front of the copy: a host function that holds the stream until the test opens it
+    // (or, should the copy call wrongly wait for the copy, until its deadline passes). The copy
+    // then cannot have run when the call returns, whatever the load on the machine.
+    let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let gate = open.clone();
+    host_fn::launch_host_fn(s, move || {
+        let deadline = Instant::now() + std::time::Duration::from_secs(30);
+        while !gate.load(std::sync::atomic::Ordering::Acquire) && Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    })
+    .unwrap();
+    unsafe { copy::h2d_async(dev.as_mut_slice(), src.pinned(), s).unwrap() };
+    // The call has returned: the copy is still queued behind the gate.
     let status = s.query().unwrap();
-    end.record(s.as_stream()).unwrap();
-    s.synchronize().unwrap();
-    let copy_ms = end.elapsed_ms_since(&start).unwrap() as f64;
-    println!("pinned async H2D 256 MiB: call returned after {call_ms:.3} ms, copy took {copy_ms:.3} ms");
-    assert_eq!(status, StreamStatus::NotReady, "the copy had already finished when the call returned");
-    assert!(call_ms < copy_ms / 4.0);
+    open.store(true, std::sync::atomic::Ordering::Release);
+    assert_eq!(status, StreamStatus::NotReady, "the asynchronous copy waited for the stream");
 
-    // Pageable memory goes through the blocking copy, which returns with the data in place.
+    // Pageable memory goes through the blocking copy, which returns with the data in place, after
+    // the work queued before it (the pinned copy above): the stream has nothing left to run.
     let mut back = vec![0u32; N];
-    let t0 = Instant::now();
-    copy::d2h_blocking(&mut back, dev.as_slice(), s.as_stream()).unwrap();
-    println!("pageable blocking D2H 256 MiB: {:.3} ms", t0.elapsed().as_secs_f64() * 1e3);
+    copy::d2h_blocking(&mut back, dev.as_slice(), s).unwrap();
+    assert_eq!(s.query().unwrap(), StreamStatus::Ready, "the blocking copy returned before its work was done");
     assert!(back == data);
 }
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn registered_host_memory_round_trip() {
+    let _gpu = gpu_lock::shared();
     const N: usize = 1 << 20;
     let s = Stream::new().unwrap();
     let mut data = random_u32(N, 5);
@@ -190,6 +206,7 @@ fn registered_host_memory_round_trip() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn pool_reuses_memory_without_the_driver_allocator() {
+    let _gpu = gpu_lock::shared();
     const BYTES: usize = 64 << 20;
     let d = Device::current().unwrap();
     let pool = MemPool::new(d).unwrap();
@@ -225,6 +242,7 @@ fn pool_reuses_memory_without_the_driver_allocator() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn managed_memory_prefetch_and_advise() {
+    let _gpu = gpu_lock::shared();
     const N: usize = 4 << 20;
     let d = Device::current().unwrap();
     let s = Stream::new().unwrap();
@@ -252,6 +270,7 @@ fn managed_memory_prefetch_and_advise() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn dropping_a_buffer_while_its_stream_still_uses_it_is_safe() {
+    let _gpu = gpu_lock::shared();
     const N: usize = 32 << 20;
     let s = Stream::new().unwrap();
     let data = random_u32(N, 17);

@@ -1,13 +1,12 @@
 //! The hot paths allocate nothing on the heap: a counting global allocator around event record,
-//! stream wait, queries, stream-ordered allocation and free.
+//! stream wait, queries, stream-ordered allocation and free (the calling thread's allocations).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ordo_core::*;
-use std::sync::atomic::Ordering;
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
-use counting_alloc::ALLOCATIONS;
+use counting_alloc::allocations;
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
@@ -24,7 +23,7 @@ fn record_wait_query_and_async_alloc_do_not_allocate() {
         b.wait_event(&e).unwrap();
     }
     a.synchronize().unwrap();
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    let before = allocations();
     for _ in 0..1000 {
         e.record(a.as_stream()).unwrap();
         b.wait_event(&e).unwrap();
@@ -33,7 +32,7 @@ fn record_wait_query_and_async_alloc_do_not_allocate() {
         let buf = DeviceBuffer::<f32>::alloc_async(1 << 16, a.as_stream()).unwrap();
         buf.free_async().unwrap();
     }
-    let after = ALLOCATIONS.load(Ordering::SeqCst);
+    let after = allocations();
     a.synchronize().unwrap();
     b.synchronize().unwrap();
     assert_eq!(after - before, 0, "heap allocations on the hot paths");
@@ -41,8 +40,8 @@ fn record_wait_query_and_async_alloc_do_not_allocate() {
 
 #[test]
 fn the_counter_counts() {
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    let before = allocations();
     let v = std::hint::black_box(vec![1u8; 100]);
-    assert!(ALLOCATIONS.load(Ordering::SeqCst) > before);
+    assert!(allocations() > before);
     drop(v);
 }

@@ -107,8 +107,13 @@ __global__ void ordo_blur5(const float* gray, uint8_t* out, int width, int heigh
 }
 
 // One step of a dependent chain: out[i] = prev[i] * scale[i] + 1.
-// The prologue (loading scale[i]) does not depend on the previous kernel and runs before the wait,
-// overlapping the previous kernel's tail under PDL. Where the next kernel is triggered:
+// The prologue (loading scale[i]) runs before the wait, overlapping the previous kernel's tail
+// under PDL. That is right only where nothing the kernel may overlap writes scale: inside a chain,
+// whose steps never write it, and whose first kernel ordo_kernels::chain launches without PDL
+// (its predecessor, whatever the caller enqueued, may have written scale; and since a step that
+// triggers at its start lets the next step launch before its own wait, only a first kernel that
+// starts after its predecessor has completed keeps every later prologue after that predecessor).
+// Where the next kernel is triggered:
 //   trigger == 1: at the start, before the prologue (ordo's choice for grids of one wave);
 //   trigger == 2: at the start, right after the wait (the placement measured 1.7x slower at 4M);
 //   trigger == 0: after this block's stores (ordo's choice for grids of several waves).

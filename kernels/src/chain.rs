@@ -61,34 +61,43 @@ pub enum ChainPdl {
     Auto,
 }
 
-/// A planned chain: grid size, and what PDL does.
+/// A planned chain: grid size, and what PDL does. Made only by [`ChainPlan::new`] or
+/// [`ChainPlan::with_wave`], which check that the grid covers every element (and no index
+/// overflows the kernel's `int`), so [`chain`] can trust any plan it is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChainPlan {
-    /// Elements a kernel.
-    pub n: usize,
-    /// Blocks a kernel.
-    pub blocks: u32,
-    /// Blocks that fit on the device at once (SMs x max active blocks per SM).
-    pub one_wave_blocks: u32,
-    /// Launch with programmatic stream serialization.
-    pub pdl: bool,
-    /// Where blocks trigger the next kernel (meaningful when `pdl`).
-    pub trigger: Trigger,
+    n: usize,
+    blocks: u32,
+    one_wave_blocks: u32,
+    pdl: bool,
+    trigger: Trigger,
 }
 
 impl ChainPlan {
     /// Plans a chain over `n` elements on `device`: reads the SM count and the chain kernel's
     /// occupancy (two attribute queries, once, not per launch).
     pub fn new(device: Device, n: usize, pdl: ChainPdl) -> Result<ChainPlan> {
+        count_i32(n, "ChainPlan::new")?;
         let config = LaunchConfig::for_elements(n, BLOCK)?;
         let per_sm = kernel::chain_step().max_active_blocks_per_sm(BLOCK, 0)?;
         let one_wave_blocks = per_sm.saturating_mul(device.sm_count()?);
-        Ok(ChainPlan::with_wave(n, config.grid.x, one_wave_blocks, pdl))
+        ChainPlan::with_wave(n, config.grid.x, one_wave_blocks, pdl)
     }
 
     /// The plan for a grid of `blocks` on a device that runs `one_wave_blocks` at once (the pure
-    /// arithmetic of [`ChainPlan::new`]).
-    pub fn with_wave(n: usize, blocks: u32, one_wave_blocks: u32, pdl: ChainPdl) -> ChainPlan {
+    /// arithmetic of [`ChainPlan::new`]). A usage error unless `n` is 1 to `i32::MAX` elements and
+    /// `blocks` of [`BLOCK`] threads cover them: at least `n / BLOCK` rounded up (fewer would leave
+    /// elements unwritten), at most `2^31 / BLOCK` (more would overflow the kernel's `int` index).
+    pub fn with_wave(n: usize, blocks: u32, one_wave_blocks: u32, pdl: ChainPdl) -> Result<ChainPlan> {
+        const CALL: &str = "ChainPlan::with_wave";
+        count_i32(n, CALL)?;
+        let threads = u64::from(blocks) * u64::from(BLOCK);
+        if threads < n as u64 {
+            return Err(Error::invalid(CALL, "too few blocks: the grid would leave elements unwritten"));
+        }
+        if threads > 1u64 << 31 {
+            return Err(Error::invalid(CALL, "too many blocks: thread indices would overflow the kernel's int"));
+        }
         let (pdl, trigger) = match pdl {
             ChainPdl::Off => (false, Trigger::End),
             ChainPdl::EarlyTrigger => (true, Trigger::Start),
@@ -97,14 +106,48 @@ impl ChainPlan {
             ChainPdl::Auto if blocks <= one_wave_blocks => (true, Trigger::Start),
             ChainPdl::Auto => (true, Trigger::End),
         };
-        ChainPlan { n, blocks, one_wave_blocks, pdl, trigger }
+        Ok(ChainPlan { n, blocks, one_wave_blocks, pdl, trigger })
+    }
+
+    /// Elements a kernel.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Blocks a kernel (of [`BLOCK`] threads).
+    pub fn blocks(&self) -> u32 {
+        self.blocks
+    }
+
+    /// Blocks that fit on the device at once (SMs x max active blocks per SM).
+    pub fn one_wave_blocks(&self) -> u32 {
+        self.one_wave_blocks
+    }
+
+    /// Whether the kernels after the first launch with programmatic stream serialization (the
+    /// first never does: see [`chain`]).
+    pub fn pdl(&self) -> bool {
+        self.pdl
+    }
+
+    /// Where blocks trigger the next kernel (meaningful when [`pdl`](Self::pdl)).
+    pub fn trigger(&self) -> Trigger {
+        self.trigger
     }
 }
 
 /// Runs `steps` dependent kernels `out[i] = prev[i] * scale[i] + 1` on `stream`, ping-ponging
 /// between `a` and `b`: step 0 reads `a` and writes `b`, step 1 reads `b` and writes `a`, and so
-/// on, so the result is in `b` after an odd number of steps and in `a` after an even one. Each
-/// kernel loads `scale` before its PDL wait (the part that does not depend on the previous kernel).
+/// on, so the result is in `b` after an odd number of steps and in `a` after an even one.
+///
+/// Each kernel loads `scale` before its PDL wait (the part that does not depend on the previous
+/// step: no step writes `scale`). The first kernel is launched **without** PDL, whatever the plan:
+/// its predecessor is whatever was enqueued before the call, which may have written `scale` (or
+/// `a`), so it must start only once that work has completed. PDL from the first kernel on would
+/// not do: a step that triggers at its start ([`Trigger::Start`]) lets the next step launch and
+/// load `scale` before its own wait, so every prologue could run ahead of the predecessor. With a
+/// plain first launch every later step starts after the predecessor completed. The first kernel
+/// alone loses PDL's overlap.
 ///
 /// # Safety
 /// `a`, `b` and `scale` stay allocated until the kernels complete (see the [crate docs](crate#safety)).
@@ -120,14 +163,19 @@ pub unsafe fn chain(
     if a.len() != plan.n || b.len() != plan.n || scale.len() != plan.n {
         return Err(Error::invalid(CALL, "a, b and scale must all have the plan's length"));
     }
+    // The plan's constructors checked n and the grid; this converts, and cannot fail for a plan.
     let n = count_i32(plan.n, CALL)?;
-    let config = LaunchConfig::new(plan.blocks, BLOCK).with_pdl(plan.pdl);
+    let first = LaunchConfig::new(plan.blocks, BLOCK);
+    let rest = first.with_pdl(plan.pdl);
     let trigger = plan.trigger as i32;
     let step = kernel::chain_step();
     for k in 0..steps {
         let (prev, out) = if k % 2 == 0 { (a.as_slice(), b.reborrow()) } else { (b.as_slice(), a.reborrow()) };
-        // SAFETY: every view holds n elements; the caller owes their lifetimes.
-        unsafe { step.launch(stream, &config, (prev.as_ptr(), out.as_mut_ptr(), scale.as_ptr(), n, trigger))? };
+        let config = if k == 0 { &first } else { &rest };
+        // SAFETY: every view holds n elements, which the plan's grid covers without overflowing
+        // an int; the kernels that may overlap one another under PDL never write `scale` (see
+        // above); the caller owes the lifetimes.
+        unsafe { step.launch(stream, config, (prev.as_ptr(), out.as_mut_ptr(), scale.as_ptr(), n, trigger))? };
     }
     Ok(())
 }

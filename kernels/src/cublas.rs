@@ -42,7 +42,15 @@ struct Api {
     sgemv: SgemvFn,
 }
 
-/// A cuBLAS handle, with the library loaded at run time. Destroyed on drop.
+/// A cuBLAS handle, with the library loaded at run time.
+///
+/// # Drop
+/// Dropping it calls `cublasDestroy_v2`, which **synchronises the device**: cuBLAS documents that
+/// releasing the handle's resources implicitly calls `cudaDeviceSynchronize()`, so the drop waits
+/// for all work of every stream on the device. So drop a `Cublas` outside hot paths and never inside a stream capture
+/// (a synchronise there fails and invalidates the capture); keep one for the life of the work
+/// instead. A failure of `cublasDestroy_v2` is kept for
+/// [`take_drop_errors`](ordo_core::error::take_drop_errors) as an [`Error::Library`].
 pub struct Cublas {
     api: Api,
     handle: Handle,
@@ -121,8 +129,12 @@ impl Cublas {
 }
 
 impl Drop for Cublas {
+    /// Synchronises the device (see [`Cublas`]).
     fn drop(&mut self) {
         // SAFETY: our handle; the library is closed after this (field order).
-        unsafe { (self.api.destroy)(self.handle) };
+        let status = unsafe { (self.api.destroy)(self.handle) };
+        if status != 0 {
+            ordo_core::error::record_drop_error_value(lib_error("cublasDestroy_v2", status));
+        }
     }
 }

@@ -105,7 +105,8 @@ pub mod kernel {
         Kernel::new(ffi::ordo_write_at as unsafe extern "C" fn(*mut f32, i64))
     }
     /// `ordo_chain_step(prev, out, scale, n, trigger)`: `out[i] = prev[i] * scale[i] + 1`,
-    /// loading `scale` before the PDL wait; `trigger` is a [`Trigger`](crate::Trigger) as `i32`.
+    /// loading `scale` before the PDL wait (so a PDL launch of it must not overlap a kernel that
+    /// writes `scale`: see [`chain`](crate::chain)); `trigger` is a [`Trigger`](crate::Trigger) as `i32`.
     pub fn chain_step() -> Kernel<(*const f32, *mut f32, *const f32, i32, i32)> {
         Kernel::new(ffi::ordo_chain_step as unsafe extern "C" fn(*const f32, *mut f32, *const f32, i32, i32))
     }

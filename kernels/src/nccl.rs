@@ -30,7 +30,15 @@ struct Api {
     version: VersionFn,
 }
 
-/// NCCL communicators for several devices of this process (`ncclCommInitAll`), destroyed on drop.
+/// NCCL communicators for several devices of this process (`ncclCommInitAll`).
+///
+/// # Drop
+/// Dropping them calls `ncclCommDestroy` on each communicator, which **blocks**: it finalises the
+/// communicator first (waiting until the collectives still queued on it have completed) and then
+/// frees its device memory, which synchronises the communicator's device like `cudaFree`.
+/// So drop `Communicators` outside hot paths and never inside a stream capture; keep them for the
+/// life of the work instead. A failure of `ncclCommDestroy` is kept for
+/// [`take_drop_errors`](ordo_core::error::take_drop_errors) as an [`Error::Library`].
 pub struct Communicators {
     api: Api,
     comms: Vec<Comm>,
@@ -153,10 +161,14 @@ impl Communicators {
 }
 
 impl Drop for Communicators {
+    /// Waits for each communicator's queued collectives (see [`Communicators`]).
     fn drop(&mut self) {
-        // SAFETY: our communicators; the library is closed after this (field order).
         for &c in &self.comms {
-            unsafe { (self.api.destroy)(c) };
+            // SAFETY: our communicators; the library is closed after this (field order).
+            let status = unsafe { (self.api.destroy)(c) };
+            if status != 0 {
+                ordo_core::error::record_drop_error_value(nccl_error("ncclCommDestroy", status));
+            }
         }
     }
 }

@@ -10,12 +10,12 @@ use ordo_core::*;
 use ordo_kernels::{kernel, ChainPdl, ChainPlan};
 
 mod common;
-use common::{download, frame_filter_cpu, poisoned, upload, Rng};
-
+use common::{download, frame_filter_cpu, gpu_lock, poisoned, upload, Rng};
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn kernels_are_loaded_from_sm90_code_on_hopper() {
+    let _gpu = gpu_lock::shared();
     let a = kernel::add_one().attributes().unwrap();
     let (major, minor) = Device::current().unwrap().compute_capability().unwrap();
     println!("add_one: binaryVersion {} ptxVersion {} regs {}", a.binaryVersion, a.ptxVersion, a.numRegs);
@@ -28,6 +28,7 @@ fn kernels_are_loaded_from_sm90_code_on_hopper() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn elementwise_kernels_match_the_cpu() {
+    let _gpu = gpu_lock::shared();
     let s = Stream::new().unwrap();
     let s = s.as_stream();
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -70,6 +71,7 @@ fn assert_close(got: &[f32], expect: &[f32], tol: f32, what: &str) {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn gemv_normalize_matches_the_cpu() {
+    let _gpu = gpu_lock::shared();
     let s = Stream::new().unwrap();
     let s = s.as_stream();
     let mut rng = Rng(42);
@@ -83,10 +85,10 @@ fn gemv_normalize_matches_the_cpu() {
     }
 }
 
-
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn frame_filter_matches_the_cpu() {
+    let _gpu = gpu_lock::shared();
     let s = Stream::new().unwrap();
     let s = s.as_stream();
     let mut rng = Rng(7);
@@ -112,6 +114,7 @@ fn chain_cpu(a: &[f32], scale: &[f32], steps: usize) -> Vec<f32> {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn pdl_chain_eager_and_graph_match_the_cpu_and_keep_programmatic_edges() {
+    let _gpu = gpu_lock::exclusive(); // captures in global mode
     const STEPS: usize = 100;
     let d = Device::current().unwrap();
     let stream = Stream::new().unwrap();
@@ -133,15 +136,20 @@ fn pdl_chain_eager_and_graph_match_the_cpu_and_keep_programmatic_edges() {
             let mut a = upload(&a0, s);
             let mut b = poisoned(n, s);
             s.synchronize().unwrap();
-            let graph = capture(s, CaptureMode::Global, |cs| unsafe {
-                ordo_kernels::chain(cs, a.as_mut_slice(), b.as_mut_slice(), dscale.as_slice(), STEPS, &plan)
-            })
+            // SAFETY: `a`, `b` and `dscale` outlive the executable graph and its one launch (each
+            // is read back after it); nothing else uses `s` during the capture (the test holds
+            // the GPU lock exclusively, and this thread only enqueues through `cs`).
+            let graph = unsafe {
+                capture(s, CaptureMode::Global, |cs| {
+                    ordo_kernels::chain(cs, a.as_mut_slice(), b.as_mut_slice(), dscale.as_slice(), STEPS, &plan)
+                })
+            }
             .unwrap();
             assert_eq!(graph.node_count().unwrap(), STEPS);
             let edges = graph.edges().unwrap();
             assert_eq!(edges.len(), STEPS - 1);
             let programmatic = edges.iter().filter(|e| e.is_programmatic()).count();
-            assert_eq!(programmatic, if plan.pdl { STEPS - 1 } else { 0 }, "n={n} {pdl:?}: programmatic edges");
+            assert_eq!(programmatic, if plan.pdl() { STEPS - 1 } else { 0 }, "n={n} {pdl:?}: programmatic edges");
             let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
             exec.launch(s).unwrap();
             assert!(download(&a, s) == expect, "graph chain n={n} {pdl:?}");
@@ -152,9 +160,51 @@ fn pdl_chain_eager_and_graph_match_the_cpu_and_keep_programmatic_edges() {
     }
 }
 
+/// Defect 14: a chain over an n that is not a multiple of the block matches the CPU for every PDL
+/// variant, also when `scale` was written just before by other kernels: here another chain, whose
+/// last kernels (under PDL) launch, and trigger the next launch, long before its earlier kernels
+/// have finished, and whose `b` (the ping-pong buffer that ends as its result) is our `scale`. The
+/// first kernel of a chain must not read `scale` before all that work has finished.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn defect_14_chain_matches_the_cpu_for_odd_sizes_and_a_scale_written_just_before() {
+    let _gpu = gpu_lock::shared();
+    const STEPS: usize = 7;
+    const BEFORE: usize = 101; // odd: the result of the chain before ends in its `b`
+    let d = Device::current().unwrap();
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let mut rng = Rng(1414);
+    for n in [1usize, 255, 257, 100_003, (4 << 20) + 3] {
+        assert_ne!(n % ordo_kernels::BLOCK as usize, 0);
+        let p = rng.f32s(n, -1.0, 1.0);
+        let q = rng.f32s(n, 0.1, 0.5);
+        let x0 = rng.f32s(n, -1.0, 1.0);
+        // What the chain before writes into `scale`: in 1.1 to 2 once converged.
+        let scale = chain_cpu(&p, &q, BEFORE);
+        let expect = chain_cpu(&x0, &scale, STEPS);
+        let dq = upload(&q, s);
+        for pdl in [ChainPdl::Off, ChainPdl::EarlyTrigger, ChainPdl::WaitThenTrigger, ChainPdl::LateTrigger, ChainPdl::Auto] {
+            let plan = ChainPlan::new(d, n, pdl).unwrap();
+            assert!(plan.blocks() as usize * ordo_kernels::BLOCK as usize >= n);
+            let mut dp = upload(&p, s);
+            let mut dscale = poisoned(n, s);
+            let mut a = upload(&x0, s);
+            let mut b = poisoned(n, s);
+            unsafe {
+                ordo_kernels::chain(s, dp.as_mut_slice(), dscale.as_mut_slice(), dq.as_slice(), BEFORE, &plan).unwrap();
+                ordo_kernels::chain(s, a.as_mut_slice(), b.as_mut_slice(), dscale.as_slice(), STEPS, &plan).unwrap();
+            }
+            assert!(download(&dscale, s) == scale, "n={n} {pdl:?}: the chain before");
+            assert!(download(&b, s) == expect, "n={n} {pdl:?}: {plan:?}");
+        }
+    }
+}
+
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn every_stream_correct_function_captures_in_global_mode_and_replays_like_eager() {
+    let _gpu = gpu_lock::exclusive(); // captures in global mode
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let mut rng = Rng(5);
@@ -194,7 +244,10 @@ fn every_stream_correct_function_captures_in_global_mode_and_replays_like_eager(
 
     let (mut y, mut frame, mut sq, mut c1, mut c2) = outputs(s);
     s.synchronize().unwrap();
-    let graph = capture(s, CaptureMode::Global, |cs| run_all(cs, &mut y, &mut frame, &mut sq, &mut c1, &mut c2)).unwrap();
+    // SAFETY: every buffer the captured work uses (the inputs and outputs above, and the graph's
+    // own allocation nodes) outlives the executable graph, launched once and read back before
+    // they drop; nothing else uses `s` during the capture (exclusive GPU lock).
+    let graph = unsafe { capture(s, CaptureMode::Global, |cs| run_all(cs, &mut y, &mut frame, &mut sq, &mut c1, &mut c2)) }.unwrap();
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
     let exec = graph.instantiate(InstantiateFlags::AUTO_FREE_ON_LAUNCH).unwrap();
     exec.upload(s).unwrap();
@@ -211,23 +264,31 @@ fn every_stream_correct_function_captures_in_global_mode_and_replays_like_eager(
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn a_synchronise_inside_capture_fails_clearly_and_the_stream_stays_usable() {
+    let _gpu = gpu_lock::exclusive(); // captures in global mode
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let mut x = upload(&[1.0f32; 1000], s);
     s.synchronize().unwrap();
-    let err = capture(s, CaptureMode::Global, |cs| {
-        unsafe { ordo_kernels::add_one(cs, x.as_mut_slice())? };
-        cs.synchronize()
-    })
+    // SAFETY: the capture fails, so no graph is ever launched; nothing else uses `s` meanwhile
+    // (exclusive GPU lock).
+    let err = unsafe {
+        capture(s, CaptureMode::Global, |cs| {
+            ordo_kernels::add_one(cs, x.as_mut_slice())?;
+            cs.synchronize()
+        })
+    }
     .unwrap_err();
     println!("synchronize inside capture: {err}");
     assert_eq!(err.call(), "cudaStreamSynchronize");
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
     // The stream works, and a following capture succeeds.
     unsafe { ordo_kernels::add_one(s, x.as_mut_slice()).unwrap() };
-    let g = capture(s, CaptureMode::ThreadLocal, |cs| unsafe { ordo_kernels::add_one(cs, x.as_mut_slice()) }).unwrap();
+    // SAFETY (both captures): `x` outlives each executable graph (dropped at the end of its
+    // statement, after a launch that `download` below waits for on the same stream); nothing else
+    // uses `s` during the captures.
+    let g = unsafe { capture(s, CaptureMode::ThreadLocal, |cs| ordo_kernels::add_one(cs, x.as_mut_slice())) }.unwrap();
     g.instantiate(InstantiateFlags::empty()).unwrap().launch(s).unwrap();
-    let g = capture(s, CaptureMode::Relaxed, |cs| unsafe { ordo_kernels::add_one(cs, x.as_mut_slice()) }).unwrap();
+    let g = unsafe { capture(s, CaptureMode::Relaxed, |cs| ordo_kernels::add_one(cs, x.as_mut_slice())) }.unwrap();
     g.instantiate(InstantiateFlags::empty()).unwrap().launch(s).unwrap();
     assert!(download(&x, s).iter().all(|&v| v == 4.0));
 }
@@ -235,6 +296,7 @@ fn a_synchronise_inside_capture_fails_clearly_and_the_stream_stays_usable() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn launch_configuration_errors_are_clear_and_leave_the_context_usable() {
+    let _gpu = gpu_lock::shared();
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let mut x = upload(&[0.5f32; 256], s);
@@ -258,6 +320,7 @@ fn launch_configuration_errors_are_clear_and_leave_the_context_usable() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn cublas_gemv_normalize_matches_the_cpu_and_captures() {
+    let _gpu = gpu_lock::exclusive(); // captures in global mode
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let mut blas = ordo_kernels::cublas::Cublas::new().unwrap();
@@ -273,9 +336,13 @@ fn cublas_gemv_normalize_matches_the_cpu_and_captures() {
     let other = Stream::new().unwrap();
     let mut y2 = poisoned(rows, other.as_stream());
     other.synchronize().unwrap();
-    let g = capture(other.as_stream(), CaptureMode::Global, |cs| unsafe {
-        blas.gemv_normalize(cs, da.as_slice(), dx.as_slice(), y2.as_mut_slice(), rows, cols)
-    })
+    // SAFETY: the cuBLAS handle, `da`, `dx` and `y2` outlive the executable graph and its one
+    // launch (read back below); nothing else uses `other` during the capture (exclusive GPU lock).
+    let g = unsafe {
+        capture(other.as_stream(), CaptureMode::Global, |cs| {
+            blas.gemv_normalize(cs, da.as_slice(), dx.as_slice(), y2.as_mut_slice(), rows, cols)
+        })
+    }
     .unwrap();
     g.instantiate(InstantiateFlags::empty()).unwrap().launch(other.as_stream()).unwrap();
     assert_close(&download(&y2, other.as_stream()), &expect, 2e-3, "cublas gemv_normalize in a graph");

@@ -11,16 +11,16 @@ use ordo_core::*;
 use ordo_kernels::kernel;
 
 mod common;
-use common::{download, upload};
+use common::{download, gpu_lock, upload};
 
 fn random_f32(n: usize, seed: u64) -> Vec<f32> {
     common::Rng(seed | 1).f32s(n, -4.0, 4.0)
 }
 
-
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn the_sources_200_kernel_program_gives_the_same_result_eager_and_as_a_graph() {
+    let _gpu = gpu_lock::exclusive(); // captures in global mode
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let data = random_f32(4096, 1);
@@ -29,9 +29,11 @@ fn the_sources_200_kernel_program_gives_the_same_result_eager_and_as_a_graph() {
     for _ in 0..200 {
         unsafe { ordo_kernels::add_one(s, eager.as_mut_slice()).unwrap() };
     }
-    let g = capture(s, CaptureMode::Global, |cs| {
-        (0..200).try_for_each(|_| unsafe { ordo_kernels::add_one(cs, graphed.as_mut_slice()) })
-    })
+    // SAFETY: `graphed` outlives the executable graph (declared before it) and is read back after
+    // its launch; nothing else uses `s` during the capture (exclusive GPU lock).
+    let g = unsafe {
+        capture(s, CaptureMode::Global, |cs| (0..200).try_for_each(|_| ordo_kernels::add_one(cs, graphed.as_mut_slice())))
+    }
     .unwrap();
     assert_eq!(g.node_count().unwrap(), 200);
     assert!(g.nodes().unwrap().iter().all(|n| n.kind().unwrap() == NodeKind::Kernel));
@@ -49,23 +51,29 @@ fn the_sources_200_kernel_program_gives_the_same_result_eager_and_as_a_graph() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn exec_update_succeeds_for_new_pointers_and_reports_a_changed_topology() {
+    let _gpu = gpu_lock::exclusive(); // captures in global mode
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let (mut a, mut b) = (upload(&random_f32(1000, 2), s), upload(&random_f32(1000, 3), s));
     let (a0, b0) = (download(&a, s), download(&b, s));
-    let ga = capture(s, CaptureMode::Global, |cs| unsafe { ordo_kernels::add_one(cs, a.as_mut_slice()) }).unwrap();
+    // SAFETY (the three captures): `a` and `b` are declared before every graph and executable
+    // graph, so they outlive them and their launches (each read back after it); nothing else uses
+    // `s` during the captures (exclusive GPU lock).
+    let ga = unsafe { capture(s, CaptureMode::Global, |cs| ordo_kernels::add_one(cs, a.as_mut_slice())) }.unwrap();
     let mut exec = ga.instantiate(InstantiateFlags::empty()).unwrap();
     // Same topology, another buffer: updates in place.
-    let gb = capture(s, CaptureMode::Global, |cs| unsafe { ordo_kernels::add_one(cs, b.as_mut_slice()) }).unwrap();
+    let gb = unsafe { capture(s, CaptureMode::Global, |cs| ordo_kernels::add_one(cs, b.as_mut_slice())) }.unwrap();
     exec.update(&gb).unwrap().unwrap();
     exec.launch(s).unwrap();
     assert!(download(&a, s) == a0, "the old buffer must be untouched");
     assert!(download(&b, s) == b0.iter().map(|v| v + 1.0).collect::<Vec<_>>());
     // Two kernels instead of one: the update is refused, with the reason.
-    let gc = capture(s, CaptureMode::Global, |cs| unsafe {
-        ordo_kernels::add_one(cs, b.as_mut_slice())?;
-        ordo_kernels::add_one(cs, b.as_mut_slice())
-    })
+    let gc = unsafe {
+        capture(s, CaptureMode::Global, |cs| {
+            ordo_kernels::add_one(cs, b.as_mut_slice())?;
+            ordo_kernels::add_one(cs, b.as_mut_slice())
+        })
+    }
     .unwrap();
     let failure = exec.update(&gc).unwrap().unwrap_err();
     println!("update refused: {:?}: {}", failure.result, failure.reason());
@@ -79,11 +87,14 @@ fn exec_update_succeeds_for_new_pointers_and_reports_a_changed_topology() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn kernel_node_arguments_can_be_replaced_in_an_instantiated_graph() {
+    let _gpu = gpu_lock::exclusive(); // captures in global mode
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let (mut a, mut b) = (upload(&random_f32(3000, 4), s), upload(&random_f32(5000, 5), s));
     let (a0, b0) = (download(&a, s), download(&b, s));
-    let g = capture(s, CaptureMode::Global, |cs| unsafe { ordo_kernels::heavy(cs, a.as_mut_slice()) }).unwrap();
+    // SAFETY: `a` (and `b`, which the node is pointed at below) outlive the executable graph and its
+    // launch (read back after it); nothing else uses `s` during the capture (exclusive GPU lock).
+    let g = unsafe { capture(s, CaptureMode::Global, |cs| ordo_kernels::heavy(cs, a.as_mut_slice())) }.unwrap();
     let mut exec = g.instantiate(InstantiateFlags::empty()).unwrap();
     let nodes = g.kernel_nodes(kernel::heavy()).unwrap();
     assert_eq!(nodes.len(), 1);
@@ -101,20 +112,24 @@ fn kernel_node_arguments_can_be_replaced_in_an_instantiated_graph() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn capture_into_an_existing_graph_and_allocation_nodes() {
+    let _gpu = gpu_lock::exclusive(); // captures in global mode
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let mut x = upload(&random_f32(2048, 6), s);
     let x0 = download(&x, s);
-    let mut g = capture(s, CaptureMode::Global, |cs| unsafe { ordo_kernels::add_one(cs, x.as_mut_slice()) }).unwrap();
-    capture_into(&mut g, s, CaptureMode::Global, |cs| {
-        // A stream-ordered temporary inside the capture: an allocation node and a free node.
-        let mut tmp = DeviceBuffer::<f32>::alloc_async(2048, cs)?;
-        unsafe {
+    // SAFETY (both captures): `x` outlives the graph and the executable graph (declared before
+    // them) and is read back after their launches; the temporary is the graph's own allocation
+    // node; nothing else uses `s` during the captures (exclusive GPU lock).
+    let mut g = unsafe { capture(s, CaptureMode::Global, |cs| ordo_kernels::add_one(cs, x.as_mut_slice())) }.unwrap();
+    unsafe {
+        capture_into(&mut g, s, CaptureMode::Global, |cs| {
+            // A stream-ordered temporary inside the capture: an allocation node and a free node.
+            let mut tmp = DeviceBuffer::<f32>::alloc_async(2048, cs)?;
             copy::d2d_async(tmp.as_mut_slice(), x.as_slice(), cs)?;
             ordo_kernels::square(cs, tmp.as_slice(), x.as_mut_slice())?;
-        }
-        tmp.free_async()
-    })
+            tmp.free_async()
+        })
+    }
     .unwrap();
     let kinds: Vec<NodeKind> = g.nodes().unwrap().iter().map(|n| n.kind().unwrap()).collect();
     println!("node kinds: {kinds:?}");
@@ -131,6 +146,7 @@ fn capture_into_an_existing_graph_and_allocation_nodes() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn the_bucket_cache_gives_eager_results_for_random_sizes() {
+    let _gpu = gpu_lock::exclusive(); // captures in global mode
     const MAX: usize = 256;
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
@@ -138,12 +154,18 @@ fn the_bucket_cache_gives_eager_results_for_random_sizes() {
     let mut input = DeviceBuffer::<f32>::zeroed_async(MAX, s).unwrap();
     let mut output = DeviceBuffer::<f32>::zeroed_async(MAX, s).unwrap();
     let (inp, out) = (input.as_mut_ptr(), output.as_mut_ptr());
-    let mut cache = GraphCache::new(ordo_core::graph_cache::default_buckets(), Overflow::Error, |cs, n| unsafe {
-        let i = DeviceSliceMut::from_raw_parts(inp, n);
-        let o = DeviceSliceMut::from_raw_parts(out, n);
-        ordo_kernels::square(cs, i.as_slice(), o)?;
-        ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(out, n))
-    })
+    // SAFETY: `input` and `output` are declared before the cache, so they outlive it and every
+    // replay `run` enqueues (the stream is synchronised after each); the captures run on `s`,
+    // which nothing else uses meanwhile (exclusive GPU lock). The body's views are in bounds
+    // (n is at most MAX, the buffers' length).
+    let mut cache = unsafe {
+        GraphCache::new(ordo_core::graph_cache::default_buckets(), Overflow::Error, |cs, n| {
+            let i = DeviceSliceMut::from_raw_parts(inp, n);
+            let o = DeviceSliceMut::from_raw_parts(out, n);
+            ordo_kernels::square(cs, i.as_slice(), o)?;
+            ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(out, n))
+        })
+    }
     .unwrap();
     let mut host_in = PinnedBuffer::<f32>::zeroed(MAX, HostAllocFlags::empty()).unwrap();
     let mut host_out = PinnedBuffer::<f32>::zeroed(MAX, HostAllocFlags::empty()).unwrap();

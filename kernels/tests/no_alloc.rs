@@ -3,11 +3,10 @@
 
 use ordo_core::launch::LaunchConfig;
 use ordo_core::*;
-use std::sync::atomic::Ordering;
 
 #[path = "../../core/tests/support/counting_alloc.rs"]
 mod counting_alloc;
-use counting_alloc::ALLOCATIONS;
+use counting_alloc::allocations;
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
@@ -20,13 +19,13 @@ fn launches_do_not_allocate() {
     let pdl = plain.with_pdl(true).with_priority(0);
     unsafe { k.launch(s, &plain, (x.as_mut_ptr(), 4096)).unwrap() };
     s.synchronize().unwrap();
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    let before = allocations();
     for i in 0..1000 {
         let c = if i % 2 == 0 { &plain } else { &pdl };
         unsafe { k.launch(s, c, (x.as_mut_ptr(), 4096)).unwrap() };
         ordo_kernels::empty(s).unwrap();
     }
-    let after = ALLOCATIONS.load(Ordering::SeqCst);
+    let after = allocations();
     s.synchronize().unwrap();
     assert_eq!(after - before, 0, "heap allocations while launching");
 }

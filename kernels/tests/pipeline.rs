@@ -3,19 +3,19 @@
 
 use ordo_core::host_fn::{launch_host_fn, take_host_fn_panics};
 use ordo_core::memory::copy;
-use ordo_core::pipeline::{Buffers, Pipeline, Plan, Schedule};
+use ordo_core::pipeline::{chunk_range, Buffers, Pipeline, Plan, Schedule};
 use ordo_core::staging::StagingRing;
 use ordo_core::*;
 use std::sync::mpsc;
 use std::time::Duration;
 
 mod common;
-use common::{heavy_cpu, random_f32};
-
+use common::{gpu_lock, heavy_cpu, random_f32};
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn pipeline_results_equal_the_serial_version_for_several_plans() {
+    let _gpu = gpu_lock::shared();
     let main = Stream::new().unwrap();
     let s = main.as_stream();
     let cases = [
@@ -74,9 +74,76 @@ fn pipeline_results_equal_the_serial_version_for_several_plans() {
     }
 }
 
+/// Defect 5: a run whose compute callback fails on chunk 1, after a chunk 0 that is still queued
+/// (behind a sleeping host function) when `run` returns, must still join its worker streams to
+/// `main`: once `main` has synchronised, chunk 0 has been computed and copied out, and nothing of
+/// the run writes the output any more.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn defect_05_a_failing_run_joins_its_worker_streams_to_main() {
+    let _gpu = gpu_lock::shared();
+    const N: usize = 4 << 20;
+    const CHUNKS: usize = 4;
+    let main = Stream::new().unwrap();
+    let s = main.as_stream();
+    let data = random_f32(N, 0x5eed);
+    let expect: Vec<f32> = data.iter().map(|&v| heavy_cpu(v)).collect();
+    let input = PinnedBuffer::from_slice(&data).unwrap();
+    let mut output = PinnedBuffer::<f32>::zeroed(N, HostAllocFlags::empty()).unwrap();
+    let mut dev_in = DeviceBuffer::<f32>::alloc_async(N, s).unwrap();
+    let mut dev_out = DeviceBuffer::<f32>::alloc_async(N, s).unwrap();
+    let mut p = Pipeline::new(3).unwrap();
+    let r0 = chunk_range(N, CHUNKS, 0);
+    let plans = [
+        (Plan { chunks: CHUNKS, schedule: Schedule::Staged }, true),
+        (Plan { chunks: CHUNKS, schedule: Schedule::Staged }, false),
+        (Plan { chunks: CHUNKS, schedule: Schedule::RoundRobin { streams: 2 } }, true),
+        (Plan { chunks: CHUNKS, schedule: Schedule::RoundRobin { streams: 3 } }, false),
+    ];
+    for (plan, timing) in plans {
+        output.fill(f32::NAN);
+        p.set_stage_timing(timing);
+        let mut chunk = 0;
+        let compute = |cs: StreamRef<'_>, i: DeviceSliceMut<'_, f32>, o: DeviceSliceMut<'_, f32>| -> Result<()> {
+            chunk += 1;
+            if chunk == 2 {
+                return Err(Error::invalid("test compute", "deliberate failure on chunk 1"));
+            }
+            // Chunk 0's stream is held for a while (a host function that sleeps; no GPU threads,
+            // so it costs the sanitizers nothing) before its compute: still queued when `run`
+            // returns.
+            launch_host_fn(cs, || std::thread::sleep(Duration::from_millis(50)))?;
+            // SAFETY: the pipeline's own views, valid for the run.
+            unsafe { ordo_kernels::heavy_into(cs, i.as_slice(), o) }
+        };
+        let buffers = Buffers { input: input.pinned(), dev_in: dev_in.as_mut_slice(), dev_out: dev_out.as_mut_slice(), output: output.pinned_mut() };
+        // SAFETY: the buffers live until main is synchronised below.
+        let e = unsafe { p.run(s, buffers, plan, compute) }.unwrap_err();
+        assert!(e.to_string().contains("deliberate failure"), "{e}");
+        s.synchronize().unwrap();
+        // Main has passed the run: chunk 0 was computed and copied out; no later chunk was.
+        let first: Vec<u32> = output.iter().map(|v| v.to_bits()).collect();
+        assert!(output[r0.clone()] == expect[r0.clone()], "{plan:?} timing {timing}: chunk 0 not done when main was");
+        assert!(output[r0.end..].iter().all(|v| v.is_nan()), "{plan:?} timing {timing}: a chunk after the failure was copied out");
+        assert!(p.chunk_times().unwrap().is_empty());
+        // And nothing changes it afterwards.
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(output.iter().map(|v| v.to_bits()).eq(first.iter().copied()), "{plan:?} timing {timing}: output changed after main was synchronised");
+    }
+    // The pipeline runs again after a failure, with the right result.
+    output.fill(f32::NAN);
+    let buffers = Buffers { input: input.pinned(), dev_in: dev_in.as_mut_slice(), dev_out: dev_out.as_mut_slice(), output: output.pinned_mut() };
+    // SAFETY: the buffers live until main is synchronised below.
+    unsafe { p.run(s, buffers, Plan { chunks: CHUNKS, schedule: Schedule::Staged }, |cs, i, o| ordo_kernels::heavy_into(cs, i.as_slice(), o)) }
+        .unwrap();
+    s.synchronize().unwrap();
+    assert!(output[..] == expect[..]);
+}
+
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn pipeline_bad_inputs_are_clear_errors() {
+    let _gpu = gpu_lock::shared();
     let main = Stream::new().unwrap();
     let s = main.as_stream();
     let input = PinnedBuffer::<f32>::zeroed(16, HostAllocFlags::empty()).unwrap();
@@ -104,6 +171,7 @@ fn pipeline_bad_inputs_are_clear_errors() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn host_functions_run_after_preceding_work_and_panics_are_caught() {
+    let _gpu = gpu_lock::shared();
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let data = random_f32(1 << 20, 8);
@@ -122,19 +190,21 @@ fn host_functions_run_after_preceding_work_and_panics_are_caught() {
     .unwrap();
     let sum = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(sum, data.iter().map(|v| v.to_bits() as u64).sum::<u64>());
-    // A panicking host function is caught; the next call reports it; the stream goes on.
+    // A panicking host function is caught and counted; later host functions and the stream go on.
     launch_host_fn(s, || panic!("deliberate panic in a host function")).unwrap();
     s.synchronize().unwrap();
-    let e = launch_host_fn(s, || {}).unwrap_err();
-    assert!(matches!(e, Error::Usage(UsageError { kind: UsageKind::Panicked, .. })), "{e:?}");
-    assert_eq!(take_host_fn_panics(), 0);
-    launch_host_fn(s, || {}).unwrap();
+    assert!(take_host_fn_panics() >= 1);
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = ran.clone();
+    launch_host_fn(s, move || flag.store(true, std::sync::atomic::Ordering::Release)).unwrap();
     s.synchronize().unwrap();
+    assert!(ran.load(std::sync::atomic::Ordering::Acquire), "the host function after the panic did not run");
 }
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn staging_ring_carries_many_slots_of_random_data_from_a_loader_thread() {
+    let _gpu = gpu_lock::shared();
     const SLOT: usize = 1 << 16;
     const SLOTS: usize = 4;
     const CHUNKS: usize = 64; // 16 times around the ring
@@ -157,7 +227,7 @@ fn staging_ring_carries_many_slots_of_random_data_from_a_loader_thread() {
                     Some(slot) => slot,
                     None => {
                         waits += 1;
-                        ring.acquire()
+                        ring.acquire().unwrap()
                     }
                 };
                 slot.copy_from_slice(&expect[c * SLOT..(c + 1) * SLOT]);

@@ -70,19 +70,41 @@ fn an_illegal_address_in_a_child_process_is_sticky_and_named() {
     }
 }
 
+/// A launch that CUDA itself refuses (ordo's own checks pass it on) returns CUDA's error: a code,
+/// not sticky, and the context stays usable: the next launch runs and its result is right. Two
+/// refusals: more dynamic shared memory than any SM has, and a thread-block cluster larger than
+/// any GPU schedules (32 blocks; 8 is the portable limit, 16 the largest with opt-in).
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn a_bad_launch_configuration_is_not_sticky() {
+    const N: usize = 4096;
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
-    let mut x = DeviceBuffer::<f32>::zeroed_async(256, s).unwrap();
-    // Rejected by CUDA itself: more dynamic shared memory than any SM has.
-    let e = unsafe { ordo_kernels::kernel::add_one().launch(s, &LaunchConfig::new(1, 256).with_shared_mem(1 << 30), (x.as_mut_ptr(), 256)) }.unwrap_err();
-    assert!(!e.is_sticky(), "{e}");
-    // The context is fine: a correct launch runs and its result is right.
-    unsafe { ordo_kernels::add_one(s, x.as_mut_slice()).unwrap() };
-    let mut back = vec![0f32; 256];
-    memory::copy::d2h_blocking(&mut back, x.as_slice(), s).unwrap();
-    assert!(back.iter().all(|&v| v == 1.0));
-    error::peek_last_error().unwrap();
+    let data: Vec<f32> = (0..N).map(|i| (i as f32).sin() * 100.0).collect();
+    let mut x = DeviceBuffer::<f32>::alloc_async(N, s).unwrap();
+    memory::copy::h2d_blocking(x.as_mut_slice(), &data, s).unwrap();
+    let add_one = ordo_kernels::kernel::add_one();
+    let refused = [
+        ("1 GiB of dynamic shared memory", LaunchConfig::new(1, 256).with_shared_mem(1 << 30)),
+        ("a cluster of 32 blocks", LaunchConfig::new(32, 128).with_cluster(32)),
+    ];
+    for (k, (what, config)) in refused.iter().enumerate() {
+        config.validate().unwrap(); // ordo's checks let it through: CUDA refuses it
+        // SAFETY: `x` holds N elements and outlives the kernels (synchronised below).
+        let e = unsafe { add_one.launch(s, config, (x.as_mut_ptr(), N as i32)) }.unwrap_err();
+        println!("{what}: {e}");
+        let code = e.cuda_code().unwrap_or_else(|| panic!("{what}: not CUDA's error: {e:?}"));
+        assert_ne!(code, sys::cudaError::cudaSuccess);
+        assert!(!e.is_sticky(), "{what}: {e}");
+        assert_eq!(e.call(), "cudaLaunchKernelExC", "{what}");
+        // Nothing left behind: the last-error slot is clear, a correct launch runs.
+        error::peek_last_error().unwrap();
+        // SAFETY: as above.
+        unsafe { ordo_kernels::add_one(s, x.as_mut_slice()).unwrap() };
+        let mut back = vec![0f32; N];
+        memory::copy::d2h_blocking(&mut back, x.as_slice(), s).unwrap();
+        let expect: Vec<f32> = data.iter().map(|v| (0..=k).fold(*v, |v, _| v + 1.0)).collect();
+        assert!(back == expect, "{what}: the launch after the refusal");
+    }
+    s.synchronize().unwrap();
 }

@@ -54,7 +54,9 @@ fn back_to_back(r: &mut Report, rounds: usize) -> Result<()> {
     let (one, warp) = (LaunchConfig::new(1, 1), LaunchConfig::new(1, 32));
     // SAFETY (all launches here): the stamp kernels write st[0 .. 2 COUNT], which outlives them.
     let ordo_launches = |cs: StreamRef<'_>| (0..COUNT as i32).try_for_each(|i| unsafe { stamp.launch(cs, &warp, (stp, i)) });
-    let graph = capture(s, CaptureMode::Global, ordo_launches)?.instantiate(InstantiateFlags::empty())?;
+    // SAFETY: `st` is declared before `graph`, so it outlives it, and is freed on `s` after every
+    // replay enqueued there; nothing else uses `s` during the capture (one thread).
+    let graph = unsafe { capture(s, CaptureMode::Global, ordo_launches) }?.instantiate(InstantiateFlags::empty())?;
     graph.upload(s)?;
     let mut gaps: [Vec<f64>; 3] = Default::default();
     let mut all_gaps: [Vec<f64>; 3] = Default::default();
@@ -114,7 +116,7 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
         r.progress(&format!("GPU gaps in PDL chains, n = {n}"));
         let off = ChainPlan::new(device, n, ChainPdl::Off)?;
         let auto = ChainPlan::new(device, n, ChainPdl::Auto)?;
-        let blocks = auto.blocks as usize;
+        let blocks = auto.blocks() as usize;
         let mut a = DeviceBuffer::<f32>::zeroed_async(n, s)?;
         let mut b = DeviceBuffer::<f32>::zeroed_async(n, s)?;
         let scale_host: Vec<f32> = (0..n).map(|i| 0.5 + (i % 89) as f32 * 0.005).collect();
@@ -124,16 +126,19 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
         let (ap, bp, sp, stp) = (a.as_mut_ptr(), b.as_mut_ptr(), scale.as_ptr(), st.as_mut_ptr());
         let n32 = n as i32;
         let launches = |cs: StreamRef<'_>, plan: &ChainPlan| -> Result<()> {
-            let config = LaunchConfig::new(plan.blocks, ordo_kernels::BLOCK).with_pdl(plan.pdl);
+            let config = LaunchConfig::new(plan.blocks(), ordo_kernels::BLOCK).with_pdl(plan.pdl());
             (0..STEPS).try_for_each(|k| {
                 let (prev, out) = if k % 2 == 0 { (ap, bp) } else { (bp, ap) };
                 // SAFETY: every buffer holds what the grid touches and outlives the kernels.
-                unsafe { step.launch(cs, &config, (prev.cast_const(), out, sp, n32, plan.trigger as i32, stp, k as i32)) }
+                unsafe { step.launch(cs, &config, (prev.cast_const(), out, sp, n32, plan.trigger() as i32, stp, k as i32)) }
             })
         };
         let mut graphs = Vec::new();
         for plan in [&off, &auto] {
-            let g = capture(s, CaptureMode::Global, |cs| launches(cs, plan))?.instantiate(InstantiateFlags::empty())?;
+            // SAFETY: the buffers the launches use are declared before `graphs`, so they outlive
+            // every executable graph, and are freed on `s` after its replays; nothing else uses
+            // `s` during the capture.
+            let g = unsafe { capture(s, CaptureMode::Global, |cs| launches(cs, plan)) }?.instantiate(InstantiateFlags::empty())?;
             g.upload(s)?;
             graphs.push(g);
         }
@@ -157,8 +162,8 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
                     1 => spin_then(&auto)?,
                     2 => graphs[0].launch(s)?,
                     3 => graphs[1].launch(s)?,
-                    4 => unsafe { cpp::bl_chain_stamped(s.as_raw(), ap, bp, sp, n32, STEPS as i32, 0, off.trigger as i32, stp, SPIN_NS) },
-                    _ => unsafe { cpp::bl_chain_stamped(s.as_raw(), ap, bp, sp, n32, STEPS as i32, 1, auto.trigger as i32, stp, SPIN_NS) },
+                    4 => unsafe { cpp::bl_chain_stamped(s.as_raw(), ap, bp, sp, n32, STEPS as i32, 0, off.trigger() as i32, stp, SPIN_NS) },
+                    _ => unsafe { cpp::bl_chain_stamped(s.as_raw(), ap, bp, sp, n32, STEPS as i32, 1, auto.trigger() as i32, stp, SPIN_NS) },
                 }
                 copy::d2h_blocking(&mut host, st.as_slice(), s)?;
                 let kernels = reduce(&host, STEPS, blocks);
@@ -184,7 +189,7 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
             [0, 1, 2, 3, 4, 5].map(|i| m(&mut release, i)),
             [0, 1, 2, 3, 4, 5].map(|i| m(&mut duration, i)),
         );
-        let tr = format!("{:?}", auto.trigger);
+        let tr = format!("{:?}", auto.trigger());
         r.add("gaps", format!("chain n={n}, eager (queued), PDL off: end -> next start, ordo vs C++"), "us", g[0], Some(g[4]), format!("kernel {:.2} us", dur[0]));
         r.add("gaps", format!("chain n={n}, eager (queued), PDL: end -> next start, ordo vs C++"), "us", g[1], Some(g[5]), format!("negative would be overlap; trigger {tr}; kernel {:.2} us", dur[1]));
         r.add("gaps", format!("chain n={n}, graph, PDL off: end -> next start"), "us", g[2], None, format!("kernel {:.2} us", dur[2]));

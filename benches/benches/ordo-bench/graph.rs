@@ -18,7 +18,9 @@ pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
     let mut y = DeviceBuffer::<f32>::zeroed_async(N, s)?;
     let (start, end) = (TimingEvent::new()?, TimingEvent::new()?);
     let t0 = Instant::now();
-    let graph = capture(s, CaptureMode::Global, |cs| (0..K).try_for_each(|_| unsafe { ordo_kernels::add_one(cs, x.as_mut_slice()) }))?;
+    // SAFETY: `x` is declared before the graph and `exec`, so it outlives them, and is freed on
+    // `s` after every replay enqueued there; nothing else uses `s` during the capture.
+    let graph = unsafe { capture(s, CaptureMode::Global, |cs| (0..K).try_for_each(|_| ordo_kernels::add_one(cs, x.as_mut_slice()))) }?;
     let captured_ms = t0.elapsed().as_secs_f64() * 1e3;
     let t0 = Instant::now();
     let exec = graph.instantiate(InstantiateFlags::empty())?;
@@ -57,11 +59,12 @@ pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
     // The bucket cache's per-call overhead above the bare replay (host time): round-up + replay.
     let mut input = DeviceBuffer::<f32>::zeroed_async(256, s)?;
     let ip = input.as_mut_ptr();
-    let mut cache = GraphCache::new(default_buckets(), Overflow::Error, |cs, n| unsafe {
-        ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(ip, n))
-    })?;
+    // SAFETY (the cache and `bare`): `input` (256 elements, the largest bucket) is declared
+    // before both, so it outlives them, and is freed on `s` after every replay enqueued there;
+    // nothing else uses `s` while they capture.
+    let mut cache = unsafe { GraphCache::new(default_buckets(), Overflow::Error, |cs, n| ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(ip, n))) }?;
     cache.capture_all(s)?;
-    let bare = capture(s, CaptureMode::Global, |cs| unsafe { ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(ip, 256)) })?
+    let bare = unsafe { capture(s, CaptureMode::Global, |cs| ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(ip, 256))) }?
         .instantiate(InstantiateFlags::empty())?;
     bare.upload(s)?;
     s.synchronize()?;

@@ -25,9 +25,12 @@ pub(crate) fn pdl_group(r: &mut Report, rounds: usize) -> Result<()> {
         let auto = ChainPlan::new(device, n, ChainPdl::Auto)?;
         let mut execs = Vec::new();
         for plan in [&off, &auto] {
-            let g = capture(s, CaptureMode::Global, |cs| unsafe {
-                ordo_kernels::chain(cs, a.as_mut_slice(), b.as_mut_slice(), scale.as_slice(), STEPS, plan)
-            })?;
+            // SAFETY: `a`, `b` and `scale` are declared before `execs`, so they outlive every
+            // executable graph, and are freed on `s` after its replays; nothing else uses `s`
+            // during the capture.
+            let g = unsafe {
+                capture(s, CaptureMode::Global, |cs| ordo_kernels::chain(cs, a.as_mut_slice(), b.as_mut_slice(), scale.as_slice(), STEPS, plan))
+            }?;
             let e = g.instantiate(InstantiateFlags::empty())?;
             e.upload(s)?;
             execs.push(e);
@@ -51,7 +54,7 @@ pub(crate) fn pdl_group(r: &mut Report, rounds: usize) -> Result<()> {
         )?;
         let per = |ms: f64| ms * 1e3 / STEPS as f64;
         let label = format!("{n}");
-        let rule = format!("ordo trigger {:?}", auto.trigger);
+        let rule = format!("ordo trigger {:?}", auto.trigger());
         r.add("pdl", format!("chain n={label}: eager, PDL off (ordo vs C++)"), "us", per(m[0]), Some(per(m[4])), "");
         r.add("pdl", format!("chain n={label}: eager, ordo PDL vs ordo off"), "us", per(m[1]), Some(per(m[0])), rule.clone());
         r.add("pdl", format!("chain n={label}: eager, C++ PDL (wait+trigger at start) vs off"), "us", per(m[5]), Some(per(m[4])), "");

@@ -1,6 +1,10 @@
-//! Helpers shared by the GPU test binaries: deterministic random data, and blocking transfers to
-//! and from device buffers (never all-zero data; outputs can be poisoned with NaN).
+//! Helpers shared by the GPU test binaries: deterministic random data, blocking transfers to and
+//! from device buffers (never all-zero data; outputs can be poisoned with NaN), and the lock that
+//! keeps global-mode captures apart from the other GPU tests of a binary ([`gpu_lock`]).
 #![allow(dead_code, clippy::unwrap_used)]
+
+#[path = "../../../core/tests/support/gpu_lock.rs"]
+pub mod gpu_lock;
 
 use ordo_core::memory::copy;
 use ordo_core::{DeviceBuffer, DeviceCopy, StreamRef};
