@@ -6,6 +6,11 @@ fn main() -> ExitCode {
     println!("cargo::rerun-if-changed=c");
     println!("cargo::rerun-if-changed=cpp");
     println!("cargo::rerun-if-changed=../include/ordo.h");
+    println!("cargo::rerun-if-changed=../src/ffi");
+    if let Err(e) = embed_ffi_sources() {
+        eprintln!("ordo-ffi-tests: listing ../src/ffi failed: {e}");
+        return ExitCode::FAILURE;
+    }
     println!("cargo::rustc-check-cfg=cfg(has_cuda_device)");
     if std::env::var("DEP_CUDART_HAS_DEVICE").as_deref() == Ok("1") {
         println!("cargo::rustc-cfg=has_cuda_device");
@@ -31,6 +36,7 @@ fn main() -> ExitCode {
         .flag("-Wall")
         .flag("-Wextra")
         .flag("-Werror")
+        .define("ORDO_TEST_EXPECTED_VERSION", Some(format!("\"{}\"", env!("CARGO_PKG_VERSION")).as_str()))
         .file("cpp/header_cpp17.cpp")
         .file("cpp/status_and_arguments.cpp")
         .try_compile("ordo_ffi_cpp");
@@ -48,6 +54,7 @@ fn main() -> ExitCode {
         .flag("-gencode=arch=compute_80,code=sm_80")
         .flag("-gencode=arch=compute_90,code=sm_90")
         .file("cpp/mixed.cu")
+        .file("cpp/captures.cu")
         .try_compile("ordo_ffi_mixed");
     for (what, r) in [("header as C99", c99), ("C++ programs", cpp), ("CUDA C++ program", mixed)] {
         if let Err(e) = r {
@@ -56,4 +63,33 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// Writes `$OUT_DIR/ffi_sources.rs`: every `.rs` file under `../src/ffi`, as `(path, text)` pairs
+/// included at compile time, for the header/export agreement test (tests/abi.rs).
+fn embed_ffi_sources() -> std::io::Result<()> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                walk(&path, out)?;
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+        Ok(())
+    }
+    let manifest = std::path::PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let dir = manifest.join("../src/ffi").canonicalize()?;
+    let mut files = Vec::new();
+    walk(&dir, &mut files)?;
+    files.sort();
+    let mut text = String::from("/// Every `.rs` file under src/ffi: (path relative to src/ffi, text).\npub const FFI_SOURCES: &[(&str, &str)] = &[\n");
+    for f in &files {
+        let rel = f.strip_prefix(&dir).unwrap_or(f).display().to_string();
+        text.push_str(&format!("    ({rel:?}, include_str!({:?})),\n", f.display().to_string()));
+    }
+    text.push_str("];\n");
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default()).join("ffi_sources.rs");
+    std::fs::write(out, text)
 }

@@ -25,7 +25,13 @@ ordo_status nop_capture(CUstream_st*, size_t, void*) { return ORDO_SUCCESS; }
 
 extern "C" int ffi_status_and_arguments_main(int driver_present) {
     fails = 0;
-    expect_true("version string", std::strcmp(ordo_version(), "0.1.0") == 0);
+#ifdef ORDO_TEST_EXPECTED_VERSION
+    // The crate's version, passed by build.rs from Cargo (the workspace's version, ordo's too).
+    expect_true("version string", std::strcmp(ordo_version(), ORDO_TEST_EXPECTED_VERSION) == 0);
+#else
+    unsigned major = 0, minor = 0, patch = 0;
+    expect_true("version string", std::sscanf(ordo_version(), "%u.%u.%u", &major, &minor, &patch) == 3);
+#endif
     expect_true("cuda version", ordo_cuda_version() >= 12000);
     int rt = 0;
     expect("runtime version", ordo_runtime_version(&rt), ORDO_SUCCESS);
@@ -59,22 +65,61 @@ extern "C" int ffi_status_and_arguments_main(int driver_present) {
     expect("chain NULL scale", ordo_pdl_chain(legacy, &f, &f, nullptr, 1, 1, 0), ORDO_ERROR_INVALID_ARGUMENT);
     expect("pipeline NULL host_in", ordo_pipeline_run(legacy, nullptr, &f, &f, &f, 1, 1, nullptr, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
     expect("pipeline zero n", ordo_pipeline_run(legacy, &f, &f, &f, &f, 0, 1, nullptr, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
+    // Sizes whose byte count overflows are refused before anything reaches CUDA.
+    expect("pipeline n * 4 overflows", ordo_pipeline_run(legacy, &f, &f, &f, &f, SIZE_MAX / 2, 1, nullptr, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("pipeline zero chunks", ordo_pipeline_run(legacy, &f, &f, &f, &f, 4, 0, nullptr, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("pipeline more chunks than elements", ordo_pipeline_run(legacy, &f, &f, &f, &f, 4, 5, nullptr, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("chain n * 4 overflows", ordo_pdl_chain(legacy, &f, &f, &f, SIZE_MAX / 2, 1, 0), ORDO_ERROR_INVALID_ARGUMENT);
+    ordo_staging_ring* no_ring = nullptr;
+    expect("ring slots * bytes overflows", ordo_staging_ring_create(SIZE_MAX / 2, 4, &no_ring), ORDO_ERROR_INVALID_ARGUMENT);
+
     ordo_graph_cache* cache = nullptr;
     size_t bad_buckets[] = {4, 2};
     expect("cache NULL body", ordo_graph_cache_create(nullptr, 0, 0, nullptr, nullptr, &cache), ORDO_ERROR_INVALID_ARGUMENT);
     expect("cache NULL out", ordo_graph_cache_create(nullptr, 0, 0, nop_capture, nullptr, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
     expect("cache decreasing buckets", ordo_graph_cache_create(bad_buckets, 2, 0, nop_capture, nullptr, &cache), ORDO_ERROR_INVALID_ARGUMENT);
-    expect("cache run NULL", ordo_graph_cache_run(nullptr, legacy, 1, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
-    // A handle of the wrong kind: a cache where a timer belongs, and a block of zeros.
-    expect("cache create", ordo_graph_cache_create(nullptr, 0, 0, nop_capture, nullptr, &cache), ORDO_SUCCESS);
+    // Buckets are checked before they are read: NULL with a count, misaligned, a count whose
+    // byte size overflows.
+    expect("cache NULL buckets with a count", ordo_graph_cache_create(nullptr, 3, 0, nop_capture, nullptr, &cache), ORDO_ERROR_INVALID_ARGUMENT);
+    alignas(8) unsigned char bucket_bytes[64] = {};
+    const size_t* misaligned_buckets = reinterpret_cast<const size_t*>(bucket_bytes + 4);
+    expect("cache misaligned buckets", ordo_graph_cache_create(misaligned_buckets, 2, 0, nop_capture, nullptr, &cache), ORDO_ERROR_INVALID_ARGUMENT);
+    size_t good_buckets[] = {2, 8, 32};
+    expect("cache bucket count overflows", ordo_graph_cache_create(good_buckets, SIZE_MAX / 4, 0, nop_capture, nullptr, &cache), ORDO_ERROR_INVALID_ARGUMENT);
+    expect_true("no handle written on failure", cache == nullptr);
+    expect("cache run NULL", ordo_graph_cache_run(nullptr, legacy, 1, nullptr), ORDO_ERROR_INVALID_HANDLE);
+
+    // Handles: wrong kind, forged, stale, destroyed twice. No handle is ever dereferenced.
+    expect("cache create", ordo_graph_cache_create(good_buckets, 3, 0, nop_capture, nullptr, &cache), ORDO_SUCCESS);
     float ms = 0;
-    expect("timer from a cache", ordo_timer_elapsed_ms(reinterpret_cast<ordo_timer*>(cache), &ms), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("timer from a cache", ordo_timer_elapsed_ms(reinterpret_cast<ordo_timer*>(cache), &ms), ORDO_ERROR_INVALID_HANDLE);
+    expect("timer start from a cache", ordo_timer_start(reinterpret_cast<ordo_timer*>(cache), legacy), ORDO_ERROR_INVALID_HANDLE);
     alignas(8) uint64_t zeros[8] = {};
-    expect("cache from zeros", ordo_graph_cache_run(reinterpret_cast<ordo_graph_cache*>(zeros), legacy, 1, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
-    expect("ring from a cache", ordo_staging_ring_submit(reinterpret_cast<ordo_staging_ring*>(cache), 0, 1, &f, legacy), ORDO_ERROR_INVALID_ARGUMENT);
-    ordo_graph_cache_destroy(reinterpret_cast<ordo_graph_cache*>(zeros));  // refused, no crash
+    expect("cache from zeros", ordo_graph_cache_run(reinterpret_cast<ordo_graph_cache*>(zeros), legacy, 1, nullptr), ORDO_ERROR_INVALID_HANDLE);
+    expect("ring from a cache", ordo_staging_ring_submit(reinterpret_cast<ordo_staging_ring*>(cache), 0, 1, &f, legacy), ORDO_ERROR_INVALID_HANDLE);
+    void* slot = nullptr;
+    size_t ticket = 0;
+    expect("ring acquire from a cache", ordo_staging_ring_acquire(reinterpret_cast<ordo_staging_ring*>(cache), 0, &slot, &ticket), ORDO_ERROR_INVALID_HANDLE);
+    ordo_timer_destroy(reinterpret_cast<ordo_timer*>(cache));  // another kind: ignored, the cache lives on
+    ordo_staging_ring_destroy(reinterpret_cast<ordo_staging_ring*>(cache));
+    ordo_graph_cache_destroy(reinterpret_cast<ordo_graph_cache*>(zeros));  // not a handle: ignored
     ordo_graph_cache_destroy(nullptr);
+    expect("cache still live after wrong-kind destroys", ordo_graph_cache_run(cache, nullptr, 1, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
+    ordo_graph_cache* stale = cache;
+    ordo_graph_cache_destroy(cache);
+    expect("stale cache run", ordo_graph_cache_run(stale, legacy, 1, nullptr), ORDO_ERROR_INVALID_HANDLE);
+    expect("stale cache capture_all", ordo_graph_cache_capture_all(stale, legacy), ORDO_ERROR_INVALID_HANDLE);
+    ordo_graph_cache_destroy(stale);  // destroyed twice: ignored
+    ordo_graph_cache* fresh = nullptr;
+    expect("cache create again", ordo_graph_cache_create(nullptr, 0, 0, nop_capture, nullptr, &fresh), ORDO_SUCCESS);
+    expect_true("a new handle never equals a destroyed one", fresh != stale);
+    expect("stale cache after a new one", ordo_graph_cache_run(stale, legacy, 1, nullptr), ORDO_ERROR_INVALID_HANDLE);
+    cache = fresh;
     expect("ring zero slots", ordo_staging_ring_create(0, 16, nullptr), ORDO_ERROR_INVALID_ARGUMENT);
+    expect_true("names of the handle statuses",
+                std::strcmp(ordo_status_name(ORDO_ERROR_INVALID_HANDLE), "ORDO_ERROR_INVALID_HANDLE") == 0 &&
+                    std::strcmp(ordo_status_name(ORDO_ERROR_STREAM_CAPTURING), "ORDO_ERROR_STREAM_CAPTURING") == 0 &&
+                    std::strcmp(ordo_status_name(ORDO_ERROR_HANDLE_BUSY), "ORDO_ERROR_HANDLE_BUSY") == 0);
 
     ordo_timer* t = nullptr;
     ordo_status created = ordo_timer_create(&t);
@@ -87,7 +132,13 @@ extern "C" int ffi_status_and_arguments_main(int driver_present) {
     } else {
         expect("timer create", created, ORDO_SUCCESS);
         expect("elapsed before any record", ordo_timer_elapsed_ms(t, &ms), ORDO_ERROR_INVALID_ARGUMENT);
+        expect("cache as a timer's elapsed", ordo_timer_elapsed_ms(reinterpret_cast<ordo_timer*>(cache), &ms), ORDO_ERROR_INVALID_HANDLE);
+        expect("timer as a cache", ordo_graph_cache_run(reinterpret_cast<ordo_graph_cache*>(t), legacy, 1, nullptr), ORDO_ERROR_INVALID_HANDLE);
+        ordo_timer* stale_timer = t;
         ordo_timer_destroy(t);
+        expect("stale timer start", ordo_timer_start(stale_timer, legacy), ORDO_ERROR_INVALID_HANDLE);
+        expect("stale timer elapsed", ordo_timer_elapsed_ms(stale_timer, &ms), ORDO_ERROR_INVALID_HANDLE);
+        ordo_timer_destroy(stale_timer);
     }
     ordo_graph_cache_destroy(cache);
     return fails;

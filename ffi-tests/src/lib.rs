@@ -12,8 +12,74 @@ pub mod programs {
         /// `cpp/mixed.cu`: the caller's own kernels and ordo's calls on the caller's stream, and ordo
         /// calls captured into the caller's graph. Needs a GPU. Returns the number of failed checks.
         pub fn ffi_mixed_main() -> i32;
+        /// `cpp/captures.cu`: ordo's calls captured into the program's graphs in every capture
+        /// mode and replayed, a pipeline failing part-way, a staging-ring submit replayed, a graph
+        /// cache in a capture and re-entered from its body, another thread's global capture left
+        /// valid, stale and wrong-kind handles. Needs a GPU. Returns the number of failed checks.
+        pub fn ffi_captures_main() -> i32;
     }
+}
+
+/// Serialises this crate's GPU tests within one test binary: a global-mode capture in one test
+/// would see another test's raw CUDA calls (`cudaMalloc`, `cudaStreamSynchronize`) as unsafe calls
+/// and be invalidated by them. (ordo's own calls relax their thread's capture mode and never do.)
+pub fn gpu_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 // Keeps the `ordo` exports linked into every binary of this crate.
 pub use ordo::ffi::ordo_version;
+
+/// CPU references for the results of ordo's exports.
+pub mod reference {
+    /// The 64-step loop of ordo's pipeline kernel (the same fused multiply-adds, bit for bit).
+    pub fn heavy(v: f32) -> f32 {
+        (0..64).fold(v, |v, _| v.mul_add(0.999, 0.001))
+    }
+
+    /// `ordo_gemv_normalize`: y = A x (A row-major rows x cols), scaled to unit length (left as
+    /// A x when that is all zeros), in f64.
+    pub fn gemv_normalize(a: &[f32], x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+        let y: Vec<f64> = (0..rows).map(|r| (0..cols).map(|c| f64::from(a[r * cols + c]) * f64::from(x[c])).sum()).collect();
+        let norm = y.iter().map(|v| v * v).sum::<f64>().sqrt();
+        y.iter().map(|v| if norm > 0.0 { (v / norm) as f32 } else { *v as f32 }).collect()
+    }
+
+    /// `ordo_pdl_chain`: `steps` steps of out = prev * scale + 1 from `a`; the result is in `b`
+    /// after an odd number of steps and in `a` after an even one (returned: the final values).
+    pub fn chain(a: &[f32], scale: &[f32], steps: usize) -> Vec<f32> {
+        a.iter().zip(scale).map(|(&v, &s)| (0..steps).fold(v, |v, _| v.mul_add(s, 1.0))).collect()
+    }
+
+    /// `ordo_frame_filter`, in the kernels' arithmetic: grayscale (0.299 r + 0.587 g + 0.114 b,
+    /// fused as the device does), then the 5x5 binomial blur (clamped edges), / 256, rounded to
+    /// nearest even.
+    pub fn frame_filter(rgb: &[u8], w: usize, h: usize) -> Vec<u8> {
+        let gray: Vec<f32> = (0..w * h)
+            .map(|p| {
+                let (r, g, b) = (f32::from(rgb[3 * p]), f32::from(rgb[3 * p + 1]), f32::from(rgb[3 * p + 2]));
+                0.114f32.mul_add(b, 0.587f32.mul_add(g, 0.299 * r))
+            })
+            .collect();
+        let wt = [1.0f32, 4.0, 6.0, 4.0, 1.0];
+        let mut out = vec![0u8; w * h];
+        for y in 0..h as i64 {
+            for x in 0..w as i64 {
+                let mut acc = 0f32;
+                for dy in -2..=2i64 {
+                    let yy = (y + dy).clamp(0, h as i64 - 1) as usize;
+                    let mut row = 0f32;
+                    for dx in -2..=2i64 {
+                        let xx = (x + dx).clamp(0, w as i64 - 1) as usize;
+                        row = wt[(dx + 2) as usize].mul_add(gray[yy * w + xx], row);
+                    }
+                    acc = wt[(dy + 2) as usize].mul_add(row, acc);
+                }
+                let v = acc * (1.0 / 256.0);
+                out[y as usize * w + x as usize] = v.round_ties_even().clamp(0.0, 255.0) as u8;
+            }
+        }
+        out
+    }
+}

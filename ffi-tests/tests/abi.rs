@@ -1,12 +1,19 @@
-//! The header and the Rust exports agree: every `#[no_mangle] extern "C" fn` in src/ffi.rs is
-//! declared in include/ordo.h with the same parameter and return types, and the header declares
-//! nothing else; the status values match.
+//! The header and the Rust exports agree. The Rust side is parsed as Rust (`syn`): every
+//! `#[no_mangle] extern "C" fn` under src/ffi/ (embedded by build.rs), the callback type aliases
+//! and the status constants. The header side is read by a small parser of C declarations. Compared:
+//! the set of functions, each one's return and parameter types (in C spelling), the callback
+//! typedefs, the handle typedefs, and the status values.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
+use syn::{Expr, FnArg, GenericArgument, Item, Lit, PathArguments, ReturnType, Type};
+
+include!(concat!(env!("OUT_DIR"), "/ffi_sources.rs"));
 
 const HEADER: &str = include_str!("../../include/ordo.h");
-const FFI: &str = include_str!("../../src/ffi.rs");
+
+/// Return type and parameter types, in C spelling.
+type Signature = (String, Vec<String>);
 
 /// Collapses whitespace and puts `*` against the type.
 fn norm(t: &str) -> String {
@@ -14,137 +21,366 @@ fn norm(t: &str) -> String {
     t.replace(" *", "*").replace("* ", "*").trim().to_string()
 }
 
-/// name -> (return type, parameter types) from the header's prototypes.
-fn header_functions(header: &str) -> BTreeMap<String, (String, Vec<String>)> {
-    let text: String = header.lines().filter(|l| !l.trim_start().starts_with('#')).collect::<Vec<_>>().join("\n");
-    let mut out = BTreeMap::new();
-    for decl in text.split(';') {
-        let decl = decl.split("*/").last().unwrap_or(decl).trim();
-        let Some(open) = decl.find('(') else { continue };
-        if decl.starts_with("typedef") || !decl.contains("ordo_") {
-            continue;
-        }
-        let head = norm(&decl[..open]);
-        let Some(name_start) = head.rfind([' ', '*']) else { continue };
-        let name = head[name_start + 1..].to_string();
-        if !name.starts_with("ordo_") {
-            continue;
-        }
-        let ret = norm(&head[..=name_start]);
-        let params = &decl[open + 1..decl.rfind(')').unwrap()];
-        let params: Vec<String> = if params.trim() == "void" {
-            vec![]
+/// `OrdoGraphCache` -> `ordo_graph_cache`: the header's name for a Rust type (handles, callbacks).
+fn snake(camel: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in camel.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
         } else {
-            params
-                .split(',')
-                .map(|p| {
-                    let p = norm(p);
-                    // Drop the parameter name: the last identifier.
-                    let cut = p.rfind([' ', '*']).unwrap();
-                    norm(&p[..=cut])
-                })
-                .collect()
-        };
-        out.insert(name, (ret, params));
+            out.push(c);
+        }
     }
     out
 }
 
-/// The C spelling of a Rust type used at the boundary.
-fn c_type(rust: &str) -> String {
-    let r = rust.split_whitespace().collect::<Vec<_>>().join(" ");
-    let t = match r.as_str() {
-        "c_int" => "int",
-        "OrdoStatus" => "ordo_status",
-        "usize" => "size_t",
-        "*const f32" => "const float*",
-        "*mut f32" => "float*",
-        "*mut *mut c_void" => "void**",
-        "*const u8" => "const uint8_t*",
-        "*mut u8" => "uint8_t*",
-        "*mut c_void" => "void*",
-        "*const c_char" => "const char*",
-        "*mut c_int" => "int*",
-        "*mut usize" => "size_t*",
-        "*const usize" => "const size_t*",
-        "sys::cudaStream_t" => "struct CUstream_st*",
-        "OrdoComputeFn" => "ordo_compute_fn",
-        "OrdoCaptureFn" => "ordo_capture_fn",
-        "*mut OrdoGraphCache" => "ordo_graph_cache*",
-        "*mut *mut OrdoGraphCache" => "ordo_graph_cache**",
-        "*mut OrdoStagingRing" => "ordo_staging_ring*",
-        "*mut *mut OrdoStagingRing" => "ordo_staging_ring**",
-        "*mut OrdoTimer" => "ordo_timer*",
-        "*mut *mut OrdoTimer" => "ordo_timer**",
-        "" => "void",
-        other => panic!("no C spelling for the Rust type `{other}`: add it here and to the header"),
-    };
-    t.to_string()
+// ---- The Rust side ------------------------------------------------------------------------------
+
+#[derive(Default, Debug)]
+struct RustAbi {
+    functions: BTreeMap<String, Signature>,
+    /// Callback aliases (`pub type OrdoComputeFn = Option<unsafe extern "C" fn(..) -> ..>`).
+    callbacks: BTreeMap<String, Signature>,
+    /// Opaque handle structs (`pub struct OrdoTimer`).
+    handles: Vec<String>,
+    /// `ORDO_*` integer constants.
+    constants: BTreeMap<String, i64>,
+    /// Every type alias, for resolving.
+    aliases: BTreeMap<String, Type>,
 }
 
-/// name -> (return type, parameter types) from src/ffi.rs, in C spelling.
-fn rust_exports() -> BTreeMap<String, (String, Vec<String>)> {
-    let mut out = BTreeMap::new();
-    for chunk in FFI.split("#[no_mangle]").skip(1) {
-        let sig_start = chunk.find("fn ").unwrap();
-        let sig = &chunk[sig_start + 3..chunk.find('{').unwrap()];
-        let name = sig[..sig.find('(').unwrap()].trim().to_string();
-        let close = sig.rfind(')').unwrap();
-        let params = &sig[sig.find('(').unwrap() + 1..close];
-        let ret = sig[close + 1..].trim().trim_start_matches("->").trim();
-        let params: Vec<String> = params
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .map(|p| c_type(p.split_once(':').unwrap().1.trim()))
-            .collect();
-        let ret = c_type(ret);
-        out.insert(name, (norm(&ret), params.iter().map(|p| norm(p)).collect()));
+fn is_no_mangle(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("no_mangle")
+            || (a.path().is_ident("unsafe") && a.parse_args::<syn::Path>().is_ok_and(|p| p.is_ident("no_mangle")))
+    })
+}
+
+fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| a.path().is_ident("cfg") && a.parse_args::<syn::Path>().is_ok_and(|p| p.is_ident("test")))
+}
+
+fn collect(items: &[Item], abi: &mut RustAbi, fns: &mut Vec<syn::ItemFn>) {
+    for item in items {
+        match item {
+            Item::Fn(f) if is_no_mangle(&f.attrs) => fns.push(f.clone()),
+            Item::Type(t) => {
+                abi.aliases.insert(t.ident.to_string(), (*t.ty).clone());
+            }
+            Item::Struct(s) if s.ident.to_string().starts_with("Ordo") && matches!(s.vis, syn::Visibility::Public(_)) => {
+                abi.handles.push(s.ident.to_string());
+            }
+            Item::Const(c) if c.ident.to_string().starts_with("ORDO_") => {
+                if let Expr::Lit(syn::ExprLit { lit: Lit::Int(i), .. }) = &*c.expr {
+                    abi.constants.insert(c.ident.to_string(), i.base10_parse().unwrap());
+                }
+            }
+            Item::Mod(m) if !is_cfg_test(&m.attrs) => {
+                if let Some((_, items)) = &m.content {
+                    collect(items, abi, fns);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The C spelling of a Rust type at the boundary.
+fn c_type(ty: &Type, abi: &RustAbi) -> String {
+    match ty {
+        Type::Ptr(p) => {
+            let inner = c_type(&p.elem, abi);
+            if p.const_token.is_some() {
+                assert!(!matches!(*p.elem, Type::Ptr(_)), "pointer to const pointer: spell it here");
+                norm(&format!("const {inner}*"))
+            } else {
+                norm(&format!("{inner}*"))
+            }
+        }
+        Type::Path(p) => {
+            let last = p.path.segments.last().unwrap();
+            let name = last.ident.to_string();
+            match name.as_str() {
+                "c_int" | "i32" => "int".into(),
+                "c_char" => "char".into(),
+                "c_void" => "void".into(),
+                "usize" => "size_t".into(),
+                "f32" => "float".into(),
+                "u8" => "uint8_t".into(),
+                "u32" => "uint32_t".into(),
+                "OrdoStatus" => "ordo_status".into(),
+                "cudaStream_t" => "struct CUstream_st*".into(),
+                _ if abi.handles.contains(&name) => snake(&name),
+                _ if abi.callbacks.contains_key(&name) => snake(&name),
+                other => panic!("no C spelling for the Rust type `{other}`: add it to tests/abi.rs and the header"),
+            }
+        }
+        Type::Tuple(t) if t.elems.is_empty() => "void".into(),
+        other => panic!("unexpected type at the C boundary: {other:?}"),
+    }
+}
+
+fn signature(inputs: impl Iterator<Item = Type>, output: &ReturnType, abi: &RustAbi) -> Signature {
+    let ret = match output {
+        ReturnType::Default => "void".to_string(),
+        ReturnType::Type(_, t) => c_type(t, abi),
+    };
+    (ret, inputs.map(|t| c_type(&t, abi)).collect())
+}
+
+/// The callback signature of `Option<unsafe extern "C" fn(..) -> ..>`, resolving aliases.
+fn callback_signature(ty: &Type, abi: &RustAbi) -> Option<Signature> {
+    if let Type::BareFn(f) = ty {
+        assert!(f.abi.as_ref().and_then(|a| a.name.as_ref()).is_some_and(|n| n.value() == "C"), "callback not extern \"C\"");
+        return Some(signature(f.inputs.iter().map(|a| a.ty.clone()), &f.output, abi));
+    }
+    let Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    if last.ident == "Option" {
+        let PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+        let Some(GenericArgument::Type(inner)) = args.args.first() else { return None };
+        return callback_signature(inner, abi);
+    }
+    callback_signature(abi.aliases.get(&last.ident.to_string())?, abi)
+}
+
+fn parse_rust(sources: &[(&str, String)]) -> RustAbi {
+    let mut abi = RustAbi::default();
+    let mut fns = Vec::new();
+    for (path, text) in sources {
+        let file = syn::parse_file(text).unwrap_or_else(|e| panic!("src/ffi/{path}: {e}"));
+        collect(&file.items, &mut abi, &mut fns);
+    }
+    // Callback aliases: public `Ordo*Fn` types whose target is an optional extern "C" fn.
+    let names: Vec<String> = abi.aliases.keys().filter(|n| n.starts_with("Ordo") && n.ends_with("Fn")).cloned().collect();
+    for name in &names {
+        abi.callbacks.insert(name.clone(), (String::new(), Vec::new()));
+    }
+    for name in names {
+        let ty = abi.aliases[&name].clone();
+        let sig = callback_signature(&ty, &abi).unwrap_or_else(|| panic!("{name} is not an optional extern \"C\" fn"));
+        abi.callbacks.insert(name, sig);
+    }
+    for f in fns {
+        let name = f.sig.ident.to_string();
+        let c_abi = f.sig.abi.as_ref().and_then(|a| a.name.as_ref()).map(|n| n.value());
+        assert_eq!(c_abi.as_deref(), Some("C"), "{name}: #[no_mangle] but not extern \"C\"");
+        assert!(matches!(f.vis, syn::Visibility::Public(_)), "{name}: not pub");
+        let inputs = f.sig.inputs.iter().map(|a| match a {
+            FnArg::Typed(t) => (*t.ty).clone(),
+            FnArg::Receiver(_) => panic!("{name}: a method"),
+        });
+        let sig = signature(inputs, &f.sig.output, &abi);
+        assert!(abi.functions.insert(name.clone(), sig).is_none(), "{name} exported twice");
+    }
+    abi
+}
+
+fn rust_abi() -> RustAbi {
+    parse_rust(&FFI_SOURCES.iter().map(|(p, t)| (*p, t.to_string())).collect::<Vec<_>>())
+}
+
+// ---- The header side ----------------------------------------------------------------------------
+
+#[derive(Default, Debug)]
+struct HeaderAbi {
+    functions: BTreeMap<String, Signature>,
+    callbacks: BTreeMap<String, Signature>,
+    /// `typedef struct X y;`: y -> X.
+    structs: BTreeMap<String, String>,
+    defines: BTreeMap<String, i64>,
+}
+
+/// Removes comments; drops preprocessor lines (keeping `#define NAME INT`) and the
+/// `#ifdef __cplusplus` blocks.
+fn preprocess(header: &str, defines: &mut BTreeMap<String, i64>) -> String {
+    let mut text = String::new();
+    let mut rest = header;
+    while let Some(start) = rest.find("/*") {
+        text.push_str(&rest[..start]);
+        let end = rest[start..].find("*/").expect("unterminated comment") + start + 2;
+        text.push(' ');
+        rest = &rest[end..];
+    }
+    text.push_str(rest);
+    let mut out = String::new();
+    let mut skipping = 0usize;
+    for line in text.lines() {
+        let line = line.split("//").next().unwrap_or("");
+        let t = line.trim();
+        if let Some(d) = t.strip_prefix('#') {
+            let d = d.trim();
+            if d.starts_with("ifdef __cplusplus") {
+                skipping += 1;
+            } else if d.starts_with("endif") && skipping > 0 {
+                skipping -= 1;
+            } else if let Some(def) = d.strip_prefix("define ") {
+                let mut parts = def.split_whitespace();
+                if let (Some(name), Some(value)) = (parts.next(), parts.next()) {
+                    if let Ok(v) = value.parse() {
+                        defines.insert(name.to_string(), v);
+                    }
+                }
+            }
+            continue;
+        }
+        if skipping == 0 {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Splits `type name` into the type (name dropped): the name is the last identifier.
+fn drop_name(decl: &str) -> (String, String) {
+    let d = norm(decl);
+    let cut = d.rfind([' ', '*']).unwrap_or_else(|| panic!("no name in `{d}`"));
+    (norm(&d[..=cut]), d[cut + 1..].to_string())
+}
+
+fn params(list: &str) -> Vec<String> {
+    let list = list.trim();
+    if list == "void" {
+        return vec![];
+    }
+    list.split(',').map(|p| drop_name(p).0).collect()
+}
+
+fn parse_header(header: &str) -> HeaderAbi {
+    let mut abi = HeaderAbi::default();
+    let text = preprocess(header, &mut abi.defines);
+    for decl in text.split(';') {
+        let decl = norm(decl);
+        if decl.is_empty() || decl == "struct CUstream_st" {
+            continue;
+        }
+        if let Some(t) = decl.strip_prefix("typedef ") {
+            if let Some(open) = t.find("(*") {
+                let ret = norm(&t[..open]);
+                let close = t[open..].find(')').unwrap() + open;
+                let name = t[open + 2..close].trim().to_string();
+                let rest = &t[close + 1..];
+                let list = &rest[rest.find('(').unwrap() + 1..rest.rfind(')').unwrap()];
+                abi.callbacks.insert(name, (ret, params(list)));
+            } else if let Some(s) = t.strip_prefix("struct ") {
+                let mut parts = s.split_whitespace();
+                let (tag, name) = (parts.next().unwrap(), parts.next().unwrap());
+                abi.structs.insert(name.to_string(), tag.to_string());
+            } else {
+                assert_eq!(t, "int ordo_status", "unexpected typedef");
+            }
+            continue;
+        }
+        let open = decl.find('(').unwrap_or_else(|| panic!("not a prototype: `{decl}`"));
+        let (ret, name) = drop_name(&decl[..open]);
+        let list = &decl[open + 1..decl.rfind(')').unwrap()];
+        assert!(abi.functions.insert(name.clone(), (ret, params(list))).is_none(), "{name} declared twice");
+    }
+    abi
+}
+
+// ---- The comparison -----------------------------------------------------------------------------
+
+/// Every disagreement between the two sides, in words (empty when they agree).
+fn disagreements(rust: &RustAbi, header: &HeaderAbi) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, sig) in &rust.functions {
+        match header.functions.get(name) {
+            None => out.push(format!("{name}: exported, not declared in ordo.h")),
+            Some(h) if h != sig => out.push(format!("{name}: Rust {sig:?}, ordo.h {h:?}")),
+            Some(_) => {}
+        }
+    }
+    for name in header.functions.keys().filter(|n| !rust.functions.contains_key(*n)) {
+        out.push(format!("{name}: declared in ordo.h, not exported"));
+    }
+    for (name, sig) in &rust.callbacks {
+        match header.callbacks.get(&snake(name)) {
+            None => out.push(format!("{name}: no typedef {} in ordo.h", snake(name))),
+            Some(h) if h != sig => out.push(format!("{name}: Rust {sig:?}, ordo.h {h:?}")),
+            Some(_) => {}
+        }
+    }
+    if header.callbacks.len() != rust.callbacks.len() {
+        out.push(format!("callback typedefs: ordo.h {:?}, Rust {:?}", header.callbacks.keys(), rust.callbacks.keys()));
+    }
+    for handle in &rust.handles {
+        if header.structs.get(&snake(handle)) != Some(handle) {
+            out.push(format!("{handle}: ordo.h lacks `typedef struct {handle} {};`", snake(handle)));
+        }
+    }
+    if header.structs.len() != rust.handles.len() {
+        out.push(format!("handle typedefs: ordo.h {:?}, Rust {:?}", header.structs, rust.handles));
+    }
+    if header.defines != rust.constants {
+        out.push(format!("status values: ordo.h {:?}, Rust {:?}", header.defines, rust.constants));
     }
     out
 }
 
 #[test]
 fn header_declares_exactly_the_exports_with_the_same_signatures() {
-    let header = header_functions(HEADER);
-    let exports = rust_exports();
-    assert!(exports.len() >= 20, "parsed {} exports", exports.len());
-    let hnames: Vec<_> = header.keys().collect();
-    let rnames: Vec<_> = exports.keys().collect();
-    assert_eq!(hnames, rnames, "functions declared in the header vs exported by src/ffi.rs");
-    for (name, (ret, params)) in &exports {
-        let (hret, hparams) = &header[name];
-        let hparams: Vec<String> = hparams.iter().map(|p| norm(p)).collect();
-        assert_eq!(norm(hret), *ret, "{name}: return type");
-        assert_eq!(hparams, *params, "{name}: parameters");
-    }
+    let rust = rust_abi();
+    let header = parse_header(HEADER);
+    assert!(rust.functions.len() >= 23, "parsed {} exports: {:?}", rust.functions.len(), rust.functions.keys());
+    assert_eq!(rust.callbacks.len(), 2, "{:?}", rust.callbacks);
+    assert_eq!(rust.handles.len(), 3, "{:?}", rust.handles);
+    let problems = disagreements(&rust, &header);
+    assert!(problems.is_empty(), "ordo.h and src/ffi disagree:\n{}", problems.join("\n"));
 }
 
 #[test]
-fn status_values_agree() {
+fn status_values_agree_and_sit_where_cuda_has_none() {
     use ordo::ffi::*;
-    for (name, value) in [
-        ("ORDO_SUCCESS", ORDO_SUCCESS),
-        ("ORDO_ERROR_INVALID_ARGUMENT", ORDO_ERROR_INVALID_ARGUMENT),
-        ("ORDO_ERROR_PAGEABLE_MEMORY", ORDO_ERROR_PAGEABLE_MEMORY),
-        ("ORDO_ERROR_NOT_SUPPORTED", ORDO_ERROR_NOT_SUPPORTED),
-        ("ORDO_ERROR_PANIC", ORDO_ERROR_PANIC),
-        ("ORDO_ERROR_LIBRARY", ORDO_ERROR_LIBRARY),
-    ] {
-        assert!(HEADER.contains(&format!("#define {name} {value}\n")), "{name} = {value}");
-        if value != 0 {
-            // ordo's own codes sit where CUDA has none.
-            assert!(value > 10000);
+    let header = parse_header(HEADER);
+    let rust = rust_abi();
+    assert_eq!(header.defines, rust.constants);
+    for (name, value) in &header.defines {
+        if *value != 0 {
+            assert!(*value > 10000, "{name}");
         }
     }
+    // The running library's own table agrees with both.
+    assert_eq!(ORDO_STATUSES.len(), header.defines.len());
+    for (code, name, _) in ORDO_STATUSES {
+        assert_eq!(header.defines.get(name.to_str().unwrap()), Some(&i64::from(code)), "{name:?}");
+    }
+    assert_eq!(i64::from(ORDO_LAST_CODE), *header.defines.values().max().unwrap());
 }
 
 #[test]
-fn the_parser_sees_a_mismatch() {
-    // A header with a changed parameter type, or a missing function, must not compare equal.
-    let exports = rust_exports();
-    let changed = header_functions(&HEADER.replace("size_t rows, size_t cols", "int rows, size_t cols"));
-    assert_ne!(changed["ordo_gemv_normalize"].1, exports["ordo_gemv_normalize"].1);
-    let missing = header_functions(&HEADER.replace("void ordo_timer_destroy(ordo_timer* timer);", ""));
-    assert!(!missing.contains_key("ordo_timer_destroy") && exports.contains_key("ordo_timer_destroy"));
+fn the_comparison_sees_every_kind_of_mismatch() {
+    let rust = rust_abi();
+    let clean = parse_header(HEADER);
+    assert!(disagreements(&rust, &clean).is_empty());
+    // A changed parameter type, a missing function, an extra one, a changed callback, a changed
+    // status value: each must be reported.
+    for (what, from, to) in [
+        ("parameter type", "size_t rows, size_t cols", "int rows, size_t cols"),
+        ("missing function", "void ordo_timer_destroy(ordo_timer* timer);", ""),
+        ("extra function", "void ordo_timer_destroy(ordo_timer* timer);", "void ordo_timer_destroy(ordo_timer* timer);\nint ordo_extra(void);"),
+        ("return type", "int ordo_status_is_sticky(", "ordo_status ordo_status_is_sticky("),
+        ("callback", "size_t bucket, void* user)", "int bucket, void* user)"),
+        ("status value", "#define ORDO_ERROR_PANIC 10004", "#define ORDO_ERROR_PANIC 10009"),
+        ("handle typedef", "typedef struct OrdoTimer ordo_timer;", "typedef struct OrdoClock ordo_timer;"),
+    ] {
+        assert!(HEADER.contains(from), "{what}: the test's header text moved");
+        let changed = parse_header(&HEADER.replace(from, to));
+        assert!(!disagreements(&rust, &changed).is_empty(), "{what}: not seen");
+    }
+    // And from the Rust side: a changed parameter type, a function no longer exported.
+    let mut sources: Vec<(&str, String)> = FFI_SOURCES.iter().map(|(p, t)| (*p, t.to_string())).collect();
+    let kernels = sources.iter_mut().find(|(p, _)| p.ends_with("kernels.rs")).unwrap();
+    assert!(kernels.1.contains("rows: usize,"));
+    kernels.1 = kernels.1.replacen("rows: usize,", "rows: u32,", 1);
+    let result = std::panic::catch_unwind(|| disagreements(&parse_rust(&sources), &clean));
+    assert!(result.map_or(true, |d| !d.is_empty()), "a Rust parameter type change not seen");
+    let mut sources: Vec<(&str, String)> = FFI_SOURCES.iter().map(|(p, t)| (*p, t.to_string())).collect();
+    let timer = sources.iter_mut().find(|(p, _)| p.ends_with("timer.rs")).unwrap();
+    timer.1 = timer.1.replacen("#[no_mangle]\npub extern \"C\" fn ordo_timer_destroy", "pub extern \"C\" fn ordo_timer_destroy", 1);
+    assert!(!disagreements(&parse_rust(&sources), &clean).is_empty(), "an export without #[no_mangle] not seen");
 }

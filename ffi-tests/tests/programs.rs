@@ -16,6 +16,15 @@ fn cpp_program_gets_documented_statuses_with_or_without_a_driver() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn cpp_program_mixes_its_kernels_and_graph_with_ordo_calls() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
     let fails = unsafe { programs::ffi_mixed_main() };
     assert_eq!(fails, 0, "failed checks in cpp/mixed.cu (printed above)");
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn cpp_program_captures_replays_and_fails_cleanly() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
+    let fails = unsafe { programs::ffi_captures_main() };
+    assert_eq!(fails, 0, "failed checks in cpp/captures.cu (printed above)");
 }

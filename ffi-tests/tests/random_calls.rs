@@ -1,14 +1,33 @@
-//! Drives the C API with random sizes, counts, flags, enum values, streams and handles over valid
-//! or null pointers (a seeded generator, 20,000 calls), and checks that it never crashes and always
-//! returns a documented status: 0, a CUDA code (1..=999), or one of ordo's (10001..=10005). A null
-//! pointer where one is required is always ORDO_ERROR_INVALID_ARGUMENT. Valid device pointers are
-//! only paired with sizes inside their allocation (the C API cannot see an allocation's size).
+//! Drives **every** export of the C API, checking that it never crashes and always returns a
+//! documented status (0, a CUDA code 1..=999, or one of ordo's), and that each documented refusal
+//! happens where it must:
+//! - null, misaligned and overflowing arguments: `ORDO_ERROR_INVALID_ARGUMENT`, before CUDA;
+//! - stale, destroyed-twice, forged and wrong-kind handles: `ORDO_ERROR_INVALID_HANDLE`;
+//! - several threads at once on shared handles, destroys racing uses;
+//! - failing callbacks: their status comes back, nothing of ordo's keeps running;
+//! - on a GPU, calls inside the caller's captures in each mode (global, thread-local, relaxed):
+//!   the capture stays valid, its graph replays, results match a CPU reference; and calls while
+//!   another thread holds a global-mode capture open leave that capture valid.
+//!
+//! The CPU-runnable tests run everywhere (without a driver every call stops at its argument checks
+//! or at CUDA's status); the GPU ones are ignored without a device. Valid device pointers are only
+//! paired with sizes inside their allocation (the C API cannot see an allocation's size).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use core::ffi::c_void;
 use core::ptr::{null, null_mut};
 use ordo::ffi::*;
 use ordo::sys;
+use ordo_ffi_tests::{gpu_lock, reference};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+const CUDA_INVALID_VALUE: OrdoStatus = 1;
+const CUDA_NOT_READY: OrdoStatus = 600;
+
+fn gpu() -> bool {
+    ordo::device::count().is_ok_and(|n| n > 0)
+}
 
 struct Rng(u64);
 impl Rng {
@@ -19,10 +38,14 @@ impl Rng {
         self.0
     }
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        self.next() % n.max(1)
     }
+    fn chance(&mut self, one_in: u64) -> bool {
+        self.below(one_in) == 0
+    }
+    /// A size: mostly valid (1..=max_valid), sometimes zero, overflowing or absurd.
     fn size(&mut self, max_valid: usize) -> usize {
-        match self.below(5) {
+        match self.below(8) {
             0 => 0,
             1 => usize::MAX - self.below(3) as usize,
             2 => 1usize << (32 + self.below(31)),
@@ -31,120 +54,1268 @@ impl Rng {
     }
 }
 
-fn documented(s: OrdoStatus) -> bool {
-    s == ORDO_SUCCESS || (1..=999).contains(&s) || (ORDO_ERROR_INVALID_ARGUMENT..=ORDO_ERROR_LIBRARY).contains(&s)
+/// CUDA refuses work on the legacy stream while any blocking stream captures, and another fuzz
+/// thread's graph cache may be capturing its `cudaStreamPerThread` (a blocking stream) just then:
+/// `cudaErrorStreamCaptureImplicit` on the legacy stream counts as the expected status `want`.
+fn legacy_conflict(status: OrdoStatus, stream: sys::cudaStream_t, want: OrdoStatus) -> OrdoStatus {
+    const CUDA_STREAM_CAPTURE_IMPLICIT: OrdoStatus = 906;
+    if status == CUDA_STREAM_CAPTURE_IMPLICIT && stream == sys::cudaStreamLegacy() {
+        LEGACY_CONFLICTS.fetch_add(1, Ordering::Relaxed);
+        want
+    } else {
+        status
+    }
 }
 
-unsafe extern "C" fn capture_nothing(_: sys::cudaStream_t, _: usize, _: *mut c_void) -> OrdoStatus {
+static LEGACY_CONFLICTS: AtomicUsize = AtomicUsize::new(0);
+
+fn check(status: OrdoStatus, what: &str) -> OrdoStatus {
+    assert!(is_documented(status), "{what}: undocumented status {status}");
+    status
+}
+
+/// The test's own raw CUDA calls, made with the thread's capture mode relaxed, so that they never
+/// disturb a global-mode capture another thread of the test holds open (as ordo's calls never do).
+fn raw<R>(f: impl FnOnce() -> R) -> R {
+    let mut mode = sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed;
+    let exchanged = unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) } == sys::cudaError::cudaSuccess;
+    let r = f();
+    if exchanged {
+        unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) };
+    }
+    r
+}
+
+fn cuda(code: sys::cudaError_t, what: &str) {
+    assert_eq!(code, sys::cudaError::cudaSuccess, "{what}");
+}
+
+fn capture_status(s: sys::cudaStream_t) -> sys::cudaStreamCaptureStatus {
+    let mut st = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
+    cuda(unsafe { sys::cudaStreamIsCapturing(s, &mut st) }, "cudaStreamIsCapturing");
+    st
+}
+
+const MODES: [sys::cudaStreamCaptureMode; 3] = [
+    sys::cudaStreamCaptureMode::cudaStreamCaptureModeGlobal,
+    sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal,
+    sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed,
+];
+
+// ---- Callbacks ----------------------------------------------------------------------------------
+
+unsafe extern "C" fn nop_body(_: sys::cudaStream_t, _: usize, _: *mut c_void) -> OrdoStatus {
     ORDO_SUCCESS
+}
+unsafe extern "C" fn failing_body(_: sys::cudaStream_t, _: usize, _: *mut c_void) -> OrdoStatus {
+    CUDA_INVALID_VALUE
+}
+unsafe extern "C" fn garbage_body(_: sys::cudaStream_t, _: usize, _: *mut c_void) -> OrdoStatus {
+    -7
+}
+
+/// What [`add_one_body`] works on: a device buffer of 256 floats and one of 256 ones.
+struct AddOne {
+    x: *mut f32,
+    ones: *const f32,
+}
+
+/// Adds 1 to the first `bucket` floats of `x`, by calling back into ordo: one chain step of scale 1
+/// in place (prev * 1 + 1).
+unsafe extern "C" fn add_one_body(s: sys::cudaStream_t, bucket: usize, user: *mut c_void) -> OrdoStatus {
+    let ctx = unsafe { &*user.cast::<AddOne>() };
+    unsafe { ordo_pdl_chain(s, ctx.x, ctx.x, ctx.ones, bucket.min(256), 1, 0) }
+}
+
+/// Copies the chunk (device to device) on the stream ordo gives; `user` is an `AtomicI32`
+/// countdown: the call that takes it from 0 to -1 fails with cudaErrorInvalidValue.
+unsafe extern "C" fn copy_compute(s: sys::cudaStream_t, input: *const f32, output: *mut f32, n: usize, user: *mut c_void) -> OrdoStatus {
+    if !user.is_null() {
+        let left = unsafe { &*user.cast::<AtomicI32>() };
+        if left.fetch_sub(1, Ordering::Relaxed) == 0 {
+            return CUDA_INVALID_VALUE;
+        }
+    }
+    let code = unsafe { sys::cudaMemcpyAsync(output.cast(), input.cast(), n * 4, sys::cudaMemcpyKind::cudaMemcpyDeviceToDevice, s) };
+    code.0 as OrdoStatus
+}
+
+// ---- CPU-runnable tests -------------------------------------------------------------------------
+
+#[test]
+fn bad_arguments_are_refused_before_cuda() {
+    let legacy = sys::cudaStreamLegacy();
+    let mut f = [0f32; 16];
+    let p = f.as_mut_ptr();
+    let m = unsafe { p.cast::<u8>().add(1).cast::<f32>() }; // misaligned
+    let b = [0u8; 16];
+    let ia = ORDO_ERROR_INVALID_ARGUMENT;
+    unsafe {
+        // Null stream; null and misaligned pointers; overflowing sizes.
+        assert_eq!(ordo_gemv_normalize(null_mut(), p, p, p, 1, 1), ia);
+        assert_eq!(ordo_gemv_normalize(legacy, null(), p, p, 1, 1), ia);
+        assert_eq!(ordo_gemv_normalize(legacy, p, m, p, 1, 1), ia);
+        assert_eq!(ordo_gemv_normalize(legacy, p, p, p, usize::MAX, 2), ia);
+        assert_eq!(ordo_gemv_normalize(legacy, p, p, p, 1 << 31, 1 << 31), ia, "rows * cols * 4 overflows");
+        assert_eq!(ordo_frame_filter(legacy, b.as_ptr(), null_mut(), 4, 4), ia);
+        assert_eq!(ordo_frame_filter(legacy, b.as_ptr(), b.as_ptr().cast_mut(), usize::MAX, 2), ia);
+        assert_eq!(ordo_frame_filter(legacy, b.as_ptr(), b.as_ptr().cast_mut(), usize::MAX / 4, 2), ia, "* 3 overflows");
+        assert_eq!(ordo_pdl_chain(legacy, p, p, p, 4, 1, 2), ia, "pdl out of range");
+        assert_eq!(ordo_pdl_chain(legacy, p, m, p, 4, 1, 0), ia);
+        assert_eq!(ordo_pdl_chain(legacy, p, p, p, usize::MAX / 2, 1, 0), ia);
+        assert_eq!(ordo_pipeline_run(legacy, p, p, p, null_mut(), 4, 1, None, null_mut()), ia);
+        assert_eq!(ordo_pipeline_run(legacy, p, p, p, m, 4, 1, None, null_mut()), ia);
+        assert_eq!(ordo_pipeline_run(legacy, p, p, p, p, 0, 1, None, null_mut()), ia);
+        assert_eq!(ordo_pipeline_run(legacy, p, p, p, p, usize::MAX / 4 + 1, 1, None, null_mut()), ia, "n * 4 overflows");
+        assert_eq!(ordo_pipeline_run(legacy, p, p, p, p, 4, 0, None, null_mut()), ia);
+        assert_eq!(ordo_pipeline_run(legacy, p, p, p, p, 4, 5, None, null_mut()), ia, "more chunks than elements");
+        assert_eq!(ordo_pipeline_run(null_mut(), p, p, p, p, 4, 1, None, null_mut()), ia);
+        assert_eq!(ordo_runtime_version(null_mut()), ia);
+        assert_eq!(ordo_runtime_version(m.cast()), ia);
+        let mut ring: *mut OrdoStagingRing = null_mut();
+        assert_eq!(ordo_staging_ring_create(0, 16, &mut ring), ia);
+        assert_eq!(ordo_staging_ring_create(16, 0, &mut ring), ia);
+        assert_eq!(ordo_staging_ring_create(usize::MAX / 2, 4, &mut ring), ia);
+        assert_eq!(ordo_staging_ring_create(2, 16, null_mut()), ia);
+        assert!(ring.is_null(), "nothing written on a refusal");
+        let mut timer: *mut OrdoTimer = null_mut();
+        assert_eq!(ordo_timer_create(null_mut()), ia);
+        assert_eq!(ordo_timer_create(m.cast()), ia);
+        assert!(timer.is_null());
+        let _ = &mut timer;
+        // Status strings for any value.
+        for s in [i32::MIN, -1, 0, 1, 35, 700, 999, 1000, 9999, 10000, 10001, 10008, 10009, i32::MAX] {
+            assert!(!ordo_status_name(s).is_null() && !ordo_status_string(s).is_null());
+            assert!(ordo_status_is_sticky(s) <= 1);
+        }
+        assert_eq!(ordo_status_is_sticky(700), 1);
+    }
 }
 
 #[test]
-fn random_calls_never_crash_and_return_documented_statuses() {
-    const CAP: usize = 4096;
-    let gpu = ordo::device::count().is_ok_and(|n| n > 0);
-    // Valid memory: device buffers on a GPU machine; host memory otherwise (never dereferenced
-    // there: with no driver every call stops at CUDA's status or before).
-    let mut dev: [*mut f32; 4] = [null_mut(); 4];
-    let mut host = vec![0f32; CAP * 4];
-    for (i, d) in dev.iter_mut().enumerate() {
-        if gpu {
-            let mut p = null_mut();
-            assert_eq!(unsafe { sys::cudaMalloc(&mut p, CAP * 4) }, sys::cudaError::cudaSuccess);
-            // Initialised, so kernels reading it read defined values (compute-sanitizer initcheck).
-            assert_eq!(unsafe { sys::cudaMemset(p, 0, CAP * 4) }, sys::cudaError::cudaSuccess);
-            *d = p.cast();
-        } else {
-            *d = host[i * CAP..].as_mut_ptr();
+fn graph_cache_create_checks_buckets_before_reading_them() {
+    let ia = ORDO_ERROR_INVALID_ARGUMENT;
+    let mut cache: *mut OrdoGraphCache = null_mut();
+    let buckets = [1usize, 4, 16, 64];
+    let raw = [0u64; 8];
+    let misaligned = unsafe { raw.as_ptr().cast::<u8>().add(4).cast::<usize>() };
+    unsafe {
+        assert_eq!(ordo_graph_cache_create(null(), 3, 0, Some(nop_body), null_mut(), &mut cache), ia, "NULL with a count");
+        assert_eq!(ordo_graph_cache_create(misaligned, 2, 0, Some(nop_body), null_mut(), &mut cache), ia, "misaligned");
+        assert_eq!(ordo_graph_cache_create(buckets.as_ptr(), usize::MAX / 4, 0, Some(nop_body), null_mut(), &mut cache), ia, "count overflows");
+        assert_eq!(ordo_graph_cache_create(buckets.as_ptr(), usize::MAX, 0, Some(nop_body), null_mut(), &mut cache), ia);
+        assert_eq!(ordo_graph_cache_create([4usize, 2].as_ptr(), 2, 0, Some(nop_body), null_mut(), &mut cache), ia, "decreasing");
+        assert_eq!(ordo_graph_cache_create([0usize, 2].as_ptr(), 2, 0, Some(nop_body), null_mut(), &mut cache), ia, "zero bucket");
+        assert_eq!(ordo_graph_cache_create(buckets.as_ptr(), 4, 0, None, null_mut(), &mut cache), ia, "NULL body");
+        assert_eq!(ordo_graph_cache_create(buckets.as_ptr(), 4, 0, Some(nop_body), null_mut(), null_mut()), ia, "NULL out");
+        assert_eq!(ordo_graph_cache_create(buckets.as_ptr(), 4, 0, Some(nop_body), null_mut(), misaligned.cast_mut().cast()), ia, "misaligned out");
+        assert!(cache.is_null(), "nothing written on a refusal");
+        // n_buckets 0 ignores the pointer (the default buckets), even a misaligned one.
+        assert_eq!(ordo_graph_cache_create(misaligned, 0, 0, Some(nop_body), null_mut(), &mut cache), ORDO_SUCCESS);
+        ordo_graph_cache_destroy(cache);
+        assert_eq!(ordo_graph_cache_create(buckets.as_ptr(), 4, 1, Some(nop_body), null_mut(), &mut cache), ORDO_SUCCESS);
+        ordo_graph_cache_destroy(cache);
+    }
+}
+
+#[test]
+fn stale_forged_and_wrong_kind_handles_get_invalid_handle() {
+    let ih = ORDO_ERROR_INVALID_HANDLE;
+    let legacy = sys::cudaStreamLegacy();
+    let mut cache: *mut OrdoGraphCache = null_mut();
+    assert_eq!(unsafe { ordo_graph_cache_create(null(), 0, 0, Some(nop_body), null_mut(), &mut cache) }, ORDO_SUCCESS);
+    let zeros = [0u64; 16];
+    let mut f = [0f32; 4];
+    let mut slot: *mut c_void = null_mut();
+    let mut ticket = 0usize;
+    let mut ms = 0f32;
+    // Forged values: NULL, addresses of ordinary memory, small integers, all-ones.
+    let forged: [usize; 6] = [0, zeros.as_ptr() as usize, f.as_ptr() as usize, 8, 0xb, usize::MAX];
+    let mut others: Vec<usize> = forged.to_vec();
+    others.push(cache as usize); // a live handle of the wrong kind for rings and timers
+    for &h in &others {
+        unsafe {
+            let (ring, timer) = (h as *mut OrdoStagingRing, h as *mut OrdoTimer);
+            assert_eq!(ordo_staging_ring_acquire(ring, 0, &mut slot, &mut ticket), ih);
+            assert_eq!(ordo_staging_ring_acquire(ring, 1, &mut slot, &mut ticket), ih);
+            assert_eq!(ordo_staging_ring_submit(ring, 0, 4, f.as_mut_ptr().cast(), legacy), ih);
+            assert_eq!(ordo_timer_start(timer, legacy), ih);
+            assert_eq!(ordo_timer_stop(timer, legacy), ih);
+            assert_eq!(ordo_timer_elapsed_ms(timer, &mut ms), ih);
+            ordo_staging_ring_destroy(ring);
+            ordo_timer_destroy(timer);
         }
     }
-    let own = if gpu { ordo::Stream::new().ok() } else { None };
-    let streams: Vec<sys::cudaStream_t> = [null_mut(), sys::cudaStreamLegacy(), sys::cudaStreamPerThread()]
-        .into_iter()
-        .chain(own.as_ref().map(|s| s.as_raw()))
+    for &h in &forged {
+        let c = h as *mut OrdoGraphCache;
+        unsafe {
+            assert_eq!(ordo_graph_cache_run(c, legacy, 1, null_mut()), ih);
+            assert_eq!(ordo_graph_cache_capture_all(c, legacy), ih);
+            ordo_graph_cache_destroy(c);
+        }
+    }
+    // The wrong-kind destroys above left the cache alone: it still answers (here: a NULL stream).
+    assert_eq!(unsafe { ordo_graph_cache_run(cache, null_mut(), 1, null_mut()) }, ORDO_ERROR_INVALID_ARGUMENT);
+    let stale = cache;
+    ordo_graph_cache_destroy(cache);
+    ordo_graph_cache_destroy(cache); // twice: harmless
+    unsafe {
+        assert_eq!(ordo_graph_cache_run(stale, legacy, 1, null_mut()), ih);
+        assert_eq!(ordo_graph_cache_capture_all(stale, legacy), ih);
+        // A stale handle never reaches a newer object.
+        let mut fresh: *mut OrdoGraphCache = null_mut();
+        assert_eq!(ordo_graph_cache_create(null(), 0, 0, Some(nop_body), null_mut(), &mut fresh), ORDO_SUCCESS);
+        assert_ne!(fresh, stale);
+        assert_eq!(ordo_graph_cache_run(stale, legacy, 1, null_mut()), ih);
+        assert_eq!(ordo_timer_elapsed_ms(fresh.cast(), &mut ms), ih);
+        ordo_graph_cache_destroy(fresh);
+    }
+}
+
+#[test]
+fn handles_shared_by_threads_while_others_destroy_them() {
+    // 8 threads share a table of handle slots: each makes, uses and destroys caches in random
+    // order, including ones another thread is using or has just destroyed. Every status is
+    // documented; a destroyed handle answers ORDO_ERROR_INVALID_HANDLE for good.
+    let slots: Arc<Vec<AtomicUsize>> = Arc::new((0..16).map(|_| AtomicUsize::new(0)).collect());
+    let destroyed: Arc<Mutex<Vec<usize>>> = Arc::new(Mutex::new(Vec::new()));
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            let (slots, destroyed) = (Arc::clone(&slots), Arc::clone(&destroyed));
+            std::thread::spawn(move || {
+                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (t + 1));
+                for _ in 0..2000 {
+                    let i = rng.below(16) as usize;
+                    match rng.below(4) {
+                        0 => {
+                            let mut c: *mut OrdoGraphCache = null_mut();
+                            let st = unsafe { ordo_graph_cache_create(null(), 0, rng.below(2) as i32, Some(nop_body), null_mut(), &mut c) };
+                            assert_eq!(st, ORDO_SUCCESS);
+                            let old = slots[i].swap(c as usize, Ordering::AcqRel);
+                            if old != 0 {
+                                ordo_graph_cache_destroy(old as *mut OrdoGraphCache);
+                                destroyed.lock().unwrap().push(old);
+                            }
+                        }
+                        1 => {
+                            let old = slots[i].swap(0, Ordering::AcqRel);
+                            ordo_graph_cache_destroy(old as *mut OrdoGraphCache);
+                            if old != 0 {
+                                destroyed.lock().unwrap().push(old);
+                            }
+                        }
+                        _ => {
+                            // A use racing destroys: a status, never a crash. The NULL stream makes
+                            // the call stop after the handle check, without CUDA.
+                            let h = slots[i].load(Ordering::Acquire) as *mut OrdoGraphCache;
+                            let st = unsafe { ordo_graph_cache_run(h, null_mut(), 3, null_mut()) };
+                            assert!(st == ORDO_ERROR_INVALID_ARGUMENT || st == ORDO_ERROR_INVALID_HANDLE, "{st}");
+                            let t = h.cast::<OrdoTimer>();
+                            let mut ms = 0f32;
+                            assert_eq!(unsafe { ordo_timer_elapsed_ms(t, &mut ms) }, ORDO_ERROR_INVALID_HANDLE);
+                        }
+                    }
+                }
+            })
+        })
         .collect();
-    let mut cache: *mut OrdoGraphCache = null_mut();
-    unsafe { ordo_graph_cache_create(null(), 0, 0, Some(capture_nothing), null_mut(), &mut cache) };
-    let mut zeros = [0u64; 8];
-    let mut rng = Rng(0x5eed_1234_abcd_ef01);
-    let mut counts = std::collections::BTreeMap::new();
-    for call in 0..20_000 {
-        let stream = streams[rng.below(streams.len() as u64) as usize];
-        let ptr = |rng: &mut Rng| if rng.below(4) == 0 { null_mut() } else { dev[rng.below(4) as usize] };
-        let (a, x, y) = (ptr(&mut rng), ptr(&mut rng), ptr(&mut rng));
-        let any_null = a.is_null() || x.is_null() || y.is_null();
-        let which = rng.below(7);
-        let status = unsafe {
-            match which {
-                0 => {
-                    // rows * cols within CAP when valid
-                    let rows = rng.size(64);
-                    let cols = rng.size(64);
-                    ordo_gemv_normalize(stream, a, x, y, rows, cols)
-                }
-                1 => {
-                    let (w, h) = (rng.size(32), rng.size(32));
-                    ordo_frame_filter(stream, a.cast::<u8>(), y.cast::<u8>(), w, h)
-                }
-                2 => {
-                    let pdl = rng.below(4) as i32 - 1;
-                    ordo_pdl_chain(stream, a, x, y, rng.size(CAP), rng.below(5) as usize, pdl)
-                }
-                3 => {
-                    // Host arrays here are pageable (or device memory): never valid pipeline input.
-                    let n = rng.size(CAP);
-                    ordo_pipeline_run(stream, a, x, y, a, n, rng.size(64), None, null_mut())
-                }
-                4 => {
-                    let handle = match rng.below(3) {
-                        0 => null_mut(),
-                        1 => zeros.as_mut_ptr().cast(),
-                        _ => cache,
-                    };
-                    let n = rng.size(300);
-                    let mut bucket = 0usize;
-                    ordo_graph_cache_run(handle, stream, n, &mut bucket)
-                }
-                5 => {
-                    let t: *mut OrdoTimer = if rng.below(2) == 0 { null_mut() } else { cache.cast() };
-                    let mut ms = 0f32;
-                    ordo_timer_elapsed_ms(t, &mut ms)
-                }
-                _ => {
-                    let status = rng.next() as i32;
-                    assert!(!ordo_status_name(status).is_null() && !ordo_status_string(status).is_null());
-                    let sticky = ordo_status_is_sticky(status);
-                    assert!(sticky == 0 || sticky == 1);
-                    ORDO_SUCCESS
+    for t in threads {
+        t.join().unwrap();
+    }
+    for s in slots.iter() {
+        let h = s.swap(0, Ordering::AcqRel);
+        ordo_graph_cache_destroy(h as *mut OrdoGraphCache);
+        if h != 0 {
+            destroyed.lock().unwrap().push(h);
+        }
+    }
+    for &h in destroyed.lock().unwrap().iter() {
+        assert_eq!(unsafe { ordo_graph_cache_run(h as *mut OrdoGraphCache, sys::cudaStreamLegacy(), 1, null_mut()) }, ORDO_ERROR_INVALID_HANDLE);
+    }
+}
+
+// ---- The fuzz: every export, random arguments, several threads ----------------------------------
+
+const CAP: usize = 4096;
+
+/// Memory the fuzz draws pointers from: device buffers (on a GPU) or host memory (never handed to
+/// the device without a driver: every call stops before), pinned buffers, pageable memory.
+struct Memory {
+    device: Vec<usize>,
+    pinned: Vec<usize>,
+    pageable: Vec<usize>,
+    _host: Vec<Vec<f32>>,
+}
+
+impl Memory {
+    fn new(gpu: bool) -> Memory {
+        let mut host: Vec<Vec<f32>> = (0..6).map(|i| (0..CAP).map(|j| 0.25 + ((i * 31 + j) % 97) as f32 * 0.01).collect()).collect();
+        let (mut device, mut pinned) = (Vec::new(), Vec::new());
+        for buffer in host.iter().take(3) {
+            if gpu {
+                let mut d = null_mut();
+                cuda(raw(|| unsafe { sys::cudaMalloc(&mut d, CAP * 4) }), "cudaMalloc");
+                // Initialised (compute-sanitizer initcheck), and never zero.
+                cuda(raw(|| unsafe { sys::cudaMemcpy(d, buffer.as_ptr().cast(), CAP * 4, sys::cudaMemcpyKind::cudaMemcpyHostToDevice) }), "cudaMemcpy");
+                device.push(d as usize);
+                let mut h = null_mut();
+                cuda(raw(|| unsafe { sys::cudaHostAlloc(&mut h, CAP * 4, 0) }), "cudaHostAlloc");
+                unsafe { core::ptr::copy_nonoverlapping(buffer.as_ptr(), h.cast::<f32>(), CAP) };
+                pinned.push(h as usize);
+            }
+        }
+        let pageable = host.iter_mut().skip(3).map(|h| h.as_mut_ptr() as usize).collect::<Vec<_>>();
+        if !gpu {
+            device = pageable.clone();
+            pinned = pageable.clone();
+        }
+        Memory { device, pinned, pageable, _host: host }
+    }
+
+    fn free(&self, gpu: bool) {
+        if gpu {
+            for &d in &self.device {
+                raw(|| unsafe { sys::cudaFree(d as *mut c_void) });
+            }
+            for &h in &self.pinned {
+                raw(|| unsafe { sys::cudaFreeHost(h as *mut c_void) });
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Cache,
+    Ring,
+    Timer,
+}
+
+/// Handles shared by the fuzz threads: live ones of each kind, and destroyed ones.
+#[derive(Default)]
+struct Handles {
+    live: Vec<(usize, Kind)>,
+    dead: Vec<usize>,
+}
+
+/// A pointer argument: valid (of the right memory), null, misaligned, or another kind of memory.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ptr {
+    Valid,
+    Null,
+    Misaligned,
+    Pageable,
+}
+
+struct Fuzz<'m> {
+    rng: Rng,
+    mem: &'m Memory,
+    gpu: bool,
+    handles: &'m Mutex<Handles>,
+    counts: std::collections::BTreeMap<OrdoStatus, u32>,
+    /// Tickets this thread acquired and has not submitted: (ring, ticket).
+    tickets: Vec<(usize, usize)>,
+}
+
+impl Fuzz<'_> {
+    fn ptr_kind(&mut self) -> Ptr {
+        match self.rng.below(10) {
+            0 => Ptr::Null,
+            1 => Ptr::Misaligned,
+            2 => Ptr::Pageable,
+            _ => Ptr::Valid,
+        }
+    }
+
+    fn device_ptr(&mut self, k: Ptr) -> *mut f32 {
+        let base = self.mem.device[self.rng.below(self.mem.device.len() as u64) as usize];
+        match k {
+            Ptr::Valid => base as *mut f32,
+            Ptr::Null => null_mut(),
+            Ptr::Misaligned => (base + 2) as *mut f32,
+            Ptr::Pageable => self.mem.pageable[0] as *mut f32,
+        }
+    }
+
+    fn pinned_ptr(&mut self, k: Ptr) -> *mut f32 {
+        let base = self.mem.pinned[self.rng.below(self.mem.pinned.len() as u64) as usize];
+        match k {
+            Ptr::Valid => base as *mut f32,
+            Ptr::Null => null_mut(),
+            Ptr::Misaligned => (base + 1) as *mut f32,
+            Ptr::Pageable => self.mem.pageable[1] as *mut f32,
+        }
+    }
+
+    /// A handle for a call expecting `kind`: `(handle, whether it is a live one of that kind)`.
+    fn handle(&mut self, kind: Kind) -> (usize, bool) {
+        let h = self.handles.lock().unwrap();
+        let of_kind: Vec<usize> = h.live.iter().filter(|(_, k)| *k == kind).map(|(t, _)| *t).collect();
+        let other: Vec<usize> = h.live.iter().filter(|(_, k)| *k != kind).map(|(t, _)| *t).collect();
+        match self.rng.below(8) {
+            0 => (0, false),
+            1 if !h.dead.is_empty() => (h.dead[self.rng.below(h.dead.len() as u64) as usize], false),
+            2 if !other.is_empty() => (other[self.rng.below(other.len() as u64) as usize], false),
+            3 => (self.rng.next() as usize, false),
+            _ if !of_kind.is_empty() => (of_kind[self.rng.below(of_kind.len() as u64) as usize], true),
+            _ => (0, false),
+        }
+    }
+
+    fn add(&mut self, handle: usize, kind: Kind) {
+        let mut h = self.handles.lock().unwrap();
+        h.live.push((handle, kind));
+        // Bounded: the oldest beyond 12 are destroyed (by whoever adds).
+        while h.live.len() > 12 {
+            let (old, kind) = h.live.remove(0);
+            h.dead.push(old);
+            drop(h);
+            destroy(old, kind);
+            h = self.handles.lock().unwrap();
+        }
+    }
+
+    fn record(&mut self, status: OrdoStatus, what: &str) -> OrdoStatus {
+        check(status, what);
+        *self.counts.entry(status).or_insert(0) += 1;
+        status
+    }
+
+    /// One random call of a random export on `stream`. `capturing`: the stream captures (then
+    /// every call must leave the capture valid, which the caller checks).
+    fn call(&mut self, stream: sys::cudaStream_t, capturing: bool) {
+        let ia = ORDO_ERROR_INVALID_ARGUMENT;
+        let ih = ORDO_ERROR_INVALID_HANDLE;
+        let gpu = self.gpu;
+        let which = self.rng.below(23);
+        match which {
+            0 => {
+                let v = unsafe { core::ffi::CStr::from_ptr(ordo_version()) };
+                assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+                assert!(ordo_cuda_version() >= 12000);
+            }
+            1 => {
+                let k = self.ptr_kind();
+                let mut v = [0i32; 2];
+                let p = match k {
+                    Ptr::Null => null_mut(),
+                    Ptr::Misaligned => unsafe { v.as_mut_ptr().cast::<u8>().add(1).cast() },
+                    _ => v.as_mut_ptr(),
+                };
+                let st = self.record(unsafe { ordo_runtime_version(p) }, "ordo_runtime_version");
+                match k {
+                    Ptr::Null | Ptr::Misaligned => assert_eq!(st, ia),
+                    _ if gpu => assert!(st == ORDO_SUCCESS && v[0] >= 12000),
+                    _ => {}
                 }
             }
-        };
-        assert!(documented(status), "call {call} (function {which}): undocumented status {status}");
-        let used_null = if which == 1 { a.is_null() || y.is_null() } else { any_null };
-        if which <= 2 && (used_null || stream.is_null()) {
-            assert_eq!(status, ORDO_ERROR_INVALID_ARGUMENT, "call {call}: null pointer or stream must be refused");
+            2..=4 => {
+                let s = self.rng.next() as i32;
+                let s = if self.rng.chance(2) { s % 11000 } else { s };
+                let (name, text) = (ordo_status_name(s), ordo_status_string(s));
+                assert!(!name.is_null() && !text.is_null());
+                assert!(ordo_status_is_sticky(s) <= 1);
+            }
+            5 => {
+                let (ka, kx, ky) = (self.ptr_kind(), self.ptr_kind(), self.ptr_kind());
+                let (a, x, y) = (self.device_ptr(ka), self.device_ptr(kx), self.device_ptr(ky));
+                let (rows, cols) = (self.rng.size(64), self.rng.size(64));
+                let st = self.record(unsafe { ordo_gemv_normalize(stream, a, x, y, rows, cols) }, "gemv");
+                let bad_ptr = [ka, kx, ky].iter().any(|k| matches!(k, Ptr::Null | Ptr::Misaligned));
+                let bad_size = rows.checked_mul(cols).is_none_or(|c| c.checked_mul(4).is_none() || c > isize::MAX as usize / 4);
+                if bad_ptr || bad_size || stream.is_null() {
+                    assert_eq!(st, ia, "gemv: bad argument");
+                } else if gpu && [ka, kx, ky].contains(&Ptr::Pageable) {
+                    assert_eq!(st, ia, "gemv: host memory");
+                } else if gpu && rows != 0 && cols != 0 && rows * cols <= CAP && rows <= CAP {
+                    assert_eq!(legacy_conflict(st, stream, ORDO_SUCCESS), ORDO_SUCCESS, "gemv valid ({rows} x {cols})");
+                }
+            }
+            6 => {
+                let (ki, ko) = (self.ptr_kind(), self.ptr_kind());
+                let (rgb, out) = (self.device_ptr(ki).cast::<u8>(), self.device_ptr(ko).cast::<u8>());
+                let (w, h) = (self.rng.size(32), self.rng.size(32));
+                let st = self.record(unsafe { ordo_frame_filter(stream, rgb, out, w, h) }, "frame_filter");
+                let bad_ptr = [ki, ko].contains(&Ptr::Null);
+                let bad_size = w.checked_mul(h).and_then(|p| p.checked_mul(3)).is_none_or(|b| b > isize::MAX as usize);
+                if bad_ptr || bad_size || stream.is_null() {
+                    assert_eq!(st, ia, "frame: bad argument");
+                } else if gpu && [ki, ko].contains(&Ptr::Pageable) {
+                    assert_eq!(st, ia);
+                } else if gpu && w * h * 3 <= CAP * 4 && w * h > 0 {
+                    assert_eq!(legacy_conflict(st, stream, ORDO_SUCCESS), ORDO_SUCCESS, "frame valid ({w} x {h})");
+                }
+            }
+            7 => {
+                let (ka, kb, ks) = (self.ptr_kind(), self.ptr_kind(), self.ptr_kind());
+                let (a, b, sc) = (self.device_ptr(ka), self.device_ptr(kb), self.device_ptr(ks));
+                let n = self.rng.size(CAP);
+                let pdl = self.rng.below(4) as i32 - 1;
+                let steps = self.rng.below(5) as usize;
+                let st = self.record(unsafe { ordo_pdl_chain(stream, a, b, sc, n, steps, pdl) }, "pdl_chain");
+                let bad = [ka, kb, ks].iter().any(|k| matches!(k, Ptr::Null | Ptr::Misaligned)) || !(0..=1).contains(&pdl) || n > isize::MAX as usize / 4;
+                if bad || stream.is_null() {
+                    assert_eq!(st, ia, "chain: bad argument");
+                } else if gpu && ![ka, kb, ks].contains(&Ptr::Pageable) && n > 0 && n <= CAP {
+                    assert_eq!(legacy_conflict(st, stream, ORDO_SUCCESS), ORDO_SUCCESS, "chain valid (n {n})");
+                }
+            }
+            8 => {
+                let (k1, k2, k3, k4) = (self.ptr_kind(), self.ptr_kind(), self.ptr_kind(), self.ptr_kind());
+                let (hin, din, dout, hout) = (self.pinned_ptr(k1), self.device_ptr(k2), self.device_ptr(k3), self.pinned_ptr(k4));
+                let n = self.rng.size(CAP);
+                let chunks = self.rng.size(16);
+                let first = self.rng.below(40) as i32 - 4;
+                let countdown = AtomicI32::new(first);
+                let (compute, user): (OrdoComputeFn, *mut c_void) = match self.rng.below(3) {
+                    0 => (None, null_mut()),
+                    1 => (Some(copy_compute), null_mut()),
+                    _ => (Some(copy_compute), (&countdown as *const AtomicI32).cast_mut().cast()),
+                };
+                let st = self.record(unsafe { ordo_pipeline_run(stream, hin, din, dout, hout, n, chunks, compute, user) }, "pipeline");
+                let bad = [k1, k2, k3, k4].iter().any(|k| matches!(k, Ptr::Null | Ptr::Misaligned))
+                    || n == 0
+                    || n > isize::MAX as usize / 4
+                    || chunks == 0
+                    || chunks > n
+                    || chunks > 1 << 16;
+                if bad || stream.is_null() {
+                    assert_eq!(st, ia, "pipeline: bad argument");
+                } else if gpu && (k1 == Ptr::Pageable || k4 == Ptr::Pageable) {
+                    assert_eq!(st, ORDO_ERROR_PAGEABLE_MEMORY);
+                } else if gpu && (k2 == Ptr::Pageable || k3 == Ptr::Pageable) {
+                    assert_eq!(st, ia);
+                } else if gpu && n <= CAP {
+                    // The callback failed when the countdown reached 0 (it stops there, at -1).
+                    let failed = !user.is_null() && first >= 0 && countdown.load(Ordering::Relaxed) == -1;
+                    if !failed {
+                        assert_eq!(legacy_conflict(st, stream, ORDO_SUCCESS), ORDO_SUCCESS, "pipeline valid (n {n}, {chunks} chunks)");
+                    } else {
+                        assert_eq!(legacy_conflict(st, stream, CUDA_INVALID_VALUE), CUDA_INVALID_VALUE, "the failing callback's status");
+                    }
+                }
+            }
+            9 => {
+                let buckets = [1usize, 3, 8, 40, 100];
+                let (ptr, n): (*const usize, usize) = match self.rng.below(6) {
+                    0 => (null(), 0),
+                    1 => (null(), 3),
+                    2 => (unsafe { buckets.as_ptr().cast::<u8>().add(1).cast() }, 2),
+                    3 => (buckets.as_ptr(), usize::MAX / 8 + 1),
+                    _ => (buckets.as_ptr(), 1 + self.rng.below(5) as usize),
+                };
+                let body = match self.rng.below(5) {
+                    0 => None,
+                    1 => Some(failing_body as unsafe extern "C" fn(_, _, _) -> _),
+                    2 => Some(garbage_body as unsafe extern "C" fn(_, _, _) -> _),
+                    _ => Some(nop_body as unsafe extern "C" fn(_, _, _) -> _),
+                };
+                let mut out: *mut OrdoGraphCache = null_mut();
+                let eager = self.rng.below(2) as i32;
+                let st = self.record(unsafe { ordo_graph_cache_create(ptr, n, eager, body, null_mut(), &mut out) }, "cache_create");
+                let valid = body.is_some() && (n == 0 || (n <= 5 && ptr == buckets.as_ptr()));
+                if valid {
+                    assert_eq!(st, ORDO_SUCCESS, "cache create");
+                    self.add(out as usize, Kind::Cache);
+                } else {
+                    assert_eq!(st, ia, "cache create refused");
+                    assert!(out.is_null());
+                }
+            }
+            10 | 11 => {
+                let (h, live) = self.handle(Kind::Cache);
+                let c = h as *mut OrdoGraphCache;
+                let st = if which == 10 {
+                    self.record(unsafe { ordo_graph_cache_capture_all(c, stream) }, "cache_capture_all")
+                } else {
+                    let n = self.rng.size(300);
+                    let mut bucket = usize::MAX;
+                    let st = self.record(unsafe { ordo_graph_cache_run(c, stream, n, &mut bucket) }, "cache_run");
+                    if st == ORDO_SUCCESS {
+                        assert!(bucket >= n.max(1) || bucket == n, "bucket {bucket} for {n}");
+                    }
+                    st
+                };
+                if !live {
+                    assert_eq!(st, ih, "cache: not a live cache");
+                } else if stream.is_null() {
+                    assert!(st == ia || st == ih, "{st}");
+                } else if which == 10 && capturing {
+                    assert!(st == ORDO_ERROR_STREAM_CAPTURING || st == ih, "capture_all while capturing: {st}");
+                }
+            }
+            12 => {
+                let (h, _) = self.handle(Kind::Cache);
+                ordo_graph_cache_destroy(h as *mut OrdoGraphCache);
+                self.forget(h, Kind::Cache);
+            }
+            13 => {
+                let slots = self.rng.size(4);
+                let bytes = self.rng.size(1024);
+                let mut out: *mut OrdoStagingRing = null_mut();
+                let st = self.record(unsafe { ordo_staging_ring_create(slots, bytes, &mut out) }, "ring_create");
+                let bad = slots == 0 || bytes == 0 || slots.checked_mul(bytes).is_none_or(|t| t > isize::MAX as usize);
+                if bad {
+                    assert_eq!(st, ia);
+                } else if gpu && slots <= 4 && bytes <= 1024 {
+                    assert_eq!(st, ORDO_SUCCESS, "ring create");
+                }
+                if st == ORDO_SUCCESS {
+                    self.add(out as usize, Kind::Ring);
+                }
+            }
+            14 => {
+                let (h, live) = self.handle(Kind::Ring);
+                let mut slot: *mut c_void = null_mut();
+                let mut ticket = usize::MAX;
+                let wait = self.rng.below(3) as i32;
+                let null_out = self.rng.chance(8);
+                let st = self.record(
+                    unsafe { ordo_staging_ring_acquire(h as *mut OrdoStagingRing, wait, if null_out { null_mut() } else { &mut slot }, &mut ticket) },
+                    "ring_acquire",
+                );
+                if !live {
+                    assert_eq!(st, ih);
+                } else if null_out || wait == 2 {
+                    assert!(st == ia || st == ih, "{st}");
+                } else if st == ORDO_SUCCESS {
+                    assert!(!slot.is_null() && ticket < 4);
+                    // Fill what the slot holds (a slot is at least one byte).
+                    unsafe { *slot.cast::<u8>() = 0x5a };
+                    self.tickets.push((h, ticket));
+                } else {
+                    assert!(st == CUDA_NOT_READY || st == ih, "acquire: {st}");
+                }
+            }
+            15 => {
+                let (h, live) = self.handle(Kind::Ring);
+                let ticket = match self.tickets.pop() {
+                    Some((ring, t)) if ring == h => t,
+                    Some(_) | None => self.rng.below(6) as usize,
+                };
+                let k = self.ptr_kind();
+                let dst = self.device_ptr(k);
+                let bytes = self.rng.size(64);
+                let st = self.record(unsafe { ordo_staging_ring_submit(h as *mut OrdoStagingRing, ticket, bytes, dst.cast(), stream) }, "ring_submit");
+                if !live {
+                    assert_eq!(st, ih);
+                } else if matches!(k, Ptr::Null) || bytes == 0 || stream.is_null() {
+                    assert!(st == ia || st == ih, "{st}");
+                }
+            }
+            16 => {
+                let (h, _) = self.handle(Kind::Ring);
+                ordo_staging_ring_destroy(h as *mut OrdoStagingRing);
+                self.forget(h, Kind::Ring);
+            }
+            17 => {
+                let mut out: *mut OrdoTimer = null_mut();
+                let null_out = self.rng.chance(8);
+                let st = self.record(unsafe { ordo_timer_create(if null_out { null_mut() } else { &mut out }) }, "timer_create");
+                if null_out {
+                    assert_eq!(st, ia);
+                } else if gpu {
+                    assert_eq!(st, ORDO_SUCCESS);
+                }
+                if st == ORDO_SUCCESS {
+                    self.add(out as usize, Kind::Timer);
+                }
+            }
+            18 | 19 => {
+                let (h, live) = self.handle(Kind::Timer);
+                let t = h as *mut OrdoTimer;
+                let st = if which == 18 { unsafe { ordo_timer_start(t, stream) } } else { unsafe { ordo_timer_stop(t, stream) } };
+                let st = self.record(st, "timer_record");
+                if !live {
+                    assert_eq!(st, ih);
+                } else if stream.is_null() {
+                    assert!(st == ia || st == ih);
+                }
+            }
+            20 => {
+                let (h, live) = self.handle(Kind::Timer);
+                let mut ms = -1f32;
+                let st = self.record(unsafe { ordo_timer_elapsed_ms(h as *mut OrdoTimer, &mut ms) }, "timer_elapsed");
+                if !live {
+                    assert_eq!(st, ih);
+                } else if st == ORDO_SUCCESS {
+                    assert!(ms >= 0.0 || ms.is_nan() || ms < 0.0, "any float is a value");
+                }
+            }
+            21 => {
+                let (h, _) = self.handle(Kind::Timer);
+                ordo_timer_destroy(h as *mut OrdoTimer);
+                self.forget(h, Kind::Timer);
+            }
+            _ => {
+                // Destroy functions given anything at all.
+                let v = self.rng.next() as usize;
+                ordo_graph_cache_destroy(v as *mut OrdoGraphCache);
+                ordo_staging_ring_destroy(v as *mut OrdoStagingRing);
+                ordo_timer_destroy(v as *mut OrdoTimer);
+            }
         }
-        if which == 3 && gpu && !any_null && !stream.is_null() && status == ORDO_SUCCESS {
-            panic!("call {call}: a pipeline over pageable or device memory as host memory was accepted");
+    }
+
+    /// Moves `handle` to the dead ones after a destroy of `kind` (a destroy of another kind left
+    /// it alone).
+    fn forget(&mut self, handle: usize, kind: Kind) {
+        let mut h = self.handles.lock().unwrap();
+        if let Some(i) = h.live.iter().position(|&(t, k)| t == handle && k == kind) {
+            h.live.remove(i);
+            h.dead.push(handle);
         }
-        *counts.entry(status).or_insert(0u32) += 1;
     }
-    println!("statuses seen: {counts:?}");
-    if let Some(s) = &own {
-        s.synchronize().unwrap();
+}
+
+fn destroy(handle: usize, kind: Kind) {
+    match kind {
+        Kind::Cache => ordo_graph_cache_destroy(handle as *mut OrdoGraphCache),
+        Kind::Ring => ordo_staging_ring_destroy(handle as *mut OrdoStagingRing),
+        Kind::Timer => ordo_timer_destroy(handle as *mut OrdoTimer),
     }
-    unsafe { ordo_graph_cache_destroy(cache) };
+}
+
+/// The fuzz on several threads. On a GPU each thread also captures its own stream now and then
+/// (in a random mode) around a few random calls on it: the capture must stay valid through every
+/// call, end cleanly and instantiate; its graph is launched once.
+fn fuzz(threads: u64, calls: usize) {
+    let gpu = gpu();
+    let mem = Memory::new(gpu);
+    let handles = Mutex::new(Handles::default());
+    let totals = Mutex::new(std::collections::BTreeMap::new());
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let (mem, handles, totals) = (&mem, &handles, &totals);
+            scope.spawn(move || {
+                let own = if gpu {
+                    let mut s = null_mut();
+                    cuda(raw(|| unsafe { sys::cudaStreamCreateWithFlags(&mut s, sys::cudaStreamNonBlocking) }), "cudaStreamCreate");
+                    s
+                } else {
+                    null_mut()
+                };
+                let streams: Vec<sys::cudaStream_t> = [null_mut(), sys::cudaStreamLegacy(), sys::cudaStreamPerThread()]
+                    .into_iter()
+                    .chain(gpu.then_some(own))
+                    .collect();
+                let mut f = Fuzz { rng: Rng(0x5eed_1234_abcd_ef01 ^ (t * 0x1000_0001)), mem, gpu, handles, counts: Default::default(), tickets: Vec::new() };
+                let mut i = 0;
+                while i < calls {
+                    if gpu && f.rng.chance(40) {
+                        let mode = MODES[f.rng.below(3) as usize];
+                        cuda(raw(|| unsafe { sys::cudaStreamBeginCapture(own, mode) }), "begin capture");
+                        for _ in 0..1 + f.rng.below(5) {
+                            f.call(own, true);
+                            i += 1;
+                            assert_eq!(
+                                capture_status(own),
+                                sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive,
+                                "an ordo call invalidated the caller's {mode:?} capture"
+                            );
+                        }
+                        let mut g = null_mut();
+                        cuda(raw(|| unsafe { sys::cudaStreamEndCapture(own, &mut g) }), "end capture");
+                        let mut ge = null_mut();
+                        cuda(raw(|| unsafe { sys::cudaGraphInstantiate(&mut ge, g, 0) }), "instantiate");
+                        cuda(raw(|| unsafe { sys::cudaGraphLaunch(ge, own) }), "launch");
+                        cuda(raw(|| unsafe { sys::cudaStreamSynchronize(own) }), "synchronize the replay");
+                        raw(|| unsafe {
+                            sys::cudaGraphExecDestroy(ge);
+                            sys::cudaGraphDestroy(g);
+                        });
+                    } else {
+                        let s = streams[f.rng.below(streams.len() as u64) as usize];
+                        f.call(s, false);
+                        i += 1;
+                    }
+                }
+                if gpu {
+                    for s in &streams[1..] {
+                        cuda(raw(|| unsafe { sys::cudaStreamSynchronize(*s) }), "synchronize");
+                    }
+                    raw(|| unsafe { sys::cudaStreamDestroy(own) });
+                }
+                let mut totals = totals.lock().unwrap();
+                for (k, v) in f.counts {
+                    *totals.entry(k).or_insert(0u32) += v;
+                }
+            });
+        }
+    });
+    let left = std::mem::take(&mut handles.lock().unwrap().live);
+    for (h, kind) in left {
+        destroy(h, kind);
+    }
+    println!("statuses seen: {:?}", totals.lock().unwrap());
+    println!("legacy-stream calls refused while a blocking stream captured: {}", LEGACY_CONFLICTS.load(Ordering::Relaxed));
     if gpu {
-        for d in dev {
-            unsafe { sys::cudaFree(d.cast()) };
-        }
-        // Refused captures (of the legacy stream) leave a non-sticky error in the runtime's
+        cuda(raw(|| unsafe { sys::cudaDeviceSynchronize() }), "device synchronize");
+        mem.free(gpu);
+        // Refused captures of the legacy stream leave a non-sticky error in the runtime's
         // last-error slot; the context itself is fine.
         if let Err(e) = ordo::error::take_last_error() {
             assert!(!e.is_sticky(), "{e}");
         }
-        let s = ordo::Stream::new().unwrap();
-        s.synchronize().unwrap();
     }
-    drop(host);
+}
+
+#[test]
+fn random_calls_never_crash_and_return_documented_statuses() {
+    // On a GPU machine this holds the binary's GPU lock: its captures are global-mode ones.
+    let _gpu = gpu_lock();
+    fuzz(4, 800);
+}
+
+// ---- GPU tests with results checked against the CPU ---------------------------------------------
+
+/// One set of inputs and outputs for every stream-taking export, with its CPU references.
+struct Workload {
+    rows: usize,
+    cols: usize,
+    a: Vec<f32>,
+    x: Vec<f32>,
+    d_a: *mut f32,
+    d_x: *mut f32,
+    d_y: *mut f32,
+    w: usize,
+    h: usize,
+    rgb: Vec<u8>,
+    d_rgb: *mut u8,
+    d_gray: *mut u8,
+    n: usize,
+    c0: Vec<f32>,
+    scale: Vec<f32>,
+    d_ca: *mut f32,
+    d_cb: *mut f32,
+    d_scale: *mut f32,
+    pn: usize,
+    h_in: *mut f32,
+    h_out: *mut f32,
+    d_in: *mut f32,
+    d_out: *mut f32,
+    staged: *mut u8,
+    add_one: Box<AddOne>,
+}
+
+fn upload<T: Copy>(data: &[T]) -> *mut T {
+    let mut d = null_mut();
+    let bytes = core::mem::size_of_val(data).max(1);
+    cuda(raw(|| unsafe { sys::cudaMalloc(&mut d, bytes) }), "cudaMalloc");
+    cuda(raw(|| unsafe { sys::cudaMemcpy(d, data.as_ptr().cast(), bytes, sys::cudaMemcpyKind::cudaMemcpyHostToDevice) }), "upload");
+    d.cast()
+}
+
+fn download<T: Copy + Default>(d: *const T, n: usize, s: sys::cudaStream_t) -> Vec<T> {
+    let mut out = vec![T::default(); n];
+    cuda(raw(|| unsafe { sys::cudaStreamSynchronize(s) }), "synchronize");
+    let bytes = n * core::mem::size_of::<T>();
+    cuda(raw(|| unsafe { sys::cudaMemcpy(out.as_mut_ptr().cast(), d.cast(), bytes, sys::cudaMemcpyKind::cudaMemcpyDeviceToHost) }), "download");
+    out
+}
+
+fn reset<T: Copy>(d: *mut T, data: &[T]) {
+    let bytes = core::mem::size_of_val(data);
+    cuda(raw(|| unsafe { sys::cudaMemcpy(d.cast(), data.as_ptr().cast(), bytes, sys::cudaMemcpyKind::cudaMemcpyHostToDevice) }), "reset");
+}
+
+fn pinned(n: usize) -> *mut f32 {
+    let mut h = null_mut();
+    cuda(raw(|| unsafe { sys::cudaHostAlloc(&mut h, n * 4, 0) }), "cudaHostAlloc");
+    h.cast()
+}
+
+fn close(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{what}[{i}]: {g} vs {w}");
+    }
+}
+
+const STAGED: usize = 512;
+
+fn staged_pattern(i: usize) -> u8 {
+    (i * 7 % 251) as u8
+}
+
+impl Workload {
+    fn new() -> Workload {
+        let (rows, cols) = (100usize, 60usize);
+        let a: Vec<f32> = (0..rows * cols).map(|i| ((i * 37) % 101) as f32 * 0.02 - 1.0).collect();
+        let x: Vec<f32> = (0..cols).map(|i| ((i * 11) % 13) as f32 * 0.1 - 0.6).collect();
+        let (w, h) = (33usize, 17usize);
+        let rgb: Vec<u8> = (0..w * h * 3).map(|i| (i * 73 % 256) as u8).collect();
+        let n = 3000usize;
+        let c0: Vec<f32> = (0..n).map(|i| 0.5 + (i % 17) as f32 * 0.01).collect();
+        let scale: Vec<f32> = (0..n).map(|i| 0.9 + (i % 7) as f32 * 0.01).collect();
+        let pn = 10_000usize;
+        let add_one = Box::new(AddOne { x: upload(&[0f32; 256]), ones: upload(&[1f32; 256]) });
+        Workload {
+            d_a: upload(&a),
+            d_x: upload(&x),
+            d_y: upload(&vec![f32::NAN; rows]),
+            rows,
+            cols,
+            a,
+            x,
+            d_rgb: upload(&rgb),
+            d_gray: upload(&vec![0u8; w * h]),
+            w,
+            h,
+            rgb,
+            d_ca: upload(&c0),
+            d_cb: upload(&vec![0f32; n]),
+            d_scale: upload(&scale),
+            n,
+            c0,
+            scale,
+            h_in: pinned(pn),
+            h_out: pinned(pn),
+            d_in: upload(&vec![0f32; pn]),
+            d_out: upload(&vec![0f32; pn]),
+            pn,
+            staged: upload(&[0u8; STAGED]),
+            add_one,
+        }
+    }
+
+    /// The pipeline's input for round `r`, written into the pinned input buffer.
+    fn set_input(&self, r: usize) -> Vec<f32> {
+        let input: Vec<f32> = (0..self.pn).map(|i| ((i + r * 5) % 1000) as f32 * 0.001).collect();
+        unsafe { core::ptr::copy_nonoverlapping(input.as_ptr(), self.h_in, self.pn) };
+        input
+    }
+
+    /// Resets every output (and the chain's input) before a round.
+    fn clear(&self) {
+        reset(self.d_y, &vec![f32::NAN; self.rows]);
+        reset(self.d_gray, &vec![0u8; self.w * self.h]);
+        reset(self.d_ca, &self.c0);
+        reset(self.d_cb, &vec![0f32; self.n]);
+        reset(self.staged, &[0u8; STAGED]);
+        reset(self.add_one.x, &[0f32; 256]);
+        unsafe { core::ptr::write_bytes(self.h_out, 0, self.pn) };
+    }
+
+    /// Every result against the CPU, after the work on `s` (input round `input`, the cache body
+    /// run for bucket 8 once).
+    fn verify(&self, s: sys::cudaStream_t, input: &[f32], what: &str) {
+        close(&download(self.d_y, self.rows, s), &reference::gemv_normalize(&self.a, &self.x, self.rows, self.cols), what);
+        assert_eq!(download(self.d_gray, self.w * self.h, s), reference::frame_filter(&self.rgb, self.w, self.h), "{what}: frame_filter");
+        close(&download(self.d_cb, self.n, s), &reference::chain(&self.c0, &self.scale, 3), "pdl chain (3 steps, in b)");
+        let out = unsafe { core::slice::from_raw_parts(self.h_out, self.pn) };
+        let want: Vec<f32> = input.iter().map(|&v| reference::heavy(v)).collect();
+        assert!(out == &want[..], "{what}: pipeline output");
+        let staged = download(self.staged.cast_const(), STAGED, s);
+        assert!(staged.iter().enumerate().all(|(i, &b)| b == staged_pattern(i)), "{what}: staging ring copy");
+        let x = download(self.add_one.x.cast_const(), 256, s);
+        assert!(x[..8].iter().all(|&v| v == 1.0) && x[8..].iter().all(|&v| v == 0.0), "{what}: cache body for bucket 8: {:?}", &x[..10]);
+    }
+
+    fn free(self) {
+        raw(|| unsafe {
+            for p in [self.d_a, self.d_x, self.d_y, self.d_ca, self.d_cb, self.d_scale, self.d_in, self.d_out, self.add_one.x, self.add_one.ones.cast_mut()] {
+                sys::cudaFree(p.cast());
+            }
+            for p in [self.d_rgb, self.d_gray, self.staged] {
+                sys::cudaFree(p.cast());
+            }
+            sys::cudaFreeHost(self.h_in.cast());
+            sys::cudaFreeHost(self.h_out.cast());
+        });
+    }
+}
+
+/// Every export on `s`, eagerly (`capture` None) or inside the caller's capture in that mode;
+/// the capture is checked after every call, the graph is replayed three times, and every result
+/// is checked against the CPU each time.
+fn every_export_on(s: sys::cudaStream_t, capture: Option<sys::cudaStreamCaptureMode>) {
+    let wl = Workload::new();
+    let mut ring: *mut OrdoStagingRing = null_mut();
+    let mut cache: *mut OrdoGraphCache = null_mut();
+    let mut timer: *mut OrdoTimer = null_mut();
+    let mut slot: *mut c_void = null_mut();
+    let mut ticket = 0usize;
+    unsafe {
+        assert_eq!(ordo_staging_ring_create(2, STAGED, &mut ring), ORDO_SUCCESS);
+        let ctx = (&*wl.add_one as *const AddOne).cast_mut().cast();
+        assert_eq!(ordo_graph_cache_create(null(), 0, 0, Some(add_one_body), ctx, &mut cache), ORDO_SUCCESS);
+        assert_eq!(ordo_timer_create(&mut timer), ORDO_SUCCESS);
+        assert_eq!(ordo_staging_ring_acquire(ring, 0, &mut slot, &mut ticket), ORDO_SUCCESS);
+        for i in 0..STAGED {
+            *slot.cast::<u8>().add(i) = staged_pattern(i);
+        }
+    }
+    wl.clear();
+    let first = wl.set_input(0);
+    if let Some(mode) = capture {
+        cuda(raw(|| unsafe { sys::cudaStreamBeginCapture(s, mode) }), "begin capture");
+    }
+    let valid = |what: &str| {
+        if capture.is_some() {
+            assert_eq!(capture_status(s), sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive, "{what} invalidated the capture");
+        }
+    };
+    unsafe {
+        assert_eq!(ordo_timer_start(timer, s), ORDO_SUCCESS);
+        valid("timer start");
+        assert_eq!(ordo_gemv_normalize(s, wl.d_a, wl.d_x, wl.d_y, wl.rows, wl.cols), ORDO_SUCCESS);
+        valid("gemv_normalize");
+        assert_eq!(ordo_frame_filter(s, wl.d_rgb, wl.d_gray, wl.w, wl.h), ORDO_SUCCESS);
+        valid("frame_filter");
+        assert_eq!(ordo_pdl_chain(s, wl.d_ca, wl.d_cb, wl.d_scale, wl.n, 3, 1), ORDO_SUCCESS);
+        valid("pdl_chain");
+        assert_eq!(ordo_pipeline_run(s, wl.h_in, wl.d_in, wl.d_out, wl.h_out, wl.pn, 7, None, null_mut()), ORDO_SUCCESS);
+        valid("pipeline_run");
+        assert_eq!(ordo_staging_ring_submit(ring, ticket, STAGED, wl.staged.cast(), s), ORDO_SUCCESS);
+        valid("staging_ring_submit");
+        let mut bucket = 0usize;
+        assert_eq!(ordo_graph_cache_run(cache, s, 5, &mut bucket), ORDO_SUCCESS);
+        assert_eq!(bucket, 8);
+        valid("graph_cache_run");
+        let want = if capture.is_some() { ORDO_ERROR_STREAM_CAPTURING } else { ORDO_SUCCESS };
+        assert_eq!(ordo_graph_cache_capture_all(cache, s), want);
+        valid("graph_cache_capture_all");
+        assert_eq!(ordo_timer_stop(timer, s), ORDO_SUCCESS);
+        valid("timer stop");
+        // Calls that take no stream, made while the capture is open (ordo allocates, instantiates
+        // nothing here but frees pinned memory and events): the capture stays valid.
+        let mut other: *mut OrdoStagingRing = null_mut();
+        assert_eq!(ordo_staging_ring_create(1, 64, &mut other), ORDO_SUCCESS);
+        ordo_staging_ring_destroy(other);
+        let mut t2: *mut OrdoTimer = null_mut();
+        assert_eq!(ordo_timer_create(&mut t2), ORDO_SUCCESS);
+        ordo_timer_destroy(t2);
+        let mut c2: *mut OrdoGraphCache = null_mut();
+        assert_eq!(ordo_graph_cache_create(null(), 0, 0, Some(nop_body), null_mut(), &mut c2), ORDO_SUCCESS);
+        ordo_graph_cache_destroy(c2);
+        let mut v = 0;
+        assert_eq!(ordo_runtime_version(&mut v), ORDO_SUCCESS);
+        valid("calls without a stream");
+    }
+    match capture {
+        None => wl.verify(s, &first, "eager"),
+        Some(mode) => {
+            let (mut g, mut ge) = (null_mut(), null_mut());
+            cuda(raw(|| unsafe { sys::cudaStreamEndCapture(s, &mut g) }), "end capture");
+            cuda(raw(|| unsafe { sys::cudaGraphInstantiate(&mut ge, g, 0) }), "instantiate");
+            for r in 0..3 {
+                wl.clear();
+                let input = wl.set_input(r);
+                cuda(raw(|| unsafe { sys::cudaGraphLaunch(ge, s) }), "launch");
+                wl.verify(s, &input, &format!("{mode:?} capture, replay {r}"));
+            }
+            raw(|| unsafe {
+                sys::cudaGraphExecDestroy(ge);
+                sys::cudaGraphDestroy(g);
+            });
+        }
+    }
+    let mut ms = -1f32;
+    let elapsed = unsafe { ordo_timer_elapsed_ms(timer, &mut ms) };
+    if capture.is_none() {
+        assert_eq!(elapsed, ORDO_SUCCESS);
+        assert!(ms >= 0.0);
+    } else {
+        // CUDA cannot time events recorded by a graph: its error, documented.
+        assert!(is_documented(elapsed) && elapsed != ORDO_SUCCESS, "{elapsed}");
+    }
+    cuda(raw(|| unsafe { sys::cudaStreamSynchronize(s) }), "synchronize");
+    ordo_timer_destroy(timer);
+    ordo_graph_cache_destroy(cache);
+    ordo_staging_ring_destroy(ring);
+    wl.free();
+}
+
+fn own_stream() -> sys::cudaStream_t {
+    let mut s = null_mut();
+    cuda(raw(|| unsafe { sys::cudaStreamCreateWithFlags(&mut s, sys::cudaStreamNonBlocking) }), "cudaStreamCreate");
+    s
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_every_export_gives_the_cpu_result() {
+    let _gpu = gpu_lock();
+    let s = own_stream();
+    every_export_on(s, None);
+    every_export_on(sys::cudaStreamPerThread(), None);
+    raw(|| unsafe { sys::cudaStreamDestroy(s) });
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_every_export_inside_captures_of_each_mode_leaves_them_valid_and_replays() {
+    let _gpu = gpu_lock();
+    let s = own_stream();
+    for mode in MODES {
+        every_export_on(s, Some(mode));
+    }
+    raw(|| unsafe { sys::cudaStreamDestroy(s) });
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_every_export_leaves_another_threads_global_capture_valid() {
+    // Another thread holds a global-mode capture open (PyTorch's default) while this one calls
+    // every export, eagerly and inside captures of its own: ordo's allocations, instantiations,
+    // queries and frees neither fail nor invalidate that capture.
+    let _gpu = gpu_lock();
+    let other = own_stream();
+    let x = upload(&[1f32; 256]);
+    let ones = upload(&[1f32; 256]);
+    let (begun_tx, begun_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let (other_raw, x_raw, ones_raw) = (other as usize, x as usize, ones as usize);
+    let holder = std::thread::spawn(move || {
+        let s = other_raw as sys::cudaStream_t;
+        cuda(unsafe { sys::cudaStreamBeginCapture(s, sys::cudaStreamCaptureMode::cudaStreamCaptureModeGlobal) }, "begin");
+        let st = unsafe { ordo_pdl_chain(s, x_raw as *mut f32, x_raw as *mut f32, ones_raw as *const f32, 256, 1, 0) };
+        assert_eq!(st, ORDO_SUCCESS);
+        begun_tx.send(()).unwrap();
+        done_rx.recv().unwrap();
+        let mut g = null_mut();
+        let end = unsafe { sys::cudaStreamEndCapture(s, &mut g) };
+        if !g.is_null() {
+            unsafe { sys::cudaGraphDestroy(g) };
+        }
+        end
+    });
+    begun_rx.recv().unwrap();
+    let s = own_stream();
+    every_export_on(s, None);
+    every_export_on(s, Some(sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal));
+    done_tx.send(()).unwrap();
+    assert_eq!(holder.join().unwrap(), sys::cudaError::cudaSuccess, "the other thread's global capture was invalidated");
+    raw(|| unsafe {
+        sys::cudaStreamDestroy(s);
+        sys::cudaStreamDestroy(other);
+        sys::cudaFree(x.cast());
+        sys::cudaFree(ones.cast());
+    });
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_failing_callbacks_return_their_status_and_leave_nothing_running() {
+    let _gpu = gpu_lock();
+    let s = own_stream();
+    let n = 1 << 20;
+    let input: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
+    let (h_in, h_out) = (pinned(n), pinned(n));
+    unsafe { core::ptr::copy_nonoverlapping(input.as_ptr(), h_in, n) };
+    let (d_in, d_out) = (upload(&vec![0f32; n]), upload(&vec![0f32; n]));
+    // The compute callback fails on chunk 1 of 16: its status comes back, and once the caller has
+    // synchronised its stream, ordo writes nothing more into host_out.
+    unsafe { core::slice::from_raw_parts_mut(h_out, n).fill(-1.0) };
+    let countdown = AtomicI32::new(1);
+    let user = (&countdown as *const AtomicI32).cast_mut().cast();
+    let st = unsafe { ordo_pipeline_run(s, h_in, d_in, d_out, h_out, n, 16, Some(copy_compute), user) };
+    assert_eq!(st, CUDA_INVALID_VALUE);
+    assert_eq!(countdown.load(Ordering::Relaxed), -1, "no chunk after the failing one");
+    cuda(raw(|| unsafe { sys::cudaStreamSynchronize(s) }), "synchronize");
+    let snapshot = unsafe { core::slice::from_raw_parts(h_out, n) }.to_vec();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(snapshot == unsafe { core::slice::from_raw_parts(h_out, n) }, "host output changed after the caller's synchronize");
+    assert_eq!(&snapshot[..n / 16], &input[..n / 16], "chunk 0 copied out");
+    assert!(snapshot[n / 16..].iter().all(|&v| v == -1.0), "nothing after chunk 0");
+    // The same inside a capture of each mode: the status, the capture still valid and ending
+    // cleanly (ordo's streams joined back), a garbage status as ORDO_ERROR_LIBRARY.
+    for mode in MODES {
+        cuda(raw(|| unsafe { sys::cudaStreamBeginCapture(s, mode) }), "begin");
+        countdown.store(2, Ordering::Relaxed);
+        let st = unsafe { ordo_pipeline_run(s, h_in, d_in, d_out, h_out, n, 16, Some(copy_compute), user) };
+        assert_eq!(st, CUDA_INVALID_VALUE, "{mode:?}");
+        assert_eq!(capture_status(s), sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive, "{mode:?}");
+        let mut g = null_mut();
+        cuda(raw(|| unsafe { sys::cudaStreamEndCapture(s, &mut g) }), "end capture after a failed pipeline");
+        raw(|| unsafe { sys::cudaGraphDestroy(g) });
+    }
+    // Failing cache bodies: their status through run and capture_all, eagerly and in a capture.
+    for (body, want) in [
+        (failing_body as unsafe extern "C" fn(_, _, _) -> _, CUDA_INVALID_VALUE),
+        (garbage_body as unsafe extern "C" fn(_, _, _) -> _, ORDO_ERROR_LIBRARY),
+    ] {
+        let mut cache: *mut OrdoGraphCache = null_mut();
+        assert_eq!(unsafe { ordo_graph_cache_create(null(), 0, 1, Some(body), null_mut(), &mut cache) }, ORDO_SUCCESS);
+        assert_eq!(unsafe { ordo_graph_cache_run(cache, s, 3, null_mut()) }, want);
+        assert_eq!(capture_status(s), sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone, "the cache's capture ended");
+        assert_eq!(unsafe { ordo_graph_cache_capture_all(cache, s) }, want);
+        assert_eq!(unsafe { ordo_graph_cache_run(cache, s, 1000, null_mut()) }, want, "eager overflow run");
+        cuda(raw(|| unsafe { sys::cudaStreamBeginCapture(s, sys::cudaStreamCaptureMode::cudaStreamCaptureModeGlobal) }), "begin");
+        assert_eq!(unsafe { ordo_graph_cache_run(cache, s, 3, null_mut()) }, want);
+        assert_eq!(capture_status(s), sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive);
+        let mut g = null_mut();
+        cuda(raw(|| unsafe { sys::cudaStreamEndCapture(s, &mut g) }), "end capture");
+        raw(|| unsafe { sys::cudaGraphDestroy(g) });
+        ordo_graph_cache_destroy(cache);
+    }
+    cuda(raw(|| unsafe { sys::cudaStreamSynchronize(s) }), "synchronize");
+    raw(|| unsafe {
+        sys::cudaFreeHost(h_in.cast());
+        sys::cudaFreeHost(h_out.cast());
+        sys::cudaFree(d_in.cast());
+        sys::cudaFree(d_out.cast());
+        sys::cudaStreamDestroy(s);
+    });
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_threads_share_handles_with_right_results() {
+    // Four threads share one ring, one cache and one timer, each with its own stream and
+    // buffers: pipeline runs and staging copies checked against the CPU on every round.
+    let _gpu = gpu_lock();
+    let mut ring: *mut OrdoStagingRing = null_mut();
+    let mut cache: *mut OrdoGraphCache = null_mut();
+    let mut timer: *mut OrdoTimer = null_mut();
+    unsafe {
+        assert_eq!(ordo_staging_ring_create(3, 1024, &mut ring), ORDO_SUCCESS);
+        assert_eq!(ordo_graph_cache_create(null(), 0, 1, Some(nop_body), null_mut(), &mut cache), ORDO_SUCCESS);
+        assert_eq!(ordo_timer_create(&mut timer), ORDO_SUCCESS);
+    }
+    let (ring_raw, cache_raw, timer_raw) = (ring as usize, cache as usize, timer as usize);
+    std::thread::scope(|scope| {
+        for t in 0..4usize {
+            scope.spawn(move || {
+                let s = own_stream();
+                let n = 50_000;
+                let (h_in, h_out) = (pinned(n), pinned(n));
+                let (d_in, d_out) = (upload(&vec![0f32; n]), upload(&vec![0f32; n]));
+                let staged = upload(&[0u8; 1024]);
+                for round in 0..20 {
+                    let input: Vec<f32> = (0..n).map(|i| ((i * (t + 1) + round) % 777) as f32 * 0.01).collect();
+                    unsafe { core::ptr::copy_nonoverlapping(input.as_ptr(), h_in, n) };
+                    let st = unsafe { ordo_pipeline_run(s, h_in, d_in, d_out, h_out, n, 4, None, null_mut()) };
+                    assert_eq!(st, ORDO_SUCCESS);
+                    let (mut slot, mut ticket) = (null_mut(), 0usize);
+                    assert_eq!(unsafe { ordo_staging_ring_acquire(ring_raw as *mut OrdoStagingRing, 1, &mut slot, &mut ticket) }, ORDO_SUCCESS);
+                    let bytes: Vec<u8> = (0..1024).map(|i| ((i + t * 3 + round) % 256) as u8).collect();
+                    unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), slot.cast::<u8>(), 1024) };
+                    let st = unsafe { ordo_staging_ring_submit(ring_raw as *mut OrdoStagingRing, ticket, 1024, staged.cast(), s) };
+                    assert_eq!(st, ORDO_SUCCESS);
+                    assert_eq!(unsafe { ordo_graph_cache_run(cache_raw as *mut OrdoGraphCache, s, 1 + (round * 13 + t) % 300, null_mut()) }, ORDO_SUCCESS);
+                    assert_eq!(unsafe { ordo_timer_start(timer_raw as *mut OrdoTimer, s) }, ORDO_SUCCESS);
+                    assert_eq!(unsafe { ordo_timer_stop(timer_raw as *mut OrdoTimer, s) }, ORDO_SUCCESS);
+                    assert_eq!(download(staged.cast_const(), 1024, s), bytes, "thread {t} round {round}: staging copy");
+                    let out = unsafe { core::slice::from_raw_parts(h_out, n) };
+                    assert!(out.iter().zip(&input).all(|(&o, &i)| o == reference::heavy(i)), "thread {t} round {round}: pipeline");
+                    let mut ms = 0f32;
+                    let st = unsafe { ordo_timer_elapsed_ms(timer_raw as *mut OrdoTimer, &mut ms) };
+                    assert!(is_documented(st), "{st}");
+                }
+                raw(|| unsafe {
+                    sys::cudaFreeHost(h_in.cast());
+                    sys::cudaFreeHost(h_out.cast());
+                    sys::cudaFree(d_in.cast());
+                    sys::cudaFree(d_out.cast());
+                    sys::cudaFree(staged.cast());
+                    sys::cudaStreamDestroy(s);
+                });
+            });
+        }
+    });
+    ordo_timer_destroy(timer);
+    ordo_graph_cache_destroy(cache);
+    ordo_staging_ring_destroy(ring);
 }

@@ -1,0 +1,165 @@
+//! The registry of live handles.
+//!
+//! A handle given to C is an opaque token, never an address: a serial number that is never reused,
+//! shifted left with a tag in its low bits, cast to the handle's pointer type. ordo never
+//! dereferences it. Each call looks the token up in one process-wide table and gets a counted
+//! reference (`Arc`) to the object, or `ORDO_ERROR_INVALID_HANDLE` when the token is NULL, was
+//! destroyed, was never made, or names an object of another kind. So a stale, double-destroyed,
+//! forged or wrong-kind handle is a status, never undefined behaviour, and since serials are never
+//! reused a stale handle cannot reach a newer object.
+//!
+//! The table's lock is held for the lookup, insertion or removal only: never across a CUDA call or
+//! a callback. Destroying a handle removes it from the table; the object itself is dropped once
+//! the last call still using it (on another thread) has returned. The table's operations cannot
+//! panic while holding the lock, and a poisoned lock is recovered (the map stays consistent).
+
+use super::status::{Failure, Outcome, ORDO_ERROR_HANDLE_BUSY, ORDO_ERROR_INVALID_HANDLE};
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+type Object = Arc<dyn Any + Send + Sync>;
+
+static TABLE: Mutex<BTreeMap<usize, Object>> = Mutex::new(BTreeMap::new());
+static NEXT_SERIAL: AtomicUsize = AtomicUsize::new(1);
+
+/// Low bits of every token: odd, so no token is an aligned address of any object.
+const TAG_BITS: u32 = 4;
+const TAG: usize = 0b1011;
+
+fn table() -> MutexGuard<'static, BTreeMap<usize, Object>> {
+    TABLE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn invalid_handle() -> Failure {
+    Failure(ORDO_ERROR_INVALID_HANDLE)
+}
+
+/// Registers `object` and returns its handle (a token, cast to the C handle type `H`).
+pub(crate) fn register<T: Send + Sync + 'static, H>(object: T) -> Outcome<*mut H> {
+    let serial = NEXT_SERIAL
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_add(1).filter(|&n| n.leading_zeros() >= TAG_BITS))
+        .map_err(|_| super::status::invalid("handle serial numbers exhausted"))?;
+    let token = (serial << TAG_BITS) | TAG;
+    let object: Object = Arc::new(object);
+    table().insert(token, object);
+    Ok(token as *mut H)
+}
+
+/// The live object of kind `T` behind `handle`, or `ORDO_ERROR_INVALID_HANDLE`.
+pub(crate) fn get<T: Send + Sync + 'static, H>(handle: *mut H) -> Outcome<Arc<T>> {
+    let object = table().get(&(handle as usize)).cloned().ok_or_else(invalid_handle)?;
+    object.downcast::<T>().map_err(|_| invalid_handle())
+}
+
+/// Removes the object of kind `T` behind `handle` from the table and returns it (to be dropped
+/// by the caller, outside the lock). NULL, unknown handles and handles of another kind are left
+/// alone: `None`.
+pub(crate) fn remove<T: Send + Sync + 'static, H>(handle: *mut H) -> Option<Arc<T>> {
+    let token = handle as usize;
+    let mut table = table();
+    if !table.get(&token).is_some_and(|o| o.is::<T>()) {
+        return None;
+    }
+    let object = table.remove(&token)?;
+    drop(table);
+    object.downcast::<T>().ok()
+}
+
+thread_local! {
+    /// Tokens whose object lock the calling thread holds (a call on that handle is running and
+    /// has called out to a callback).
+    static HELD: core::cell::RefCell<Vec<usize>> = const { core::cell::RefCell::new(Vec::new()) };
+}
+
+/// The lock of one object, taken for one call on its handle, with the handle marked as held by the
+/// calling thread until it drops.
+pub(crate) struct ObjectLock<'a, T> {
+    guard: MutexGuard<'a, T>,
+    token: usize,
+}
+
+/// Locks `mutex`, the state of the object behind `handle`, for one call: waits while another
+/// thread's call on the handle runs (calls on one handle are serialised); refuses with
+/// `ORDO_ERROR_HANDLE_BUSY` when the calling thread already holds it (a callback that called back
+/// into the handle running it), where waiting would never end. A lock poisoned by a panic is
+/// recovered: the objects behind it stay consistent across a panic.
+pub(crate) fn lock_for_call<'a, T, H>(handle: *mut H, mutex: &'a Mutex<T>) -> Outcome<ObjectLock<'a, T>> {
+    let token = handle as usize;
+    if HELD.with(|h| h.borrow().contains(&token)) {
+        return Err(Failure(ORDO_ERROR_HANDLE_BUSY));
+    }
+    let guard = mutex.lock().unwrap_or_else(PoisonError::into_inner);
+    HELD.with(|h| h.borrow_mut().push(token));
+    Ok(ObjectLock { guard, token })
+}
+
+impl<T> core::ops::Deref for ObjectLock<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.guard
+    }
+}
+
+impl<T> core::ops::DerefMut for ObjectLock<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.guard
+    }
+}
+
+impl<T> Drop for ObjectLock<'_, T> {
+    fn drop(&mut self) {
+        HELD.with(|h| {
+            let mut held = h.borrow_mut();
+            if let Some(i) = held.iter().rposition(|&t| t == self.token) {
+                held.swap_remove(i);
+            }
+        });
+    }
+}
+
+/// How many handles are live (for tests).
+pub fn live_handles() -> usize {
+    table().len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct A(u32);
+    struct B;
+
+    #[test]
+    fn stale_unknown_and_wrong_kind_handles_are_refused() {
+        let a: *mut u8 = register(A(7)).unwrap();
+        let b: *mut u8 = register(B).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(get::<A, u8>(a).unwrap().0, 7);
+        assert_eq!(get::<A, u8>(b).err(), Some(invalid_handle()), "wrong kind");
+        assert_eq!(get::<A, u8>(core::ptr::null_mut()).err(), Some(invalid_handle()));
+        assert_eq!(get::<A, u8>(0x1000 as *mut u8).err(), Some(invalid_handle()), "never made");
+        assert!(remove::<A, u8>(b).is_none(), "a handle of another kind is left alone");
+        assert!(get::<B, u8>(b).is_ok());
+        let held = get::<A, u8>(a).unwrap();
+        assert!(remove::<A, u8>(a).is_some());
+        assert!(remove::<A, u8>(a).is_none(), "double destroy is harmless");
+        assert_eq!(get::<A, u8>(a).err(), Some(invalid_handle()), "stale");
+        assert_eq!(held.0, 7, "a call in flight keeps its object alive");
+        let c: *mut u8 = register(A(8)).unwrap();
+        assert_ne!(c, a, "serials are never reused");
+        assert!(remove::<B, u8>(b).is_some() && remove::<A, u8>(c).is_some());
+        assert_eq!((a as usize) & ((1 << TAG_BITS) - 1), TAG);
+    }
+
+    #[test]
+    fn a_handle_locked_by_this_thread_is_busy_not_a_deadlock() {
+        let m = Mutex::new(1u32);
+        let h = 0x51b as *mut u8;
+        let first = lock_for_call(h, &m).unwrap();
+        assert_eq!(lock_for_call(h, &m).err(), Some(Failure(ORDO_ERROR_HANDLE_BUSY)));
+        drop(first);
+        assert_eq!(*lock_for_call(h, &m).unwrap(), 1, "free again after the call");
+    }
+}

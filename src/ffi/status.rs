@@ -1,0 +1,199 @@
+//! Status codes, the conversion of ordo's errors into them, and the guard every export runs in:
+//! it catches panics, relaxes the calling thread's capture mode for ordo's own CUDA calls (see
+//! [`check`](super::check)) and turns the outcome into a status.
+
+use super::check::RelaxedCaptureMode;
+use core::ffi::{c_char, c_int};
+use ordo_core::{sys, Error, UsageKind};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// A status: 0 success, CUDA's codes, or ordo's below.
+pub type OrdoStatus = c_int;
+
+/// Success.
+pub const ORDO_SUCCESS: OrdoStatus = 0;
+/// A null pointer, a misaligned pointer, a zero size, a size whose byte count overflows,
+/// mismatched sizes, a value out of range.
+pub const ORDO_ERROR_INVALID_ARGUMENT: OrdoStatus = 10001;
+/// Pageable host memory where pinned or registered memory is required.
+pub const ORDO_ERROR_PAGEABLE_MEMORY: OrdoStatus = 10002;
+/// Not supported by the CUDA version ordo was built against, or by the device.
+pub const ORDO_ERROR_NOT_SUPPORTED: OrdoStatus = 10003;
+/// A Rust panic was caught at the boundary.
+pub const ORDO_ERROR_PANIC: OrdoStatus = 10004;
+/// Another library (cuBLAS, NCCL) failed, or a callback returned a status outside the documented
+/// ranges.
+pub const ORDO_ERROR_LIBRARY: OrdoStatus = 10005;
+/// A handle that is not a live handle of the expected kind: NULL, destroyed, never made by ordo,
+/// or a handle of another kind. Nothing was done.
+pub const ORDO_ERROR_INVALID_HANDLE: OrdoStatus = 10006;
+/// The call cannot be made while its stream is capturing, and was refused before anything was
+/// enqueued: the capture is untouched and stays valid.
+pub const ORDO_ERROR_STREAM_CAPTURING: OrdoStatus = 10007;
+/// A callback called back into the handle whose call is running it, on the same thread (the
+/// handle's calls are serialised, so waiting would never end). Nothing was done.
+pub const ORDO_ERROR_HANDLE_BUSY: OrdoStatus = 10008;
+
+/// Every status of ordo's own, with its name and description (the tables `ordo_status_name` and
+/// `ordo_status_string` read).
+pub const ORDO_STATUSES: [(OrdoStatus, &core::ffi::CStr, &core::ffi::CStr); 9] = [
+    (ORDO_SUCCESS, c"ORDO_SUCCESS", c"success"),
+    (
+        ORDO_ERROR_INVALID_ARGUMENT,
+        c"ORDO_ERROR_INVALID_ARGUMENT",
+        c"invalid argument (null or misaligned pointer, zero or mismatched size, size overflow, value out of range)",
+    ),
+    (ORDO_ERROR_PAGEABLE_MEMORY, c"ORDO_ERROR_PAGEABLE_MEMORY", c"pageable host memory where pinned or registered memory is required"),
+    (ORDO_ERROR_NOT_SUPPORTED, c"ORDO_ERROR_NOT_SUPPORTED", c"not supported by this CUDA version or device"),
+    (ORDO_ERROR_PANIC, c"ORDO_ERROR_PANIC", c"a Rust panic was caught at the C boundary"),
+    (ORDO_ERROR_LIBRARY, c"ORDO_ERROR_LIBRARY", c"a CUDA library (cuBLAS, NCCL) call failed, or a callback returned an undocumented status"),
+    (ORDO_ERROR_INVALID_HANDLE, c"ORDO_ERROR_INVALID_HANDLE", c"not a live handle of this kind (NULL, destroyed, foreign, or of another kind)"),
+    (ORDO_ERROR_STREAM_CAPTURING, c"ORDO_ERROR_STREAM_CAPTURING", c"refused because the stream is capturing; the capture is untouched"),
+    (ORDO_ERROR_HANDLE_BUSY, c"ORDO_ERROR_HANDLE_BUSY", c"a callback called back into the handle that is running it"),
+];
+
+/// The lowest and highest of ordo's own codes.
+pub const ORDO_FIRST_CODE: OrdoStatus = ORDO_ERROR_INVALID_ARGUMENT;
+/// See [`ORDO_FIRST_CODE`].
+pub const ORDO_LAST_CODE: OrdoStatus = ORDO_ERROR_HANDLE_BUSY;
+
+/// Whether `status` is one the header documents: success, a CUDA code (1 to 999), or ordo's own.
+pub fn is_documented(status: OrdoStatus) -> bool {
+    status == ORDO_SUCCESS || (1..=999).contains(&status) || (ORDO_FIRST_CODE..=ORDO_LAST_CODE).contains(&status)
+}
+
+/// The name ordo gives a failed C callback in the [`LibraryError`](ordo_core::LibraryError) that
+/// carries its status through the Rust API.
+pub(crate) const CALLBACK: &str = "C callback";
+
+/// The status for an ordo error. A C callback's own status comes back unchanged when it is
+/// documented ([`is_documented`]); otherwise as `ORDO_ERROR_LIBRARY`.
+pub fn status_of(e: &Error) -> OrdoStatus {
+    match e {
+        Error::Cuda(c) => OrdoStatus::try_from(c.code().0).unwrap_or(ORDO_ERROR_LIBRARY),
+        Error::Usage(u) => match u.kind {
+            UsageKind::InvalidArgument => ORDO_ERROR_INVALID_ARGUMENT,
+            UsageKind::PageableMemory => ORDO_ERROR_PAGEABLE_MEMORY,
+            UsageKind::NotSupported => ORDO_ERROR_NOT_SUPPORTED,
+            UsageKind::Panicked => ORDO_ERROR_PANIC,
+            _ => ORDO_ERROR_INVALID_ARGUMENT,
+        },
+        Error::Library(l) if l.library == CALLBACK && l.status != ORDO_SUCCESS && is_documented(l.status) => l.status,
+        Error::Library(_) => ORDO_ERROR_LIBRARY,
+    }
+}
+
+/// A failed export: the status it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Failure(pub(crate) OrdoStatus);
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure(status_of(&e))
+    }
+}
+
+/// What the body of an export returns.
+pub(crate) type Outcome<T = ()> = Result<T, Failure>;
+
+/// An `ORDO_ERROR_INVALID_ARGUMENT` failure (`what` documents the check at its call site).
+pub(crate) fn invalid(what: &'static str) -> Failure {
+    Error::invalid("ordo C ABI", what).into()
+}
+
+/// The error a C callback's non-zero status becomes inside the Rust API.
+pub(crate) fn callback_error(call: &'static str, status: OrdoStatus) -> Error {
+    Error::Library(ordo_core::LibraryError { library: CALLBACK, call, status })
+}
+
+/// Runs the body of an export: with the thread's capture mode relaxed (restored after, also on a
+/// panic), a panic turned into `ORDO_ERROR_PANIC`, the outcome into a status.
+pub(crate) fn guard(f: impl FnOnce() -> Outcome) -> OrdoStatus {
+    let run = || {
+        let _relaxed = RelaxedCaptureMode::enter();
+        f()
+    };
+    match catch_unwind(AssertUnwindSafe(run)) {
+        Ok(Ok(())) => ORDO_SUCCESS,
+        Ok(Err(Failure(status))) => status,
+        Err(_) => ORDO_ERROR_PANIC,
+    }
+}
+
+/// [`guard`] for the exports that return nothing (the destroy functions).
+pub(crate) fn guard_void(f: impl FnOnce()) {
+    let _ = guard(|| {
+        f();
+        Ok(())
+    });
+}
+
+/// The status's name: `ORDO_SUCCESS`, `ORDO_ERROR_*`, or CUDA's name for a CUDA code.
+#[no_mangle]
+pub extern "C" fn ordo_status_name(status: OrdoStatus) -> *const c_char {
+    match ORDO_STATUSES.iter().find(|(s, _, _)| *s == status) {
+        Some((_, name, _)) => name.as_ptr(),
+        // SAFETY: cudaGetErrorName returns a static string for any value.
+        None if (1..10000).contains(&status) => unsafe { sys::cudaGetErrorName(sys::cudaError(status.unsigned_abs())) },
+        None => c"ORDO_UNKNOWN_STATUS".as_ptr(),
+    }
+}
+
+/// A description of the status.
+#[no_mangle]
+pub extern "C" fn ordo_status_string(status: OrdoStatus) -> *const c_char {
+    match ORDO_STATUSES.iter().find(|(s, _, _)| *s == status) {
+        Some((_, _, text)) => text.as_ptr(),
+        // SAFETY: cudaGetErrorString returns a static string for any value.
+        None if (1..10000).contains(&status) => unsafe { sys::cudaGetErrorString(sys::cudaError(status.unsigned_abs())) },
+        None => c"unknown status".as_ptr(),
+    }
+}
+
+/// 1 when the status is a sticky CUDA error (the context is lost), else 0.
+#[no_mangle]
+pub extern "C" fn ordo_status_is_sticky(status: OrdoStatus) -> c_int {
+    c_int::from((1..10000).contains(&status) && ordo_core::error::is_sticky_code(sys::cudaError(status.unsigned_abs())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_never_crosses_the_boundary() {
+        // The hook would print the panic; the status is what a C caller sees.
+        let status = guard(|| panic!("deliberate panic inside an export"));
+        assert_eq!(status, ORDO_ERROR_PANIC);
+        assert_eq!(guard(|| Ok(())), ORDO_SUCCESS);
+        assert_eq!(guard(|| Err(invalid("x"))), ORDO_ERROR_INVALID_ARGUMENT);
+        let cuda = Error::Cuda(ordo_core::CudaError::new(sys::cudaError::cudaErrorInvalidValue, "test"));
+        assert_eq!(guard(|| Err(cuda.into())), 1, "CUDA's codes pass through unchanged");
+        let pageable = Error::usage(UsageKind::PageableMemory, "test", "x");
+        assert_eq!(guard(|| Err(pageable.into())), ORDO_ERROR_PAGEABLE_MEMORY);
+    }
+
+    #[test]
+    fn callback_statuses_pass_through_when_documented() {
+        assert_eq!(status_of(&callback_error("cb", 700)), 700);
+        assert_eq!(status_of(&callback_error("cb", ORDO_ERROR_INVALID_HANDLE)), ORDO_ERROR_INVALID_HANDLE);
+        assert_eq!(status_of(&callback_error("cb", -3)), ORDO_ERROR_LIBRARY);
+        assert_eq!(status_of(&callback_error("cb", 12345)), ORDO_ERROR_LIBRARY);
+        let cublas = Error::Library(ordo_core::LibraryError { library: "cuBLAS", call: "x", status: 7 });
+        assert_eq!(status_of(&cublas), ORDO_ERROR_LIBRARY, "other libraries' codes are not CUDA's");
+    }
+
+    #[test]
+    fn every_code_has_a_name_and_is_documented() {
+        for (code, name, text) in ORDO_STATUSES {
+            assert!(is_documented(code));
+            // SAFETY: static NUL-terminated strings.
+            unsafe {
+                assert_eq!(core::ffi::CStr::from_ptr(ordo_status_name(code)), name);
+                assert_eq!(core::ffi::CStr::from_ptr(ordo_status_string(code)), text);
+            }
+            assert_eq!(ordo_status_is_sticky(code), 0);
+        }
+        assert!(!is_documented(-1) && !is_documented(1000) && !is_documented(ORDO_LAST_CODE + 1));
+    }
+}

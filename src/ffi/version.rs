@@ -1,0 +1,44 @@
+//! Version and build information.
+
+use super::check::write_out;
+use super::status::{guard, OrdoStatus};
+use core::ffi::{c_char, c_int};
+use ordo_core::sys;
+
+/// The crate's version, NUL-terminated (from Cargo, never a literal).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+
+/// ordo's version, e.g. "0.1.0" (the `ordo` crate's version).
+#[no_mangle]
+pub extern "C" fn ordo_version() -> *const c_char {
+    VERSION.as_ptr().cast()
+}
+
+/// The CUDA version ordo was built against (`CUDART_VERSION`, e.g. 13000).
+#[no_mangle]
+pub extern "C" fn ordo_cuda_version() -> c_int {
+    c_int::try_from(sys::CUDA_VERSION).unwrap_or(c_int::MAX)
+}
+
+/// The CUDA runtime version in use (`cudaRuntimeGetVersion`).
+///
+/// # Safety
+/// The C contract: `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_runtime_version(out: *mut c_int) -> OrdoStatus {
+    guard(|| {
+        super::check::non_null(out.cast_const(), "null out")?;
+        let v = ordo_core::device::runtime_version()?;
+        write_out(out, c_int::try_from(v).unwrap_or(c_int::MAX), "null out")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_version_is_the_crates() {
+        // SAFETY: a static NUL-terminated string.
+        let v = unsafe { core::ffi::CStr::from_ptr(super::ordo_version()) };
+        assert_eq!(v.to_str().unwrap(), env!("CARGO_PKG_VERSION"));
+    }
+}
