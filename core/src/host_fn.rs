@@ -2,8 +2,9 @@
 //! host thread once the work enqueued before it has completed.
 //!
 //! - The function **must not call CUDA**, in its body or in its drop (CUDA forbids it: it may
-//!   deadlock or fail). So it should own no ordo handle (a buffer, stream or event) whose drop
-//!   would call CUDA.
+//!   deadlock or fail). So it may own no ordo handle (a buffer, stream or event) whose drop
+//!   would call CUDA. Nothing can check that at no cost, so [`launch_host_fn`] is `unsafe`, with
+//!   this rule as its contract; ordo's own host functions (the staging ring's) keep it.
 //! - It **stalls its stream** while it runs: work enqueued after it waits for it to return. Keep it
 //!   short (set a flag, push to a queue, wake a thread).
 //! - A panic inside is caught before it could unwind into the driver and counted:
@@ -105,9 +106,17 @@ unsafe extern "C" fn call_shared<F: Fn()>(data: *mut c_void) {
 /// and the error is `cudaErrorStreamCaptureInvalidated`. When CUDA refuses the launch, `f` is
 /// dropped: before this returns, or, inside a capture, with the capture's graph.
 ///
-/// `f` must not call CUDA (nor may its drop). A panic in it is caught and counted
-/// ([`take_host_fn_panics`]).
-pub fn launch_host_fn<F>(stream: StreamRef<'_>, f: F) -> Result<()>
+/// A panic in `f` is caught and counted ([`take_host_fn_panics`]).
+///
+/// # Safety
+/// Neither `f` nor its drop calls CUDA, directly or through ordo or another CUDA library: no
+/// synchronise or query, no launch, record or copy, and no drop of a value that frees a CUDA
+/// object (a [`Stream`](crate::Stream), [`Event`](crate::Event), buffer or graph captured by
+/// move). CUDA forbids CUDA calls from a host function and from the destructor of a graph's user
+/// object, where a captured `f` is dropped: such a call may deadlock (a synchronise of `f`'s own
+/// stream does), fail, or corrupt the driver's state, and the rule cannot be checked without
+/// slowing every call. Plain Rust work is fine: atomics, channels, `Arc`s of plain data.
+pub unsafe fn launch_host_fn<F>(stream: StreamRef<'_>, f: F) -> Result<()>
 where
     F: Fn() + Send + Sync + 'static,
 {

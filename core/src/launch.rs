@@ -54,9 +54,9 @@ impl Dim3 {
         Dim3 { x, y, z }
     }
 
-    /// `x * y * z`, in u64 so it cannot overflow.
-    pub const fn volume(self) -> u64 {
-        self.x as u64 * self.y as u64 * self.z as u64
+    /// `x * y * z`, in u128 so it cannot overflow (three `u32` factors can exceed `u64`).
+    pub const fn volume(self) -> u128 {
+        self.x as u128 * self.y as u128 * self.z as u128
     }
 
     #[inline(always)]

@@ -44,6 +44,10 @@ use crate::memory::{copy, order, DeviceCopy, DeviceSliceMut, PinnedSlice, Pinned
 use crate::stream::{Stream, StreamRef};
 use alloc::vec::Vec;
 
+/// The most worker streams a [`Pipeline`] makes (a plan never uses more than 8 streams; more
+/// would only hold CUDA resources).
+pub const MAX_STREAMS: usize = 64;
+
 /// Whole-transfer stage times in milliseconds: measured once (a timed pass of each stage) or given.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StageTimes {
@@ -275,6 +279,9 @@ impl Pipeline {
         if streams == 0 {
             return Err(Error::invalid("Pipeline::new", "zero streams"));
         }
+        if streams > MAX_STREAMS {
+            return Err(Error::invalid("Pipeline::new", "more streams than MAX_STREAMS"));
+        }
         let streams = streams.max(3);
         let device = Device::current()?;
         let machine = Machine {
@@ -356,7 +363,8 @@ impl Pipeline {
     /// wait on it) before reading `output` or [`chunk_times`](Self::chunk_times).
     ///
     /// # Errors
-    /// On every path out, errors included (a failing `compute` callback, copy or event call), the
+    /// On every path out, errors included (a failing `compute` callback, copy or event call; a
+    /// panic in `compute`, joined while it unwinds), the
     /// worker streams that took part are joined back to `main` before the first error is returned:
     /// once `main` has passed the point of the call, nothing the run enqueued is still running, so
     /// the caller may reuse the buffers after synchronising `main`, as after a success. Only when a
@@ -429,19 +437,16 @@ impl Pipeline {
         }
         self.start.record(main)?;
         self.fork.record(main)?;
+        // From here the workers may hold work of the run: the guard joins them back to `main`
+        // (and the device buffers' streams after `main`, for their frees) on every path out,
+        // an error or a panic in `compute` included.
+        let joiner = RunJoin { pipeline: &*self, main, used, origins, armed: true };
         let mut result = self.streams[..used].iter().try_for_each(|s| s.wait_event(&self.fork));
         if result.is_ok() {
             // SAFETY: the caller's contract, passed on.
             result = unsafe { self.enqueue_chunks(plan, used, Buffers { input, dev_in, dev_out, output }, &mut compute) };
         }
-        // Joined whatever happened above: a worker stream may hold copies and kernels of the
-        // chunks enqueued before an error.
-        let joined = self.join(main, used);
-        let mut result = result.and(joined);
-        // The device buffers' frees, on their own streams, follow the run.
-        for origin in origins {
-            result = result.and(order::origin_after(origin, main));
-        }
+        let result = result.and(joiner.finish());
         if result.is_ok() {
             self.last = plan;
         }
@@ -538,5 +543,42 @@ impl Pipeline {
             });
         }
         Ok(out)
+    }
+}
+
+/// Joins a run's worker streams back to `main`, then orders the device buffers' own streams after
+/// `main`: by [`finish`](Self::finish) on the normal and error paths, by `Drop` while a panic in
+/// the compute callback unwinds (errors met then go to
+/// [`take_drop_errors`](crate::error::take_drop_errors)).
+struct RunJoin<'p, 'm, 'b> {
+    pipeline: &'p Pipeline,
+    main: StreamRef<'m>,
+    used: usize,
+    origins: [Option<StreamRef<'b>>; 2],
+    armed: bool,
+}
+
+impl RunJoin<'_, '_, '_> {
+    fn join(&mut self) -> Result<()> {
+        self.armed = false;
+        let mut result = self.pipeline.join(self.main, self.used);
+        for origin in self.origins {
+            result = result.and(order::origin_after(origin, self.main));
+        }
+        result
+    }
+
+    fn finish(mut self) -> Result<()> {
+        self.join()
+    }
+}
+
+impl Drop for RunJoin<'_, '_, '_> {
+    fn drop(&mut self) {
+        if self.armed {
+            if let Err(e) = self.join() {
+                crate::error::record_drop_error_value(e);
+            }
+        }
     }
 }

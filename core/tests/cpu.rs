@@ -429,3 +429,21 @@ fn defect_08_a_run_refuses_more_chunks_than_max_chunks() {
     assert!(e.to_string().contains("MAX_CHUNKS"), "{e}");
     assert!(check_run([usize::MAX; 4], usize::MAX).is_err());
 }
+
+/// Review finding: a block whose volume overflows `u64` (three `u32` factors) was a debug-build
+/// panic in `validate` and wrapped to 0 (accepted) in release; now it is refused like any block
+/// over 1024 threads.
+#[test]
+fn defect_08_a_block_volume_past_u64_is_refused_not_a_panic() {
+    let config = ordo_core::LaunchConfig::new(1u32, (1u32 << 31, 1u32 << 31, 4u32));
+    assert!(config.validate().is_err());
+}
+
+/// Review finding: `Pipeline::new` had no upper bound and made streams until CUDA failed; it is
+/// refused before CUDA is called.
+#[test]
+fn defect_08_a_pipeline_of_absurdly_many_streams_is_refused_before_cuda() {
+    let e = ordo_core::pipeline::Pipeline::new(usize::MAX).err().expect("refused");
+    assert!(e.cuda_code().is_none(), "{e}");
+    assert!(ordo_core::pipeline::Pipeline::new(ordo_core::pipeline::MAX_STREAMS + 1).is_err());
+}

@@ -160,12 +160,15 @@ fn pinned_copy_returns_before_it_finishes_and_pageable_blocks() {
     // then cannot have run when the call returns, whatever the load on the machine.
     let open = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let gate = open.clone();
-    host_fn::launch_host_fn(s, move || {
-        let deadline = Instant::now() + std::time::Duration::from_secs(30);
-        while !gate.load(std::sync::atomic::Ordering::Acquire) && Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-    })
+    // SAFETY: the closure polls an atomic and sleeps: no CUDA call.
+    unsafe {
+        host_fn::launch_host_fn(s, move || {
+            let deadline = Instant::now() + std::time::Duration::from_secs(30);
+            while !gate.load(std::sync::atomic::Ordering::Acquire) && Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        })
+    }
     .unwrap();
     unsafe { copy::h2d_async(dev.as_mut_slice(), src.pinned(), s).unwrap() };
     // The call has returned: the copy is still queued behind the gate.

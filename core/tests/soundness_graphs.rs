@@ -64,7 +64,8 @@ fn defect_01_captured_host_fn_runs_at_every_replay_and_is_freed_with_the_graph()
     let s = stream.as_stream();
     let calls = Arc::new(AtomicUsize::new(0));
     let c = Arc::clone(&calls);
-    // SAFETY: the captured work uses only the closure, which the graph owns.
+    // SAFETY: the captured work uses only the closure, which the graph owns; the closure makes
+    // no CUDA call (an atomic add), as `launch_host_fn` requires.
     let graph = unsafe {
         capture(s, CaptureMode::ThreadLocal, |cs| {
             launch_host_fn(cs, move || {
@@ -104,7 +105,8 @@ fn defect_01_update_hands_the_new_graphs_host_fn_to_the_exec() {
     let (a, b) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let counting = |counter: &Arc<AtomicUsize>| {
         let c = Arc::clone(counter);
-        // SAFETY: the captured work uses only the closure, which the graph owns.
+        // SAFETY: the captured work uses only the closure, which the graph owns; the closure makes
+        // no CUDA call (an atomic add), as `launch_host_fn` requires.
         unsafe {
             capture(s, CaptureMode::ThreadLocal, |cs| {
                 launch_host_fn(cs, move || {
@@ -145,13 +147,17 @@ fn defect_06_a_host_fn_panic_is_counted_and_later_launches_work() {
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     take_host_fn_panics();
-    launch_host_fn(s, || panic!("deliberate panic in a host function")).unwrap();
+    // SAFETY: the closure panics and makes no CUDA call.
+    unsafe { launch_host_fn(s, || panic!("deliberate panic in a host function")) }.unwrap();
     s.synchronize().unwrap();
     let ran = Arc::new(AtomicUsize::new(0));
     let r = Arc::clone(&ran);
-    launch_host_fn(s, move || {
-        r.fetch_add(1, Ordering::Relaxed);
-    })
+    // SAFETY: an atomic add: no CUDA call.
+    unsafe {
+        launch_host_fn(s, move || {
+            r.fetch_add(1, Ordering::Relaxed);
+        })
+    }
     .unwrap();
     s.synchronize().unwrap();
     assert_eq!(ran.load(Ordering::Relaxed), 1);
@@ -526,4 +532,34 @@ fn defect_06_ring_sizes_are_refused_before_cuda() {
         let e = StagingRing::<u8>::new(count, len).err().unwrap();
         assert!(matches!(e, Error::Usage(_)), "{e:?}");
     }
+}
+
+/// Review finding after defect 1: a staging submit on a stream that is not capturing, to a buffer
+/// whose own stream is capturing, made the copy stream join the capture (the wait that orders it
+/// after the buffer's stream), so the one-shot host function was captured and freed again at
+/// every replay. The ordering is refused now, before anything is enqueued: the slot comes back,
+/// the other stream stays out of the capture and the capture stays valid.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn defect_01_a_submit_that_would_pull_its_stream_into_a_capture_is_refused() {
+    let _gpu = gpu();
+    let stream = Stream::new().unwrap();
+    let other = Stream::new().unwrap();
+    let ring = StagingRing::<f32>::new(2, 1024).unwrap();
+    let s = stream.as_stream();
+    // SAFETY: nothing is captured but the buffer's allocation and free (the submit is refused).
+    let graph = unsafe {
+        capture(s, CaptureMode::Relaxed, |cs| {
+            let mut b = DeviceBuffer::<f32>::alloc_async(1024, cs)?;
+            let slot = ring.acquire()?;
+            let e = ring.submit(slot, 1024, b.as_mut_slice(), other.as_stream()).unwrap_err();
+            assert!(e.cuda_code().is_none(), "a usage error, before CUDA: {e}");
+            Ok(())
+        })
+    }
+    .expect("the capture stays valid");
+    assert_eq!(other.as_stream().capture_status().unwrap(), CaptureStatus::None);
+    assert_eq!(ring.free_slots(), 2, "the refused slot is free again");
+    drop(graph);
+    other.synchronize().unwrap();
 }

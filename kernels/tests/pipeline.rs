@@ -112,7 +112,8 @@ fn defect_05_a_failing_run_joins_its_worker_streams_to_main() {
             // Chunk 0's stream is held for a while (a host function that sleeps; no GPU threads,
             // so it costs the sanitizers nothing) before its compute: still queued when `run`
             // returns.
-            launch_host_fn(cs, || std::thread::sleep(Duration::from_millis(50)))?;
+            // SAFETY: the closure only sleeps: no CUDA call.
+            unsafe { launch_host_fn(cs, || std::thread::sleep(Duration::from_millis(50)))? };
             // SAFETY: the pipeline's own views, valid for the run.
             unsafe { ordo_kernels::heavy_into(cs, i.as_slice(), o) }
         };
@@ -138,6 +139,51 @@ fn defect_05_a_failing_run_joins_its_worker_streams_to_main() {
         .unwrap();
     s.synchronize().unwrap();
     assert!(output[..] == expect[..]);
+}
+
+/// A `compute` callback that panics (caught by the caller) is the same as one that fails: the
+/// run's worker streams are joined to `main` while the panic unwinds, so once `main` has been
+/// synchronised no copy of the run writes the output any more (review finding after defect 5).
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn defect_05_a_panicking_compute_callback_still_joins_the_workers() {
+    let _gpu = gpu_lock::shared();
+    const N: usize = 4 << 20;
+    const CHUNKS: usize = 4;
+    let main = Stream::new().unwrap();
+    let s = main.as_stream();
+    let data = random_f32(N, 0x9a41c);
+    let expect: Vec<f32> = data.iter().map(|&v| heavy_cpu(v)).collect();
+    let input = PinnedBuffer::from_slice(&data).unwrap();
+    let mut output = PinnedBuffer::<f32>::zeroed(N, HostAllocFlags::empty()).unwrap();
+    let mut dev_in = DeviceBuffer::<f32>::alloc_async(N, s).unwrap();
+    let mut dev_out = DeviceBuffer::<f32>::alloc_async(N, s).unwrap();
+    let mut p = Pipeline::new(3).unwrap();
+    let r0 = chunk_range(N, CHUNKS, 0);
+    output.fill(f32::NAN);
+    let mut chunk = 0;
+    let compute = |cs: StreamRef<'_>, i: DeviceSliceMut<'_, f32>, o: DeviceSliceMut<'_, f32>| -> Result<()> {
+        chunk += 1;
+        if chunk == 2 {
+            panic!("deliberate panic on chunk 1");
+        }
+        // SAFETY: the closure only sleeps: no CUDA call.
+        unsafe { launch_host_fn(cs, || std::thread::sleep(Duration::from_millis(50)))? };
+        // SAFETY: the pipeline's own views, valid for the run.
+        unsafe { ordo_kernels::heavy_into(cs, i.as_slice(), o) }
+    };
+    let buffers = Buffers { input: input.pinned(), dev_in: dev_in.as_mut_slice(), dev_out: dev_out.as_mut_slice(), output: output.pinned_mut() };
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: the buffers live until main is synchronised below.
+        unsafe { p.run(s, buffers, Plan { chunks: CHUNKS, schedule: Schedule::Staged }, compute) }
+    }));
+    assert!(unwound.is_err(), "the callback's panic reaches the caller");
+    s.synchronize().unwrap();
+    let first: Vec<u32> = output.iter().map(|v| v.to_bits()).collect();
+    assert!(output[r0.clone()] == expect[r0.clone()], "chunk 0 not done when main was");
+    assert!(output[r0.end..].iter().all(|v| v.is_nan()), "a chunk after the panic was copied out");
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(output.iter().map(|v| v.to_bits()).eq(first.iter().copied()), "output changed after main was synchronised");
 }
 
 #[test]
@@ -183,20 +229,25 @@ fn host_functions_run_after_preceding_work_and_panics_are_caught() {
     let (tx, rx) = mpsc::channel();
     let ptr = host.as_ptr() as usize;
     let len = host.len();
-    launch_host_fn(s, move || {
-        let seen = unsafe { std::slice::from_raw_parts(ptr as *const f32, len) };
-        tx.send(seen.iter().map(|v| v.to_bits() as u64).sum::<u64>()).unwrap();
-    })
+    // SAFETY: the closure reads host memory and sends on a channel: no CUDA call.
+    unsafe {
+        launch_host_fn(s, move || {
+            let seen = std::slice::from_raw_parts(ptr as *const f32, len);
+            tx.send(seen.iter().map(|v| v.to_bits() as u64).sum::<u64>()).unwrap();
+        })
+    }
     .unwrap();
     let sum = rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(sum, data.iter().map(|v| v.to_bits() as u64).sum::<u64>());
     // A panicking host function is caught and counted; later host functions and the stream go on.
-    launch_host_fn(s, || panic!("deliberate panic in a host function")).unwrap();
+    // SAFETY: the closure panics and makes no CUDA call.
+    unsafe { launch_host_fn(s, || panic!("deliberate panic in a host function")) }.unwrap();
     s.synchronize().unwrap();
     assert!(take_host_fn_panics() >= 1);
     let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = ran.clone();
-    launch_host_fn(s, move || flag.store(true, std::sync::atomic::Ordering::Release)).unwrap();
+    // SAFETY: an atomic store: no CUDA call.
+    unsafe { launch_host_fn(s, move || flag.store(true, std::sync::atomic::Ordering::Release)) }.unwrap();
     s.synchronize().unwrap();
     assert!(ran.load(std::sync::atomic::Ordering::Acquire), "the host function after the panic did not run");
 }

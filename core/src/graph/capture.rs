@@ -139,7 +139,7 @@ impl<'a> StreamRef<'a> {
     /// The contract of `begin_capture` still covers every replay of the returned graph.
     pub unsafe fn end_capture(self) -> Result<Graph> {
         let (code, raw) = end_raw(self);
-        let graph = NonNull::new(raw).map(Graph::from_captured);
+        let graph = owned_if_ended(code, raw);
         check(code, "cudaStreamEndCapture")?;
         graph.ok_or_else(|| crate::error::null_handle("cudaStreamEndCapture"))
     }
@@ -170,6 +170,17 @@ impl<'a> StreamRef<'a> {
             _ => CaptureStatus::None,
         })
     }
+}
+
+/// The graph a successful `cudaStreamEndCapture` returned, owned. After a failed end (an
+/// invalidated or unjoined capture) CUDA returns null or a graph it has already destroyed (seen
+/// with captures into an existing graph): any handle it wrote then is forgotten, never destroyed,
+/// so that a failure can leak a graph but never destroy one twice.
+fn owned_if_ended(code: sys::cudaError_t, raw: sys::cudaGraph_t) -> Option<Graph> {
+    if code != sys::cudaError::cudaSuccess {
+        return None;
+    }
+    NonNull::new(raw).map(Graph::from_captured)
 }
 
 /// `cudaStreamEndCapture` on `stream`: the status and the graph handle CUDA returned (null when
@@ -260,8 +271,8 @@ where
     let mut scope = NewCapture { stream, open: true };
     let body = f(stream);
     let (code, raw) = scope.end();
-    // Owned from here: dropped (destroyed) on every error path below.
-    let graph = NonNull::new(raw).map(Graph::from_captured);
+    // Owned from here (when the end succeeded): dropped (destroyed) on every error path below.
+    let graph = owned_if_ended(code, raw);
     body?;
     check(code, "cudaStreamEndCapture")?;
     graph.ok_or_else(|| crate::error::null_handle("cudaStreamEndCapture"))
@@ -288,7 +299,7 @@ impl Drop for NewCapture<'_> {
             crate::error::record_drop_error(code, "cudaStreamEndCapture");
             // The graph is new (the contract: nobody else ended the capture); Graph's drop
             // destroys it and records a failure.
-            drop(NonNull::new(raw).map(Graph::from_captured));
+            drop(owned_if_ended(code, raw));
         }
     }
 }

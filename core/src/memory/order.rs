@@ -14,7 +14,8 @@
 //! device, records it and makes the other stream wait on it: a handful of driver calls, paid only
 //! where streams actually cross.
 
-use crate::error::Result;
+use crate::error::{Error, Result, UsageKind};
+use crate::graph::CaptureStatus;
 use crate::event::Event;
 use crate::stream::StreamRef;
 
@@ -50,9 +51,20 @@ pub fn origin_after(origin: Option<StreamRef<'_>>, stream: StreamRef<'_>) -> Res
 /// records an event only on a stream of its own device; waiting works across devices) and
 /// destroyed at once: the wait uses the event's state at the `cudaStreamWaitEvent` call, and CUDA
 /// releases a recorded event only once its work has completed.
+///
+/// Refused with a usage error, before anything is enqueued, when `earlier` is capturing and
+/// `later` is not: the wait would make `later` join the capture, so work that ordo (or another
+/// thread) then enqueues on `later` to run now would be captured instead, and replayed.
 #[cold]
 #[inline(never)]
 pub(crate) fn order(earlier: StreamRef<'_>, later: StreamRef<'_>) -> Result<()> {
+    if earlier.capture_status()? != CaptureStatus::None && later.capture_status()? == CaptureStatus::None {
+        return Err(Error::usage(
+            UsageKind::InvalidArgument,
+            "memory::order",
+            "a buffer's stream is capturing while the work runs on a stream that is not: ordering them would pull that stream into the capture",
+        ));
+    }
     let event = earlier.device_or_current()?.with_current(Event::new)?;
     event.record(earlier)?;
     later.wait_event(&event)
