@@ -6,16 +6,18 @@
  * header is written by hand; a test (ffi-tests/tests/abi.rs) checks it against the Rust exports.
  *
  * STREAMS. Every function that enqueues work takes the caller's stream and is stream-correct: it
- * enqueues on that stream only, never synchronises, allocates temporaries with cudaMallocAsync on
- * it and joins internal forks back to it with events on every path out, errors included: once the
- * stream has passed the point of a call, nothing the call enqueued is still running. A NULL stream
- * is refused with ORDO_ERROR_INVALID_ARGUMENT: pass cudaStreamLegacy or cudaStreamPerThread to mean
- * a default stream. Streams are `struct CUstream_st *`, which is what cudaStream_t is.
+ * enqueues on that stream only, never synchronises (but on the two error paths THREADS lists),
+ * allocates temporaries with cudaMallocAsync on it and joins internal forks back to it with events
+ * on every path out, errors included: once the stream has passed the point of a call, nothing the
+ * call enqueued is still running. A NULL stream is refused with ORDO_ERROR_INVALID_ARGUMENT: pass
+ * cudaStreamLegacy or cudaStreamPerThread to mean a default stream. Streams are
+ * `struct CUstream_st *`, which is what cudaStream_t is.
  *
  * STATUS CODES. 0 is success; CUDA's codes (1 to 999) pass through unchanged; ordo's own are 10001
- * to 10008 below. Every function returns one of these and nothing else. No Rust panic crosses into
+ * to 10009 below. Every function returns one of these and nothing else. No Rust panic crosses into
  * C (ORDO_ERROR_PANIC instead). NULL or misaligned pointers, zero sizes and sizes whose byte count
- * overflows give ORDO_ERROR_INVALID_ARGUMENT before anything is enqueued.
+ * overflows give ORDO_ERROR_INVALID_ARGUMENT before anything is enqueued (one exception, said at
+ * ordo_graph_cache_run: its n 0 rounds up to the first bucket, as in the Rust API).
  *
  * HANDLES (ordo_graph_cache, ordo_staging_ring, ordo_timer) are opaque tokens that ordo never
  * dereferences: it looks each one up in a table of live handles. A handle that is not a live
@@ -25,15 +27,29 @@
  * are ignored, so destroying twice is harmless.
  *
  * THREADS. Every function may be called from any thread, and every handle may be used from several
- * threads at once. Calls on one graph cache are serialised internally (a second thread's call
- * waits for the first; its body callback never runs twice at once); a staging ring and a timer
- * need no serialising (their state is atomic, or CUDA's events). Destroying a handle while another
+ * threads at once. No lock of ordo's is ever held while a callback runs. A graph cache locks its
+ * table of graphs only to look a bucket up, install a graph or launch one, so its body may run on
+ * several threads at once (see ordo_graph_cache_create); a staging ring and a timer need no
+ * serialising (atomics and short locks, or CUDA's events). Destroying a handle while another
  * thread's call on it is running is safe: that call completes, the object is freed when it
- * returns, and later calls get ORDO_ERROR_INVALID_HANDLE. Calls that may block the calling
- * thread: ordo_staging_ring_acquire with wait 1 (until a slot's copy has finished), a graph cache
- * call while another thread's call on the same cache runs, and creating or destroying a staging
- * ring (cudaHostAlloc, cudaFreeHost, which CUDA may make wait for the device). No other call waits
- * for the device or for another thread.
+ * returns, and later calls get ORDO_ERROR_INVALID_HANDLE; an ordo_staging_ring_acquire waiting on
+ * a ring that another thread destroys returns ORDO_ERROR_INVALID_HANDLE at once.
+ * Calls that may block the calling thread, all of them:
+ * - ordo_staging_ring_acquire with wait 1: on the host, until a slot's copy has finished;
+ * - ordo_staging_ring_create and ordo_staging_ring_destroy: cudaHostAlloc and cudaFreeHost, which
+ *   CUDA may make wait for the device. Creating a ring (or destroying the last handle of one) also
+ *   frees, with cudaFreeHost, the pinned memory of rings whose last user let go on a CUDA thread
+ *   (the last copy in flight, or the last graph holding a slot), where CUDA forbids the free;
+ * - on error paths only: ordo_staging_ring_submit whose copy was enqueued but whose slot-release
+ *   host function (or its ordering) could not be, synchronises `stream` before it returns (the slot
+ *   must not be reused under the copy); ordo_pipeline_run whose join of a worker stream fails (the
+ *   event record or the wait) synchronises that worker stream, on the calling thread;
+ * - a graph cache call, while another thread launches one of the same cache's graphs (the launch
+ *   itself, cudaGraphLaunch, never a body), and any call, briefly, on ordo's internal tables (live
+ *   handles, the pipeline pool), which are never held across a callback or a wait for the device.
+ * No other call waits for the device or for another thread.
+ * No ordo function may be called from a CUDA host function (cudaLaunchHostFunc) or from a CUDA
+ * user object's destructor: CUDA forbids CUDA calls there, and ordo's functions make them.
  *
  * CALLBACKS (ordo_compute_fn, ordo_capture_fn) run on the thread that made the ordo call, before
  * that call returns, with the stream they are given capturing or not as described at each.
@@ -42,9 +58,10 @@
  * - A non-zero status ends the ordo call, which returns that status unchanged when it is a CUDA
  *   code or one of ordo's, else ORDO_ERROR_LIBRARY.
  * - They may call back into ordo on their thread, and that never deadlocks: every call works as
- *   usual, except that a graph cache's body calling into the same cache gets
- *   ORDO_ERROR_HANDLE_BUSY. (Two threads whose cache bodies each call the other's cache wait for each
- *   other, as any two locks taken in opposite orders do.)
+ *   usual, except that a graph cache's body calling into the same cache (on its thread) gets
+ *   ORDO_ERROR_HANDLE_BUSY, where the call would recurse without end. No callback runs under a lock
+ *   of ordo's, so bodies on two threads that each call the other's cache, or wait for each other,
+ *   cannot deadlock inside ordo.
  * - They run in the capture mode the calling thread had when it called ordo.
  * - `user` is passed as given. For ordo_pipeline_run it must stay valid for the call; for a graph
  *   cache until the cache is destroyed, and usable from every thread that calls the cache.
@@ -60,6 +77,14 @@
  * it (its device included: the query would invalidate the capture), so ordo takes the calling
  * thread's current device as the stream's device: keep the stream's device current while capturing.
  * Work captured into a graph runs at every launch of it: the memory it uses must be valid then.
+ * While an ordo call on a stream runs, no other thread may begin or end a capture on that stream
+ * (cudaStreamBeginCapture, cudaStreamEndCapture), nor on a stream the call's work joins: ordo asks
+ * once whether the stream captures and acts on the answer, and a capture begun meanwhile could
+ * capture work meant to run once (the staging ring's slot-release host function, which would then
+ * run at every replay), or end with ordo's internal streams unjoined. This is CUDA's own rule for
+ * any work enqueued on a stream while another thread begins or ends its capture (which side of the
+ * capture the work lands on is not defined), and the Rust API's capture contract asks the same
+ * (until a capture ends, its stream is used only by the capturing code).
  * CUDA refuses work on cudaStreamLegacy while any blocking stream captures (cudaStreamPerThread is
  * one: a graph cache run on it captures it), with cudaErrorStreamCaptureImplicit.
  *
@@ -71,12 +96,13 @@
  * AFTER cudaDeviceReset every stream, event, graph and allocation made before is gone, and CUDA
  * itself may crash on a handle of the destroyed context (measured with CUDA 13.0: destroying or
  * launching an old executable graph segfaults). ordo remembers the context each handle's CUDA
- * objects were made in (a timer's and a ring's: the device current at create; a graph cache's: the
- * stream's device at its first capture) and never touches them once that context is gone: calls on
- * such a handle return cudaErrorContextIsDestroyed (709), and destroying it is safe (its CUDA
- * objects are forgotten, CUDA having freed them). Make new handles after the reset. ordo's
- * internal pipelines are replaced the same way, so ordo_pipeline_run works again at once. Streams
- * and memory the caller made before the reset are the caller's to forget.
+ * objects were made in (a timer's and a ring's: the device current at create; a graph cache's
+ * graphs: the stream's device at each one's capture) and never touches them once that context is
+ * gone: calls on such a handle return cudaErrorContextIsDestroyed (709), and destroying it is safe
+ * (its CUDA objects are forgotten, CUDA having freed them; so is a ring's pinned memory whose free
+ * was deferred past the reset, never passed to cudaFreeHost). Make new handles after the reset.
+ * ordo's internal pipelines are replaced the same way, so ordo_pipeline_run works again at once.
+ * Streams and memory the caller made before the reset are the caller's to forget.
  */
 #ifndef ORDO_H
 #define ORDO_H
@@ -108,8 +134,12 @@ typedef int ordo_status;
 #define ORDO_ERROR_INVALID_HANDLE 10006
 /* Refused because the stream is capturing, before anything was enqueued: the capture is untouched. */
 #define ORDO_ERROR_STREAM_CAPTURING 10007
-/* A callback called back into the handle whose call is running it (on the same thread). */
+/* A callback called back into the handle whose call is running it, on the same thread (a graph
+ * cache's body calling its own cache would recurse without end). Nothing was done. */
 #define ORDO_ERROR_HANDLE_BUSY 10008
+/* A staging-ring ticket the ring does not hold: never issued by it, already submitted or released,
+ * or released by the ring's destroy. Nothing was done. */
+#define ORDO_ERROR_INVALID_TICKET 10009
 
 /* Version and build information. ordo_version is the ordo crate's version, e.g. "0.1.0". */
 const char* ordo_version(void);
@@ -121,14 +151,20 @@ const char* ordo_status_name(ordo_status status);
 const char* ordo_status_string(ordo_status status);
 int ordo_status_is_sticky(ordo_status status);
 
-/* y = normalize(A x); a is row-major rows x cols; all device memory. Kernels only: capturable. */
+/* y = normalize(A x); a is row-major rows x cols; all device memory. rows 1 to 2^26 and cols 1 to
+ * 2^31 - 32 (the kernels index in 32 bits): ORDO_ERROR_INVALID_ARGUMENT beyond, before anything is
+ * enqueued. Kernels only: capturable. */
 ordo_status ordo_gemv_normalize(struct CUstream_st* stream, const float* a, const float* x, float* y, size_t rows, size_t cols);
 
 /* Grayscale + 5x5 Gaussian blur of an interleaved-RGB frame (device memory). Capturable. */
 ordo_status ordo_frame_filter(struct CUstream_st* stream, const uint8_t* rgb, uint8_t* out, size_t width, size_t height);
 
-/* `steps` dependent kernels out = prev * scale + 1, ping-ponging a -> b -> a ...;
- * pdl: 0 off, 1 ordo's rule (Programmatic Dependent Launch, trigger placed by grid size). Capturable. */
+/* `steps` dependent kernels out = prev * scale + 1, ping-ponging a -> b -> a ... (the result is
+ * in b after an odd number of steps, in a after an even one); pdl: 0 off, 1 ordo's rule
+ * (Programmatic Dependent Launch, trigger placed by grid size). steps 1 to 2^24 (16777216); a and
+ * b are the same pointer (each step in place) or n-float ranges that do not overlap; scale's range
+ * overlaps neither (each step reads scale before waiting for the previous step). Otherwise
+ * ORDO_ERROR_INVALID_ARGUMENT, before anything is enqueued. Capturable. */
 ordo_status ordo_pdl_chain(struct CUstream_st* stream, float* a, float* b, const float* scale, size_t n, size_t steps, int pdl);
 
 /* The chunked copy/compute pipeline over n floats: host_in -> dev_in, compute dev_in -> dev_out,
@@ -140,20 +176,36 @@ ordo_status ordo_pdl_chain(struct CUstream_st* stream, float* a, float* b, const
  * the chunk's pointers (NULL: ordo's 64-step kernel); while `stream` captures, that stream is part
  * of the capture. If compute (or a copy) fails on a chunk, no later chunk is enqueued, the status is
  * returned, and the work already enqueued is joined back to `stream`: after the caller synchronises
- * `stream`, ordo writes nothing more. Capturable in every mode; the graph replays the whole run. */
+ * `stream`, ordo writes nothing more. Capturable in every mode; the graph replays the whole run.
+ * A pipeline whose run was captured stays reserved for that capture until the capture ends; at most
+ * 256 a device are kept so: a run that would need another gets cudaErrorMemoryAllocation (end or
+ * abandon the open captures). Idle pipelines are kept up to 16 a device. */
 typedef ordo_status (*ordo_compute_fn)(struct CUstream_st* stream, const float* input, float* output, size_t n, void* user);
 ordo_status ordo_pipeline_run(struct CUstream_st* stream, const float* host_in, float* dev_in, float* dev_out, float* host_out, size_t n, size_t chunks, ordo_compute_fn compute, void* user);
 
 /* Graphs cached per batch-size bucket. body enqueues the work for `bucket` elements on the stream
- * it is given (capturing, in global mode), over buffers the caller holds; the memory it uses must
- * stay valid until the cache is destroyed. n_buckets 0: the buckets 1, 2, 4, ... 256 (buckets is
- * ignored); otherwise buckets points to n_buckets strictly increasing, non-zero values (NULL or
- * misaligned: ORDO_ERROR_INVALID_ARGUMENT). overflow_eager: run sizes over the largest bucket
- * eagerly instead of failing with ORDO_ERROR_INVALID_ARGUMENT.
+ * it is given, over buffers the caller holds; the memory it uses must stay valid until the cache
+ * is destroyed. n_buckets 0: the buckets 1, 2, 4, ... 256 (buckets is ignored); otherwise buckets
+ * points to n_buckets strictly increasing, non-zero values (NULL or misaligned:
+ * ORDO_ERROR_INVALID_ARGUMENT). overflow_eager: run sizes over the largest bucket eagerly instead
+ * of failing with ORDO_ERROR_INVALID_ARGUMENT.
+ * body is called, on the thread of the run or capture_all that needs it, in one of three ways:
+ * - to capture a bucket's graph: `stream` is then capturing, in a capture ordo began in global mode
+ *   (cudaStreamCaptureModeGlobal) and ends itself before the call returns; meanwhile no other
+ *   thread may enqueue work on `stream` (it would join the capture), as for any capture;
+ * - when run is called while the caller's `stream` captures: straight into the caller's capture,
+ *   in the caller's capture mode (a graph launch would invalidate the capture);
+ * - for a size over the largest bucket with overflow_eager: eagerly, `stream` not capturing.
+ * The calling thread's capture mode during body is the one it had when it called ordo. body may
+ * run on several threads at once, for different buckets or the same one (two threads that find a
+ * bucket not yet captured both capture it: the first graph is kept, the other is destroyed
+ * unlaunched), so it, and `user`, must be safe to use from several threads at once.
  * run: replays the graph of the bucket n rounds up to (capturing it first on `stream` if needed);
- * the bucket used (or n, run eagerly) goes to bucket_out (may be NULL). While `stream` captures,
- * run calls body for the bucket straight into that capture (a graph launch would invalidate it).
- * capture_all: captures every bucket now; ORDO_ERROR_STREAM_CAPTURING while `stream` captures. */
+ * n 0 rounds up to the first bucket, as in the Rust API (GraphCache::run); the bucket used (or n,
+ * run eagerly) goes to bucket_out (may be NULL). Replays of one cache on several streams share the
+ * cache's buffers and are not ordered with each other: order them if they overlap.
+ * capture_all: captures every bucket not captured yet; ORDO_ERROR_STREAM_CAPTURING while `stream`
+ * captures. */
 typedef struct OrdoGraphCache ordo_graph_cache;
 typedef ordo_status (*ordo_capture_fn)(struct CUstream_st* stream, size_t bucket, void* user);
 ordo_status ordo_graph_cache_create(const size_t* buckets, size_t n_buckets, int overflow_eager, ordo_capture_fn body, void* user, ordo_graph_cache** out);
@@ -163,20 +215,31 @@ void ordo_graph_cache_destroy(ordo_graph_cache* cache);
 
 /* A ring of pinned staging slots: acquire a slot (its memory and a ticket), fill it, submit its
  * copy; the slot is free again once the copy has finished.
+ * create: 1 to 65536 slots (ORDO_ERROR_INVALID_ARGUMENT beyond); cudaErrorMemoryAllocation when
+ * the memory cannot be had.
+ * Tickets are numbers from a counter that is never reused (never 0): a ticket names its slot from
+ * acquire until it is submitted or released, and never again; a ticket the ring does not hold
+ * (never issued by it, already submitted or released, released by destroy) gives
+ * ORDO_ERROR_INVALID_TICKET and touches no slot.
  * acquire: wait 0: cudaErrorNotReady when no slot is free; wait 1: waits on the host for a slot
- * whose copy is in flight (cudaErrorNotReady at once when every slot is held by a ticket not yet
- * submitted or by a graph, since nothing could come free by waiting; CUDA's error when the context
- * is lost).
+ * whose copy is in flight, and returns cudaErrorNotReady as soon as every slot is held by a ticket
+ * not yet submitted or released, or by a graph (at the start or during the wait), since nothing
+ * could come free by waiting; CUDA's error when the context is lost, cudaErrorContextIsDestroyed
+ * after cudaDeviceReset; ORDO_ERROR_INVALID_HANDLE when another thread destroys the ring.
+ * The slot's memory (slot_bytes bytes) is the caller's to write until the ticket is submitted or
+ * released, or the ring destroyed.
  * submit: 1 <= bytes <= slot_bytes, device_dst device memory; the ticket is used up by the call
  * once its arguments passed their checks, also if it then fails. Capturable: the captured copy runs
  * at every launch of the graph, and the slot stays held until the graph and every executable graph
  * made from it are destroyed.
- * destroy: tickets not submitted are released; copies in flight and graphs keep the pinned memory
- * until they are done with it. */
+ * release: frees a ticket's slot without copying it; the ticket is used up.
+ * destroy: tickets not submitted are released; waiting acquires return; copies in flight and graphs
+ * keep the pinned memory until they are done with it. */
 typedef struct OrdoStagingRing ordo_staging_ring;
 ordo_status ordo_staging_ring_create(size_t slots, size_t slot_bytes, ordo_staging_ring** out);
 ordo_status ordo_staging_ring_acquire(ordo_staging_ring* ring, int wait, void** slot_out, size_t* ticket_out);
 ordo_status ordo_staging_ring_submit(ordo_staging_ring* ring, size_t ticket, size_t bytes, void* device_dst, struct CUstream_st* stream);
+ordo_status ordo_staging_ring_release(ordo_staging_ring* ring, size_t ticket);
 void ordo_staging_ring_destroy(ordo_staging_ring* ring);
 
 /* Event-based timing (events of the device current at create): start and stop on a stream (of

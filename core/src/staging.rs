@@ -23,8 +23,27 @@
 //! or to [`free_deferred`]; the driver frees it at process exit otherwise. A slot whose copy may
 //! still be in flight when nothing can tell (see [`StagingRing::submit`]'s errors) is *lost*: it is
 //! never handed out again, and the memory is never freed (leaked rather than freed under a copy).
+//!
+//! # Tickets
+//! [`StagingRing::acquire_ticket`] hands out a slot under a [`Ticket`], a plain number (for callers
+//! that cannot hold a [`Slot`], such as the C ABI): the slot's memory is the caller's to fill
+//! until the ticket is redeemed ([`StagingRing::redeem`], then [`StagingRing::submit`]) or
+//! released ([`StagingRing::release_ticket`]). Tickets come from a counter that is never reused:
+//! a ticket already submitted or released is refused for good, and never names a slot handed out
+//! again since. A slot held by a ticket comes free only when its holder submits or releases it, so
+//! a waiting acquire does not wait for it (see [`StagingRing::acquire`]).
+//!
+//! # Closing
+//! [`StagingRing::close`] releases every ticket, refuses every later acquire, and makes acquires
+//! waiting on other threads return: a ring whose owner has gone can no longer hold a thread.
+//!
+//! # After `cudaDeviceReset`
+//! The ring remembers the CUDA context its pinned memory and probe event were made in. Once that
+//! context is gone, the ring touches neither again: its memory and event are forgotten (CUDA freed
+//! them with the context), never passed to `cudaFreeHost` or `cudaEventDestroy` (whose handles the
+//! new context may have reused), and acquires return `cudaErrorContextIsDestroyed`.
 
-use crate::error::{Error, Result};
+use crate::error::{CudaError, Error, Result};
 use crate::event::Event;
 use crate::graph::{capture_target, invalidated, user_object, CaptureTarget};
 use crate::host_fn::{in_cuda_callback, launch_once, HostCall};
@@ -33,12 +52,14 @@ use crate::memory::{
 };
 use crate::stream::StreamRef;
 use alloc::boxed::Box;
+use alloc::collections::BTreeMap;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use ordo_cuda_sys as sys;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 const FREE: u8 = 0;
 const FILLING: u8 = 1;
@@ -47,6 +68,8 @@ const IN_FLIGHT: u8 = 2;
 const GRAPH: u8 = 3;
 /// Its copy may still be in flight and nothing will report its end: never reused.
 const LOST: u8 = 4;
+/// Held by a [`Ticket`] not yet redeemed or released.
+const TICKET: u8 = 5;
 
 /// How many failed attempts [`StagingRing::acquire`] makes between checks of the context and of
 /// the slots' states.
@@ -59,18 +82,268 @@ struct Resources<T: DeviceCopy> {
     probe: Event,
 }
 
+/// The CUDA context of a device, by the context's unique id (`cuCtxGetId`, through
+/// `cudaGetDriverEntryPoint`), to tell whether `cudaDeviceReset` has destroyed it since.
+mod context {
+    use crate::device::Device;
+    use crate::error::Result;
+    use core::ffi::{c_int, c_ulonglong, c_void, CStr};
+    use core::ptr::null_mut;
+    use ordo_cuda_sys as sys;
+    use std::sync::OnceLock;
+
+    type CtxGetCurrent = unsafe extern "C" fn(*mut *mut c_void) -> c_int;
+    type CtxGetId = unsafe extern "C" fn(*mut c_void, *mut c_ulonglong) -> c_int;
+
+    /// The two driver functions, or `None` where the driver cannot give them (no driver; one older
+    /// than CUDA 12.0, without `cuCtxGetId`): every context then counts as alive.
+    fn driver() -> Option<(CtxGetCurrent, CtxGetId)> {
+        static DRIVER: OnceLock<Option<(CtxGetCurrent, CtxGetId)>> = OnceLock::new();
+        fn entry(name: &CStr) -> Option<*mut c_void> {
+            let mut f: *mut c_void = null_mut();
+            let mut found = sys::cudaDriverEntryPointQueryResult(0);
+            // SAFETY: `name` is NUL-terminated; `f` and `found` are writable.
+            let code = unsafe {
+                sys::cudaGetDriverEntryPoint(
+                    name.as_ptr(),
+                    &mut f,
+                    sys::cudaGetDriverEntryPointFlags::cudaEnableDefault
+                        .0
+                        .into(),
+                    &mut found,
+                )
+            };
+            (code == sys::cudaError::cudaSuccess && !f.is_null()).then_some(f)
+        }
+        *DRIVER.get_or_init(|| {
+            let (current, id) = (entry(c"cuCtxGetCurrent")?, entry(c"cuCtxGetId")?);
+            // SAFETY: the driver's `cuCtxGetCurrent(CUcontext*)` and `cuCtxGetId(CUcontext,
+            // unsigned long long*)`, whose prototypes these types spell (CUresult is an int enum).
+            Some(unsafe {
+                (
+                    core::mem::transmute::<*mut c_void, CtxGetCurrent>(current),
+                    core::mem::transmute::<*mut c_void, CtxGetId>(id),
+                )
+            })
+        })
+    }
+
+    /// The unique id of the context current on the calling thread; `None` when there is none.
+    fn current_id() -> Option<u64> {
+        let (get_current, get_id) = driver()?;
+        let mut ctx: *mut c_void = null_mut();
+        // SAFETY: `ctx` is writable.
+        if unsafe { get_current(&mut ctx) } != 0 || ctx.is_null() {
+            return None;
+        }
+        let mut id: c_ulonglong = 0;
+        // SAFETY: the current context, live on this thread; `id` is writable.
+        (unsafe { get_id(ctx, &mut id) } == 0).then_some(id)
+    }
+
+    /// A device and the context current on it when the tag was made.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(super) struct Tag {
+        pub(super) device: Device,
+        /// `None` when the driver cannot tell contexts apart: then always alive.
+        pub(super) id: Option<u64>,
+    }
+
+    impl Tag {
+        /// The calling thread's current device and context.
+        pub(super) fn current() -> Result<Tag> {
+            Ok(Tag {
+                device: Device::current()?,
+                id: current_id(),
+            })
+        }
+
+        /// Whether the context still exists: it is still the device's current context.
+        pub(super) fn alive(&self) -> bool {
+            let Some(id) = self.id else { return true };
+            self.device.with_current(|| Ok(current_id())).ok().flatten() == Some(id)
+        }
+    }
+}
+
+/// The slots' states and the tickets: the ring's bookkeeping, apart from its CUDA resources (and
+/// testable without them).
+struct Slots {
+    state: Box<[AtomicU8]>,
+    /// Tickets issued and not yet redeemed or released: ticket -> slot index.
+    tickets: Mutex<BTreeMap<u64, usize>>,
+    /// The next ticket; never reused.
+    next_ticket: AtomicU64,
+    /// Set by [`StagingRing::close`] (under the tickets' lock).
+    closed: AtomicBool,
+}
+
+/// Why no slot came.
+enum NoSlot {
+    /// None is free now.
+    Busy,
+    /// The ring is closed.
+    Closed,
+}
+
+impl Slots {
+    /// `count` free slots; `None` when the states' allocation fails.
+    fn new(count: usize) -> Option<Slots> {
+        let mut state = Vec::new();
+        state.try_reserve_exact(count).ok()?;
+        state.extend((0..count).map(|_| AtomicU8::new(FREE)));
+        Some(Slots {
+            state: state.into_boxed_slice(),
+            tickets: Mutex::new(BTreeMap::new()),
+            next_ticket: AtomicU64::new(1),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    fn tickets(&self) -> MutexGuard<'_, BTreeMap<u64, usize>> {
+        self.tickets.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set(&self, index: usize, state: u8) {
+        self.state[index].store(state, Ordering::Release);
+    }
+
+    fn count(&self, state: u8) -> usize {
+        self.state
+            .iter()
+            .filter(|s| s.load(Ordering::Acquire) == state)
+            .count()
+    }
+
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Takes a free slot into state `to` (never blocks).
+    fn take_free(&self, to: u8) -> core::result::Result<usize, NoSlot> {
+        if self.closed() {
+            return Err(NoSlot::Closed);
+        }
+        for (index, state) in self.state.iter().enumerate() {
+            if state
+                .compare_exchange(FREE, to, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Ok(index);
+            }
+        }
+        Err(NoSlot::Busy)
+    }
+
+    /// Takes a free slot into state `to`, waiting (yielding the thread) while one may come free.
+    /// `lost` is asked first and then every [`CHECK_EVERY`] attempts: an error there (the context
+    /// is lost or gone) ends the wait. So do [`close`](Self::close) (checked at every attempt)
+    /// and a ring whose every slot is held by a ticket, a graph, or lost (see
+    /// [`stuck`](Self::stuck)).
+    fn wait_free(
+        &self,
+        to: u8,
+        call: &'static str,
+        lost: impl Fn() -> Option<Error>,
+    ) -> Result<usize> {
+        let mut attempts = 0u32;
+        loop {
+            match self.take_free(to) {
+                Ok(index) => return Ok(index),
+                Err(NoSlot::Closed) => return Err(closed(call)),
+                Err(NoSlot::Busy) => {}
+            }
+            if attempts % CHECK_EVERY == 0 {
+                if let Some(e) = lost() {
+                    return Err(e);
+                }
+                self.stuck(call)?;
+            }
+            attempts = attempts.wrapping_add(1);
+            std::thread::yield_now();
+        }
+    }
+
+    /// An error when no slot can come free without the caller's own doing: every slot is held
+    /// by a graph, lost, or held by a ticket (which comes free only when its holder submits or
+    /// releases it). With a ticket among them: `cudaErrorNotReady`, as for a ring with no free
+    /// slot; with graphs and lost slots only: a usage error.
+    fn stuck(&self, call: &'static str) -> Result<()> {
+        let mut tickets = false;
+        for s in self.state.iter() {
+            match s.load(Ordering::Acquire) {
+                GRAPH | LOST => {}
+                TICKET => tickets = true,
+                _ => return Ok(()),
+            }
+        }
+        if tickets {
+            Err(Error::Cuda(
+                CudaError::new(sys::cudaError::cudaErrorNotReady, call).with_hint(
+                    "no slot can come free by waiting: every slot is held by a ticket not yet submitted or released, by a graph, or lost",
+                ),
+            ))
+        } else {
+            Err(Error::invalid(
+                call,
+                "no slot can come free: every slot is lost or held by a graph (drop the graphs that captured them)",
+            ))
+        }
+    }
+
+    /// Records a ticket for slot `index` (in state [`TICKET`]); frees the slot and refuses when
+    /// the ring was closed meanwhile.
+    fn issue(&self, index: usize, call: &'static str) -> Result<Ticket> {
+        let mut tickets = self.tickets();
+        if self.closed() {
+            self.set(index, FREE);
+            return Err(closed(call));
+        }
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        tickets.insert(ticket, index);
+        Ok(Ticket(ticket))
+    }
+
+    /// The slot of a held ticket, taken out of the table (the ticket is used up); the slot moves
+    /// to state `to`.
+    fn take_ticket(&self, ticket: Ticket, to: u8) -> Option<usize> {
+        let index = self.tickets().remove(&ticket.0)?;
+        self.set(index, to);
+        Some(index)
+    }
+
+    fn holds(&self, ticket: Ticket) -> bool {
+        self.tickets().contains_key(&ticket.0)
+    }
+
+    /// Closes: later acquires are refused, waiting ones return, every ticket is released.
+    fn close(&self) {
+        let mut tickets = self.tickets();
+        self.closed.store(true, Ordering::Release);
+        for (_, index) in core::mem::take(&mut *tickets) {
+            self.set(index, FREE);
+        }
+    }
+}
+
+fn closed(call: &'static str) -> Error {
+    Error::invalid(call, "the ring is closed (StagingRing::close)")
+}
+
 struct Shared<T: DeviceCopy> {
     resources: ManuallyDrop<Resources<T>>,
+    /// The context `resources` belong to.
+    context: context::Tag,
     /// The pinned memory's first element, taken from an exclusive borrow at creation: each slot
     /// writes and reads its own range through it.
     base: NonNull<T>,
-    state: Box<[AtomicU8]>,
+    slots: Slots,
     slot_len: usize,
 }
 
-// SAFETY: the slot states are atomics; each slot's range is accessed by one `Slot` at a time
-// (FILLING) or by CUDA (IN_FLIGHT, GRAPH); the rest is read-only after creation. `T: DeviceCopy`
-// is `Send + Sync`.
+// SAFETY: the slot states are atomics, the tickets behind a lock; each slot's range is accessed by
+// one `Slot` or ticket holder at a time (FILLING, TICKET) or by CUDA (IN_FLIGHT, GRAPH); the rest
+// is read-only after creation. `T: DeviceCopy` is `Send + Sync`.
 unsafe impl<T: DeviceCopy> Send for Shared<T> {}
 // SAFETY: as above.
 unsafe impl<T: DeviceCopy> Sync for Shared<T> {}
@@ -83,11 +356,15 @@ impl<T: DeviceCopy> Shared<T> {
         unsafe { self.base.as_ptr().add(index * self.slot_len) }
     }
 
-    /// Whether the context is lost: the probe event's query fails with a sticky error. The query
-    /// runs with this thread's capture mode relaxed, so it neither fails nor invalidates another
-    /// thread's global-mode capture (CUDA 13.0 refuses an event query then, and the capture is
-    /// lost).
+    /// Whether the context is gone (`cudaErrorContextIsDestroyed`: a `cudaDeviceReset`, the probe
+    /// event then never touched) or lost (the probe event's query fails with a sticky error). The
+    /// query runs with this thread's capture mode relaxed, so it neither fails nor invalidates
+    /// another thread's global-mode capture (CUDA 13.0 refuses an event query then, and the
+    /// capture is lost).
     fn context_lost(&self) -> Option<Error> {
+        if !self.context.alive() {
+            return Some(context_destroyed());
+        }
         let mut mode = sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed;
         // SAFETY: `mode` is writable; the previous mode comes back in it.
         if unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) }
@@ -102,42 +379,68 @@ impl<T: DeviceCopy> Shared<T> {
     }
 }
 
+fn context_destroyed() -> Error {
+    Error::Cuda(
+        CudaError::new(sys::cudaError::cudaErrorContextIsDestroyed, "StagingRing")
+            .with_hint("a cudaDeviceReset destroyed the ring's context: make a new ring"),
+    )
+}
+
 impl<T: DeviceCopy> Drop for Shared<T> {
     fn drop(&mut self) {
         // SAFETY: taken once, here; not used afterwards.
         let resources = unsafe { ManuallyDrop::take(&mut self.resources) };
-        if self.state.iter().any(|s| s.load(Ordering::Acquire) == LOST) {
+        if self
+            .slots
+            .state
+            .iter()
+            .any(|s| s.load(Ordering::Acquire) == LOST)
+        {
             // A copy may still read the memory: leak it rather than free it under the copy.
             crate::error::record_drop_error_value(Error::invalid(
                 "StagingRing",
                 "a slot was lost (its copy could not be confirmed complete): the ring's pinned memory is leaked",
             ));
             core::mem::forget(resources.memory);
-            defer_or_drop(Box::new(resources.probe));
+            defer_or_drop(self.context, Box::new(resources.probe));
         } else {
-            defer_or_drop(Box::new(resources));
+            defer_or_drop(self.context, Box::new(resources));
         }
     }
 }
 
-/// Frees now, or later when on a CUDA callback thread.
-fn defer_or_drop(resources: Box<dyn Send>) {
+/// Frees now, or later when on a CUDA callback thread; forgets, never frees, what belongs to a
+/// context that is gone (`cudaDeviceReset` freed it; its handles may have been reused since).
+fn defer_or_drop(context: context::Tag, resources: Box<dyn Send>) {
     if in_cuda_callback() {
-        let mut list = DEFERRED
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        list.push(resources);
+        let mut list = DEFERRED.lock().unwrap_or_else(PoisonError::into_inner);
+        list.push((context, resources));
         PENDING.store(true, Ordering::Release);
     } else {
-        drop(resources);
+        drop_in(context, resources);
     }
 }
 
-static DEFERRED: std::sync::Mutex<Vec<Box<dyn Send>>> = std::sync::Mutex::new(Vec::new());
+/// Drops `resources` if their context lives; forgets them otherwise. Whether they were dropped.
+fn drop_in(context: context::Tag, resources: Box<dyn Send>) -> bool {
+    if context.alive() {
+        drop(resources);
+        true
+    } else {
+        core::mem::forget(resources);
+        false
+    }
+}
+
+type Deferred = Vec<(context::Tag, Box<dyn Send>)>;
+
+static DEFERRED: Mutex<Deferred> = Mutex::new(Vec::new());
 static PENDING: AtomicBool = AtomicBool::new(false);
 
 /// Frees the pinned memory (and probe events) of rings whose last holder let go on a CUDA
 /// callback thread, where CUDA calls are forbidden; returns how many rings' resources were freed.
+/// Resources of a context destroyed since (`cudaDeviceReset`) are forgotten instead, never
+/// freed: CUDA freed them with the context, and the new context may have reused their handles.
 /// [`StagingRing::new`] and the drop of a ring handle call it; nothing on a callback thread does.
 /// Like every `cudaFreeHost`, it is refused inside a capture in global or thread-local mode (the
 /// capture is invalidated): call it outside captures.
@@ -145,14 +448,29 @@ pub fn free_deferred() -> usize {
     if in_cuda_callback() || !PENDING.swap(false, Ordering::Acquire) {
         return 0;
     }
-    let list = core::mem::take(
-        &mut *DEFERRED
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    );
-    let n = list.len();
-    drop(list);
-    n
+    let list = core::mem::take(&mut *DEFERRED.lock().unwrap_or_else(PoisonError::into_inner));
+    list.into_iter()
+        .map(|(context, resources)| drop_in(context, resources))
+        .filter(|&freed| freed)
+        .count()
+}
+
+/// A slot held under a number rather than a [`Slot`] value: see [`StagingRing::acquire_ticket`].
+/// Tickets are never reused (a 64-bit counter per ring).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Ticket(u64);
+
+impl Ticket {
+    /// The ticket with this number (as [`into_raw`](Self::into_raw) gave it). Any number may be
+    /// made: one the ring did not issue, or that was used up, is refused by the ring.
+    pub const fn from_raw(raw: u64) -> Ticket {
+        Ticket(raw)
+    }
+
+    /// The ticket's number (never 0).
+    pub const fn into_raw(self) -> u64 {
+        self.0
+    }
 }
 
 /// A ring of pinned staging slots. Clone it (cheaply) to hand it to a loader thread.
@@ -183,7 +501,7 @@ struct Lease<T: DeviceCopy> {
 
 impl<T: DeviceCopy> Lease<T> {
     fn set(&self, state: u8) {
-        self.shared.state[self.index].store(state, Ordering::Release);
+        self.shared.slots.set(self.index, state);
     }
 
     /// Marks the slot lost (never reused; the ring's memory is then never freed).
@@ -213,28 +531,41 @@ pub struct Slot<T: DeviceCopy> {
 }
 
 impl<T: DeviceCopy> StagingRing<T> {
-    /// `count` slots of `slot_len` elements each, in one pinned allocation, zeroed.
+    /// The most slots a ring may have.
+    pub const MAX_SLOTS: usize = 1 << 16;
+
+    /// `count` slots of `slot_len` elements each, in one pinned allocation, zeroed. A usage error
+    /// for zero slots or elements, more than [`MAX_SLOTS`](Self::MAX_SLOTS) slots, or a size that
+    /// overflows; `cudaErrorMemoryAllocation` when the host cannot allocate the bookkeeping.
     pub fn new(count: usize, slot_len: usize) -> Result<StagingRing<T>> {
+        const CALL: &str = "StagingRing::new";
         if count == 0 || slot_len == 0 {
+            return Err(Error::invalid(CALL, "zero slots or zero slot length"));
+        }
+        if count > Self::MAX_SLOTS {
             return Err(Error::invalid(
-                "StagingRing::new",
-                "zero slots or zero slot length",
+                CALL,
+                "more than StagingRing::MAX_SLOTS slots",
             ));
         }
-        let total = count.checked_mul(slot_len).ok_or(Error::invalid(
-            "StagingRing::new",
-            "count * slot_len overflows",
-        ))?;
+        let total = count
+            .checked_mul(slot_len)
+            .ok_or(Error::invalid(CALL, "count * slot_len overflows"))?;
+        let slots = Slots::new(count).ok_or(Error::Cuda(CudaError::new(
+            sys::cudaError::cudaErrorMemoryAllocation,
+            CALL,
+        )))?;
         free_deferred();
         let mut memory = PinnedBuffer::zeroed(total, HostAllocFlags::empty())?;
         let probe = Event::new()?;
+        let context = context::Tag::current()?;
         let base = NonNull::new(memory.pinned_mut().as_mut_ptr())
-            .ok_or(Error::invalid("StagingRing::new", "null pinned memory"))?;
-        let state = (0..count).map(|_| AtomicU8::new(FREE)).collect();
+            .ok_or(Error::invalid(CALL, "null pinned memory"))?;
         let shared = Shared {
             resources: ManuallyDrop::new(Resources { memory, probe }),
+            context,
             base,
-            state,
+            slots,
             slot_len,
         };
         Ok(StagingRing {
@@ -249,65 +580,122 @@ impl<T: DeviceCopy> StagingRing<T> {
 
     /// Number of slots.
     pub fn slot_count(&self) -> usize {
-        self.shared.state.len()
+        self.shared.slots.state.len()
     }
 
-    /// A free slot, if there is one now (never blocks).
-    pub fn try_acquire(&self) -> Option<Slot<T>> {
-        for (index, state) in self.shared.state.iter().enumerate() {
-            if state
-                .compare_exchange(FREE, FILLING, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
-                return Some(Slot {
-                    lease: Lease {
-                        shared: Arc::clone(&self.shared),
-                        index,
-                    },
-                });
-            }
+    fn slot(&self, index: usize) -> Slot<T> {
+        Slot {
+            lease: Lease {
+                shared: Arc::clone(&self.shared),
+                index,
+            },
         }
-        None
+    }
+
+    /// A free slot, if there is one now (never blocks); `None` also once the ring is closed.
+    pub fn try_acquire(&self) -> Option<Slot<T>> {
+        self.shared
+            .slots
+            .take_free(FILLING)
+            .ok()
+            .map(|index| self.slot(index))
     }
 
     /// A free slot, waiting on the host (yielding the thread) until a copy in flight completes or a
     /// slot being filled is dropped.
     ///
     /// Returns an error instead of waiting forever when no slot can come free: the CUDA context is
-    /// lost (a sticky error; host functions never run again), or every slot is lost or held by a
-    /// graph. It cannot tell a slot filled (and never submitted) by this very thread: taking more
-    /// slots than the ring has on one thread without submitting waits for ever, as a channel would.
+    /// lost (a sticky error; host functions never run again) or gone (`cudaDeviceReset`:
+    /// `cudaErrorContextIsDestroyed`); every slot is lost or held by a graph (a usage error); every
+    /// slot is held by a ticket, a graph, or lost, with at least one ticket (`cudaErrorNotReady`: a
+    /// ticket comes free only when its holder submits or releases it); the ring was closed, before
+    /// or during the wait ([`close`](Self::close): a usage error). These are checked when the
+    /// wait begins and then every few hundred attempts, the close at every attempt. It cannot tell
+    /// a slot filled (and never submitted) by this very thread: taking more slots than the ring has
+    /// on one thread without submitting waits for ever, as a channel would.
     pub fn acquire(&self) -> Result<Slot<T>> {
-        let mut attempts = 0u32;
-        loop {
-            if let Some(slot) = self.try_acquire() {
-                return Ok(slot);
-            }
-            attempts = attempts.wrapping_add(1);
-            if attempts % CHECK_EVERY == 0 {
-                self.check_progress()?;
-            }
-            std::thread::yield_now();
-        }
+        let shared = &self.shared;
+        let index = shared
+            .slots
+            .wait_free(FILLING, "StagingRing::acquire", || shared.context_lost())?;
+        Ok(self.slot(index))
     }
 
-    /// An error when no slot can come free by itself.
-    fn check_progress(&self) -> Result<()> {
-        if let Some(e) = self.shared.context_lost() {
-            return Err(e);
-        }
-        let stuck = self
-            .shared
-            .state
-            .iter()
-            .all(|s| matches!(s.load(Ordering::Acquire), GRAPH | LOST));
-        if stuck {
-            return Err(Error::invalid(
-                "StagingRing::acquire",
-                "no slot can come free: every slot is lost or held by a graph (drop the graphs that captured them)",
-            ));
-        }
-        Ok(())
+    /// A free slot held under a [`Ticket`], and the slot's first element: the caller may write
+    /// the slot's [`slot_len`](Self::slot_len) elements through that pointer until it redeems
+    /// ([`redeem`](Self::redeem)) or releases ([`release_ticket`](Self::release_ticket)) the
+    /// ticket, or the ring is closed (which releases it); never after, nor after the last handle
+    /// of the ring is dropped. The ring's memory is initialised (zeroed at creation).
+    ///
+    /// With `wait` false: `cudaErrorNotReady` when no slot is free now. With `wait` true: waits
+    /// as [`acquire`](Self::acquire) does, with the same errors, except that when every slot is
+    /// held by a graph or lost it returns `cudaErrorNotReady` too (nothing can come free by
+    /// waiting). A closed ring: a usage error ([`is_closed`](Self::is_closed) tells).
+    pub fn acquire_ticket(&self, wait: bool) -> Result<(Ticket, NonNull<T>)> {
+        const CALL: &str = "StagingRing::acquire_ticket";
+        let shared = &self.shared;
+        let index = if wait {
+            shared
+                .slots
+                .wait_free(TICKET, CALL, || shared.context_lost())
+                .map_err(|e| match e {
+                    Error::Usage(_) if !shared.slots.closed() => Error::Cuda(
+                        CudaError::new(sys::cudaError::cudaErrorNotReady, CALL).with_hint(
+                            "no slot can come free by waiting: every slot is held by a graph or lost",
+                        ),
+                    ),
+                    e => e,
+                })?
+        } else {
+            match shared.slots.take_free(TICKET) {
+                Ok(index) => index,
+                Err(NoSlot::Closed) => return Err(closed(CALL)),
+                Err(NoSlot::Busy) => {
+                    return Err(Error::Cuda(CudaError::new(
+                        sys::cudaError::cudaErrorNotReady,
+                        CALL,
+                    )))
+                }
+            }
+        };
+        let ticket = shared.slots.issue(index, CALL)?;
+        // `slot_ptr` is inside the allocation, whose base is not null.
+        let ptr = NonNull::new(shared.slot_ptr(index)).unwrap_or(shared.base);
+        Ok((ticket, ptr))
+    }
+
+    /// The slot held by `ticket`, to [`submit`](Self::submit) (or drop, which frees it); the
+    /// ticket is used up. `None` for a ticket this ring does not hold: never issued by it, already
+    /// redeemed or released, or released by [`close`](Self::close).
+    pub fn redeem(&self, ticket: Ticket) -> Option<Slot<T>> {
+        let index = self.shared.slots.take_ticket(ticket, FILLING)?;
+        Some(self.slot(index))
+    }
+
+    /// Frees the slot held by `ticket` without submitting it; the ticket is used up. `false` for a
+    /// ticket this ring does not hold (as [`redeem`](Self::redeem)).
+    pub fn release_ticket(&self, ticket: Ticket) -> bool {
+        self.shared.slots.take_ticket(ticket, FREE).is_some()
+    }
+
+    /// Whether the ring holds `ticket` now (issued, not yet redeemed or released).
+    pub fn holds_ticket(&self, ticket: Ticket) -> bool {
+        self.shared.slots.holds(ticket)
+    }
+
+    /// Closes the ring, for every handle of it: releases every ticket (their slots' memory must
+    /// no longer be written), makes [`acquire`](Self::acquire) and
+    /// [`acquire_ticket`](Self::acquire_ticket) refuse from now on (waiting ones, on other
+    /// threads, return), and [`try_acquire`](Self::try_acquire) return `None`. Slots already held
+    /// as [`Slot`] values may still be submitted; copies in flight and graphs are unaffected.
+    /// Closing twice is harmless.
+    pub fn close(&self) {
+        self.shared.slots.close();
+    }
+
+    /// Whether [`close`](Self::close) was called on any handle of this ring.
+    pub fn is_closed(&self) -> bool {
+        self.shared.slots.closed()
     }
 
     /// Enqueues the copy of the first `len` elements of `slot` to `dst` on `stream`, and a host
@@ -357,20 +745,17 @@ impl<T: DeviceCopy> StagingRing<T> {
 
     /// Slots that are free now.
     pub fn free_slots(&self) -> usize {
-        self.shared
-            .state
-            .iter()
-            .filter(|s| s.load(Ordering::Acquire) == FREE)
-            .count()
+        self.shared.slots.count(FREE)
     }
 
     /// Slots reserved by graphs that captured their copies.
     pub fn graph_slots(&self) -> usize {
-        self.shared
-            .state
-            .iter()
-            .filter(|s| s.load(Ordering::Acquire) == GRAPH)
-            .count()
+        self.shared.slots.count(GRAPH)
+    }
+
+    /// Slots held by tickets not yet redeemed or released.
+    pub fn ticket_slots(&self) -> usize {
+        self.shared.slots.count(TICKET)
     }
 }
 
@@ -453,5 +838,185 @@ impl<T: DeviceCopy> core::ops::DerefMut for Slot<T> {
         let (ptr, len) = self.range();
         // SAFETY: the slot is FILLING: only this Slot accesses its range, borrowed exclusively.
         unsafe { core::slice::from_raw_parts_mut(ptr, len) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+    use std::sync::mpsc::channel;
+    use std::time::Duration;
+
+    fn never_lost() -> Option<Error> {
+        None
+    }
+
+    fn take_ticket(slots: &Slots) -> (Ticket, usize) {
+        let index = slots.take_free(TICKET).ok().unwrap();
+        (slots.issue(index, "test").unwrap(), index)
+    }
+
+    #[test]
+    fn a_stale_ticket_never_reaches_a_slot_handed_out_again() {
+        let slots = Slots::new(1).unwrap();
+        let (first, index) = take_ticket(&slots);
+        assert_eq!(slots.take_ticket(first, FREE), Some(index), "released");
+        // The same slot, handed out again under a new ticket.
+        let (second, again) = take_ticket(&slots);
+        assert_eq!(again, index);
+        assert_ne!(first, second, "tickets are never reused");
+        assert!(!slots.holds(first));
+        assert_eq!(
+            slots.take_ticket(first, FILLING),
+            None,
+            "the stale ticket is refused"
+        );
+        assert_eq!(slots.state[index].load(Ordering::Acquire), TICKET);
+        assert!(slots.holds(second), "and the new holder keeps its slot");
+        assert_eq!(slots.take_ticket(second, FILLING), Some(index));
+        assert_eq!(slots.take_ticket(second, FILLING), None, "used up");
+        assert_eq!(slots.take_ticket(Ticket::from_raw(0), FREE), None);
+        assert_eq!(
+            slots.take_ticket(Ticket::from_raw(u64::MAX), FREE),
+            None,
+            "never issued"
+        );
+    }
+
+    #[test]
+    fn a_wait_with_every_slot_held_by_tickets_returns_not_ready() {
+        let slots = Slots::new(2).unwrap();
+        let _a = take_ticket(&slots);
+        let _b = take_ticket(&slots);
+        let e = slots.wait_free(FILLING, "test", never_lost).unwrap_err();
+        assert_eq!(e.cuda_code(), Some(sys::cudaError::cudaErrorNotReady));
+        // Graphs and lost slots alone: the usage error the Rust API always gave.
+        let slots = Slots::new(2).unwrap();
+        slots.set(0, GRAPH);
+        slots.set(1, LOST);
+        let e = slots.wait_free(FILLING, "test", never_lost).unwrap_err();
+        assert!(e.to_string().contains("held by a graph"), "{e}");
+    }
+
+    #[test]
+    fn a_waiter_stops_when_the_last_slot_in_flight_goes_to_a_ticket() {
+        // One slot in flight (it will come free), one held by a ticket: the waiter waits. The
+        // in-flight slot is then taken by another thread's ticket before the waiter sees it free:
+        // nothing can come free any more, and the waiter must notice in its loop, not only on
+        // entry.
+        let slots = Arc::new(Slots::new(2).unwrap());
+        let _held = take_ticket(&slots);
+        slots.set(1, IN_FLIGHT);
+        let (tx, rx) = channel();
+        let waiter = Arc::clone(&slots);
+        let thread = std::thread::spawn(move || {
+            tx.send(waiter.wait_free(FILLING, "test", never_lost).map(|_| ()))
+                .unwrap()
+        });
+        assert!(
+            rx.recv_timeout(Duration::from_millis(50)).is_err(),
+            "waits while a copy is in flight"
+        );
+        // The copy completes and the slot goes straight to a ticket (the host function frees it,
+        // another thread's acquire_ticket takes it: one step here).
+        slots.set(1, TICKET);
+        let answer = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the waiter spun on slots held by tickets");
+        assert_eq!(
+            answer.unwrap_err().cuda_code(),
+            Some(sys::cudaError::cudaErrorNotReady)
+        );
+        thread.join().unwrap();
+    }
+
+    #[test]
+    fn close_releases_tickets_and_returns_waiters() {
+        let slots = Arc::new(Slots::new(2).unwrap());
+        let (ticket, index) = take_ticket(&slots);
+        slots.set(1, IN_FLIGHT); // a copy that never completes here: the waiter would wait for ever
+        let (tx, rx) = channel();
+        let waiter = Arc::clone(&slots);
+        let thread = std::thread::spawn(move || {
+            tx.send(waiter.wait_free(TICKET, "test", never_lost).map(|_| ()))
+                .unwrap()
+        });
+        assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+        slots.close();
+        let answer = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("close did not end the wait");
+        assert!(answer.unwrap_err().to_string().contains("closed"));
+        thread.join().unwrap();
+        assert!(!slots.holds(ticket), "tickets are released");
+        assert_eq!(slots.state[index].load(Ordering::Acquire), FREE);
+        assert!(matches!(slots.take_free(TICKET), Err(NoSlot::Closed)));
+        assert!(slots.wait_free(FILLING, "test", never_lost).is_err());
+        // A slot taken just before the close gets no ticket, and is free again.
+        let slots = Slots::new(1).unwrap();
+        let index = slots.take_free(TICKET).ok().unwrap();
+        slots.close();
+        assert!(slots.issue(index, "test").is_err());
+        assert_eq!(slots.state[index].load(Ordering::Acquire), FREE);
+        slots.close(); // twice: harmless
+    }
+
+    #[test]
+    fn a_lost_context_ends_the_wait() {
+        let slots = Slots::new(1).unwrap();
+        slots.set(0, IN_FLIGHT);
+        let gone = || Some(context_destroyed());
+        let e = slots.wait_free(FILLING, "test", gone).unwrap_err();
+        assert_eq!(
+            e.cuda_code(),
+            Some(sys::cudaError::cudaErrorContextIsDestroyed)
+        );
+    }
+
+    #[test]
+    fn resources_of_a_destroyed_context_are_forgotten_not_freed() {
+        use core::sync::atomic::AtomicUsize;
+        static FREED: AtomicUsize = AtomicUsize::new(0);
+        struct Probe;
+        impl Drop for Probe {
+            fn drop(&mut self) {
+                FREED.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        // A context that is not the device's current one (here: no driver, or an id no context
+        // has): gone, as after cudaDeviceReset. Its resources are forgotten.
+        let gone = context::Tag {
+            device: crate::Device::from_ordinal(0),
+            id: Some(u64::MAX),
+        };
+        assert!(!gone.alive());
+        assert!(!drop_in(gone, Box::new(Probe)));
+        assert_eq!(
+            FREED.load(Ordering::SeqCst),
+            0,
+            "freed in a destroyed context"
+        );
+        // A driver that cannot tell contexts apart: alive, freed as before.
+        let unknown = context::Tag {
+            device: crate::Device::from_ordinal(0),
+            id: None,
+        };
+        assert!(drop_in(unknown, Box::new(Probe)));
+        assert_eq!(FREED.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn absurd_ring_sizes_are_refused_before_cuda_or_any_allocation() {
+        let max = StagingRing::<u8>::MAX_SLOTS;
+        for (count, len) in [(max + 1, 1), (1 << 40, 1), (usize::MAX, 1), (0, 1), (1, 0)] {
+            let e = StagingRing::<u8>::new(count, len).err().unwrap();
+            assert!(matches!(e, Error::Usage(_)), "{count} x {len}: {e:?}");
+        }
+        assert!(Slots::new(max).is_some());
+        assert!(
+            Slots::new(usize::MAX).is_none(),
+            "an impossible table is an error, not an abort"
+        );
     }
 }

@@ -174,7 +174,7 @@ static void staging_ring_replays(cudaStream_t s) {
     expect("ring submit captured", ordo_staging_ring_submit(ring, ticket, 4096, ddst, s));
     expect_true("the capture is still active after the submit", capturing(s));
     expect("end capture after the submit", cudaStreamEndCapture(s, &g));
-    expect("ticket used up by the captured submit", ordo_staging_ring_submit(ring, ticket, 4096, ddst, s), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("ticket used up by the captured submit", ordo_staging_ring_submit(ring, ticket, 4096, ddst, s), ORDO_ERROR_INVALID_TICKET);
     cudaGraphExec_t ge = nullptr;
     expect("instantiate the submit's graph", cudaGraphInstantiate(&ge, g, 0));
     std::vector<float> back(1024);
@@ -196,6 +196,12 @@ static void staging_ring_replays(cudaStream_t s) {
     size_t none_ticket = 0;
     expect("no third slot", ordo_staging_ring_acquire(ring, 0, &none, &none_ticket), cudaErrorNotReady);
     expect("wait with every slot held by a ticket or the graph", ordo_staging_ring_acquire(ring, 1, &none, &none_ticket), cudaErrorNotReady);
+    // A ticket given back without a copy frees its slot; it is then used up.
+    expect("release the second slot's ticket", ordo_staging_ring_release(ring, other_ticket));
+    expect("released twice", ordo_staging_ring_release(ring, other_ticket), ORDO_ERROR_INVALID_TICKET);
+    expect("the released slot again", ordo_staging_ring_acquire(ring, 0, &none, &none_ticket));
+    expect_true("the same slot under a new ticket", none == other && none_ticket != other_ticket);
+    expect("the stale ticket cannot submit into it", ordo_staging_ring_submit(ring, other_ticket, 4096, ddst, s), ORDO_ERROR_INVALID_TICKET);
     // Destroying the ring while the graph holds a slot is safe; the graph still replays.
     ordo_staging_ring* stale = ring;
     ordo_staging_ring_destroy(ring);

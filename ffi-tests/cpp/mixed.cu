@@ -185,7 +185,7 @@ extern "C" int ffi_mixed_main() {
         for (int i = 0; i < 1024; ++i) f[i] = (float)(k * 1024 + i);
         expect("ring submit", ordo_staging_ring_submit(ring, ticket, 4096, ddst + k * 1024, s));
     }
-    expect("ring submit bad ticket", ordo_staging_ring_submit(ring, 9, 4096, ddst, s), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("ring submit bad ticket", ordo_staging_ring_submit(ring, 9999, 4096, ddst, s), ORDO_ERROR_INVALID_TICKET);
     expect("timer stop", ordo_timer_stop(timer, s));
     cudaStreamSynchronize(s);
     std::vector<float> staged(2048);

@@ -72,6 +72,21 @@ extern "C" int ffi_status_and_arguments_main(int driver_present) {
     expect("chain n * 4 overflows", ordo_pdl_chain(legacy, &f, &f, &f, SIZE_MAX / 2, 1, 0), ORDO_ERROR_INVALID_ARGUMENT);
     ordo_staging_ring* no_ring = nullptr;
     expect("ring slots * bytes overflows", ordo_staging_ring_create(SIZE_MAX / 2, 4, &no_ring), ORDO_ERROR_INVALID_ARGUMENT);
+    // Review findings: sizes the kernels' 32-bit indexing cannot take, chains of zero or absurdly
+    // many steps and overlapping buffers, rings of absurdly many slots: refused before CUDA.
+    expect("gemv 2^26 + 1 rows", ordo_gemv_normalize(legacy, &f, &f, &f, (size_t(1) << 26) + 1, 1), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("gemv 2^31 - 31 cols", ordo_gemv_normalize(legacy, &f, &f, &f, 1, (size_t(1) << 31) - 31), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("gemv zero rows", ordo_gemv_normalize(legacy, &f, &f, &f, 0, 4), ORDO_ERROR_INVALID_ARGUMENT);
+    alignas(16) float buf[64] = {};
+    expect("chain zero steps", ordo_pdl_chain(legacy, buf, buf + 16, buf + 32, 16, 0, 0), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("chain 2^24 + 1 steps", ordo_pdl_chain(legacy, buf, buf + 16, buf + 32, 16, (size_t(1) << 24) + 1, 0), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("chain scale inside a", ordo_pdl_chain(legacy, buf, buf + 16, buf + 8, 16, 1, 1), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("chain scale inside b", ordo_pdl_chain(legacy, buf, buf + 16, buf + 31, 16, 1, 1), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("chain a and b overlap", ordo_pdl_chain(legacy, buf, buf + 1, buf + 32, 16, 1, 0), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("ring 65537 slots", ordo_staging_ring_create(65537, 1, &no_ring), ORDO_ERROR_INVALID_ARGUMENT);
+    expect("ring 2^40 slots", ordo_staging_ring_create(size_t(1) << 40, 1, &no_ring), ORDO_ERROR_INVALID_ARGUMENT);
+    expect_true("no ring written on a refusal", no_ring == nullptr);
+    expect("ring release NULL", ordo_staging_ring_release(nullptr, 1), ORDO_ERROR_INVALID_HANDLE);
 
     ordo_graph_cache* cache = nullptr;
     size_t bad_buckets[] = {4, 2};
@@ -100,6 +115,7 @@ extern "C" int ffi_status_and_arguments_main(int driver_present) {
     void* slot = nullptr;
     size_t ticket = 0;
     expect("ring acquire from a cache", ordo_staging_ring_acquire(reinterpret_cast<ordo_staging_ring*>(cache), 0, &slot, &ticket), ORDO_ERROR_INVALID_HANDLE);
+    expect("ring release from a cache", ordo_staging_ring_release(reinterpret_cast<ordo_staging_ring*>(cache), 1), ORDO_ERROR_INVALID_HANDLE);
     ordo_timer_destroy(reinterpret_cast<ordo_timer*>(cache));  // another kind: ignored, the cache lives on
     ordo_staging_ring_destroy(reinterpret_cast<ordo_staging_ring*>(cache));
     ordo_graph_cache_destroy(reinterpret_cast<ordo_graph_cache*>(zeros));  // not a handle: ignored
@@ -119,7 +135,8 @@ extern "C" int ffi_status_and_arguments_main(int driver_present) {
     expect_true("names of the handle statuses",
                 std::strcmp(ordo_status_name(ORDO_ERROR_INVALID_HANDLE), "ORDO_ERROR_INVALID_HANDLE") == 0 &&
                     std::strcmp(ordo_status_name(ORDO_ERROR_STREAM_CAPTURING), "ORDO_ERROR_STREAM_CAPTURING") == 0 &&
-                    std::strcmp(ordo_status_name(ORDO_ERROR_HANDLE_BUSY), "ORDO_ERROR_HANDLE_BUSY") == 0);
+                    std::strcmp(ordo_status_name(ORDO_ERROR_HANDLE_BUSY), "ORDO_ERROR_HANDLE_BUSY") == 0 &&
+                    std::strcmp(ordo_status_name(ORDO_ERROR_INVALID_TICKET), "ORDO_ERROR_INVALID_TICKET") == 0);
 
     ordo_timer* t = nullptr;
     ordo_status created = ordo_timer_create(&t);

@@ -9,12 +9,46 @@ use core::ffi::c_void;
 use core::ptr::{null, null_mut};
 use ordo::ffi::*;
 use ordo::sys;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 unsafe extern "C" fn nop_body(_: sys::cudaStream_t, _: usize, _: *mut c_void) -> OrdoStatus {
     ORDO_SUCCESS
 }
 
 const CONTEXT_IS_DESTROYED: OrdoStatus = 709;
+
+/// Holds its stream until `*user` (an `AtomicBool`) is set.
+unsafe extern "C" fn hold_stream(user: *mut c_void) {
+    let go = unsafe { &*user.cast::<AtomicBool>() };
+    while !go.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+}
+
+/// Leaves a staging ring whose last holder let go on CUDA's callback thread (its copy's host
+/// function), so that its pinned memory's free is deferred to the next ring creation.
+fn ring_freed_on_a_cuda_thread(b: &Buffers) -> *const c_void {
+    static GO: AtomicBool = AtomicBool::new(false);
+    let mut ring: *mut OrdoStagingRing = null_mut();
+    let (mut slot, mut ticket) = (null_mut(), 0usize);
+    unsafe {
+        assert_eq!(ordo_staging_ring_create(1, 256, &mut ring), ORDO_SUCCESS);
+        assert_eq!(ordo_staging_ring_acquire(ring, 0, &mut slot, &mut ticket), ORDO_SUCCESS);
+        cuda(sys::cudaLaunchHostFunc(b.s, Some(hold_stream), (&GO as *const AtomicBool).cast_mut().cast()), "cudaLaunchHostFunc");
+        assert_eq!(ordo_staging_ring_submit(ring, ticket, 256, b.d_dst, b.s), ORDO_SUCCESS);
+    }
+    // The copy in flight holds the ring's memory; the handle goes first.
+    ordo_staging_ring_destroy(ring);
+    GO.store(true, Ordering::Release);
+    cuda(unsafe { sys::cudaStreamSynchronize(b.s) }, "synchronize");
+    slot.cast_const()
+}
+
+fn is_pinned(p: *const c_void) -> bool {
+    let mut attrs = sys::cudaPointerAttributes::default();
+    let code = unsafe { sys::cudaPointerGetAttributes(&mut attrs, p) };
+    code == sys::cudaError::cudaSuccess && attrs.type_ == sys::cudaMemoryType::cudaMemoryTypeHost
+}
 
 fn cuda(code: sys::cudaError_t, what: &str) {
     assert_eq!(code, sys::cudaError::cudaSuccess, "{what}");
@@ -81,9 +115,19 @@ fn gpu_handles_made_before_cuda_device_reset_give_statuses_and_destroy_safely() 
         assert_eq!(ordo_timer_start(timer, old.s), ORDO_SUCCESS);
         assert_eq!(ordo_timer_stop(timer, old.s), ORDO_SUCCESS);
         cuda(sys::cudaStreamSynchronize(old.s), "synchronize");
-        cuda(sys::cudaDeviceReset(), "cudaDeviceReset");
     }
+    let deferred = ring_freed_on_a_cuda_thread(&old);
+    unsafe { cuda(sys::cudaDeviceReset(), "cudaDeviceReset") };
     let new = buffers();
+    // The next ring's creation meets the deferred free of a ring of the destroyed context: it must
+    // forget that memory, not pass it to cudaFreeHost (the new context may have reused the
+    // address: the buffers just made here).
+    let mut fresh: *mut OrdoStagingRing = null_mut();
+    assert_eq!(unsafe { ordo_staging_ring_create(1, 64, &mut fresh) }, ORDO_SUCCESS);
+    ordo_staging_ring_destroy(fresh);
+    for p in [new.h_in.cast_const().cast(), new.h_out.cast_const().cast()] {
+        assert!(is_pinned(p), "pinned memory of the new context was freed (the deferred ring was at {deferred:?})");
+    }
     let mut seen = Vec::new();
     let mut documented = |what: &str, st: OrdoStatus| {
         assert!(is_documented(st), "{what}: undocumented status {st}");

@@ -184,12 +184,79 @@ fn bad_arguments_are_refused_before_cuda() {
         assert!(timer.is_null());
         let _ = &mut timer;
         // Status strings for any value.
-        for s in [i32::MIN, -1, 0, 1, 35, 700, 999, 1000, 9999, 10000, 10001, 10008, 10009, i32::MAX] {
+        for s in [i32::MIN, -1, 0, 1, 35, 700, 999, 1000, 9999, 10000, 10001, 10008, 10009, 10010, i32::MAX] {
             assert!(!ordo_status_name(s).is_null() && !ordo_status_string(s).is_null());
             assert!(ordo_status_is_sticky(s) <= 1);
         }
         assert_eq!(ordo_status_is_sticky(700), 1);
     }
+}
+
+/// The kernels index in 32 bits: `ordo_gemv_normalize` refuses what they cannot index, before CUDA
+/// (review finding: 2^26 + 1 rows made the gemv kernel's `int` thread index wrap negative).
+#[test]
+fn gemv_shapes_past_the_kernels_int_indexing_are_refused_before_cuda() {
+    let legacy = sys::cudaStreamLegacy();
+    let mut f = [0f32; 4];
+    let p = f.as_mut_ptr();
+    let ia = ORDO_ERROR_INVALID_ARGUMENT;
+    for (rows, cols) in [((1 << 26) + 1, 1), (1 << 27, 1), (1 << 31, 1), (1, (1 << 31) - 31), (1, 1 << 31), (0, 4), (4, 0)] {
+        assert_eq!(unsafe { ordo_gemv_normalize(legacy, p, p, p, rows, cols) }, ia, "{rows} x {cols}");
+    }
+    // The largest shapes the kernels take pass the checks (and stop at CUDA here: no driver, or
+    // host memory where device memory is needed).
+    for (rows, cols) in [(1 << 26, 1), (1, (1 << 31) - 32)] {
+        let st = unsafe { ordo_gemv_normalize(legacy, p, p, p, rows, cols) };
+        assert!(is_documented(st), "{st}");
+        if !gpu() {
+            assert_ne!(st, ia, "{rows} x {cols}: refused by the size checks");
+        }
+    }
+}
+
+/// `ordo_pdl_chain` refuses zero and absurd step counts and overlapping buffers before CUDA (review
+/// finding 6): a step reads `scale` before waiting for the previous one, so `scale` must not be an
+/// output, and `a`/`b` must be one buffer or disjoint.
+#[test]
+fn pdl_chain_refuses_zero_steps_too_many_and_overlaps_before_cuda() {
+    let legacy = sys::cudaStreamLegacy();
+    let mut f = [0f32; 64];
+    let base = f.as_mut_ptr();
+    let (a, b, scale) = unsafe { (base, base.add(16), base.add(32)) };
+    let ia = ORDO_ERROR_INVALID_ARGUMENT;
+    unsafe {
+        assert_eq!(ordo_pdl_chain(legacy, a, b, scale, 16, 0, 0), ia, "zero steps");
+        assert_eq!(ordo_pdl_chain(legacy, a, b, scale, 16, (1 << 24) + 1, 0), ia, "over 2^24 steps");
+        assert_eq!(ordo_pdl_chain(legacy, a, b, scale, 0, 1, 0), ia, "zero elements");
+        assert_eq!(ordo_pdl_chain(legacy, a, b, a, 16, 1, 0), ia, "scale is a");
+        assert_eq!(ordo_pdl_chain(legacy, a, b, b.add(15), 16, 1, 0), ia, "scale inside b");
+        assert_eq!(ordo_pdl_chain(legacy, a, b, a.add(8), 16, 1, 1), ia, "scale inside a");
+        assert_eq!(ordo_pdl_chain(legacy, a, a.add(1), scale, 16, 1, 0), ia, "a and b overlap");
+        assert_eq!(ordo_pdl_chain(legacy, b, a.add(4), scale, 16, 1, 0), ia, "b before a, overlapping");
+        let end = (usize::MAX - 8) as *mut f32;
+        assert_eq!(ordo_pdl_chain(legacy, end, b, scale, 16, 1, 0), ia, "a range past the address space");
+        // In place (a == b) and adjacent ranges are fine: the checks pass, CUDA decides.
+        for (x, y, s) in [(a, a, scale), (a, b, scale), (a, b, b.add(16))] {
+            let st = ordo_pdl_chain(legacy, x, y, s, 16, 1 << 24, 0);
+            assert!(is_documented(st));
+            if !gpu() {
+                assert_ne!(st, ia, "refused by the argument checks");
+            }
+        }
+    }
+}
+
+/// Absurd staging ring sizes are refused before any allocation (review finding 7).
+#[test]
+fn staging_ring_sizes_past_the_cap_are_refused_before_cuda() {
+    let mut ring: *mut OrdoStagingRing = null_mut();
+    let ia = ORDO_ERROR_INVALID_ARGUMENT;
+    unsafe {
+        assert_eq!(ordo_staging_ring_create(65_537, 1, &mut ring), ia);
+        assert_eq!(ordo_staging_ring_create(1 << 40, 1, &mut ring), ia);
+        assert_eq!(ordo_staging_ring_create(usize::MAX, 1, &mut ring), ia);
+    }
+    assert!(ring.is_null());
 }
 
 #[test]
@@ -239,6 +306,7 @@ fn stale_forged_and_wrong_kind_handles_get_invalid_handle() {
             assert_eq!(ordo_staging_ring_acquire(ring, 0, &mut slot, &mut ticket), ih);
             assert_eq!(ordo_staging_ring_acquire(ring, 1, &mut slot, &mut ticket), ih);
             assert_eq!(ordo_staging_ring_submit(ring, 0, 4, f.as_mut_ptr().cast(), legacy), ih);
+            assert_eq!(ordo_staging_ring_release(ring, 1), ih);
             assert_eq!(ordo_timer_start(timer, legacy), ih);
             assert_eq!(ordo_timer_stop(timer, legacy), ih);
             assert_eq!(ordo_timer_elapsed_ms(timer, &mut ms), ih);
@@ -487,7 +555,7 @@ impl Fuzz<'_> {
         let ia = ORDO_ERROR_INVALID_ARGUMENT;
         let ih = ORDO_ERROR_INVALID_HANDLE;
         let gpu = self.gpu;
-        let which = self.rng.below(23);
+        let which = self.rng.below(24);
         match which {
             0 => {
                 let v = unsafe { core::ffi::CStr::from_ptr(ordo_version()) };
@@ -522,7 +590,11 @@ impl Fuzz<'_> {
                 let (rows, cols) = (self.rng.size(64), self.rng.size(64));
                 let st = self.record(unsafe { ordo_gemv_normalize(stream, a, x, y, rows, cols) }, "gemv");
                 let bad_ptr = [ka, kx, ky].iter().any(|k| matches!(k, Ptr::Null | Ptr::Misaligned));
-                let bad_size = rows.checked_mul(cols).is_none_or(|c| c.checked_mul(4).is_none() || c > isize::MAX as usize / 4);
+                let bad_size = rows.checked_mul(cols).is_none_or(|c| c.checked_mul(4).is_none() || c > isize::MAX as usize / 4)
+                    || rows == 0
+                    || cols == 0
+                    || rows > 1 << 26
+                    || cols > (1 << 31) - 32;
                 if bad_ptr || bad_size || stream.is_null() {
                     assert_eq!(st, ia, "gemv: bad argument");
                 } else if gpu && [ka, kx, ky].contains(&Ptr::Pageable) {
@@ -553,7 +625,14 @@ impl Fuzz<'_> {
                 let pdl = self.rng.below(4) as i32 - 1;
                 let steps = self.rng.below(5) as usize;
                 let st = self.record(unsafe { ordo_pdl_chain(stream, a, b, sc, n, steps, pdl) }, "pdl_chain");
-                let bad = [ka, kb, ks].iter().any(|k| matches!(k, Ptr::Null | Ptr::Misaligned)) || !(0..=1).contains(&pdl) || n > isize::MAX as usize / 4;
+                // Distinct buffers never overlap for n <= CAP; the same one given as scale and as a
+                // or b does.
+                let overlap = n <= CAP && (sc == a || sc == b);
+                let bad = [ka, kb, ks].iter().any(|k| matches!(k, Ptr::Null | Ptr::Misaligned))
+                    || !(0..=1).contains(&pdl)
+                    || n > isize::MAX as usize / 4
+                    || steps == 0
+                    || overlap;
                 if bad || stream.is_null() {
                     assert_eq!(st, ia, "chain: bad argument");
                 } else if gpu && ![ka, kb, ks].contains(&Ptr::Pageable) && n > 0 && n <= CAP {
@@ -654,7 +733,7 @@ impl Fuzz<'_> {
                 let bytes = self.rng.size(1024);
                 let mut out: *mut OrdoStagingRing = null_mut();
                 let st = self.record(unsafe { ordo_staging_ring_create(slots, bytes, &mut out) }, "ring_create");
-                let bad = slots == 0 || bytes == 0 || slots.checked_mul(bytes).is_none_or(|t| t > isize::MAX as usize);
+                let bad = slots == 0 || bytes == 0 || slots > 65_536 || slots.checked_mul(bytes).is_none_or(|t| t > isize::MAX as usize);
                 if bad {
                     assert_eq!(st, ia);
                 } else if gpu && slots <= 4 && bytes <= 1024 {
@@ -679,7 +758,7 @@ impl Fuzz<'_> {
                 } else if null_out || wait == 2 {
                     assert!(st == ia || st == ih, "{st}");
                 } else if st == ORDO_SUCCESS {
-                    assert!(!slot.is_null() && ticket < 4);
+                    assert!(!slot.is_null() && ticket != 0 && ticket != usize::MAX);
                     // Fill what the slot holds (a slot is at least one byte).
                     unsafe { *slot.cast::<u8>() = 0x5a };
                     self.tickets.push((h, ticket));
@@ -701,6 +780,19 @@ impl Fuzz<'_> {
                     assert_eq!(st, ih);
                 } else if matches!(k, Ptr::Null) || bytes == 0 || stream.is_null() {
                     assert!(st == ia || st == ih, "{st}");
+                }
+            }
+            22 => {
+                let (h, live) = self.handle(Kind::Ring);
+                let ticket = match self.tickets.pop() {
+                    Some((ring, t)) if ring == h && self.rng.chance(2) => t,
+                    Some(_) | None => self.rng.next() as usize,
+                };
+                let st = self.record(ordo_staging_ring_release(h as *mut OrdoStagingRing, ticket), "ring_release");
+                if !live {
+                    assert_eq!(st, ih);
+                } else {
+                    assert!(st == ORDO_SUCCESS || st == ORDO_ERROR_INVALID_TICKET || st == ih, "release: {st}");
                 }
             }
             16 => {
@@ -1318,4 +1410,203 @@ fn gpu_threads_share_handles_with_right_results() {
     ordo_timer_destroy(timer);
     ordo_graph_cache_destroy(cache);
     ordo_staging_ring_destroy(ring);
+}
+
+// ---- Review findings: tickets, waiters, the cache without a lock across its body, the pool ------
+
+/// A host function that holds its stream until `*user` (an `AtomicBool`) is set: keeps the work
+/// enqueued after it in flight for as long as a test needs.
+unsafe extern "C" fn hold_stream(user: *mut c_void) {
+    let go = unsafe { &*user.cast::<std::sync::atomic::AtomicBool>() };
+    while !go.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+}
+
+fn hold(s: sys::cudaStream_t, go: &'static std::sync::atomic::AtomicBool) {
+    let user = (go as *const std::sync::atomic::AtomicBool).cast_mut().cast();
+    cuda(raw(|| unsafe { sys::cudaLaunchHostFunc(s, Some(hold_stream), user) }), "cudaLaunchHostFunc");
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_a_stale_ticket_never_reaches_a_slot_handed_out_again() {
+    // Review finding 1: tickets were slot indices, reused at once, so a ticket submitted twice
+    // (or after its release) took over another holder's slot.
+    let _gpu = gpu_lock();
+    let s = own_stream();
+    let dst = upload(&[0u8; 64]);
+    let mut ring: *mut OrdoStagingRing = null_mut();
+    let (mut p1, mut p2) = (null_mut::<c_void>(), null_mut::<c_void>());
+    let (mut t1, mut t2) = (0usize, 0usize);
+    let it = ORDO_ERROR_INVALID_TICKET;
+    unsafe {
+        assert_eq!(ordo_staging_ring_create(1, 64, &mut ring), ORDO_SUCCESS);
+        assert_eq!(ordo_staging_ring_acquire(ring, 0, &mut p1, &mut t1), ORDO_SUCCESS);
+        assert_eq!(ordo_staging_ring_release(ring, t1), ORDO_SUCCESS, "release without a copy");
+        assert_eq!(ordo_staging_ring_release(ring, t1), it, "released twice");
+        // The one slot again, under a new ticket.
+        assert_eq!(ordo_staging_ring_acquire(ring, 0, &mut p2, &mut t2), ORDO_SUCCESS);
+        assert_eq!(p1, p2, "the same slot");
+        assert_ne!(t1, t2, "under a new ticket");
+        core::ptr::write_bytes(p2.cast::<u8>(), 0x5a, 64);
+        assert_eq!(ordo_staging_ring_submit(ring, t1, 64, dst.cast(), s), it, "the stale ticket");
+        assert_eq!(ordo_staging_ring_release(ring, t1), it);
+        assert_eq!(ordo_staging_ring_submit(ring, 0, 64, dst.cast(), s), it, "never issued");
+        assert_eq!(ordo_staging_ring_submit(ring, t2 + 1000, 64, dst.cast(), s), it, "never issued");
+        // A refused argument leaves the ticket held.
+        assert_eq!(ordo_staging_ring_submit(ring, t2, 65, dst.cast(), s), ORDO_ERROR_INVALID_ARGUMENT);
+        assert_eq!(ordo_staging_ring_submit(ring, t2, 64, dst.cast(), s), ORDO_SUCCESS, "the holder's own ticket");
+        assert_eq!(ordo_staging_ring_submit(ring, t2, 64, dst.cast(), s), it, "used up");
+    }
+    assert!(download(dst.cast_const(), 64, s).iter().all(|&b| b == 0x5a));
+    ordo_staging_ring_destroy(ring);
+    raw(|| unsafe {
+        sys::cudaFree(dst.cast());
+        sys::cudaStreamDestroy(s);
+    });
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_destroy_releases_an_acquire_waiting_on_the_ring() {
+    // Review finding 4: an acquire with wait 1 could spin for ever, and destroy could not release
+    // it. The only slot's copy is held in flight by a host function; another thread waits for the
+    // slot; destroying the ring makes it return ORDO_ERROR_INVALID_HANDLE.
+    static GO: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let _gpu = gpu_lock();
+    let s = own_stream();
+    let dst = upload(&[0u8; 64]);
+    let mut ring: *mut OrdoStagingRing = null_mut();
+    let (mut slot, mut ticket) = (null_mut::<c_void>(), 0usize);
+    unsafe {
+        assert_eq!(ordo_staging_ring_create(1, 64, &mut ring), ORDO_SUCCESS);
+        assert_eq!(ordo_staging_ring_acquire(ring, 0, &mut slot, &mut ticket), ORDO_SUCCESS);
+        hold(s, &GO);
+        assert_eq!(ordo_staging_ring_submit(ring, ticket, 64, dst.cast(), s), ORDO_SUCCESS);
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let ring_raw = ring as usize;
+    let waiter = std::thread::spawn(move || {
+        let (mut slot, mut ticket) = (null_mut::<c_void>(), 0usize);
+        tx.send(unsafe { ordo_staging_ring_acquire(ring_raw as *mut OrdoStagingRing, 1, &mut slot, &mut ticket) }).unwrap();
+    });
+    assert!(rx.recv_timeout(std::time::Duration::from_millis(200)).is_err(), "waits while the copy is in flight");
+    ordo_staging_ring_destroy(ring);
+    let answer = rx.recv_timeout(std::time::Duration::from_secs(20));
+    GO.store(true, Ordering::Release);
+    assert_eq!(answer.expect("destroy did not release the waiter"), ORDO_ERROR_INVALID_HANDLE);
+    waiter.join().unwrap();
+    cuda(raw(|| unsafe { sys::cudaStreamSynchronize(s) }), "synchronize");
+    raw(|| unsafe {
+        sys::cudaFree(dst.cast());
+        sys::cudaStreamDestroy(s);
+    });
+}
+
+/// What [`blocking_body`] shares between the two threads of the test below.
+struct Rendezvous {
+    /// Set by the first call of the body: it then waits for `other_done`.
+    entered: std::sync::atomic::AtomicBool,
+    other_done: std::sync::atomic::AtomicBool,
+    waited_out: std::sync::atomic::AtomicBool,
+}
+
+/// The first call waits (up to 20 s) until the other thread's run of the same cache has returned;
+/// later calls (the other thread's) enqueue nothing and return at once.
+unsafe extern "C" fn blocking_body(_: sys::cudaStream_t, _: usize, user: *mut c_void) -> OrdoStatus {
+    let r = unsafe { &*user.cast::<Rendezvous>() };
+    if !r.entered.swap(true, Ordering::AcqRel) {
+        let start = std::time::Instant::now();
+        while !r.other_done.load(Ordering::Acquire) {
+            if start.elapsed() > std::time::Duration::from_secs(20) {
+                r.waited_out.store(true, Ordering::Release);
+                return CUDA_INVALID_VALUE;
+            }
+            std::thread::yield_now();
+        }
+    }
+    ORDO_SUCCESS
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_a_cache_body_waiting_for_another_threads_run_of_the_same_bucket_does_not_deadlock() {
+    // The body ran under the cache's lock: a body that waited for another thread's run of the same
+    // cache deadlocked (that run waited for the lock). Now no lock is held across the body: the
+    // other thread captures the bucket itself, the first keeps whichever graph was installed.
+    let _gpu = gpu_lock();
+    let r: &'static Rendezvous = Box::leak(Box::new(Rendezvous {
+        entered: false.into(),
+        other_done: false.into(),
+        waited_out: false.into(),
+    }));
+    let mut cache: *mut OrdoGraphCache = null_mut();
+    let user = (r as *const Rendezvous).cast_mut().cast();
+    assert_eq!(unsafe { ordo_graph_cache_create(null(), 0, 0, Some(blocking_body), user, &mut cache) }, ORDO_SUCCESS);
+    let cache_raw = cache as usize;
+    let first = std::thread::spawn(move || {
+        let s = own_stream();
+        let mut bucket = 0usize;
+        let st = unsafe { ordo_graph_cache_run(cache_raw as *mut OrdoGraphCache, s, 3, &mut bucket) };
+        cuda(raw(|| unsafe { sys::cudaStreamSynchronize(s) }), "synchronize");
+        raw(|| unsafe { sys::cudaStreamDestroy(s) });
+        (st, bucket)
+    });
+    while !r.entered.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let s = own_stream();
+        let mut bucket = 0usize;
+        let st = unsafe { ordo_graph_cache_run(cache_raw as *mut OrdoGraphCache, s, 4, &mut bucket) };
+        cuda(raw(|| unsafe { sys::cudaStreamSynchronize(s) }), "synchronize");
+        raw(|| unsafe { sys::cudaStreamDestroy(s) });
+        r.other_done.store(true, Ordering::Release);
+        tx.send((st, bucket)).unwrap();
+    });
+    let second = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("the second run waited for the first one's body");
+    assert_eq!(second, (ORDO_SUCCESS, 4));
+    assert_eq!(first.join().unwrap(), (ORDO_SUCCESS, 4));
+    assert!(!r.waited_out.load(Ordering::Acquire), "the first body waited in vain");
+    // Size 0 rounds up to the first bucket, as in the Rust API (and both threads' graphs gave one).
+    let s = own_stream();
+    let mut bucket = usize::MAX;
+    assert_eq!(unsafe { ordo_graph_cache_run(cache, s, 0, &mut bucket) }, ORDO_SUCCESS);
+    assert_eq!(bucket, 1);
+    cuda(raw(|| unsafe { sys::cudaStreamSynchronize(s) }), "synchronize");
+    raw(|| unsafe { sys::cudaStreamDestroy(s) });
+    ordo_graph_cache_destroy(cache);
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_the_pipeline_pool_shrinks_back_once_captures_end() {
+    // Review finding 10: pipelines held by an open capture were kept, and stayed in the pool for
+    // good once the capture had ended. Twenty runs in one capture hold twenty; after the capture,
+    // the next run trims the pool back to its limit (16 idle a device).
+    let _gpu = gpu_lock();
+    let s = own_stream();
+    let n = 1024;
+    let (h_in, h_out) = (pinned(n), pinned(n));
+    let (d_in, d_out) = (upload(&vec![0f32; n]), upload(&vec![0f32; n]));
+    cuda(raw(|| unsafe { sys::cudaStreamBeginCapture(s, sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal) }), "begin");
+    for _ in 0..20 {
+        assert_eq!(unsafe { ordo_pipeline_run(s, h_in, d_in, d_out, h_out, n, 2, None, null_mut()) }, ORDO_SUCCESS);
+    }
+    assert!(pooled_pipelines() >= 20, "{} pooled while the capture holds 20", pooled_pipelines());
+    let mut g = null_mut();
+    cuda(raw(|| unsafe { sys::cudaStreamEndCapture(s, &mut g) }), "end capture");
+    raw(|| unsafe { sys::cudaGraphDestroy(g) });
+    assert_eq!(unsafe { ordo_pipeline_run(s, h_in, d_in, d_out, h_out, n, 2, None, null_mut()) }, ORDO_SUCCESS);
+    assert!(pooled_pipelines() <= 16, "{} pooled after the capture ended", pooled_pipelines());
+    cuda(raw(|| unsafe { sys::cudaStreamSynchronize(s) }), "synchronize");
+    raw(|| unsafe {
+        sys::cudaFreeHost(h_in.cast());
+        sys::cudaFreeHost(h_out.cast());
+        sys::cudaFree(d_in.cast());
+        sys::cudaFree(d_out.cast());
+        sys::cudaStreamDestroy(s);
+    });
 }

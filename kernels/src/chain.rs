@@ -136,6 +136,37 @@ impl ChainPlan {
     }
 }
 
+/// The most steps one [`chain`] call enqueues (each step is a kernel launch: a larger count is a
+/// mistake, not a workload).
+pub const MAX_CHAIN_STEPS: usize = 1 << 24;
+
+/// The checks of a chain's arguments that are pure arithmetic, made by [`chain`] and by the C ABI
+/// before anything reaches CUDA: `n` is not 0 and `steps` is 1 to [`MAX_CHAIN_STEPS`]; `n` floats at each address
+/// fit in the address space; `a` and `b` are one buffer (each step in place) or do not overlap
+/// (a partial overlap would make a step read elements another thread of it writes); `scale`
+/// overlaps neither (each step loads `scale` before its PDL wait, while the previous step may
+/// still be writing its output). Addresses only: nothing is read.
+pub fn check_chain(a: *const f32, b: *const f32, scale: *const f32, n: usize, steps: usize) -> Result<()> {
+    const CALL: &str = "ordo_kernels::chain";
+    if n == 0 || steps == 0 {
+        return Err(Error::invalid(CALL, "zero elements or zero steps"));
+    }
+    if steps > MAX_CHAIN_STEPS {
+        return Err(Error::invalid(CALL, "more than MAX_CHAIN_STEPS (2^24) steps"));
+    }
+    let bytes = n.checked_mul(core::mem::size_of::<f32>()).ok_or(Error::invalid(CALL, "n * 4 overflows"))?;
+    let range = |p: *const f32| (p as usize).checked_add(bytes).map(|end| (p as usize, end)).ok_or(Error::invalid(CALL, "a buffer's end overflows the address space"));
+    let (a, b, scale) = (range(a)?, range(b)?, range(scale)?);
+    let overlap = |x: (usize, usize), y: (usize, usize)| x.0 < y.1 && y.0 < x.1;
+    if a != b && overlap(a, b) {
+        return Err(Error::invalid(CALL, "a and b overlap without being the same buffer"));
+    }
+    if overlap(scale, a) || overlap(scale, b) {
+        return Err(Error::invalid(CALL, "scale overlaps a or b"));
+    }
+    Ok(())
+}
+
 /// Runs `steps` dependent kernels `out[i] = prev[i] * scale[i] + 1` on `stream`, ping-ponging
 /// between `a` and `b`: step 0 reads `a` and writes `b`, step 1 reads `b` and writes `a`, and so
 /// on, so the result is in `b` after an odd number of steps and in `a` after an even one.
@@ -148,6 +179,9 @@ impl ChainPlan {
 /// load `scale` before its own wait, so every prologue could run ahead of the predecessor. With a
 /// plain first launch every later step starts after the predecessor completed. The first kernel
 /// alone loses PDL's overlap.
+///
+/// The arguments are checked first ([`check_chain`]): 1 to [`MAX_CHAIN_STEPS`] steps; `a` and `b`
+/// the same buffer or disjoint; `scale` disjoint from both. A usage error otherwise.
 ///
 /// # Safety
 /// `a`, `b` and `scale` stay allocated until the kernels complete (see the [crate docs](crate#safety)).
@@ -163,6 +197,7 @@ pub unsafe fn chain(
     if a.len() != plan.n || b.len() != plan.n || scale.len() != plan.n {
         return Err(Error::invalid(CALL, "a, b and scale must all have the plan's length"));
     }
+    check_chain(a.as_slice().as_ptr(), b.as_slice().as_ptr(), scale.as_ptr(), plan.n, steps)?;
     // The plan's constructors checked n and the grid; this converts, and cannot fail for a plan.
     let n = count_i32(plan.n, CALL)?;
     let first = LaunchConfig::new(plan.blocks, BLOCK);
@@ -178,4 +213,63 @@ pub unsafe fn chain(
         unsafe { step.launch(stream, config, (prev.as_ptr(), out.as_mut_ptr(), scale.as_ptr(), n, trigger))? };
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(r: Result<()>) -> bool {
+        matches!(r, Err(Error::Usage(_)))
+    }
+
+    #[test]
+    fn steps_and_overlaps_are_checked_as_arithmetic() {
+        let buf = [0f32; 64];
+        let p = buf.as_ptr();
+        // SAFETY: offsets inside `buf`; only the addresses are compared.
+        let (a, b, s) = unsafe { (p, p.add(16), p.add(32)) };
+        assert!(check_chain(a, b, s, 16, 1).is_ok());
+        assert!(check_chain(a, a, s, 16, MAX_CHAIN_STEPS).is_ok(), "in place");
+        assert!(check_chain(b, a, s, 16, 3).is_ok(), "adjacent, either order");
+        assert!(usage(check_chain(a, b, s, 16, 0)), "zero steps");
+        assert!(usage(check_chain(a, b, s, 16, MAX_CHAIN_STEPS + 1)));
+        assert!(usage(check_chain(a, b, s, 0, 1)), "zero elements");
+        assert!(usage(check_chain(a, b, a, 16, 1)), "scale is a");
+        // SAFETY: as above.
+        unsafe {
+            assert!(usage(check_chain(a, b, b.add(15), 16, 1)), "scale's start inside b");
+            assert!(usage(check_chain(a, b, a.add(15), 16, 1)), "scale's first element is a's last");
+            assert!(usage(check_chain(a, a.add(1), s, 16, 1)), "a and b overlap");
+            assert!(usage(check_chain(a.add(4), a, s, 16, 1)), "b before a, overlapping");
+            assert!(check_chain(a, b, b.add(16), 16, 1).is_ok(), "scale right after b's end");
+        }
+        let end = (usize::MAX - 8) as *const f32;
+        assert!(usage(check_chain(end, b, s, 16, 1)), "a range past the address space");
+        assert!(usage(check_chain(a, b, s, usize::MAX / 2, 1)), "n * 4 overflows");
+    }
+
+    #[test]
+    fn chain_refuses_overlapping_views_before_cuda() {
+        let mut host = [0f32; 64];
+        let base = host.as_mut_ptr();
+        let plan = ChainPlan::with_wave(16, 1, 1, ChainPdl::Auto).unwrap();
+        // SAFETY: every call below is refused before CUDA is reached (nothing is enqueued and the
+        // host memory behind the views is never touched); the stream is used on this thread only.
+        unsafe {
+            let s = StreamRef::per_thread_default();
+            let a = DeviceSliceMut::from_raw_parts(base, 16);
+            let b = DeviceSliceMut::from_raw_parts(base.add(8), 16);
+            let scale = DeviceSlice::from_raw_parts(base.add(40), 16);
+            assert!(usage(chain(s, a, b, scale, 1, &plan)), "a and b overlap");
+            let a = DeviceSliceMut::from_raw_parts(base, 16);
+            let b = DeviceSliceMut::from_raw_parts(base.add(16), 16);
+            let scale = DeviceSlice::from_raw_parts(base.add(20), 16);
+            assert!(usage(chain(s, a, b, scale, 1, &plan)), "scale inside b");
+            let a = DeviceSliceMut::from_raw_parts(base, 16);
+            let b = DeviceSliceMut::from_raw_parts(base.add(16), 16);
+            let scale = DeviceSlice::from_raw_parts(base.add(32), 16);
+            assert!(usage(chain(s, a, b, scale, 0, &plan)), "zero steps");
+        }
+    }
 }

@@ -5,7 +5,31 @@ use crate::{count_i32, kernel, BLOCK};
 use ordo_core::launch::LaunchConfig;
 use ordo_core::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
 
-/// Checks the lengths of a `rows x cols` gemv and returns `(rows, cols)` as the kernels' `int`s.
+/// The most rows [`gemv_normalize`] takes: the gemv kernel gives each row a warp, and its thread
+/// index (`blockIdx.x * blockDim.x + threadIdx.x`, an `int`) must stay below 2^31, so at most
+/// 2^31 / 32 rows.
+pub const GEMV_MAX_ROWS: usize = 1 << 26;
+
+/// The most columns [`gemv_normalize`] takes: the kernel's column loop (`int j; j += 32`) must not
+/// overflow past `cols`.
+pub const GEMV_MAX_COLS: usize = (1 << 31) - 32;
+
+/// Checks the shape of a `rows x cols` gemv against the kernels' 32-bit indexing (zero,
+/// over [`GEMV_MAX_ROWS`] rows or over [`GEMV_MAX_COLS`] columns: a usage error) and returns
+/// `(rows, cols)` as the kernels' `int`s. Made by [`gemv_normalize`] and by the C ABI before
+/// anything reaches CUDA.
+pub fn check_gemv_shape(call: &'static str, rows: usize, cols: usize) -> Result<(i32, i32)> {
+    if rows > GEMV_MAX_ROWS {
+        return Err(Error::invalid(call, "more than GEMV_MAX_ROWS (2^26) rows: the kernel's int thread index would overflow"));
+    }
+    if cols > GEMV_MAX_COLS {
+        return Err(Error::invalid(call, "more than GEMV_MAX_COLS (2^31 - 32) columns: the kernel's int column index would overflow"));
+    }
+    Ok((count_i32(rows, call)?, count_i32(cols, call)?))
+}
+
+/// Checks the lengths of a `rows x cols` gemv and its shape ([`check_gemv_shape`]) and returns
+/// `(rows, cols)` as the kernels' `int`s.
 pub(crate) fn check_gemv(
     call: &'static str,
     a: &DeviceSlice<'_, f32>,
@@ -18,7 +42,7 @@ pub(crate) fn check_gemv(
     if a.len() != cells || x.len() != cols || y.len() != rows {
         return Err(Error::invalid(call, "lengths must be a: rows*cols, x: cols, y: rows"));
     }
-    Ok((count_i32(rows, call)?, count_i32(cols, call)?))
+    check_gemv_shape(call, rows, cols)
 }
 
 /// `y /= |y|` on `stream`: a sum of squares into a temporary from `cudaMallocAsync` on `stream`,
@@ -42,7 +66,8 @@ pub(crate) unsafe fn normalize_in_place(stream: StreamRef<'_>, y: &DeviceSliceMu
 /// `y = A x / |A x|` for row-major `a` (`rows x cols`), on `stream`: the gemv kernel (one warp a
 /// row), a sum of squares into a temporary from `cudaMallocAsync` on `stream`, and the scaling; the
 /// temporary is freed with `cudaFreeAsync` on `stream`. Nothing synchronises. `y` is left as `A x`
-/// when that is all zeros.
+/// when that is all zeros. At most [`GEMV_MAX_ROWS`] rows and [`GEMV_MAX_COLS`] columns (the
+/// kernels index in 32 bits): a usage error beyond.
 ///
 /// # Safety
 /// `a`, `x` and `y` stay allocated until the kernels complete (see the [crate docs](crate#safety)).
@@ -61,5 +86,29 @@ pub unsafe fn gemv_normalize(
     unsafe {
         kernel::gemv().launch(stream, &gemv_config, (a.as_ptr(), x.as_ptr(), y.as_mut_ptr(), rows_i, cols_i))?;
         normalize_in_place(stream, &y, rows_i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_past_the_kernels_int_indexing_are_refused() {
+        const CALL: &str = "test";
+        assert_eq!(check_gemv_shape(CALL, GEMV_MAX_ROWS, 1).unwrap(), (1 << 26, 1));
+        assert_eq!(check_gemv_shape(CALL, 1, GEMV_MAX_COLS).unwrap(), (1, i32::MAX - 31));
+        // 2^26 + 1 rows: the last warp's thread index passes 2^31 and wraps negative in the kernel.
+        for (rows, cols) in [(GEMV_MAX_ROWS + 1, 1), (1 << 27, 1), (1, GEMV_MAX_COLS + 1), (0, 1), (1, 0), (usize::MAX, 1)] {
+            let e = check_gemv_shape(CALL, rows, cols).unwrap_err();
+            assert!(matches!(e, Error::Usage(_)), "{rows} x {cols}: {e:?}");
+        }
+        // The launch arithmetic of `gemv_normalize` at the limit: the grid's threads reach 2^31 and
+        // no further, so the largest thread index fits the kernel's int.
+        let warps_per_block = (BLOCK / 32) as usize;
+        let threads = GEMV_MAX_ROWS.div_ceil(warps_per_block) * BLOCK as usize;
+        assert_eq!(threads, 1 << 31);
+        let over = (GEMV_MAX_ROWS + 1).div_ceil(warps_per_block) * BLOCK as usize;
+        assert!(over > 1 << 31);
     }
 }

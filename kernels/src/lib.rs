@@ -31,7 +31,7 @@ mod gemv;
 
 pub use chain::{chain, ChainPdl, ChainPlan, Trigger};
 pub use frame::frame_filter;
-pub use gemv::gemv_normalize;
+pub use gemv::{check_gemv_shape, gemv_normalize, GEMV_MAX_COLS, GEMV_MAX_ROWS};
 
 use ordo_core::launch::LaunchConfig;
 use ordo_core::{DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};

@@ -103,7 +103,12 @@ pub(crate) struct InContext<T> {
 impl<T> InContext<T> {
     /// `value`, made in the calling thread's current context.
     pub(crate) fn new(value: T) -> Result<InContext<T>, Error> {
-        Ok(InContext { context: Context::current()?, value: ManuallyDrop::new(value) })
+        Ok(InContext::made_in(Context::current()?, value))
+    }
+
+    /// `value`, made in `context`.
+    pub(crate) fn made_in(context: Context, value: T) -> InContext<T> {
+        InContext { context, value: ManuallyDrop::new(value) }
     }
 
     /// The value, after checking that its context still exists (`cudaErrorContextIsDestroyed`
@@ -111,6 +116,12 @@ impl<T> InContext<T> {
     pub(crate) fn get(&self) -> Outcome<&T> {
         self.context.check()?;
         Ok(&self.value)
+    }
+
+    /// The value without checking its context, for calls that make no CUDA call (bookkeeping
+    /// such as closing a staging ring, which is safe in a destroyed context too).
+    pub(crate) fn unchecked(&self) -> &T {
+        &self.value
     }
 
     /// The value's context.

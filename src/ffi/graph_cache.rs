@@ -1,16 +1,28 @@
-//! The graph bucket cache: the Rust [`GraphCache`] behind a handle, its body the caller's capture
-//! callback. Calls on one cache are serialised by the cache's own lock (the body is never called
-//! twice at once for one cache); different caches run in parallel.
+//! The graph bucket cache: the caller's capture callback captured per bucket with the Rust
+//! [`GraphCache`], behind a handle that several threads may use at once.
+//!
+//! # No lock across the body
+//! Each bucket's graph is a one-bucket [`GraphCache`] of its own, installed in the cache's table
+//! once captured. The table's lock is held to look a bucket up, to install a graph, and to launch
+//! one (a graph is launched by one thread at a time: CUDA does not make graph objects thread-safe),
+//! never while the body runs. A bucket not yet captured is captured by the calling thread with
+//! the lock released; two threads that find the same bucket empty at once each capture it, the
+//! first graph installed is kept, and the other is destroyed without ever being launched. So no
+//! thread ever waits for another thread's body, and nothing can deadlock, whatever the bodies do
+//! (block on other threads, call other caches). The price: the body may run on several threads at
+//! once, which the header says.
+//!
+//! A body that calls back into its own cache, on its thread, would recurse (each call calling the
+//! body again): such a call gets `ORDO_ERROR_HANDLE_BUSY` ([`handles::enter_call`]).
 
 use super::check::{capturing, in_caller_mode, non_null, stream_device, stream_ref};
-use super::context::Context;
-use super::handles::{self, lock_for_call};
+use super::context::{Context, InContext};
+use super::handles::{self, enter_call};
 use super::status::{callback_error, guard, guard_void, invalid, Failure, OrdoStatus, Outcome, ORDO_ERROR_STREAM_CAPTURING, ORDO_SUCCESS};
 use core::ffi::{c_int, c_void};
-use ordo_core::graph_cache::{default_buckets, GraphCache, Overflow};
+use ordo_core::graph_cache::{bucket_index, default_buckets, GraphCache, Overflow};
 use ordo_core::{sys, StreamRef};
-use core::mem::ManuallyDrop;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// The C capture callback, not NULL.
 type CaptureFnPtr = unsafe extern "C" fn(stream: sys::cudaStream_t, bucket: usize, user: *mut c_void) -> OrdoStatus;
@@ -20,50 +32,92 @@ pub type OrdoCaptureFn = Option<CaptureFnPtr>;
 
 type CacheBody = Box<dyn FnMut(StreamRef<'_>, usize) -> ordo_core::Result<()> + Send>;
 
+/// One bucket's captured graph, and the context it was made in (see [`super::context`]).
+type BucketGraph = InContext<GraphCache<CacheBody>>;
+
 /// The C handle type of a graph cache: opaque, never dereferenced (see [`handles`]).
 #[repr(C)]
 pub struct OrdoGraphCache {
     _opaque: [u8; 0],
 }
 
-/// The cache and the context of its graphs (see [`super::context`]), set at its first capture.
-struct CacheState {
-    cache: ManuallyDrop<GraphCache<CacheBody>>,
-    context: Option<Context>,
-}
-
-impl CacheState {
-    /// `cudaErrorContextIsDestroyed` once the context of the cache's graphs is gone.
-    fn check(&self) -> Outcome {
-        self.context.map_or(Ok(()), |c| c.check())
-    }
-
-    /// Remembers the context of the graphs just made on `device`'s stream.
-    fn note_context(&mut self, device: ordo_core::Device) -> Outcome {
-        if self.context.is_none() && self.cache.captured() > 0 {
-            self.context = Some(Context::of(device)?);
-        }
-        Ok(())
-    }
-}
-
-impl Drop for CacheState {
-    fn drop(&mut self) {
-        // Graphs of a destroyed context are forgotten: CUDA freed them with it.
-        if self.context.as_ref().map(Context::alive).unwrap_or(true) {
-            // SAFETY: dropped once, here.
-            unsafe { ManuallyDrop::drop(&mut self.cache) };
-        }
-    }
-}
-
 struct CacheObject {
-    state: Mutex<CacheState>,
+    /// Strictly increasing, non-zero (checked by [`GraphCache::new`] at creation).
+    buckets: Vec<usize>,
+    /// Each bucket's graph once captured. Locked to look up, install or launch; never across the
+    /// body.
+    graphs: Mutex<Vec<Option<BucketGraph>>>,
     body: CaptureFnPtr,
     /// The caller's `user` pointer, as an address: the C contract makes it usable from every
     /// thread that calls the cache, until the cache is destroyed.
     user: usize,
     overflow_eager: bool,
+}
+
+impl CacheObject {
+    fn graphs(&self) -> MutexGuard<'_, Vec<Option<BucketGraph>>> {
+        // Nothing under the lock can panic half-way through a change: recovered as it is.
+        self.graphs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `cudaErrorContextIsDestroyed` once the context of any of the cache's graphs is gone (a
+    /// `cudaDeviceReset`): the cache is then never used again.
+    fn check(&self) -> Outcome {
+        let contexts: Vec<Context> = self.graphs().iter().flatten().map(InContext::context).collect();
+        let mut checked: Vec<Context> = Vec::new();
+        for c in contexts {
+            if !checked.contains(&c) {
+                c.check()?;
+                checked.push(c);
+            }
+        }
+        Ok(())
+    }
+
+    /// The body for `bucket`, as the Rust API calls it.
+    fn body(&self) -> CacheBody {
+        let (body, user) = (self.body, self.user);
+        Box::new(move |s: StreamRef<'_>, size: usize| call_body(body, s, size, user))
+    }
+
+    /// Makes sure bucket `i` has a graph: captures it on `s` (the lock released while the body
+    /// runs) unless one is installed; installs it unless another thread installed one meanwhile
+    /// (ours is then destroyed, never launched).
+    fn ensure(&self, i: usize, s: StreamRef<'_>) -> Outcome {
+        if self.graphs()[i].is_some() {
+            return Ok(());
+        }
+        let device = stream_device(s)?;
+        let bucket = self.buckets[i];
+        // SAFETY: the C contract of `ordo_graph_cache_create`, passed on: the memory the body's
+        // captured work uses stays valid for every replay of this graph, until the cache (which
+        // owns it) is destroyed; the cache ends its own capture.
+        let mut graph = unsafe { GraphCache::new(vec![bucket], Overflow::Error, self.body()) }?;
+        graph.capture_all(s)?;
+        let graph = InContext::made_in(Context::of(device)?, graph);
+        let spare = {
+            let mut graphs = self.graphs();
+            match &graphs[i] {
+                None => {
+                    graphs[i] = Some(graph);
+                    None
+                }
+                Some(_) => Some(graph),
+            }
+        };
+        drop(spare); // outside the lock
+        Ok(())
+    }
+
+    /// Launches bucket `i`'s graph (installed) on `s`, under the lock.
+    fn launch(&self, i: usize, s: StreamRef<'_>) -> Outcome {
+        let mut graphs = self.graphs();
+        let graph = graphs[i].as_mut().ok_or_else(|| invalid("bucket not captured"))?;
+        graph.context().check()?;
+        // Captured: this replays, it never calls the body.
+        graph.checked_mut().run(s, self.buckets[i])?;
+        Ok(())
+    }
 }
 
 /// Calls the caller's body for `size` on `s`, in the caller's capture mode.
@@ -106,23 +160,22 @@ pub unsafe extern "C" fn ordo_graph_cache_create(
             // promises `n_buckets` readable values.
             unsafe { core::slice::from_raw_parts(buckets, n_buckets) }.to_vec()
         };
-        let user = user as usize;
-        let f: CacheBody = Box::new(move |s: StreamRef<'_>, bucket: usize| call_body(body, s, bucket, user));
-        let overflow_eager = overflow_eager != 0;
-        let overflow = if overflow_eager { Overflow::Eager } else { Overflow::Error };
-        // SAFETY: the C contract passed on: the memory the body's captured work uses stays valid
-        // for every replay of the cache's graphs, until the cache is destroyed.
-        let cache = unsafe { GraphCache::new(list, overflow, f) }?;
-        let state = CacheState { cache: ManuallyDrop::new(cache), context: None };
-        let handle = handles::register(CacheObject { state: Mutex::new(state), body, user, overflow_eager })?;
+        // The Rust API's checks of the buckets (non-empty, non-zero, strictly increasing).
+        let no_body = |_: StreamRef<'_>, _: usize| -> ordo_core::Result<()> { Ok(()) };
+        // SAFETY: nothing is captured: this cache is dropped unused.
+        let list = unsafe { GraphCache::new(list, Overflow::Error, no_body) }?.buckets().to_vec();
+        let graphs = Mutex::new(list.iter().map(|_| None).collect());
+        let object = CacheObject { buckets: list, graphs, body, user: user as usize, overflow_eager: overflow_eager != 0 };
+        let handle = handles::register(object)?;
         // SAFETY: checked non-null and aligned; writable by the C contract.
         unsafe { out.write(handle) };
         Ok(())
     })
 }
 
-/// Captures every bucket's graph now, on `stream`. Refused with `ORDO_ERROR_STREAM_CAPTURING`
-/// while `stream` captures (a capture cannot begin on a capturing stream).
+/// Captures every bucket's graph now, on `stream` (buckets already captured are kept). Refused
+/// with `ORDO_ERROR_STREAM_CAPTURING` while `stream` captures (a capture cannot begin on a
+/// capturing stream).
 ///
 /// # Safety
 /// The C contract: `stream` is a live stream.
@@ -134,20 +187,19 @@ pub unsafe extern "C" fn ordo_graph_cache_capture_all(cache: *mut OrdoGraphCache
         if capturing(s)? {
             return Err(Failure(ORDO_ERROR_STREAM_CAPTURING));
         }
-        let device = stream_device(s)?;
-        let mut state = lock_for_call(cache, &c.state)?;
-        state.check()?;
-        let result = state.cache.capture_all(s);
-        state.note_context(device)?;
-        result?;
+        let _call = enter_call(cache)?;
+        c.check()?;
+        for i in 0..c.buckets.len() {
+            c.ensure(i, s)?;
+        }
         Ok(())
     })
 }
 
 /// Runs size `n` on `stream`: replays the graph of the bucket `n` rounds up to (capturing it
-/// first if needed); the bucket used goes to `bucket_out` (may be NULL). While `stream` captures,
-/// the body's work for the bucket is enqueued straight into that capture instead (a graph launch
-/// would invalidate it).
+/// first if needed); `n` 0 rounds up to the first bucket, as in the Rust API; the bucket used goes
+/// to `bucket_out` (may be NULL). While `stream` captures, the body's work for the bucket is
+/// enqueued straight into that capture instead (a graph launch would invalidate it).
 ///
 /// # Safety
 /// The C contract: `stream` is a live stream; `bucket_out` is NULL or writable.
@@ -159,24 +211,24 @@ pub unsafe extern "C" fn ordo_graph_cache_run(cache: *mut OrdoGraphCache, stream
         if !bucket_out.is_null() {
             non_null(bucket_out.cast_const(), "bucket_out")?;
         }
-        let size = if capturing(s)? {
-            let state = lock_for_call(cache, &c.state)?;
-            state.check()?;
-            let size = match state.cache.bucket_for(n) {
-                Some(bucket) => bucket,
-                None if c.overflow_eager => n,
-                None => return Err(invalid("size over the largest bucket")),
-            };
-            call_body(c.body, s, size, c.user)?;
-            size
-        } else {
-            let device = stream_device(s)?;
-            let mut state = lock_for_call(cache, &c.state)?;
-            state.check()?;
-            let result = state.cache.run(s, n);
-            state.note_context(device)?;
-            result?
+        let _call = enter_call(cache)?;
+        c.check()?;
+        let index = bucket_index(&c.buckets, n);
+        let size = match index {
+            Some(i) => c.buckets[i],
+            None if c.overflow_eager => n,
+            None => return Err(invalid("size over the largest bucket")),
         };
+        match index {
+            // Into the caller's capture (a graph launch would invalidate it), or an eager run of
+            // an overflow size: the body on `stream`, no lock held.
+            _ if capturing(s)? => call_body(c.body, s, size, c.user)?,
+            None => call_body(c.body, s, size, c.user)?,
+            Some(i) => {
+                c.ensure(i, s)?;
+                c.launch(i, s)?;
+            }
+        }
         if !bucket_out.is_null() {
             // SAFETY: checked non-null and aligned; writable by the C contract.
             unsafe { bucket_out.write(size) };

@@ -9,7 +9,9 @@
 //! reused a stale handle cannot reach a newer object.
 //!
 //! The table's lock is held for the lookup, insertion or removal only: never across a CUDA call or
-//! a callback. Destroying a handle removes it from the table; the object itself is dropped once
+//! a callback. No object's call holds a lock across a callback either: a call that runs one marks
+//! itself on its thread ([`enter_call`]), so that a callback re-entering the same handle gets
+//! `ORDO_ERROR_HANDLE_BUSY` instead of recursing. Destroying a handle removes it from the table; the object itself is dropped once
 //! the last call still using it (on another thread) has returned. The table's operations cannot
 //! panic while holding the lock, and a poisoned lock is recovered (the map stays consistent).
 
@@ -68,49 +70,36 @@ pub(crate) fn remove<T: Send + Sync + 'static, H>(handle: *mut H) -> Option<Arc<
 }
 
 thread_local! {
-    /// Tokens whose object lock the calling thread holds (a call on that handle is running and
-    /// has called out to a callback).
-    static HELD: core::cell::RefCell<Vec<usize>> = const { core::cell::RefCell::new(Vec::new()) };
+    /// Tokens of the handles whose call is running on the calling thread and has called out to a
+    /// callback (a graph cache's body).
+    static IN_CALL: core::cell::RefCell<Vec<usize>> = const { core::cell::RefCell::new(Vec::new()) };
 }
 
-/// The lock of one object, taken for one call on its handle, with the handle marked as held by the
-/// calling thread until it drops.
-pub(crate) struct ObjectLock<'a, T> {
-    guard: MutexGuard<'a, T>,
+/// A call on one handle, marked as running on the calling thread until it drops. No lock: other
+/// threads' calls on the handle run meanwhile.
+pub(crate) struct CallMark {
     token: usize,
 }
 
-/// Locks `mutex`, the state of the object behind `handle`, for one call: waits while another
-/// thread's call on the handle runs (calls on one handle are serialised); refuses with
-/// `ORDO_ERROR_HANDLE_BUSY` when the calling thread already holds it (a callback that called back
-/// into the handle running it), where waiting would never end. A lock poisoned by a panic is
-/// recovered: the objects behind it stay consistent across a panic.
-pub(crate) fn lock_for_call<'a, T, H>(handle: *mut H, mutex: &'a Mutex<T>) -> Outcome<ObjectLock<'a, T>> {
+/// Marks a call on `handle` as running on the calling thread, refusing with
+/// `ORDO_ERROR_HANDLE_BUSY` when one already runs there: a callback that called back into the
+/// handle whose call runs it (a graph cache's body calling its own cache would otherwise recurse
+/// without end, each call calling the body again).
+pub(crate) fn enter_call<H>(handle: *mut H) -> Outcome<CallMark> {
     let token = handle as usize;
-    if HELD.with(|h| h.borrow().contains(&token)) {
-        return Err(Failure(ORDO_ERROR_HANDLE_BUSY));
-    }
-    let guard = mutex.lock().unwrap_or_else(PoisonError::into_inner);
-    HELD.with(|h| h.borrow_mut().push(token));
-    Ok(ObjectLock { guard, token })
+    IN_CALL.with(|h| {
+        let mut held = h.borrow_mut();
+        if held.contains(&token) {
+            return Err(Failure(ORDO_ERROR_HANDLE_BUSY));
+        }
+        held.push(token);
+        Ok(CallMark { token })
+    })
 }
 
-impl<T> core::ops::Deref for ObjectLock<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.guard
-    }
-}
-
-impl<T> core::ops::DerefMut for ObjectLock<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        &mut self.guard
-    }
-}
-
-impl<T> Drop for ObjectLock<'_, T> {
+impl Drop for CallMark {
     fn drop(&mut self) {
-        HELD.with(|h| {
+        IN_CALL.with(|h| {
             let mut held = h.borrow_mut();
             if let Some(i) = held.iter().rposition(|&t| t == self.token) {
                 held.swap_remove(i);
@@ -154,12 +143,16 @@ mod tests {
     }
 
     #[test]
-    fn a_handle_locked_by_this_thread_is_busy_not_a_deadlock() {
-        let m = Mutex::new(1u32);
+    fn a_call_reentered_on_its_thread_is_busy_and_other_threads_are_not_held() {
         let h = 0x51b as *mut u8;
-        let first = lock_for_call(h, &m).unwrap();
-        assert_eq!(lock_for_call(h, &m).err(), Some(Failure(ORDO_ERROR_HANDLE_BUSY)));
+        let first = enter_call(h).unwrap();
+        assert_eq!(enter_call(h).err().map(|f| f.0), Some(ORDO_ERROR_HANDLE_BUSY));
+        assert!(enter_call(0x61b as *mut u8).is_ok(), "another handle");
+        // Another thread's call on the same handle runs at once: nothing is locked.
+        let token = h as usize;
+        let other = std::thread::spawn(move || enter_call(token as *mut u8).map(drop).is_ok());
+        assert!(other.join().unwrap());
         drop(first);
-        assert_eq!(*lock_for_call(h, &m).unwrap(), 1, "free again after the call");
+        assert!(enter_call(h).is_ok(), "free again after the call");
     }
 }

@@ -7,7 +7,8 @@ use core::ffi::c_int;
 use ordo_core::{sys, DeviceSlice, DeviceSliceMut};
 use ordo_kernels::{ChainPdl, ChainPlan};
 
-/// y = normalize(A x) on `stream`; `a` row-major rows x cols, all device memory.
+/// y = normalize(A x) on `stream`; `a` row-major rows x cols, all device memory; rows 1 to 2^26,
+/// cols 1 to 2^31 - 32 (the kernels index in 32 bits).
 ///
 /// # Safety
 /// The C contract (ordo.h): `a`, `x` and `y` hold `rows * cols`, `cols` and `rows` floats of
@@ -28,6 +29,8 @@ pub unsafe extern "C" fn ordo_gemv_normalize(
         non_null(y, "null y")?;
         let cells = rows.checked_mul(cols).ok_or_else(|| invalid("rows * cols overflows"))?;
         byte_len::<f32>(cells)?;
+        // The kernels' limits (32-bit indexing), before anything reaches CUDA.
+        ordo_kernels::check_gemv_shape("ordo_gemv_normalize", rows, cols)?;
         let device = stream_device(s)?;
         for p in [a, x, y.cast_const()] {
             require_device_on(p.cast(), device)?;
@@ -71,7 +74,9 @@ pub unsafe extern "C" fn ordo_frame_filter(stream: sys::cudaStream_t, rgb: *cons
 }
 
 /// `steps` dependent kernels out = prev * scale + 1 ping-ponging between `a` and `b` on `stream`.
-/// `pdl`: 0 off, 1 ordo's rule (early trigger within one wave, late beyond).
+/// `pdl`: 0 off, 1 ordo's rule (early trigger within one wave, late beyond). `steps` 1 to 2^24;
+/// `a` and `b` one buffer or disjoint; `scale` disjoint from both (the Rust API's checks,
+/// [`ordo_kernels::chain::check_chain`], made before anything reaches CUDA).
 ///
 /// # Safety
 /// The C contract: `a`, `b` and `scale` hold `n` floats of device memory, allocated until the
@@ -89,6 +94,7 @@ pub unsafe extern "C" fn ordo_pdl_chain(stream: sys::cudaStream_t, a: *mut f32, 
             1 => ChainPdl::Auto,
             _ => return Err(invalid("pdl must be 0 or 1")),
         };
+        ordo_kernels::chain::check_chain(a.cast_const(), b.cast_const(), scale, n, steps)?;
         let device = stream_device(s)?;
         for p in [a.cast_const(), b.cast_const(), scale] {
             require_device_on(p.cast(), device)?;

@@ -8,6 +8,11 @@
 //! one. A pipeline whose last run was captured stays out of use until the caller's capture ends
 //! (its worker streams belong to that capture until then). [`Pipeline::run`] joins its worker
 //! streams back to the caller's stream on every path out, errors included.
+//!
+//! The pool is bounded: at most `POOL_LIMIT` (16) idle pipelines a device are kept (a take that
+//! finds more, left by captures that have ended since, drops the surplus), and at most
+//! [`PIPELINE_CAPTURE_LIMIT`] held by captures still open (a run that would need one more gets
+//! `cudaErrorMemoryAllocation`).
 
 use super::context::InContext;
 use super::check::{byte_len, in_caller_mode, non_null, require_device_on, require_pinned, stream_device, stream_ref};
@@ -21,50 +26,79 @@ use std::sync::{Mutex, PoisonError};
 /// into `output` (device). Returns a status (0 on success).
 pub type OrdoComputeFn = Option<unsafe extern "C" fn(stream: sys::cudaStream_t, input: *const f32, output: *mut f32, n: usize, user: *mut c_void) -> OrdoStatus>;
 
-/// Idle pipelines, any device. Held only to take one out or put one back.
+/// Pooled pipelines, any device: idle ones, and ones whose last run was captured into a capture
+/// still open. Held only to take one out or put one back.
 static POOL: Mutex<Vec<Pooled>> = Mutex::new(Vec::new());
 
 /// A pipeline and the context its streams and events belong to (see [`super::context`]).
 type Pooled = InContext<Pipeline>;
 
-/// Pipelines kept idle at most (more exist only while that many runs overlap).
+/// Idle pipelines kept at most, per device (more exist only while that many runs overlap).
 const POOL_LIMIT: usize = 16;
 
-/// An idle pipeline of `device` from the pool, or a new one (made with `device` current). A pooled
-/// pipeline whose workers are still part of a caller's open capture (its last run was captured and
-/// the capture has not ended) stays in the pool, unused, until the capture ends; one of a destroyed
-/// context is forgotten.
+/// Pipelines of one device kept for captures still open, at most: a run that would need a new
+/// pipeline while the pool holds this many of its device's, all in open captures, gets
+/// `cudaErrorMemoryAllocation` (end or abandon the captures to free them).
+pub const PIPELINE_CAPTURE_LIMIT: usize = 256;
+
+fn pool() -> std::sync::MutexGuard<'static, Vec<Pooled>> {
+    POOL.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// An idle pipeline of `device` from the pool, or a new one (made with `device` current).
+///
+/// A pooled pipeline whose workers are still part of a caller's open capture (its last run was
+/// captured and the capture has not ended) stays in the pool, unused, until the capture ends; one
+/// of a destroyed context is forgotten; one whose state CUDA cannot tell is dropped. When the
+/// device's pipelines in the pool outnumber [`POOL_LIMIT`] (captures held many, and have ended
+/// since), every one is looked at and idle ones beyond the limit are dropped: the pool shrinks back
+/// once captures end. Pipelines are dropped (their streams destroyed) outside the lock.
 fn take(device: Device) -> Result<Pooled, Error> {
     let mut candidates = {
-        let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut pool = pool();
         let (mine, others): (Vec<Pooled>, Vec<Pooled>) = pool.drain(..).partition(|p| p.context().device() == device);
         *pool = others;
         mine
     };
-    // Asked outside the lock (one CUDA call a worker stream), until one is free.
+    let trim = candidates.len() > POOL_LIMIT;
+    // Asked outside the lock (one CUDA call a worker stream): until one is free, or all of them
+    // when the pool must be trimmed.
     let mut found = None;
-    let mut keep = Vec::new();
+    let mut idle = Vec::new();
+    let mut held = Vec::new();
+    let mut unseen = Vec::new();
     while let Some(mut p) = candidates.pop() {
+        if found.is_some() && !trim {
+            unseen.push(p);
+            continue;
+        }
         // One of a destroyed context (cudaDeviceReset) is forgotten, never touched.
         if !p.context().alive() {
             drop(p);
             continue;
         }
         match p.checked_mut().in_capture() {
-            Ok(false) => {
-                found = Some(p);
-                break;
-            }
-            Ok(true) => keep.push(p),
+            Ok(false) if found.is_none() => found = Some(p),
+            Ok(false) => idle.push(p),
+            Ok(true) => held.push(p),
             Err(_) => drop(p),
         }
     }
-    keep.append(&mut candidates);
-    if !keep.is_empty() {
-        POOL.lock().unwrap_or_else(PoisonError::into_inner).extend(keep);
+    let surplus = idle.split_off(idle.len().min(POOL_LIMIT));
+    let held_count = held.len();
+    {
+        let mut pool = pool();
+        pool.extend(held);
+        pool.extend(idle);
+        pool.extend(unseen);
     }
+    drop(surplus);
     match found {
         Some(p) => Ok(p),
+        None if held_count >= PIPELINE_CAPTURE_LIMIT => Err(Error::Cuda(
+            ordo_core::CudaError::new(sys::cudaError::cudaErrorMemoryAllocation, "ordo_pipeline_run")
+                .with_hint("every pooled pipeline of the device is held by a capture still open (at most 256): end or abandon those captures"),
+        )),
         None => device.with_current(|| {
             let mut p = Pipeline::new(3)?;
             // C callers cannot read stage times: only the events the cross-stream waits need.
@@ -74,17 +108,24 @@ fn take(device: Device) -> Result<Pooled, Error> {
     }
 }
 
-/// Puts a pipeline back after a run. Idle pipelines beyond [`POOL_LIMIT`] are dropped (outside the
-/// lock); one still part of an open capture is always kept (its streams must outlive the capture).
+/// Puts a pipeline back after a run. Idle pipelines beyond [`POOL_LIMIT`] of its device are
+/// dropped (outside the lock); one still part of an open capture is always kept (its streams must
+/// outlive the capture).
 fn give_back(mut p: Pooled) {
     let keep = p.checked_mut().in_capture().unwrap_or(false);
-    let mut pool = POOL.lock().unwrap_or_else(PoisonError::into_inner);
-    if keep || pool.len() < POOL_LIMIT {
+    let device = p.context().device();
+    let mut pool = pool();
+    if keep || pool.iter().filter(|q| q.context().device() == device).count() < POOL_LIMIT {
         pool.push(p);
     } else {
         drop(pool);
         drop(p);
     }
+}
+
+/// How many pipelines the pool holds now, idle or held by open captures (for tests).
+pub fn pooled_pipelines() -> usize {
+    pool().len()
 }
 
 /// The chunked pipeline over `n` floats: copy `host_in` (pinned) into `dev_in`, compute into

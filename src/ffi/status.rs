@@ -31,12 +31,15 @@ pub const ORDO_ERROR_INVALID_HANDLE: OrdoStatus = 10006;
 /// enqueued: the capture is untouched and stays valid.
 pub const ORDO_ERROR_STREAM_CAPTURING: OrdoStatus = 10007;
 /// A callback called back into the handle whose call is running it, on the same thread (the
-/// handle's calls are serialised, so waiting would never end). Nothing was done.
+/// call would recurse without end). Nothing was done.
 pub const ORDO_ERROR_HANDLE_BUSY: OrdoStatus = 10008;
+/// A staging-ring ticket the ring does not hold: never issued by it, already submitted or
+/// released, or released by the ring's destroy. Nothing was done.
+pub const ORDO_ERROR_INVALID_TICKET: OrdoStatus = 10009;
 
 /// Every status of ordo's own, with its name and description (the tables `ordo_status_name` and
 /// `ordo_status_string` read).
-pub const ORDO_STATUSES: [(OrdoStatus, &core::ffi::CStr, &core::ffi::CStr); 9] = [
+pub const ORDO_STATUSES: [(OrdoStatus, &core::ffi::CStr, &core::ffi::CStr); 10] = [
     (ORDO_SUCCESS, c"ORDO_SUCCESS", c"success"),
     (
         ORDO_ERROR_INVALID_ARGUMENT,
@@ -50,12 +53,13 @@ pub const ORDO_STATUSES: [(OrdoStatus, &core::ffi::CStr, &core::ffi::CStr); 9] =
     (ORDO_ERROR_INVALID_HANDLE, c"ORDO_ERROR_INVALID_HANDLE", c"not a live handle of this kind (NULL, destroyed, foreign, or of another kind)"),
     (ORDO_ERROR_STREAM_CAPTURING, c"ORDO_ERROR_STREAM_CAPTURING", c"refused because the stream is capturing; the capture is untouched"),
     (ORDO_ERROR_HANDLE_BUSY, c"ORDO_ERROR_HANDLE_BUSY", c"a callback called back into the handle that is running it"),
+    (ORDO_ERROR_INVALID_TICKET, c"ORDO_ERROR_INVALID_TICKET", c"not a ticket the staging ring holds (never issued, already submitted or released)"),
 ];
 
 /// The lowest and highest of ordo's own codes.
 pub const ORDO_FIRST_CODE: OrdoStatus = ORDO_ERROR_INVALID_ARGUMENT;
 /// See [`ORDO_FIRST_CODE`].
-pub const ORDO_LAST_CODE: OrdoStatus = ORDO_ERROR_HANDLE_BUSY;
+pub const ORDO_LAST_CODE: OrdoStatus = ORDO_ERROR_INVALID_TICKET;
 
 /// Whether `status` is one the header documents: success, a CUDA code (1 to 999), or ordo's own.
 pub fn is_documented(status: OrdoStatus) -> bool {
