@@ -25,4 +25,4 @@ g++ -std=c++17 -Wall -Wextra -Werror -Iinclude -Iffi-tests/cpp ffi-tests/cpp/lin
   -L"$CUDA13_HOME/lib" -lcudart_static -lpthread -ldl -lrt -lm -o target/ffi-link-check
 target/ffi-link-check
 step "CUDA 12.9: tests, ordo-cuda-sys and ordo-core"
-CUDA_HOME=$CUDA12_HOME CARGO_TARGET_DIR=target/cuda-12.9 cargo test -p ordo-cuda-sys -p ordo-core --locked
+CUDA_HOME=$CUDA12_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.9" cargo test -p ordo-cuda-sys -p ordo-core --locked
