@@ -11,26 +11,17 @@ mod cudarc_side;
 mod gaps;
 mod graph;
 mod launch;
+mod output;
 mod pdl;
 mod pipeline;
 mod small_ops;
 mod svg;
 
 use ordo_core::*;
-use std::fmt::Write as _;
-use std::io::Write as _;
+use output::Row;
+use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
 use std::time::Instant;
-
-/// One reported figure: ordo's value, the baseline's (plain C++, or what the name says), and a note.
-pub(crate) struct Row {
-    group: &'static str,
-    name: String,
-    unit: &'static str,
-    ordo: f64,
-    baseline: Option<f64>,
-    note: String,
-}
 
 pub(crate) struct Report {
     rows: Vec<Row>,
@@ -39,20 +30,27 @@ pub(crate) struct Report {
     /// PDL chains' kernels, for the SVG.
     kernel_lanes: Vec<gaps::KernelLane>,
     started: Instant,
+    /// Whether stderr is a terminal: the progress line is drawn only there.
+    progress: bool,
 }
 
 impl Report {
     pub(crate) fn add(&mut self, group: &'static str, name: impl Into<String>, unit: &'static str, ordo: f64, baseline: Option<f64>, note: impl Into<String>) {
         let row = Row { group, name: name.into(), unit, ordo, baseline, note: note.into() };
-        let ratio = row.baseline.map(|c| format!("{:>6.3}x", row.ordo / c)).unwrap_or_default();
+        let ratio = row.ratio().map(|r| format!("{r:>6.3}x")).unwrap_or_default();
         let base = row.baseline.map(|c| format!("{c:>10.3}")).unwrap_or_else(|| format!("{:>10}", "-"));
         // Clear the progress line (stderr) before the row (stdout), so a terminal shows rows only.
-        eprint!("\r{:80}\r", "");
+        if self.progress {
+            eprint!("\r{:80}\r", "");
+        }
         println!("{:<9} {:<60} {:>10.3} {} {:<5} {} {}", row.group, row.name, row.ordo, base, row.unit, ratio, row.note);
         self.rows.push(row);
     }
 
     pub(crate) fn progress(&self, what: &str) {
+        if !self.progress {
+            return;
+        }
         eprint!("\r[{:5.1} s] {what:<60}", self.started.elapsed().as_secs_f64());
         let _ = std::io::stderr().flush();
     }
@@ -68,10 +66,14 @@ pub(crate) fn ms_between(s: StreamRef<'_>, start: &TimingEvent, end: &TimingEven
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let arg = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let quick = args.iter().any(|a| a == "--quick");
-    let rounds = if quick { 5 } else { 15 };
+    let options = match output::parse_args(std::env::args().skip(1)) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("ordo-bench: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rounds = if options.quick { 5 } else { 15 };
     match ordo_core::device::count() {
         Ok(n) if n > 0 => {}
         Ok(_) => {
@@ -83,7 +85,13 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    let mut r = Report { rows: Vec::new(), timeline: Vec::new(), kernel_lanes: Vec::new(), started: Instant::now() };
+    let mut r = Report {
+        rows: Vec::new(),
+        timeline: Vec::new(),
+        kernel_lanes: Vec::new(),
+        started: Instant::now(),
+        progress: std::io::stderr().is_terminal(),
+    };
     let header = || -> Result<String> {
         let d = Device::current()?;
         Ok(format!(
@@ -118,52 +126,20 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    eprintln!("\r[{:5.1} s] done{:<60}", r.started.elapsed().as_secs_f64(), "");
-    let esc = |s: &str| s.replace('"', "'");
-    if let Some(path) = arg("--json") {
-        let rows: Vec<String> = r
-            .rows
-            .iter()
-            .map(|x| {
-                format!(
-                    "{{\"group\":\"{}\",\"figure\":\"{}\",\"unit\":\"{}\",\"ordo\":{},\"baseline\":{},\"ratio\":{},\"note\":\"{}\"}}",
-                    x.group,
-                    esc(&x.name),
-                    x.unit,
-                    x.ordo,
-                    x.baseline.map_or("null".into(), |c| c.to_string()),
-                    x.baseline.map_or("null".into(), |c| (x.ordo / c).to_string()),
-                    esc(&x.note)
-                )
-            })
-            .collect();
-        if let Err(e) = std::fs::write(&path, format!("[\n{}\n]\n", rows.join(",\n"))) {
-            eprintln!("ordo-bench: writing {path}: {e}");
-            return ExitCode::FAILURE;
+    if r.progress {
+        eprintln!("\r[{:5.1} s] done{:<60}", r.started.elapsed().as_secs_f64(), "");
+    }
+    let files = [(options.json.as_deref(), output::to_json as fn(&[Row]) -> String), (options.csv.as_deref(), output::to_csv)];
+    for (path, render) in files {
+        if let Some(path) = path {
+            if let Err(e) = std::fs::write(path, render(&r.rows)) {
+                eprintln!("ordo-bench: writing {path}: {e}");
+                return ExitCode::FAILURE;
+            }
         }
     }
-    if let Some(path) = arg("--csv") {
-        let mut csv = String::from("group,figure,unit,ordo,baseline,ratio,note\n");
-        for x in &r.rows {
-            let _ = writeln!(
-                csv,
-                "{},\"{}\",{},{},{},{},\"{}\"",
-                x.group,
-                esc(&x.name),
-                x.unit,
-                x.ordo,
-                x.baseline.map_or(String::new(), |c| c.to_string()),
-                x.baseline.map_or(String::new(), |c| (x.ordo / c).to_string()),
-                esc(&x.note)
-            );
-        }
-        if let Err(e) = std::fs::write(&path, csv) {
-            eprintln!("ordo-bench: writing {path}: {e}");
-            return ExitCode::FAILURE;
-        }
-    }
-    if let Some(path) = arg("--svg") {
-        if let Err(e) = svg::write_svg(&path, &r.timeline, &r.kernel_lanes) {
+    if let Some(path) = options.svg.as_deref() {
+        if let Err(e) = svg::write_svg(path, &r.timeline, &r.kernel_lanes) {
             eprintln!("ordo-bench: writing {path}: {e}");
             return ExitCode::FAILURE;
         }
