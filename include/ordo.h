@@ -227,7 +227,10 @@ void ordo_graph_cache_destroy(ordo_graph_cache* cache);
  * could come free by waiting; CUDA's error when the context is lost, cudaErrorContextIsDestroyed
  * after cudaDeviceReset; ORDO_ERROR_INVALID_HANDLE when another thread destroys the ring.
  * The slot's memory (slot_bytes bytes) is the caller's to write until the ticket is submitted or
- * released, or the ring destroyed.
+ * released, or the ring destroyed: a program that destroys a ring orders the destroy after every
+ * thread has stopped writing its slots (as with free()). A ticket is used by the code that
+ * acquired it (or was handed it): submitting or releasing another thread's ticket takes its slot
+ * away while that thread may still write it.
  * submit: 1 <= bytes <= slot_bytes, device_dst device memory; the ticket is used up by the call
  * once its arguments passed their checks, also if it then fails. Capturable: the captured copy runs
  * at every launch of the graph, and the slot stays held until the graph and every executable graph

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, CI): installs what is missing (scripts/setup.sh), then
 #  - builds and tests the whole workspace against CUDA 13.0, with clippy (no unwrap/expect/panic
-#    in library code) and the no_std build of ordo-core;
+#    in library code), the docs (warnings denied) and the no_std build of ordo-core;
 #  - builds and tests ordo-cuda-sys and ordo-core against CUDA 12.9 (own target folder, so the two
 #    builds do not invalidate each other).
 # GPU tests are ignored on machines without an NVIDIA device; on one, they run.
@@ -15,6 +15,8 @@ step() { printf '\n=== %s\n' "$*"; }
 
 step "CUDA 13.0: clippy, workspace"
 CUDA_HOME=$CUDA13_HOME cargo clippy --workspace --all-targets --locked -- -D warnings
+step "CUDA 13.0: docs, warnings denied"
+RUSTDOCFLAGS="-D warnings" CUDA_HOME=$CUDA13_HOME cargo doc --workspace --no-deps --locked
 step "CUDA 13.0: ordo-core without std or alloc"
 CUDA_HOME=$CUDA13_HOME cargo build -p ordo-core --no-default-features --locked
 step "CUDA 13.0: tests, workspace"

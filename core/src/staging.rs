@@ -20,9 +20,9 @@
 //! slots taken from it, the copies in flight and the graphs holding slots. When that last holder
 //! lets go on a CUDA callback thread (a host function or a graph's destructor, where CUDA calls
 //! are forbidden), the free is deferred to the next [`StagingRing::new`] or drop of a ring handle,
-//! or to [`free_deferred`]; the driver frees it at process exit otherwise. A slot whose copy may
-//! still be in flight when nothing can tell (see [`StagingRing::submit`]'s errors) is *lost*: it is
-//! never handed out again, and the memory is never freed (leaked rather than freed under a copy).
+//! or to [`free_deferred`]; the driver frees it at process exit otherwise. A submit whose copy
+//! was enqueued but could not be followed (see [`StagingRing::submit`]'s errors) waits until the
+//! stream can run nothing more before it frees the slot, so no slot is freed under a copy.
 //!
 //! # Tickets
 //! [`StagingRing::acquire_ticket`] hands out a slot under a [`Ticket`], a plain number (for callers
@@ -66,8 +66,6 @@ const FILLING: u8 = 1;
 const IN_FLIGHT: u8 = 2;
 /// Reserved by a graph that captured the slot's copy.
 const GRAPH: u8 = 3;
-/// Its copy may still be in flight and nothing will report its end: never reused.
-const LOST: u8 = 4;
 /// Held by a [`Ticket`] not yet redeemed or released.
 const TICKET: u8 = 5;
 
@@ -77,7 +75,8 @@ const CHECK_EVERY: u32 = 256;
 
 /// What must be freed outside CUDA callbacks.
 struct Resources<T: DeviceCopy> {
-    memory: PinnedBuffer<T>,
+    /// Held for its drop (`cudaFreeHost`); the slots are reached through `Shared::base`.
+    _memory: PinnedBuffer<T>,
     /// Never recorded: queried to learn whether the context is lost.
     probe: Event,
 }
@@ -173,7 +172,6 @@ struct Slots {
     /// Tickets issued and not yet redeemed or released: ticket -> slot index.
     tickets: Mutex<BTreeMap<u64, usize>>,
     /// The next ticket; never reused.
-    next_ticket: AtomicU64,
     /// Set by [`StagingRing::close`] (under the tickets' lock).
     closed: AtomicBool,
 }
@@ -195,7 +193,6 @@ impl Slots {
         Some(Slots {
             state: state.into_boxed_slice(),
             tickets: Mutex::new(BTreeMap::new()),
-            next_ticket: AtomicU64::new(1),
             closed: AtomicBool::new(false),
         })
     }
@@ -238,7 +235,7 @@ impl Slots {
     /// Takes a free slot into state `to`, waiting (yielding the thread) while one may come free.
     /// `lost` is asked first and then every [`CHECK_EVERY`] attempts: an error there (the context
     /// is lost or gone) ends the wait. So do [`close`](Self::close) (checked at every attempt)
-    /// and a ring whose every slot is held by a ticket, a graph, or lost (see
+    /// and a ring whose every slot is held by a ticket or a graph (see
     /// [`stuck`](Self::stuck)).
     fn wait_free(
         &self,
@@ -265,14 +262,14 @@ impl Slots {
     }
 
     /// An error when no slot can come free without the caller's own doing: every slot is held
-    /// by a graph, lost, or held by a ticket (which comes free only when its holder submits or
-    /// releases it). With a ticket among them: `cudaErrorNotReady`, as for a ring with no free
-    /// slot; with graphs and lost slots only: a usage error.
+    /// by a graph or by a ticket (which comes free only when its holder submits or releases it).
+    /// With a ticket among them: `cudaErrorNotReady`, as for a ring with no free slot; with
+    /// graphs only: a usage error.
     fn stuck(&self, call: &'static str) -> Result<()> {
         let mut tickets = false;
         for s in self.state.iter() {
             match s.load(Ordering::Acquire) {
-                GRAPH | LOST => {}
+                GRAPH => {}
                 TICKET => tickets = true,
                 _ => return Ok(()),
             }
@@ -280,13 +277,13 @@ impl Slots {
         if tickets {
             Err(Error::Cuda(
                 CudaError::new(sys::cudaError::cudaErrorNotReady, call).with_hint(
-                    "no slot can come free by waiting: every slot is held by a ticket not yet submitted or released, by a graph, or lost",
+                    "no slot can come free by waiting: every slot is held by a ticket not yet submitted or released, or by a graph",
                 ),
             ))
         } else {
             Err(Error::invalid(
                 call,
-                "no slot can come free: every slot is lost or held by a graph (drop the graphs that captured them)",
+                "no slot can come free: every slot is held by a graph (drop the graphs that captured them)",
             ))
         }
     }
@@ -299,7 +296,7 @@ impl Slots {
             self.set(index, FREE);
             return Err(closed(call));
         }
-        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        let ticket = NEXT_TICKET.fetch_add(1, Ordering::Relaxed);
         tickets.insert(ticket, index);
         Ok(Ticket(ticket))
     }
@@ -312,7 +309,7 @@ impl Slots {
         Some(index)
     }
 
-    fn holds(&self, ticket: Ticket) -> bool {
+    fn holds(&self, ticket: &Ticket) -> bool {
         self.tickets().contains_key(&ticket.0)
     }
 
@@ -390,22 +387,7 @@ impl<T: DeviceCopy> Drop for Shared<T> {
     fn drop(&mut self) {
         // SAFETY: taken once, here; not used afterwards.
         let resources = unsafe { ManuallyDrop::take(&mut self.resources) };
-        if self
-            .slots
-            .state
-            .iter()
-            .any(|s| s.load(Ordering::Acquire) == LOST)
-        {
-            // A copy may still read the memory: leak it rather than free it under the copy.
-            crate::error::record_drop_error_value(Error::invalid(
-                "StagingRing",
-                "a slot was lost (its copy could not be confirmed complete): the ring's pinned memory is leaked",
-            ));
-            core::mem::forget(resources.memory);
-            defer_or_drop(self.context, Box::new(resources.probe));
-        } else {
-            defer_or_drop(self.context, Box::new(resources));
-        }
+        defer_or_drop(self.context, Box::new(resources));
     }
 }
 
@@ -456,19 +438,36 @@ pub fn free_deferred() -> usize {
 }
 
 /// A slot held under a number rather than a [`Slot`] value: see [`StagingRing::acquire_ticket`].
-/// Tickets are never reused (a 64-bit counter per ring).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Tickets are never reused, by any ring of the process (one 64-bit counter), so a ticket of
+/// another ring, or one used up, is refused. Not `Clone`: redeeming or releasing it consumes the
+/// only copy, so safe code cannot take a slot away from the ticket's holder.
+#[derive(Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Ticket(u64);
 
+/// The next ticket number, for every ring of the process (0 is never issued).
+static NEXT_TICKET: AtomicU64 = AtomicU64::new(1);
+
 impl Ticket {
-    /// The ticket with this number (as [`into_raw`](Self::into_raw) gave it). Any number may be
-    /// made: one the ring did not issue, or that was used up, is refused by the ring.
-    pub const fn from_raw(raw: u64) -> Ticket {
+    /// The ticket with this number (as [`into_raw`](Self::into_raw) gave it). A number the ring
+    /// did not issue, or whose ticket was used up, is refused by the ring.
+    ///
+    /// # Safety
+    /// If `raw` names a ticket the ring holds now, the caller is that ticket's holder (the code
+    /// that got it from [`StagingRing::acquire_ticket`], or was handed it): redeeming or
+    /// releasing it ends the holder's right to write the slot through the pointer
+    /// `acquire_ticket` returned, so a ticket made from a number may be used only by the code
+    /// that no longer writes the slot.
+    pub const unsafe fn from_raw(raw: u64) -> Ticket {
         Ticket(raw)
     }
 
-    /// The ticket's number (never 0).
+    /// The ticket's number (never 0), for a caller that must pass it as a number (the C ABI).
     pub const fn into_raw(self) -> u64 {
+        self.0
+    }
+
+    /// The ticket's number, keeping the ticket.
+    pub const fn number(&self) -> u64 {
         self.0
     }
 }
@@ -504,13 +503,6 @@ impl<T: DeviceCopy> Lease<T> {
         self.shared.slots.set(self.index, state);
     }
 
-    /// Marks the slot lost (never reused; the ring's memory is then never freed).
-    fn lose(self) {
-        self.set(LOST);
-        let this = ManuallyDrop::new(self);
-        // SAFETY: `this` is never used or dropped again; its Arc is moved out once.
-        drop(unsafe { core::ptr::read(&this.shared) });
-    }
 }
 
 impl<T: DeviceCopy> Drop for Lease<T> {
@@ -562,7 +554,7 @@ impl<T: DeviceCopy> StagingRing<T> {
         let base = NonNull::new(memory.pinned_mut().as_mut_ptr())
             .ok_or(Error::invalid(CALL, "null pinned memory"))?;
         let shared = Shared {
-            resources: ManuallyDrop::new(Resources { memory, probe }),
+            resources: ManuallyDrop::new(Resources { _memory: memory, probe }),
             context,
             base,
             slots,
@@ -606,13 +598,14 @@ impl<T: DeviceCopy> StagingRing<T> {
     ///
     /// Returns an error instead of waiting forever when no slot can come free: the CUDA context is
     /// lost (a sticky error; host functions never run again) or gone (`cudaDeviceReset`:
-    /// `cudaErrorContextIsDestroyed`); every slot is lost or held by a graph (a usage error); every
-    /// slot is held by a ticket, a graph, or lost, with at least one ticket (`cudaErrorNotReady`: a
+    /// `cudaErrorContextIsDestroyed`); every slot is held by a graph (a usage error); every
+    /// slot is held by a ticket or a graph, with at least one ticket (`cudaErrorNotReady`: a
     /// ticket comes free only when its holder submits or releases it); the ring was closed, before
     /// or during the wait ([`close`](Self::close): a usage error). These are checked when the
     /// wait begins and then every few hundred attempts, the close at every attempt. It cannot tell
-    /// a slot filled (and never submitted) by this very thread: taking more slots than the ring has
-    /// on one thread without submitting waits for ever, as a channel would.
+    /// a slot filled (and never submitted) by this very thread, nor a [`Slot`] forgotten
+    /// (`mem::forget`) or parked where nobody will submit or drop it: taking more slots than the
+    /// ring has without giving any back waits for ever, as a channel or a mutex would.
     pub fn acquire(&self) -> Result<Slot<T>> {
         let shared = &self.shared;
         let index = shared
@@ -629,7 +622,7 @@ impl<T: DeviceCopy> StagingRing<T> {
     ///
     /// With `wait` false: `cudaErrorNotReady` when no slot is free now. With `wait` true: waits
     /// as [`acquire`](Self::acquire) does, with the same errors, except that when every slot is
-    /// held by a graph or lost it returns `cudaErrorNotReady` too (nothing can come free by
+    /// held by a graph it returns `cudaErrorNotReady` too (nothing can come free by
     /// waiting). A closed ring: a usage error ([`is_closed`](Self::is_closed) tells).
     pub fn acquire_ticket(&self, wait: bool) -> Result<(Ticket, NonNull<T>)> {
         const CALL: &str = "StagingRing::acquire_ticket";
@@ -641,7 +634,7 @@ impl<T: DeviceCopy> StagingRing<T> {
                 .map_err(|e| match e {
                     Error::Usage(_) if !shared.slots.closed() => Error::Cuda(
                         CudaError::new(sys::cudaError::cudaErrorNotReady, CALL).with_hint(
-                            "no slot can come free by waiting: every slot is held by a graph or lost",
+                            "no slot can come free by waiting: every slot is held by a graph",
                         ),
                     ),
                     e => e,
@@ -679,7 +672,7 @@ impl<T: DeviceCopy> StagingRing<T> {
     }
 
     /// Whether the ring holds `ticket` now (issued, not yet redeemed or released).
-    pub fn holds_ticket(&self, ticket: Ticket) -> bool {
+    pub fn holds_ticket(&self, ticket: &Ticket) -> bool {
         self.shared.slots.holds(ticket)
     }
 
@@ -716,9 +709,9 @@ impl<T: DeviceCopy> StagingRing<T> {
     /// the copy could not be enqueued, the slot is free again. If the copy was enqueued but
     /// ordering it with the origin or enqueuing the host function failed, this synchronises
     /// `stream` (an error path: the copy must be complete before `dst`'s buffer may be freed and
-    /// the slot reused), frees the slot, and returns the error; if even the synchronise fails, the
-    /// slot is lost (never reused). Inside a capture, a slot given to the graph stays the graph's
-    /// on every error after that.
+    /// the slot reused; should the synchronise fail too, it waits until the stream can run nothing
+    /// more), frees the slot, and returns the error. Inside a capture, a slot given to the graph
+    /// stays the graph's on every error after that.
     pub fn submit(
         &self,
         slot: Slot<T>,
@@ -769,9 +762,10 @@ fn submit_now<T: DeviceCopy>(
     order::after_origin(origin, stream)?;
     // SAFETY: the slot's range, `len <= slot_len` elements, initialised (zeroed at creation).
     let src = unsafe { PinnedSlice::from_raw_parts(lease.shared.slot_ptr(lease.index), len) };
-    // SAFETY: the slot is not FREE until the copy has completed: the host function (or the
-    // synchronise below) frees it only then, and the ring's memory lives while the lease does.
-    // `dst` is ordered after its origin above and its origin after the copy below.
+    // SAFETY: the slot is not FREE until the copy has completed: the host function (or, on the
+    // error path, the wait below) frees it only then, and the ring's memory lives while the lease
+    // does. `dst` is ordered after its origin above, and its origin after the copy below, or the
+    // error path waits for the copy to be done before returning.
     unsafe { copy::h2d_async(dst, src, stream)? };
     lease.set(IN_FLIGHT);
     let ordered = order::origin_after(origin, stream);
@@ -779,15 +773,14 @@ fn submit_now<T: DeviceCopy>(
     if ordered.is_ok() && launched.is_ok() {
         return Ok(());
     }
-    // Error path: wait for the copy, so neither the slot nor `dst` is used after this returns.
-    let synced = stream.synchronize();
+    // Error path: wait until nothing queued on the stream can run (the copy done, or the context
+    // lost), so that neither the slot nor `dst` is used after this returns, even when `dst`'s own
+    // stream could not be ordered after the copy. The slot is then free to reuse.
+    let synced = stream.synchronize_or_wait_idle();
     let error = match launched {
         Ok(()) => None,
         Err((e, lease)) => {
-            match synced {
-                Ok(()) => drop(lease),
-                Err(_) => lease.lose(),
-            }
+            drop(lease);
             Some(e)
         }
     };
@@ -859,26 +852,31 @@ mod tests {
 
     #[test]
     fn a_stale_ticket_never_reaches_a_slot_handed_out_again() {
+        // Stale numbers made into tickets again, as a C caller might pass them.
+        // SAFETY: no test code writes the slots through a pointer.
+        let again = |n: u64| unsafe { Ticket::from_raw(n) };
         let slots = Slots::new(1).unwrap();
         let (first, index) = take_ticket(&slots);
+        let first_n = first.number();
         assert_eq!(slots.take_ticket(first, FREE), Some(index), "released");
         // The same slot, handed out again under a new ticket.
-        let (second, again) = take_ticket(&slots);
-        assert_eq!(again, index);
-        assert_ne!(first, second, "tickets are never reused");
-        assert!(!slots.holds(first));
+        let (second, index_again) = take_ticket(&slots);
+        let second_n = second.number();
+        assert_eq!(index_again, index);
+        assert_ne!(first_n, second_n, "tickets are never reused");
+        assert!(!slots.holds(&again(first_n)));
         assert_eq!(
-            slots.take_ticket(first, FILLING),
+            slots.take_ticket(again(first_n), FILLING),
             None,
             "the stale ticket is refused"
         );
         assert_eq!(slots.state[index].load(Ordering::Acquire), TICKET);
-        assert!(slots.holds(second), "and the new holder keeps its slot");
+        assert!(slots.holds(&second), "and the new holder keeps its slot");
         assert_eq!(slots.take_ticket(second, FILLING), Some(index));
-        assert_eq!(slots.take_ticket(second, FILLING), None, "used up");
-        assert_eq!(slots.take_ticket(Ticket::from_raw(0), FREE), None);
+        assert_eq!(slots.take_ticket(again(second_n), FILLING), None, "used up");
+        assert_eq!(slots.take_ticket(again(0), FREE), None);
         assert_eq!(
-            slots.take_ticket(Ticket::from_raw(u64::MAX), FREE),
+            slots.take_ticket(again(u64::MAX), FREE),
             None,
             "never issued"
         );
@@ -891,10 +889,10 @@ mod tests {
         let _b = take_ticket(&slots);
         let e = slots.wait_free(FILLING, "test", never_lost).unwrap_err();
         assert_eq!(e.cuda_code(), Some(sys::cudaError::cudaErrorNotReady));
-        // Graphs and lost slots alone: the usage error the Rust API always gave.
+        // Graphs alone: the usage error the Rust API always gave.
         let slots = Slots::new(2).unwrap();
         slots.set(0, GRAPH);
-        slots.set(1, LOST);
+        slots.set(1, GRAPH);
         let e = slots.wait_free(FILLING, "test", never_lost).unwrap_err();
         assert!(e.to_string().contains("held by a graph"), "{e}");
     }
@@ -949,7 +947,7 @@ mod tests {
             .expect("close did not end the wait");
         assert!(answer.unwrap_err().to_string().contains("closed"));
         thread.join().unwrap();
-        assert!(!slots.holds(ticket), "tickets are released");
+        assert!(!slots.holds(&ticket), "tickets are released");
         assert_eq!(slots.state[index].load(Ordering::Acquire), FREE);
         assert!(matches!(slots.take_free(TICKET), Err(NoSlot::Closed)));
         assert!(slots.wait_free(FILLING, "test", never_lost).is_err());

@@ -235,6 +235,25 @@ impl<'a> StreamRef<'a> {
         }
     }
 
+    /// Synchronises the stream; if that fails, still returns only once no work queued on it can
+    /// run any more (`cudaStreamQuery` stops answering `cudaErrorNotReady`: done, or the context
+    /// lost), then with the synchronise's error. For error paths that must not return while a
+    /// copy may still touch memory whose borrow ends at the return.
+    pub(crate) fn synchronize_or_wait_idle(self) -> Result<()> {
+        let Err(first) = self.synchronize() else { return Ok(()) };
+        loop {
+            // SAFETY: a live stream.
+            let code = unsafe { sys::cudaStreamQuery(self.as_raw()) };
+            if code != sys::cudaError::cudaErrorNotReady {
+                return Err(first);
+            }
+            #[cfg(feature = "std")]
+            std::thread::yield_now();
+            #[cfg(not(feature = "std"))]
+            core::hint::spin_loop();
+        }
+    }
+
     /// Refuses a query that CUDA 13.0 answers with `cudaErrorStreamCaptureUnsupported` on a
     /// capturing stream, invalidating the capture, in every capture mode (`cudaStreamGetDevice`,
     /// `cudaStreamGetFlags`, `cudaStreamGetId`; measured on an H200): the capture status is

@@ -1,7 +1,7 @@
 //! # ordo-kernels
 //!
 //! CUDA C kernels (`kernels/cuda/*.cu`) compiled by nvcc through the `cc` crate for sm_80 and sm_90
-//! machine code plus compute_90 PTX, their typed [`Kernel`] handles, and stream-correct functions
+//! machine code plus compute_90 PTX, their typed [`Kernel`](ordo_core::Kernel) handles, and stream-correct functions
 //! built on them.
 //!
 //! The device header `kernels/include/ordo/pdl.cuh` gives the PDL helpers (`ordo_pdl_wait`,
@@ -106,7 +106,7 @@ pub mod kernel {
     }
     /// `ordo_chain_step(prev, out, scale, n, trigger)`: `out[i] = prev[i] * scale[i] + 1`,
     /// loading `scale` before the PDL wait (so a PDL launch of it must not overlap a kernel that
-    /// writes `scale`: see [`chain`](crate::chain)); `trigger` is a [`Trigger`](crate::Trigger) as `i32`.
+    /// writes `scale`: see [`chain`](crate::chain())); `trigger` is a [`Trigger`](crate::Trigger) as `i32`.
     pub fn chain_step() -> Kernel<(*const f32, *mut f32, *const f32, i32, i32)> {
         Kernel::new(ffi::ordo_chain_step as unsafe extern "C" fn(*const f32, *mut f32, *const f32, i32, i32))
     }

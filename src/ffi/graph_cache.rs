@@ -13,7 +13,7 @@
 //! once, which the header says.
 //!
 //! A body that calls back into its own cache, on its thread, would recurse (each call calling the
-//! body again): such a call gets `ORDO_ERROR_HANDLE_BUSY` ([`handles::enter_call`]).
+//! body again): such a call gets `ORDO_ERROR_HANDLE_BUSY` (`handles::enter_call`).
 
 use super::check::{capturing, in_caller_mode, non_null, stream_device, stream_ref};
 use super::context::{Context, InContext};

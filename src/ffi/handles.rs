@@ -10,7 +10,7 @@
 //!
 //! The table's lock is held for the lookup, insertion or removal only: never across a CUDA call or
 //! a callback. No object's call holds a lock across a callback either: a call that runs one marks
-//! itself on its thread ([`enter_call`]), so that a callback re-entering the same handle gets
+//! itself on its thread (`enter_call`), so that a callback re-entering the same handle gets
 //! `ORDO_ERROR_HANDLE_BUSY` instead of recursing. Destroying a handle removes it from the table; the object itself is dropped once
 //! the last call still using it (on another thread) has returned. The table's operations cannot
 //! panic while holding the lock, and a poisoned lock is recovered (the map stays consistent).

@@ -25,8 +25,13 @@ pub struct OrdoStagingRing {
 type RingObject = InContext<StagingRing<u8>>;
 
 /// A C ticket as the Rust API's. `size_t` holds every ticket on the 64-bit targets ordo builds for.
-fn ticket_of(raw: usize) -> Ticket {
-    Ticket::from_raw(raw as u64)
+///
+/// # Safety
+/// As [`Ticket::from_raw`]: the C caller passes a ticket it holds (the header's rule: a ticket is
+/// used by the code that acquired it); a number the ring does not hold is refused by the ring.
+unsafe fn ticket_of(raw: usize) -> Ticket {
+    // SAFETY: forwarded to the caller.
+    unsafe { Ticket::from_raw(raw as u64) }
 }
 
 fn invalid_ticket() -> Failure {
@@ -82,10 +87,15 @@ pub unsafe extern "C" fn ordo_staging_ring_acquire(ring: *mut OrdoStagingRing, w
             Err(_) if r.is_closed() => return Err(Failure(ORDO_ERROR_INVALID_HANDLE)),
             Err(e) => return Err(e.into()),
         };
-        let Ok(raw) = usize::try_from(ticket.into_raw()) else {
+        let Ok(raw) = usize::try_from(ticket.number()) else {
             r.release_ticket(ticket);
             return Err(invalid("ticket numbers exhausted"));
         };
+        // A destroy on another thread between the acquire and here released the ticket: the
+        // slot is no longer the caller's, so it is not handed out.
+        if !r.holds_ticket(&ticket) {
+            return Err(Failure(ORDO_ERROR_INVALID_HANDLE));
+        }
         // SAFETY: checked non-null and aligned; writable by the C contract.
         unsafe {
             slot_out.write(slot.as_ptr().cast());
@@ -116,8 +126,9 @@ pub unsafe extern "C" fn ordo_staging_ring_submit(ring: *mut OrdoStagingRing, ti
         if bytes == 0 || bytes > r.slot_len() {
             return Err(invalid("bytes must be 1..=slot_bytes"));
         }
-        let ticket = ticket_of(ticket);
-        if !r.holds_ticket(ticket) {
+        // SAFETY: the C contract: the caller holds the ticket it passes.
+        let ticket = unsafe { ticket_of(ticket) };
+        if !r.holds_ticket(&ticket) {
             return Err(invalid_ticket());
         }
         require_device(device_dst.cast_const())?;
@@ -138,7 +149,8 @@ pub extern "C" fn ordo_staging_ring_release(ring: *mut OrdoStagingRing, ticket: 
     guard(|| {
         let r = handles::get::<RingObject, _>(ring)?;
         let r = r.get()?;
-        if r.release_ticket(ticket_of(ticket)) {
+        // SAFETY: the C contract: the caller holds the ticket it passes.
+        if r.release_ticket(unsafe { ticket_of(ticket) }) {
             Ok(())
         } else {
             Err(invalid_ticket())

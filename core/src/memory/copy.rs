@@ -225,26 +225,10 @@ fn blocking(
 /// queued or running, reading or writing host memory whose borrow ends when this returns: poll
 /// the stream until it is no longer busy, then return the first error.
 fn finish(stream: StreamRef<'_>, enqueued: Result<()>) -> Result<()> {
-    let Err(first) = enqueued.and_then(|()| stream.synchronize()) else { return Ok(()) };
-    // Once `cudaStreamQuery` stops answering `cudaErrorNotReady`, no work queued on the stream
-    // (the copy included) can still run. A sticky error answers at once: the context is lost and
-    // runs nothing more.
-    loop {
-        // SAFETY: a live stream.
-        let code = unsafe { sys::cudaStreamQuery(stream.as_raw()) };
-        if code != sys::cudaError::cudaErrorNotReady {
-            return Err(first);
-        }
-        pause();
-    }
-}
-
-#[inline]
-fn pause() {
-    #[cfg(feature = "std")]
-    std::thread::yield_now();
-    #[cfg(not(feature = "std"))]
-    core::hint::spin_loop();
+    // Whether or not the enqueue reported an error, return only once nothing queued on the
+    // stream (the copy included) can still run.
+    let waited = stream.synchronize_or_wait_idle();
+    enqueued.and(waited)
 }
 
 /// Copies pageable host memory to the device and returns once `src` may be reused
