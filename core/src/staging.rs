@@ -883,6 +883,19 @@ mod tests {
     }
 
     #[test]
+    fn a_ticket_of_another_ring_is_refused() {
+        let a = Slots::new(1).unwrap();
+        let b = Slots::new(1).unwrap();
+        let (ta, _) = take_ticket(&a);
+        let (tb, ib) = take_ticket(&b);
+        assert_ne!(ta.number(), tb.number(), "one counter for every ring");
+        assert!(!b.holds(&ta));
+        assert_eq!(b.take_ticket(ta, FREE), None, "ring a's ticket takes nothing from ring b");
+        assert!(b.holds(&tb), "ring b's holder keeps its slot");
+        assert_eq!(b.take_ticket(tb, FREE), Some(ib));
+    }
+
+    #[test]
     fn a_wait_with_every_slot_held_by_tickets_returns_not_ready() {
         let slots = Slots::new(2).unwrap();
         let _a = take_ticket(&slots);
