@@ -83,6 +83,8 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(feature = "std")]
+pub mod context;
 pub mod device;
 pub mod error;
 pub mod event;

@@ -58,6 +58,7 @@ use alloc::vec::Vec;
 use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use crate::context::ContextTag;
 use ordo_cuda_sys as sys;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -79,90 +80,6 @@ struct Resources<T: DeviceCopy> {
     _memory: PinnedBuffer<T>,
     /// Never recorded: queried to learn whether the context is lost.
     probe: Event,
-}
-
-/// The CUDA context of a device, by the context's unique id (`cuCtxGetId`, through
-/// `cudaGetDriverEntryPoint`), to tell whether `cudaDeviceReset` has destroyed it since.
-mod context {
-    use crate::device::Device;
-    use crate::error::Result;
-    use core::ffi::{c_int, c_ulonglong, c_void, CStr};
-    use core::ptr::null_mut;
-    use ordo_cuda_sys as sys;
-    use std::sync::OnceLock;
-
-    type CtxGetCurrent = unsafe extern "C" fn(*mut *mut c_void) -> c_int;
-    type CtxGetId = unsafe extern "C" fn(*mut c_void, *mut c_ulonglong) -> c_int;
-
-    /// The two driver functions, or `None` where the driver cannot give them (no driver; one older
-    /// than CUDA 12.0, without `cuCtxGetId`): every context then counts as alive.
-    fn driver() -> Option<(CtxGetCurrent, CtxGetId)> {
-        static DRIVER: OnceLock<Option<(CtxGetCurrent, CtxGetId)>> = OnceLock::new();
-        fn entry(name: &CStr) -> Option<*mut c_void> {
-            let mut f: *mut c_void = null_mut();
-            let mut found = sys::cudaDriverEntryPointQueryResult(0);
-            // SAFETY: `name` is NUL-terminated; `f` and `found` are writable.
-            let code = unsafe {
-                sys::cudaGetDriverEntryPoint(
-                    name.as_ptr(),
-                    &mut f,
-                    sys::cudaGetDriverEntryPointFlags::cudaEnableDefault
-                        .0
-                        .into(),
-                    &mut found,
-                )
-            };
-            (code == sys::cudaError::cudaSuccess && !f.is_null()).then_some(f)
-        }
-        *DRIVER.get_or_init(|| {
-            let (current, id) = (entry(c"cuCtxGetCurrent")?, entry(c"cuCtxGetId")?);
-            // SAFETY: the driver's `cuCtxGetCurrent(CUcontext*)` and `cuCtxGetId(CUcontext,
-            // unsigned long long*)`, whose prototypes these types spell (CUresult is an int enum).
-            Some(unsafe {
-                (
-                    core::mem::transmute::<*mut c_void, CtxGetCurrent>(current),
-                    core::mem::transmute::<*mut c_void, CtxGetId>(id),
-                )
-            })
-        })
-    }
-
-    /// The unique id of the context current on the calling thread; `None` when there is none.
-    fn current_id() -> Option<u64> {
-        let (get_current, get_id) = driver()?;
-        let mut ctx: *mut c_void = null_mut();
-        // SAFETY: `ctx` is writable.
-        if unsafe { get_current(&mut ctx) } != 0 || ctx.is_null() {
-            return None;
-        }
-        let mut id: c_ulonglong = 0;
-        // SAFETY: the current context, live on this thread; `id` is writable.
-        (unsafe { get_id(ctx, &mut id) } == 0).then_some(id)
-    }
-
-    /// A device and the context current on it when the tag was made.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub(super) struct Tag {
-        pub(super) device: Device,
-        /// `None` when the driver cannot tell contexts apart: then always alive.
-        pub(super) id: Option<u64>,
-    }
-
-    impl Tag {
-        /// The calling thread's current device and context.
-        pub(super) fn current() -> Result<Tag> {
-            Ok(Tag {
-                device: Device::current()?,
-                id: current_id(),
-            })
-        }
-
-        /// Whether the context still exists: it is still the device's current context.
-        pub(super) fn alive(&self) -> bool {
-            let Some(id) = self.id else { return true };
-            self.device.with_current(|| Ok(current_id())).ok().flatten() == Some(id)
-        }
-    }
 }
 
 /// The slots' states and the tickets: the ring's bookkeeping, apart from its CUDA resources (and
@@ -330,7 +247,7 @@ fn closed(call: &'static str) -> Error {
 struct Shared<T: DeviceCopy> {
     resources: ManuallyDrop<Resources<T>>,
     /// The context `resources` belong to.
-    context: context::Tag,
+    context: ContextTag,
     /// The pinned memory's first element, taken from an exclusive borrow at creation: each slot
     /// writes and reads its own range through it.
     base: NonNull<T>,
@@ -393,7 +310,7 @@ impl<T: DeviceCopy> Drop for Shared<T> {
 
 /// Frees now, or later when on a CUDA callback thread; forgets, never frees, what belongs to a
 /// context that is gone (`cudaDeviceReset` freed it; its handles may have been reused since).
-fn defer_or_drop(context: context::Tag, resources: Box<dyn Send>) {
+fn defer_or_drop(context: ContextTag, resources: Box<dyn Send>) {
     if in_cuda_callback() {
         let mut list = DEFERRED.lock().unwrap_or_else(PoisonError::into_inner);
         list.push((context, resources));
@@ -404,7 +321,7 @@ fn defer_or_drop(context: context::Tag, resources: Box<dyn Send>) {
 }
 
 /// Drops `resources` if their context lives; forgets them otherwise. Whether they were dropped.
-fn drop_in(context: context::Tag, resources: Box<dyn Send>) -> bool {
+fn drop_in(context: ContextTag, resources: Box<dyn Send>) -> bool {
     if context.alive() {
         drop(resources);
         true
@@ -414,7 +331,7 @@ fn drop_in(context: context::Tag, resources: Box<dyn Send>) -> bool {
     }
 }
 
-type Deferred = Vec<(context::Tag, Box<dyn Send>)>;
+type Deferred = Vec<(ContextTag, Box<dyn Send>)>;
 
 static DEFERRED: Mutex<Deferred> = Mutex::new(Vec::new());
 static PENDING: AtomicBool = AtomicBool::new(false);
@@ -550,7 +467,7 @@ impl<T: DeviceCopy> StagingRing<T> {
         free_deferred();
         let mut memory = PinnedBuffer::zeroed(total, HostAllocFlags::empty())?;
         let probe = Event::new()?;
-        let context = context::Tag::current()?;
+        let context = ContextTag::current()?;
         let base = NonNull::new(memory.pinned_mut().as_mut_ptr())
             .ok_or(Error::invalid(CALL, "null pinned memory"))?;
         let shared = Shared {
@@ -997,7 +914,7 @@ mod tests {
         }
         // A context that is not the device's current one (here: no driver, or an id no context
         // has): gone, as after cudaDeviceReset. Its resources are forgotten.
-        let gone = context::Tag {
+        let gone = ContextTag {
             device: crate::Device::from_ordinal(0),
             id: Some(u64::MAX),
         };
@@ -1009,7 +926,7 @@ mod tests {
             "freed in a destroyed context"
         );
         // A driver that cannot tell contexts apart: alive, freed as before.
-        let unknown = context::Tag {
+        let unknown = ContextTag {
             device: crate::Device::from_ordinal(0),
             id: None,
         };

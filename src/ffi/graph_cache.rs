@@ -16,7 +16,7 @@
 //! body again): such a call gets `ORDO_ERROR_HANDLE_BUSY` (`handles::enter_call`).
 
 use super::check::{capturing, in_caller_mode, non_null, stream_device, stream_ref};
-use super::context::{Context, InContext};
+use super::context::{CheckContext as _, Context, InContext};
 use super::handles::{self, enter_call};
 use super::status::{callback_error, guard, guard_void, invalid, Failure, OrdoStatus, Outcome, ORDO_ERROR_STREAM_CAPTURING, ORDO_SUCCESS};
 use core::ffi::{c_int, c_void};
