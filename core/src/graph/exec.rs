@@ -34,12 +34,12 @@ bitflags::bitflags! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub struct InstantiateFlags: u64 {
         /// Free memory allocated by the graph's allocation nodes each time it is launched again.
-        const AUTO_FREE_ON_LAUNCH = 1;
+        const AUTO_FREE_ON_LAUNCH = sys::cudaGraphInstantiateFlags::cudaGraphInstantiateFlagAutoFreeOnLaunch.0 as u64;
         /// Upload the graph to the device as part of instantiation (`cudaGraphInstantiateFlagUpload`):
         /// needs a stream, so only [`Graph::instantiate_and_upload`] takes it.
-        const UPLOAD = 2;
+        const UPLOAD = sys::cudaGraphInstantiateFlags::cudaGraphInstantiateFlagUpload.0 as u64;
         /// Launch nodes in their captured priority order.
-        const USE_NODE_PRIORITY = 8;
+        const USE_NODE_PRIORITY = sys::cudaGraphInstantiateFlags::cudaGraphInstantiateFlagUseNodePriority.0 as u64;
     }
 }
 
