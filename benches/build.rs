@@ -27,7 +27,13 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     let fatbin = out_dir.join("baseline.fatbin");
-    let status = Command::new(&nvcc).args(["-std=c++17", "--fatbin"]).args(GENCODE).arg("-o").arg(&fatbin).arg("cuda/baseline.cu").status();
+    let status = Command::new(&nvcc)
+        .args(["-std=c++17", "--fatbin"])
+        .args(GENCODE)
+        .arg("-o")
+        .arg(&fatbin)
+        .arg("cuda/baseline.cu")
+        .status();
     match status {
         Ok(s) if s.success() => ExitCode::SUCCESS,
         Ok(s) => {

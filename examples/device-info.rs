@@ -13,7 +13,11 @@ fn main() -> ExitCode {
     let runtime = device::runtime_version().unwrap_or(0);
     let count = match device::count() {
         Ok(0) => {
-            eprintln!("device-info: no CUDA device (runtime {}, built against {})", version(runtime), version(ordo::sys::CUDA_VERSION));
+            eprintln!(
+                "device-info: no CUDA device (runtime {}, built against {})",
+                version(runtime),
+                version(ordo::sys::CUDA_VERSION)
+            );
             return ExitCode::FAILURE;
         }
         Ok(n) => n,

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The test command (README, CI): installs what is missing (scripts/setup.sh), then
+#  - checks the formatting (cargo fmt, rustfmt.toml);
 #  - builds and tests the whole workspace against CUDA 13.0, with clippy (no unwrap/expect/panic
 #    in library code), the docs (warnings denied) and the no_std build of ordo-core;
 #  - builds and tests ordo-cuda-sys and ordo-core against CUDA 12.9 (own target folder, so the two
@@ -13,6 +14,8 @@ CUDA12_HOME=$(printf '%s\n' "$homes" | sed -n 's/^CUDA12_HOME=//p')
 
 step() { printf '\n=== %s\n' "$*"; }
 
+step "formatting (rustfmt.toml)"
+cargo fmt --all --check
 step "CUDA 13.0: clippy, workspace"
 CUDA_HOME=$CUDA13_HOME cargo clippy --workspace --all-targets --locked -- -D warnings
 step "CUDA 13.0: docs, warnings denied"

@@ -4,8 +4,8 @@
 //! Without a GPU it says so and measures nothing.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use ordo_benches::kernels::{bl_empty, bl_ptr_int};
 use ordo_benches::cpp;
+use ordo_benches::kernels::{bl_empty, bl_ptr_int};
 use ordo_core::graph::{capture, CaptureMode, InstantiateFlags};
 use ordo_core::launch::{Kernel, LaunchConfig};
 use ordo_core::memory::copy;
@@ -62,17 +62,29 @@ fn launch(c: &mut Criterion, s: StreamRef<'_>, p: *mut f32) {
     });
     for (kernel, name) in [(0, "empty"), (1, "(ptr, int)")] {
         g.bench_function(format!("C++ cudaLaunchKernelEx, {name}"), |b| {
-            b.iter_custom(|iters| Duration::from_secs_f64(unsafe { cpp::bl_submit_us(s.as_raw(), 1, kernel, p, iters as i32) } * iters as f64 * 1e-6))
+            b.iter_custom(|iters| {
+                Duration::from_secs_f64(
+                    unsafe { cpp::bl_submit_us(s.as_raw(), 1, kernel, p, iters as i32) } * iters as f64 * 1e-6,
+                )
+            })
         });
         g.bench_function(format!("C++ <<<>>>, {name}"), |b| {
-            b.iter_custom(|iters| Duration::from_secs_f64(unsafe { cpp::bl_submit_us(s.as_raw(), 0, kernel, p, iters as i32) } * iters as f64 * 1e-6))
+            b.iter_custom(|iters| {
+                Duration::from_secs_f64(
+                    unsafe { cpp::bl_submit_us(s.as_raw(), 0, kernel, p, iters as i32) } * iters as f64 * 1e-6,
+                )
+            })
         });
     }
     if let Ok(device) = Device::current() {
         if let Ok(mut rc) = cudarc_side::Cudarc::new(device) {
             for (ptr_kernel, name) in [(false, "empty"), (true, "(CudaSlice, int)")] {
                 g.bench_function(format!("cudarc launch_builder, {name}"), |b| {
-                    b.iter_custom(|iters| Duration::from_secs_f64(rc.submit_us(ptr_kernel, iters as usize).unwrap_or(f64::NAN) * iters as f64 * 1e-6))
+                    b.iter_custom(|iters| {
+                        Duration::from_secs_f64(
+                            rc.submit_us(ptr_kernel, iters as usize).unwrap_or(f64::NAN) * iters as f64 * 1e-6,
+                        )
+                    })
                 });
             }
         }
@@ -87,8 +99,12 @@ fn graphs_and_pdl(c: &mut Criterion, s: StreamRef<'_>) -> Result<()> {
     let mut g = c.benchmark_group("graph replay, 200 x add_one(4096), GPU time");
     // SAFETY: `x` (N elements) is declared before `exec`, so it outlives it, and is freed on `s`
     // after every replay enqueued there; nothing else uses `s` during the capture (one thread).
-    let exec = unsafe { capture(s, CaptureMode::Global, |cs| (0..200).try_for_each(|_| ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(xp, N)))) }?
-        .instantiate(InstantiateFlags::empty())?;
+    let exec = unsafe {
+        capture(s, CaptureMode::Global, |cs| {
+            (0..200).try_for_each(|_| ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(xp, N)))
+        })
+    }?
+    .instantiate(InstantiateFlags::empty())?;
     exec.upload(s)?;
     g.bench_function("ordo", |b| b.iter_custom(|iters| gpu_time(s, iters, || exec.launch(s))));
     let mut inst = 0.0;
@@ -96,7 +112,10 @@ fn graphs_and_pdl(c: &mut Criterion, s: StreamRef<'_>) -> Result<()> {
     g.bench_function("C++", |b| {
         b.iter_custom(|iters| {
             let mut us = 0.0;
-            Duration::from_secs_f64((0..iters).map(|_| unsafe { cpp::bl_graph_replay_ms(cpp_exec, s.as_raw(), &mut us) }).sum::<f64>() * 1e-3)
+            Duration::from_secs_f64(
+                (0..iters).map(|_| unsafe { cpp::bl_graph_replay_ms(cpp_exec, s.as_raw(), &mut us) }).sum::<f64>()
+                    * 1e-3,
+            )
         })
     });
     g.finish();
@@ -114,7 +133,9 @@ fn graphs_and_pdl(c: &mut Criterion, s: StreamRef<'_>) -> Result<()> {
         // SAFETY: `a`, `bb` and `scale` are declared before `exec`, so they outlive it, and are
         // freed on `s` after every replay enqueued there; nothing else uses `s` during the capture.
         let exec = unsafe {
-            capture(s, CaptureMode::Global, |cs| ordo_kernels::chain(cs, a.as_mut_slice(), bb.as_mut_slice(), scale.as_slice(), 100, &plan))
+            capture(s, CaptureMode::Global, |cs| {
+                ordo_kernels::chain(cs, a.as_mut_slice(), bb.as_mut_slice(), scale.as_slice(), 100, &plan)
+            })
         }?
         .instantiate(InstantiateFlags::empty())?;
         exec.upload(s)?;
@@ -134,7 +155,13 @@ fn small_ops(c: &mut Criterion, s: StreamRef<'_>) -> Result<()> {
         })
     });
     g.bench_function("C++ record + wait", |b| {
-        b.iter_custom(|iters| Duration::from_secs_f64(unsafe { cpp::bl_event_ops_us(s.as_raw(), other.as_raw(), e.as_raw(), 1, iters as i32) } * iters as f64 * 1e-6))
+        b.iter_custom(|iters| {
+            Duration::from_secs_f64(
+                unsafe { cpp::bl_event_ops_us(s.as_raw(), other.as_raw(), e.as_raw(), 1, iters as i32) }
+                    * iters as f64
+                    * 1e-6,
+            )
+        })
     });
     g.bench_function("ordo cudaMallocAsync + cudaFreeAsync 1 MiB", |b| {
         b.iter(|| {
@@ -158,10 +185,21 @@ fn copies_and_pipeline(c: &mut Criterion, s: StreamRef<'_>) -> Result<()> {
     let mut g = c.benchmark_group("256 MiB, GPU time");
     g.sample_size(10);
     g.bench_function("pinned H2D, ordo", |b| {
-        b.iter_custom(|iters| gpu_time(s, iters, || unsafe { copy::h2d_async(DeviceSliceMut::from_raw_parts(dip, N), PinnedSlice::from_raw_parts(ip, N), s) }))
+        b.iter_custom(|iters| {
+            gpu_time(s, iters, || unsafe {
+                copy::h2d_async(DeviceSliceMut::from_raw_parts(dip, N), PinnedSlice::from_raw_parts(ip, N), s)
+            })
+        })
     });
     g.bench_function("pinned H2D, C++", |b| {
-        b.iter_custom(|iters| Duration::from_secs_f64((0..iters).map(|_| unsafe { cpp::bl_copy_ms(dip.cast(), ip.cast(), N * 4, 1, s.as_raw()) }).sum::<f64>() * 1e-3))
+        b.iter_custom(|iters| {
+            Duration::from_secs_f64(
+                (0..iters)
+                    .map(|_| unsafe { cpp::bl_copy_ms(dip.cast(), ip.cast(), N * 4, 1, s.as_raw()) })
+                    .sum::<f64>()
+                    * 1e-3,
+            )
+        })
     });
     let mut pipe = Pipeline::new(8)?;
     pipe.set_stage_timing(false);
@@ -174,12 +212,18 @@ fn copies_and_pipeline(c: &mut Criterion, s: StreamRef<'_>) -> Result<()> {
                     dev_out: DeviceSliceMut::from_raw_parts(dop, N),
                     output: PinnedSliceMut::from_raw_parts(op, N),
                 };
-                pipe.run(s, buffers, Plan { chunks: 32, schedule: Schedule::Staged }, |cs, i, o| ordo_kernels::heavy_into(cs, i.as_slice(), o))
+                pipe.run(s, buffers, Plan { chunks: 32, schedule: Schedule::Staged }, |cs, i, o| {
+                    ordo_kernels::heavy_into(cs, i.as_slice(), o)
+                })
             })
         })
     });
     g.bench_function("pipeline in + 64-step kernel + out, C++ 32 chunks x 8 streams", |b| {
-        b.iter_custom(|iters| Duration::from_secs_f64((0..iters).map(|_| unsafe { cpp::bl_pipeline_ms(ip, dip, op, N, 32, 8) }).sum::<f64>() * 1e-3))
+        b.iter_custom(|iters| {
+            Duration::from_secs_f64(
+                (0..iters).map(|_| unsafe { cpp::bl_pipeline_ms(ip, dip, op, N, 32, 8) }).sum::<f64>() * 1e-3,
+            )
+        })
     });
     g.finish();
     s.synchronize()

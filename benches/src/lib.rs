@@ -11,17 +11,55 @@ pub mod cpp {
         pub fn bl_submit_us(s: cudaStream_t, which: i32, kernel: i32, p: *mut f32, iters: i32) -> f64;
         pub fn bl_roundtrip_us(s: cudaStream_t) -> f64;
         pub fn bl_eager_add_one_ms(s: cudaStream_t, x: *mut f32, n: i32, kernels: i32) -> f64;
-        pub fn bl_graph_add_one(s: cudaStream_t, x: *mut f32, n: i32, kernels: i32, instantiate_ms: *mut f64) -> cudaGraphExec_t;
+        pub fn bl_graph_add_one(
+            s: cudaStream_t,
+            x: *mut f32,
+            n: i32,
+            kernels: i32,
+            instantiate_ms: *mut f64,
+        ) -> cudaGraphExec_t;
         pub fn bl_graph_replay_ms(e: cudaGraphExec_t, s: cudaStream_t, launch_us: *mut f64) -> f64;
         pub fn bl_graph_destroy(e: cudaGraphExec_t);
         pub fn bl_graph_launch_us(e: cudaGraphExec_t, s: cudaStream_t) -> f64;
         pub fn bl_event_ops_us(a: cudaStream_t, b: cudaStream_t, e: cudaEvent_t, op: i32, iters: i32) -> f64;
         pub fn bl_inplace_chain_ms(s: cudaStream_t, x: *mut f32, n: i32, steps: i32, pdl: i32) -> f64;
-        pub fn bl_chain_ms(s: cudaStream_t, a: *mut f32, b: *mut f32, scale: *const f32, n: i32, steps: i32, pdl: i32) -> f64;
-        pub fn bl_copy_ms(dst: *mut core::ffi::c_void, src: *const core::ffi::c_void, bytes: usize, kind: i32, s: cudaStream_t) -> f64;
+        pub fn bl_chain_ms(
+            s: cudaStream_t,
+            a: *mut f32,
+            b: *mut f32,
+            scale: *const f32,
+            n: i32,
+            steps: i32,
+            pdl: i32,
+        ) -> f64;
+        pub fn bl_copy_ms(
+            dst: *mut core::ffi::c_void,
+            src: *const core::ffi::c_void,
+            bytes: usize,
+            kind: i32,
+            s: cudaStream_t,
+        ) -> f64;
         pub fn bl_stamp_run(s: cudaStream_t, st: *mut u64, count: i32, spin_ns: u64);
-        pub fn bl_chain_stamped(s: cudaStream_t, a: *mut f32, b: *mut f32, scale: *const f32, n: i32, steps: i32, pdl: i32, trigger: i32, st: *mut u64, spin_ns: u64);
-        pub fn bl_pipeline_ms(h_in: *const f32, d_in: *mut f32, h_out: *mut f32, n: usize, chunks: i32, streams: i32) -> f64;
+        pub fn bl_chain_stamped(
+            s: cudaStream_t,
+            a: *mut f32,
+            b: *mut f32,
+            scale: *const f32,
+            n: i32,
+            steps: i32,
+            pdl: i32,
+            trigger: i32,
+            st: *mut u64,
+            spin_ns: u64,
+        );
+        pub fn bl_pipeline_ms(
+            h_in: *const f32,
+            d_in: *mut f32,
+            h_out: *mut f32,
+            n: usize,
+            chunks: i32,
+            streams: i32,
+        ) -> f64;
     }
 }
 
@@ -33,7 +71,15 @@ pub mod kernels {
         pub fn bl_ptr_int(p: *mut f32, n: i32);
         pub fn bl_spin(ns: u64);
         pub fn bl_stamp(st: *mut u64, i: i32);
-        pub fn bl_chain_step_stamped(prev: *const f32, out: *mut f32, scale: *const f32, n: i32, trigger: i32, st: *mut u64, k: i32);
+        pub fn bl_chain_step_stamped(
+            prev: *const f32,
+            out: *mut f32,
+            scale: *const f32,
+            n: i32,
+            trigger: i32,
+            st: *mut u64,
+            k: i32,
+        );
     }
 }
 

@@ -14,8 +14,22 @@ fn args(a: &[&str]) -> Vec<String> {
 
 fn awkward_rows() -> Vec<Row> {
     vec![
-        Row { group: "launch", name: "empty kernel, \"typed\"".into(), unit: "us", ordo: 3.1, baseline: Some(3.0), note: "a\\b, c\nd".into() },
-        Row { group: "pdl", name: "no samples".into(), unit: "us", ordo: f64::NAN, baseline: Some(0.0), note: String::new() },
+        Row {
+            group: "launch",
+            name: "empty kernel, \"typed\"".into(),
+            unit: "us",
+            ordo: 3.1,
+            baseline: Some(3.0),
+            note: "a\\b, c\nd".into(),
+        },
+        Row {
+            group: "pdl",
+            name: "no samples".into(),
+            unit: "us",
+            ordo: f64::NAN,
+            baseline: Some(0.0),
+            note: String::new(),
+        },
         Row { group: "copy", name: "H2D".into(), unit: "GB/s", ordo: f64::INFINITY, baseline: None, note: "x".into() },
     ]
 }

@@ -29,9 +29,7 @@ fn driver() -> Option<(CtxGetCurrent, CtxGetId)> {
             sys::cudaGetDriverEntryPoint(
                 name.as_ptr(),
                 &mut f,
-                sys::cudaGetDriverEntryPointFlags::cudaEnableDefault
-                    .0
-                    .into(),
+                sys::cudaGetDriverEntryPointFlags::cudaEnableDefault.0.into(),
                 &mut found,
             )
         };
@@ -75,10 +73,7 @@ impl ContextTag {
     /// The calling thread's current device and context. Call it after the object's CUDA objects
     /// were made (which made the context current).
     pub fn current() -> Result<ContextTag> {
-        Ok(ContextTag {
-            device: Device::current()?,
-            id: current_id(),
-        })
+        Ok(ContextTag { device: Device::current()?, id: current_id() })
     }
 
     /// Whether the context still exists: it is still the device's current context.

@@ -64,19 +64,10 @@ where
             return Err(Error::invalid(CALL, "no buckets"));
         }
         if buckets[0] == 0 || buckets.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(Error::invalid(
-                CALL,
-                "buckets must be non-zero and strictly increasing",
-            ));
+            return Err(Error::invalid(CALL, "buckets must be non-zero and strictly increasing"));
         }
         let execs = buckets.iter().map(|_| None).collect();
-        Ok(GraphCache {
-            buckets,
-            execs,
-            body,
-            overflow,
-            mode: CaptureMode::Global,
-        })
+        Ok(GraphCache { buckets, execs, body, overflow, mode: CaptureMode::Global })
     }
 
     /// The buckets.
@@ -104,9 +95,7 @@ where
             exec.upload(stream)?;
             self.execs[i] = Some(exec);
         }
-        self.execs[i]
-            .as_ref()
-            .ok_or_else(|| crate::error::null_handle("cudaGraphInstantiateWithFlags"))
+        self.execs[i].as_ref().ok_or_else(|| crate::error::null_handle("cudaGraphInstantiateWithFlags"))
     }
 
     /// Captures and instantiates every bucket's graph now, on `stream`.

@@ -128,13 +128,7 @@ where
             let data = unsafe { crate::graph::user_object::give_to_graph(graph, Box::new(f))? };
             // SAFETY: a live stream; `call_shared::<F>` reads `data` while the graph holds it.
             check(
-                unsafe {
-                    sys::cudaLaunchHostFunc(
-                        stream.as_raw(),
-                        Some(call_shared::<F>),
-                        data.as_ptr().cast(),
-                    )
-                },
+                unsafe { sys::cudaLaunchHostFunc(stream.as_raw(), Some(call_shared::<F>), data.as_ptr().cast()) },
                 "cudaLaunchHostFunc",
             )
         }
@@ -146,14 +140,10 @@ where
 /// run `c` at each replay, after the first had freed it): the caller checks [`capture_target`]
 /// first, and the capture contract keeps the answer true until this call. On failure, CUDA did
 /// not take `c`: it is handed back with the error.
-pub(crate) fn launch_once<C: HostCall>(
-    stream: StreamRef<'_>,
-    c: C,
-) -> core::result::Result<(), (Error, C)> {
+pub(crate) fn launch_once<C: HostCall>(stream: StreamRef<'_>, c: C) -> core::result::Result<(), (Error, C)> {
     let data = Box::into_raw(Box::new(c));
     // SAFETY: a live stream; `call_once::<C>` takes back ownership of `data` when CUDA runs it.
-    let code =
-        unsafe { sys::cudaLaunchHostFunc(stream.as_raw(), Some(call_once::<C>), data.cast()) };
+    let code = unsafe { sys::cudaLaunchHostFunc(stream.as_raw(), Some(call_once::<C>), data.cast()) };
     match check(code, "cudaLaunchHostFunc") {
         Ok(()) => Ok(()),
         // SAFETY: CUDA did not take `data`: it is still the box made above.

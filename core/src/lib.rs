@@ -89,10 +89,10 @@ pub mod device;
 pub mod error;
 pub mod event;
 pub mod graph;
-#[cfg(feature = "std")]
-pub mod host_fn;
 #[cfg(feature = "alloc")]
 pub mod graph_cache;
+#[cfg(feature = "std")]
+pub mod host_fn;
 pub mod launch;
 pub mod memory;
 #[cfg(feature = "alloc")]

@@ -408,7 +408,11 @@ impl Pipeline {
         let capturing = !matches!(main.capture_status()?, crate::graph::CaptureStatus::None);
         match if capturing { Ok(self.device) } else { main.device() } {
             Ok(d) if d != self.device => {
-                return Err(Error::usage(UsageKind::InvalidArgument, CALL, "the stream belongs to another device than the pipeline"))
+                return Err(Error::usage(
+                    UsageKind::InvalidArgument,
+                    CALL,
+                    "the stream belongs to another device than the pipeline",
+                ))
             }
             Ok(_) => {}
             Err(e) if e.cuda_code() == Some(crate::sys::cudaError::cudaErrorNotSupported) => {}
@@ -416,7 +420,12 @@ impl Pipeline {
         }
         let timing = self.timing;
         while timing && self.chunks.len() < chunks {
-            self.chunks.push(ChunkEvents([TimingEvent::new()?, TimingEvent::new()?, TimingEvent::new()?, TimingEvent::new()?]));
+            self.chunks.push(ChunkEvents([
+                TimingEvent::new()?,
+                TimingEvent::new()?,
+                TimingEvent::new()?,
+                TimingEvent::new()?,
+            ]));
         }
         while !timing && self.sync.len() < chunks {
             self.sync.push([Event::new()?, Event::new()?]);
@@ -444,7 +453,8 @@ impl Pipeline {
         let mut result = self.streams[..used].iter().try_for_each(|s| s.wait_event(&self.fork));
         if result.is_ok() {
             // SAFETY: the caller's contract, passed on.
-            result = unsafe { self.enqueue_chunks(plan, used, Buffers { input, dev_in, dev_out, output }, &mut compute) };
+            result =
+                unsafe { self.enqueue_chunks(plan, used, Buffers { input, dev_in, dev_out, output }, &mut compute) };
         }
         let result = result.and(joiner.finish());
         if result.is_ok() {
@@ -458,7 +468,13 @@ impl Pipeline {
     ///
     /// # Safety
     /// As [`run`](Self::run).
-    unsafe fn enqueue_chunks<T, U, F>(&self, plan: Plan, used: usize, buffers: Buffers<'_, T, U>, compute: &mut F) -> Result<()>
+    unsafe fn enqueue_chunks<T, U, F>(
+        &self,
+        plan: Plan,
+        used: usize,
+        buffers: Buffers<'_, T, U>,
+        compute: &mut F,
+    ) -> Result<()>
     where
         T: DeviceCopy,
         U: DeviceCopy,
@@ -469,14 +485,19 @@ impl Pipeline {
         for i in 0..chunks {
             let r = chunk_range(n, chunks, i);
             let (s_in, s_compute, s_out) = match plan.schedule {
-                Schedule::Staged => (self.streams[0].as_stream(), self.streams[1].as_stream(), self.streams[2].as_stream()),
+                Schedule::Staged => {
+                    (self.streams[0].as_stream(), self.streams[1].as_stream(), self.streams[2].as_stream())
+                }
                 Schedule::RoundRobin { .. } => {
                     let s = self.streams[i % used].as_stream();
                     (s, s, s)
                 }
             };
-            let (in_done, compute_done): (&Event, &Event) =
-                if timing { (&self.chunks[i].0[1], &self.chunks[i].0[2]) } else { (&self.sync[i][0], &self.sync[i][1]) };
+            let (in_done, compute_done): (&Event, &Event) = if timing {
+                (&self.chunks[i].0[1], &self.chunks[i].0[2])
+            } else {
+                (&self.sync[i][0], &self.sync[i][1])
+            };
             if timing {
                 self.chunks[i].0[0].record(s_in)?;
             }
@@ -526,7 +547,11 @@ impl Pipeline {
     /// An error if the last run had [stage timing](Self::set_stage_timing) off.
     pub fn chunk_times(&self) -> Result<Vec<ChunkTimes>> {
         if !self.last_timed && self.last.chunks > 0 {
-            return Err(Error::usage(UsageKind::InvalidArgument, "Pipeline::chunk_times", "the last run had stage timing off"));
+            return Err(Error::usage(
+                UsageKind::InvalidArgument,
+                "Pipeline::chunk_times",
+                "the last run had stage timing off",
+            ));
         }
         let mut out = Vec::with_capacity(self.last.chunks);
         for i in 0..self.last.chunks {

@@ -43,13 +43,12 @@
 //! them with the context), never passed to `cudaFreeHost` or `cudaEventDestroy` (whose handles the
 //! new context may have reused), and acquires return `cudaErrorContextIsDestroyed`.
 
+use crate::context::ContextTag;
 use crate::error::{CudaError, Error, Result};
 use crate::event::Event;
 use crate::graph::{capture_target, invalidated, user_object, CaptureTarget};
 use crate::host_fn::{in_cuda_callback, launch_once, HostCall};
-use crate::memory::{
-    copy, order, DeviceCopy, DeviceSliceMut, HostAllocFlags, PinnedBuffer, PinnedSlice,
-};
+use crate::memory::{copy, order, DeviceCopy, DeviceSliceMut, HostAllocFlags, PinnedBuffer, PinnedSlice};
 use crate::stream::StreamRef;
 use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
@@ -58,7 +57,6 @@ use alloc::vec::Vec;
 use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
-use crate::context::ContextTag;
 use ordo_cuda_sys as sys;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -123,10 +121,7 @@ impl Slots {
     }
 
     fn count(&self, state: u8) -> usize {
-        self.state
-            .iter()
-            .filter(|s| s.load(Ordering::Acquire) == state)
-            .count()
+        self.state.iter().filter(|s| s.load(Ordering::Acquire) == state).count()
     }
 
     fn closed(&self) -> bool {
@@ -139,10 +134,7 @@ impl Slots {
             return Err(NoSlot::Closed);
         }
         for (index, state) in self.state.iter().enumerate() {
-            if state
-                .compare_exchange(FREE, to, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-            {
+            if state.compare_exchange(FREE, to, Ordering::Acquire, Ordering::Relaxed).is_ok() {
                 return Ok(index);
             }
         }
@@ -154,12 +146,7 @@ impl Slots {
     /// is lost or gone) ends the wait. So do [`close`](Self::close) (checked at every attempt)
     /// and a ring whose every slot is held by a ticket or a graph (see
     /// [`stuck`](Self::stuck)).
-    fn wait_free(
-        &self,
-        to: u8,
-        call: &'static str,
-        lost: impl Fn() -> Option<Error>,
-    ) -> Result<usize> {
+    fn wait_free(&self, to: u8, call: &'static str, lost: impl Fn() -> Option<Error>) -> Result<usize> {
         let mut attempts = 0u32;
         loop {
             match self.take_free(to) {
@@ -281,9 +268,7 @@ impl<T: DeviceCopy> Shared<T> {
         }
         let mut mode = sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed;
         // SAFETY: `mode` is writable; the previous mode comes back in it.
-        if unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) }
-            != sys::cudaError::cudaSuccess
-        {
+        if unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) } != sys::cudaError::cudaSuccess {
             return None;
         }
         let status = self.resources.probe.query();
@@ -348,10 +333,7 @@ pub fn free_deferred() -> usize {
         return 0;
     }
     let list = core::mem::take(&mut *DEFERRED.lock().unwrap_or_else(PoisonError::into_inner));
-    list.into_iter()
-        .map(|(context, resources)| drop_in(context, resources))
-        .filter(|&freed| freed)
-        .count()
+    list.into_iter().map(|(context, resources)| drop_in(context, resources)).filter(|&freed| freed).count()
 }
 
 /// A slot held under a number rather than a [`Slot`] value: see [`StagingRing::acquire_ticket`].
@@ -396,9 +378,7 @@ pub struct StagingRing<T: DeviceCopy> {
 
 impl<T: DeviceCopy> Clone for StagingRing<T> {
     fn clone(&self) -> Self {
-        StagingRing {
-            shared: Arc::clone(&self.shared),
-        }
+        StagingRing { shared: Arc::clone(&self.shared) }
     }
 }
 
@@ -419,7 +399,6 @@ impl<T: DeviceCopy> Lease<T> {
     fn set(&self, state: u8) {
         self.shared.slots.set(self.index, state);
     }
-
 }
 
 impl<T: DeviceCopy> Drop for Lease<T> {
@@ -452,24 +431,16 @@ impl<T: DeviceCopy> StagingRing<T> {
             return Err(Error::invalid(CALL, "zero slots or zero slot length"));
         }
         if count > Self::MAX_SLOTS {
-            return Err(Error::invalid(
-                CALL,
-                "more than StagingRing::MAX_SLOTS slots",
-            ));
+            return Err(Error::invalid(CALL, "more than StagingRing::MAX_SLOTS slots"));
         }
-        let total = count
-            .checked_mul(slot_len)
-            .ok_or(Error::invalid(CALL, "count * slot_len overflows"))?;
-        let slots = Slots::new(count).ok_or(Error::Cuda(CudaError::new(
-            sys::cudaError::cudaErrorMemoryAllocation,
-            CALL,
-        )))?;
+        let total = count.checked_mul(slot_len).ok_or(Error::invalid(CALL, "count * slot_len overflows"))?;
+        let slots =
+            Slots::new(count).ok_or(Error::Cuda(CudaError::new(sys::cudaError::cudaErrorMemoryAllocation, CALL)))?;
         free_deferred();
         let mut memory = PinnedBuffer::zeroed(total, HostAllocFlags::empty())?;
         let probe = Event::new()?;
         let context = ContextTag::current()?;
-        let base = NonNull::new(memory.pinned_mut().as_mut_ptr())
-            .ok_or(Error::invalid(CALL, "null pinned memory"))?;
+        let base = NonNull::new(memory.pinned_mut().as_mut_ptr()).ok_or(Error::invalid(CALL, "null pinned memory"))?;
         let shared = Shared {
             resources: ManuallyDrop::new(Resources { _memory: memory, probe }),
             context,
@@ -477,9 +448,7 @@ impl<T: DeviceCopy> StagingRing<T> {
             slots,
             slot_len,
         };
-        Ok(StagingRing {
-            shared: Arc::new(shared),
-        })
+        Ok(StagingRing { shared: Arc::new(shared) })
     }
 
     /// Elements a slot.
@@ -493,21 +462,12 @@ impl<T: DeviceCopy> StagingRing<T> {
     }
 
     fn slot(&self, index: usize) -> Slot<T> {
-        Slot {
-            lease: Lease {
-                shared: Arc::clone(&self.shared),
-                index,
-            },
-        }
+        Slot { lease: Lease { shared: Arc::clone(&self.shared), index } }
     }
 
     /// A free slot, if there is one now (never blocks); `None` also once the ring is closed.
     pub fn try_acquire(&self) -> Option<Slot<T>> {
-        self.shared
-            .slots
-            .take_free(FILLING)
-            .ok()
-            .map(|index| self.slot(index))
+        self.shared.slots.take_free(FILLING).ok().map(|index| self.slot(index))
     }
 
     /// A free slot, waiting on the host (yielding the thread) until a copy in flight completes or a
@@ -525,9 +485,7 @@ impl<T: DeviceCopy> StagingRing<T> {
     /// ring has without giving any back waits for ever, as a channel or a mutex would.
     pub fn acquire(&self) -> Result<Slot<T>> {
         let shared = &self.shared;
-        let index = shared
-            .slots
-            .wait_free(FILLING, "StagingRing::acquire", || shared.context_lost())?;
+        let index = shared.slots.wait_free(FILLING, "StagingRing::acquire", || shared.context_lost())?;
         Ok(self.slot(index))
     }
 
@@ -545,27 +503,18 @@ impl<T: DeviceCopy> StagingRing<T> {
         const CALL: &str = "StagingRing::acquire_ticket";
         let shared = &self.shared;
         let index = if wait {
-            shared
-                .slots
-                .wait_free(TICKET, CALL, || shared.context_lost())
-                .map_err(|e| match e {
-                    Error::Usage(_) if !shared.slots.closed() => Error::Cuda(
-                        CudaError::new(sys::cudaError::cudaErrorNotReady, CALL).with_hint(
-                            "no slot can come free by waiting: every slot is held by a graph",
-                        ),
-                    ),
-                    e => e,
-                })?
+            shared.slots.wait_free(TICKET, CALL, || shared.context_lost()).map_err(|e| match e {
+                Error::Usage(_) if !shared.slots.closed() => Error::Cuda(
+                    CudaError::new(sys::cudaError::cudaErrorNotReady, CALL)
+                        .with_hint("no slot can come free by waiting: every slot is held by a graph"),
+                ),
+                e => e,
+            })?
         } else {
             match shared.slots.take_free(TICKET) {
                 Ok(index) => index,
                 Err(NoSlot::Closed) => return Err(closed(CALL)),
-                Err(NoSlot::Busy) => {
-                    return Err(Error::Cuda(CudaError::new(
-                        sys::cudaError::cudaErrorNotReady,
-                        CALL,
-                    )))
-                }
+                Err(NoSlot::Busy) => return Err(Error::Cuda(CudaError::new(sys::cudaError::cudaErrorNotReady, CALL))),
             }
         };
         let ticket = shared.slots.issue(index, CALL)?;
@@ -629,22 +578,13 @@ impl<T: DeviceCopy> StagingRing<T> {
     /// the slot reused; should the synchronise fail too, it waits until the stream can run nothing
     /// more), frees the slot, and returns the error. Inside a capture, a slot given to the graph
     /// stays the graph's on every error after that.
-    pub fn submit(
-        &self,
-        slot: Slot<T>,
-        len: usize,
-        dst: DeviceSliceMut<'_, T>,
-        stream: StreamRef<'_>,
-    ) -> Result<()> {
+    pub fn submit(&self, slot: Slot<T>, len: usize, dst: DeviceSliceMut<'_, T>, stream: StreamRef<'_>) -> Result<()> {
         const CALL: &str = "StagingRing::submit";
         if !Arc::ptr_eq(&slot.lease.shared, &self.shared) {
             return Err(Error::invalid(CALL, "the slot belongs to another ring"));
         }
         if len == 0 || len > self.shared.slot_len || dst.len() != len {
-            return Err(Error::invalid(
-                CALL,
-                "len must be 1..=slot_len and equal to dst's length",
-            ));
+            return Err(Error::invalid(CALL, "len must be 1..=slot_len and equal to dst's length"));
         }
         match capture_target(stream)? {
             CaptureTarget::None => submit_now(slot.lease, len, dst, stream),
@@ -782,21 +722,13 @@ mod tests {
         assert_eq!(index_again, index);
         assert_ne!(first_n, second_n, "tickets are never reused");
         assert!(!slots.holds(&again(first_n)));
-        assert_eq!(
-            slots.take_ticket(again(first_n), FILLING),
-            None,
-            "the stale ticket is refused"
-        );
+        assert_eq!(slots.take_ticket(again(first_n), FILLING), None, "the stale ticket is refused");
         assert_eq!(slots.state[index].load(Ordering::Acquire), TICKET);
         assert!(slots.holds(&second), "and the new holder keeps its slot");
         assert_eq!(slots.take_ticket(second, FILLING), Some(index));
         assert_eq!(slots.take_ticket(again(second_n), FILLING), None, "used up");
         assert_eq!(slots.take_ticket(again(0), FREE), None);
-        assert_eq!(
-            slots.take_ticket(again(u64::MAX), FREE),
-            None,
-            "never issued"
-        );
+        assert_eq!(slots.take_ticket(again(u64::MAX), FREE), None, "never issued");
     }
 
     #[test]
@@ -838,24 +770,14 @@ mod tests {
         slots.set(1, IN_FLIGHT);
         let (tx, rx) = channel();
         let waiter = Arc::clone(&slots);
-        let thread = std::thread::spawn(move || {
-            tx.send(waiter.wait_free(FILLING, "test", never_lost).map(|_| ()))
-                .unwrap()
-        });
-        assert!(
-            rx.recv_timeout(Duration::from_millis(50)).is_err(),
-            "waits while a copy is in flight"
-        );
+        let thread =
+            std::thread::spawn(move || tx.send(waiter.wait_free(FILLING, "test", never_lost).map(|_| ())).unwrap());
+        assert!(rx.recv_timeout(Duration::from_millis(50)).is_err(), "waits while a copy is in flight");
         // The copy completes and the slot goes straight to a ticket (the host function frees it,
         // another thread's acquire_ticket takes it: one step here).
         slots.set(1, TICKET);
-        let answer = rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("the waiter spun on slots held by tickets");
-        assert_eq!(
-            answer.unwrap_err().cuda_code(),
-            Some(sys::cudaError::cudaErrorNotReady)
-        );
+        let answer = rx.recv_timeout(Duration::from_secs(20)).expect("the waiter spun on slots held by tickets");
+        assert_eq!(answer.unwrap_err().cuda_code(), Some(sys::cudaError::cudaErrorNotReady));
         thread.join().unwrap();
     }
 
@@ -866,15 +788,11 @@ mod tests {
         slots.set(1, IN_FLIGHT); // a copy that never completes here: the waiter would wait for ever
         let (tx, rx) = channel();
         let waiter = Arc::clone(&slots);
-        let thread = std::thread::spawn(move || {
-            tx.send(waiter.wait_free(TICKET, "test", never_lost).map(|_| ()))
-                .unwrap()
-        });
+        let thread =
+            std::thread::spawn(move || tx.send(waiter.wait_free(TICKET, "test", never_lost).map(|_| ())).unwrap());
         assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
         slots.close();
-        let answer = rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("close did not end the wait");
+        let answer = rx.recv_timeout(Duration::from_secs(20)).expect("close did not end the wait");
         assert!(answer.unwrap_err().to_string().contains("closed"));
         thread.join().unwrap();
         assert!(!slots.holds(&ticket), "tickets are released");
@@ -896,10 +814,7 @@ mod tests {
         slots.set(0, IN_FLIGHT);
         let gone = || Some(context_destroyed());
         let e = slots.wait_free(FILLING, "test", gone).unwrap_err();
-        assert_eq!(
-            e.cuda_code(),
-            Some(sys::cudaError::cudaErrorContextIsDestroyed)
-        );
+        assert_eq!(e.cuda_code(), Some(sys::cudaError::cudaErrorContextIsDestroyed));
     }
 
     #[test]
@@ -914,22 +829,12 @@ mod tests {
         }
         // A context that is not the device's current one (here: no driver, or an id no context
         // has): gone, as after cudaDeviceReset. Its resources are forgotten.
-        let gone = ContextTag {
-            device: crate::Device::from_ordinal(0),
-            id: Some(u64::MAX),
-        };
+        let gone = ContextTag { device: crate::Device::from_ordinal(0), id: Some(u64::MAX) };
         assert!(!gone.alive());
         assert!(!drop_in(gone, Box::new(Probe)));
-        assert_eq!(
-            FREED.load(Ordering::SeqCst),
-            0,
-            "freed in a destroyed context"
-        );
+        assert_eq!(FREED.load(Ordering::SeqCst), 0, "freed in a destroyed context");
         // A driver that cannot tell contexts apart: alive, freed as before.
-        let unknown = ContextTag {
-            device: crate::Device::from_ordinal(0),
-            id: None,
-        };
+        let unknown = ContextTag { device: crate::Device::from_ordinal(0), id: None };
         assert!(drop_in(unknown, Box::new(Probe)));
         assert_eq!(FREED.load(Ordering::SeqCst), 1);
     }
@@ -942,9 +847,6 @@ mod tests {
             assert!(matches!(e, Error::Usage(_)), "{count} x {len}: {e:?}");
         }
         assert!(Slots::new(max).is_some());
-        assert!(
-            Slots::new(usize::MAX).is_none(),
-            "an impossible table is an error, not an abort"
-        );
+        assert!(Slots::new(usize::MAX).is_none(), "an impossible table is an error, not an abort");
     }
 }

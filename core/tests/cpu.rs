@@ -282,7 +282,13 @@ fn pipeline_model_matches_the_sources_measurements() {
     use ordo_core::pipeline::{check_run, choose_plan, chunk_range, predict_ms, Machine, Plan, Schedule, StageTimes};
     // The source's program on an H200: 256 MiB in, the 64-step kernel, 256 MiB out.
     let times = StageTimes { copy_in_ms: 4.89, compute_ms: 0.32, copy_out_ms: 4.86 };
-    let h200 = Machine { copy_engines: 3, duplex: 1.83, chunk_overhead_ms: 0.004, stage_timing_overhead_ms: 0.010, stage_timing: false };
+    let h200 = Machine {
+        copy_engines: 3,
+        duplex: 1.83,
+        chunk_overhead_ms: 0.004,
+        stage_timing_overhead_ms: 0.010,
+        stage_timing: false,
+    };
     let rr = |chunks, streams| Plan { chunks, schedule: Schedule::RoundRobin { streams } };
     let serial = predict_ms(times, rr(1, 1), &h200);
     assert!((serial - 10.074).abs() < 0.01, "{serial}");
@@ -364,14 +370,29 @@ fn defect_08_choose_plan_with_a_huge_chunk_limit_terminates_within_max_chunks() 
     let times = StageTimes { copy_in_ms: 4.89, compute_ms: 0.32, copy_out_ms: 4.86 };
     // No per-chunk cost: more chunks always look better, so the planner goes to its limit.
     for copy_engines in [0, 1, 3] {
-        let free = Machine { copy_engines, duplex: 1.83, chunk_overhead_ms: 0.0, stage_timing_overhead_ms: 0.0, stage_timing: false };
+        let free = Machine {
+            copy_engines,
+            duplex: 1.83,
+            chunk_overhead_ms: 0.0,
+            stage_timing_overhead_ms: 0.0,
+            stage_timing: false,
+        };
         for max in [usize::MAX, usize::MAX / 2 + 1, 1 << 40, MAX_CHUNKS + 1] {
             let plan = choose_plan(times, &free, max);
-            assert!(plan.chunks >= 1 && plan.chunks <= MAX_CHUNKS && plan.chunks.is_power_of_two(), "{copy_engines} {max}: {plan:?}");
+            assert!(
+                plan.chunks >= 1 && plan.chunks <= MAX_CHUNKS && plan.chunks.is_power_of_two(),
+                "{copy_engines} {max}: {plan:?}"
+            );
         }
         assert_eq!(choose_plan(times, &free, 0).chunks, 1);
     }
-    let free = Machine { copy_engines: 3, duplex: 1.83, chunk_overhead_ms: 0.0, stage_timing_overhead_ms: 0.0, stage_timing: false };
+    let free = Machine {
+        copy_engines: 3,
+        duplex: 1.83,
+        chunk_overhead_ms: 0.0,
+        stage_timing_overhead_ms: 0.0,
+        stage_timing: false,
+    };
     assert_eq!(choose_plan(times, &free, usize::MAX).chunks, MAX_CHUNKS);
     assert_eq!(choose_plan(times, &free, 100).chunks, 64);
 }
@@ -379,7 +400,13 @@ fn defect_08_choose_plan_with_a_huge_chunk_limit_terminates_within_max_chunks() 
 #[test]
 fn defect_08_predict_ms_and_choose_plan_on_nan_negative_and_infinite_input() {
     use ordo_core::pipeline::{choose_plan, predict_ms, Machine, Plan, Schedule, StageTimes};
-    let h200 = Machine { copy_engines: 3, duplex: 1.83, chunk_overhead_ms: 0.0055, stage_timing_overhead_ms: 0.010, stage_timing: true };
+    let h200 = Machine {
+        copy_engines: 3,
+        duplex: 1.83,
+        chunk_overhead_ms: 0.0055,
+        stage_timing_overhead_ms: 0.010,
+        stage_timing: true,
+    };
     let good = StageTimes { copy_in_ms: 4.89, compute_ms: 0.32, copy_out_ms: 4.86 };
     let plans = [
         Plan { chunks: 1, schedule: Schedule::RoundRobin { streams: 1 } },

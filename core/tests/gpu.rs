@@ -123,7 +123,10 @@ fn elapsed_time_agrees_with_the_host_clock() {
     end.synchronize().unwrap();
     let host_ms = t0.elapsed().as_secs_f64() * 1e3;
     let gpu_ms = end.elapsed_ms_since(&start).unwrap() as f64;
-    println!("256 MiB H2D: events {gpu_ms:.3} ms, host clock {host_ms:.3} ms, {:.1} GB/s", (N * 4) as f64 / gpu_ms / 1e6);
+    println!(
+        "256 MiB H2D: events {gpu_ms:.3} ms, host clock {host_ms:.3} ms, {:.1} GB/s",
+        (N * 4) as f64 / gpu_ms / 1e6
+    );
     // The events bracket part of the host interval, so they cannot measure more than it; how much
     // less depends on the machine's load, which is not this test's business.
     assert!(gpu_ms > 0.0 && gpu_ms <= host_ms + 0.1, "gpu {gpu_ms} host {host_ms}");

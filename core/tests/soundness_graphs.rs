@@ -5,9 +5,7 @@
 //! each other by one lock (a capture in this binary must not see another test's synchronise).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::graph::{
-    capture, capture_into, CaptureMode, CaptureStatus, Graph, InstantiateFlags,
-};
+use ordo_core::graph::{capture, capture_into, CaptureMode, CaptureStatus, Graph, InstantiateFlags};
 use ordo_core::host_fn::{launch_host_fn, take_host_fn_panics};
 use ordo_core::memory::copy;
 use ordo_core::staging::{free_deferred, StagingRing};
@@ -82,17 +80,10 @@ fn defect_01_captured_host_fn_runs_at_every_replay_and_is_freed_with_the_graph()
     }
     s.synchronize().unwrap();
     assert_eq!(calls.load(Ordering::Relaxed), 3);
-    assert_eq!(
-        Arc::strong_count(&calls),
-        2,
-        "the closure lives while the executable graph does"
-    );
+    assert_eq!(Arc::strong_count(&calls), 2, "the closure lives while the executable graph does");
     drop(exec);
     s.synchronize().unwrap();
-    assert!(
-        eventually(|| Arc::strong_count(&calls) == 1),
-        "the closure was not freed with the graph"
-    );
+    assert!(eventually(|| Arc::strong_count(&calls) == 1), "the closure was not freed with the graph");
     assert_eq!(calls.load(Ordering::Relaxed), 3);
 }
 
@@ -123,19 +114,9 @@ fn defect_01_update_hands_the_new_graphs_host_fn_to_the_exec() {
     drop(gb);
     exec.launch(s).unwrap();
     s.synchronize().unwrap();
-    assert_eq!(
-        (a.load(Ordering::Relaxed), b.load(Ordering::Relaxed)),
-        (0, 1)
-    );
-    assert!(
-        eventually(|| Arc::strong_count(&a) == 1),
-        "the replaced closure is released"
-    );
-    assert_eq!(
-        Arc::strong_count(&b),
-        2,
-        "the exec holds the new graph's closure"
-    );
+    assert_eq!((a.load(Ordering::Relaxed), b.load(Ordering::Relaxed)), (0, 1));
+    assert!(eventually(|| Arc::strong_count(&a) == 1), "the replaced closure is released");
+    assert_eq!(Arc::strong_count(&b), 2, "the exec holds the new graph's closure");
     drop(exec);
     assert!(eventually(|| Arc::strong_count(&b) == 1));
 }
@@ -184,27 +165,15 @@ fn defect_07_a_panic_inside_capture_ends_the_capture() {
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
     // The stream works, and so does a new capture.
     // SAFETY: `x` outlives the executable graph and its launch (synchronised below).
-    let graph = unsafe {
-        capture(s, CaptureMode::ThreadLocal, |cs| {
-            copy::memset_async(x.as_mut_slice(), 7, cs)
-        })
-    }
-    .unwrap();
-    graph
-        .instantiate(InstantiateFlags::empty())
-        .unwrap()
-        .launch(s)
-        .unwrap();
+    let graph =
+        unsafe { capture(s, CaptureMode::ThreadLocal, |cs| copy::memset_async(x.as_mut_slice(), 7, cs)) }.unwrap();
+    graph.instantiate(InstantiateFlags::empty()).unwrap().launch(s).unwrap();
     assert!(read(x.as_slice(), s).iter().all(|&v| v == 0x0707_0707));
     // capture_into too: the panic leaves the graph as it was.
     let mut g = Graph::new().unwrap();
     // SAFETY: `x` outlives every launch below.
-    unsafe {
-        capture_into(&mut g, s, CaptureMode::ThreadLocal, |cs| {
-            copy::memset_async(x.as_mut_slice(), 3, cs)
-        })
-    }
-    .unwrap();
+    unsafe { capture_into(&mut g, s, CaptureMode::ThreadLocal, |cs| copy::memset_async(x.as_mut_slice(), 3, cs)) }
+        .unwrap();
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: as above.
         let _ = unsafe {
@@ -217,14 +186,9 @@ fn defect_07_a_panic_inside_capture_ends_the_capture() {
     assert!(caught.is_err());
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
     assert_eq!(g.node_count().unwrap(), 1);
-    g.instantiate(InstantiateFlags::empty())
-        .unwrap()
-        .launch(s)
-        .unwrap();
+    g.instantiate(InstantiateFlags::empty()).unwrap().launch(s).unwrap();
     assert!(read(x.as_slice(), s).iter().all(|&v| v == 0x0303_0303));
-    assert!(error::take_drop_errors()
-        .iter()
-        .all(|e| e.call() != "cudaStreamEndCapture"));
+    assert!(error::take_drop_errors().iter().all(|e| e.call() != "cudaStreamEndCapture"));
 }
 
 #[test]
@@ -239,12 +203,8 @@ fn defect_11_capture_into_an_empty_graph_works() {
     assert!(g.leaf_nodes().unwrap().is_empty());
     let mut x = DeviceBuffer::<u32>::zeroed_async(4096, s).unwrap();
     // SAFETY: `x` outlives every launch below.
-    unsafe {
-        capture_into(&mut g, s, CaptureMode::ThreadLocal, |cs| {
-            copy::memset_async(x.as_mut_slice(), 0x11, cs)
-        })
-    }
-    .unwrap();
+    unsafe { capture_into(&mut g, s, CaptureMode::ThreadLocal, |cs| copy::memset_async(x.as_mut_slice(), 0x11, cs)) }
+        .unwrap();
     assert_eq!(g.node_count().unwrap(), 1);
     // A second capture depends on the first.
     // SAFETY: as above.
@@ -256,10 +216,7 @@ fn defect_11_capture_into_an_empty_graph_works() {
     .unwrap();
     assert_eq!(g.node_count().unwrap(), 2);
     assert_eq!(g.edges().unwrap().len(), 1);
-    g.instantiate(InstantiateFlags::empty())
-        .unwrap()
-        .launch(s)
-        .unwrap();
+    g.instantiate(InstantiateFlags::empty()).unwrap().launch(s).unwrap();
     let host = read(x.as_slice(), s);
     assert!(host[..2048].iter().all(|&v| v == 0x2222_2222));
     assert!(host[2048..].iter().all(|&v| v == 0x1111_1111));
@@ -274,12 +231,8 @@ fn defect_11_a_failed_capture_into_leaves_the_graph_as_it_was() {
     let mut x = DeviceBuffer::<u32>::zeroed_async(4096, s).unwrap();
     let mut g = Graph::new().unwrap();
     // SAFETY: `x` outlives every launch below.
-    unsafe {
-        capture_into(&mut g, s, CaptureMode::ThreadLocal, |cs| {
-            copy::memset_async(x.as_mut_slice(), 0x11, cs)
-        })
-    }
-    .unwrap();
+    unsafe { capture_into(&mut g, s, CaptureMode::ThreadLocal, |cs| copy::memset_async(x.as_mut_slice(), 0x11, cs)) }
+        .unwrap();
     // The body fails after capturing two nodes.
     // SAFETY: as above.
     let e = unsafe {
@@ -303,24 +256,14 @@ fn defect_11_a_failed_capture_into_leaves_the_graph_as_it_was() {
         })
     }
     .unwrap_err();
-    assert_eq!(
-        e.cuda_code(),
-        Some(sys::cudaError::cudaErrorStreamCaptureInvalidated),
-        "{e}"
-    );
+    assert_eq!(e.cuda_code(), Some(sys::cudaError::cudaErrorStreamCaptureInvalidated), "{e}");
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
     assert_eq!(g.node_count().unwrap(), 1);
-    g.instantiate(InstantiateFlags::empty())
-        .unwrap()
-        .launch(s)
-        .unwrap();
+    g.instantiate(InstantiateFlags::empty()).unwrap().launch(s).unwrap();
     assert!(read(x.as_slice(), s).iter().all(|&v| v == 0x1111_1111));
     drop(g);
     let errors = error::take_drop_errors();
-    assert!(
-        errors.iter().all(|e| !e.call().starts_with("cudaGraph")),
-        "{errors:?}"
-    );
+    assert!(errors.iter().all(|e| !e.call().starts_with("cudaGraph")), "{errors:?}");
 }
 
 /// The pinned allocation at `ptr` was freed, once frees deferred off CUDA's callback threads ran.
@@ -335,8 +278,7 @@ fn is_freed<T>(ptr: *const T) -> bool {
     let mut attrs: sys::cudaPointerAttributes = unsafe { std::mem::zeroed() };
     // SAFETY: `attrs` is writable; any address may be asked about.
     let code = unsafe { sys::cudaPointerGetAttributes(&mut attrs, ptr.cast()) };
-    code == sys::cudaError::cudaSuccess
-        && attrs.type_ == sys::cudaMemoryType::cudaMemoryTypeUnregistered
+    code == sys::cudaError::cudaSuccess && attrs.type_ == sys::cudaMemoryType::cudaMemoryTypeUnregistered
 }
 
 #[test]
@@ -349,12 +291,8 @@ fn defect_06_staging_slots_come_back_and_the_ring_frees_its_memory() {
     let s = stream.as_stream();
     let ring = StagingRing::<u8>::new(SLOTS, LEN).unwrap();
     let loader = ring.clone();
-    let mut dsts: Vec<_> = (0..SLOTS)
-        .map(|_| DeviceBuffer::<u8>::zeroed_async(LEN, s).unwrap())
-        .collect();
-    let data: Vec<_> = (0..SLOTS)
-        .map(|i| random_bytes(LEN, i as u64 + 1))
-        .collect();
+    let mut dsts: Vec<_> = (0..SLOTS).map(|_| DeviceBuffer::<u8>::zeroed_async(LEN, s).unwrap()).collect();
+    let data: Vec<_> = (0..SLOTS).map(|i| random_bytes(LEN, i as u64 + 1)).collect();
     let mut base: *const u8 = std::ptr::null();
     for (dst, bytes) in dsts.iter_mut().zip(&data) {
         let mut slot = loader.acquire().unwrap();
@@ -365,10 +303,7 @@ fn defect_06_staging_slots_come_back_and_the_ring_frees_its_memory() {
         ring.submit(slot, LEN, dst.as_mut_slice(), s).unwrap();
     }
     s.synchronize().unwrap();
-    assert!(
-        eventually(|| ring.free_slots() == SLOTS),
-        "slots did not come back"
-    );
+    assert!(eventually(|| ring.free_slots() == SLOTS), "slots did not come back");
     for (dst, bytes) in dsts.iter().zip(&data) {
         assert_eq!(&read(dst.as_slice(), s), bytes);
     }
@@ -394,26 +329,17 @@ fn defect_06_acquire_returns_an_error_when_no_slot_can_come_free() {
     let mut slot = ring.acquire().unwrap();
     slot.fill(5);
     // SAFETY: `x` outlives the graph (no launch at all).
-    let graph = unsafe {
-        capture(s, CaptureMode::ThreadLocal, |cs| {
-            ring.submit(slot, 256, x.as_mut_slice(), cs)
-        })
-    }
-    .unwrap();
+    let graph =
+        unsafe { capture(s, CaptureMode::ThreadLocal, |cs| ring.submit(slot, 256, x.as_mut_slice(), cs)) }.unwrap();
     assert_eq!(ring.graph_slots(), 1);
     // The only slot belongs to the graph: acquire must return, not spin for ever.
     let waiter = ring.clone();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || tx.send(waiter.acquire().map(drop)).unwrap());
-    let answer = rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("acquire hung");
+    let answer = rx.recv_timeout(Duration::from_secs(10)).expect("acquire hung");
     assert!(answer.unwrap_err().to_string().contains("held by a graph"));
     drop(graph);
-    assert!(
-        eventually(|| ring.free_slots() == 1),
-        "the graph did not give its slot back"
-    );
+    assert!(eventually(|| ring.free_slots() == 1), "the graph did not give its slot back");
     drop(ring.acquire().unwrap());
 }
 
@@ -441,10 +367,7 @@ fn defect_02_staging_copy_is_ordered_with_the_destinations_stream() {
     let mut slot = ring.acquire().unwrap();
     slot.copy_from_slice(&data);
     ring.submit(slot, N, dst.as_mut_slice(), b).unwrap();
-    assert!(
-        read(dst.as_slice(), a) == data,
-        "the copy was not ordered before the destination's stream"
-    );
+    assert!(read(dst.as_slice(), a) == data, "the copy was not ordered before the destination's stream");
     drop(dst);
 
     // Drop right after submit: the buffer's free waits for the copy, so its next owner keeps its data.
@@ -460,14 +383,8 @@ fn defect_02_staging_copy_is_ordered_with_the_destinations_stream() {
     unsafe { copy::memset_async(next.as_mut_slice(), 0xAB, a).unwrap() };
     b.synchronize().unwrap();
     a.synchronize().unwrap();
-    let kept = read(next.as_slice(), a)
-        .iter()
-        .filter(|&&v| v == 0xAB)
-        .count();
-    assert_eq!(
-        kept, N,
-        "the staging copy landed in the buffer's next owner"
-    );
+    let kept = read(next.as_slice(), a).iter().filter(|&&v| v == 0xAB).count();
+    assert_eq!(kept, N, "the staging copy landed in the buffer's next owner");
     drop(busy);
     b.synchronize().unwrap();
 }
@@ -480,21 +397,15 @@ fn defect_01_staging_submit_captured_replays_and_gives_the_slot_back() {
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let ring = StagingRing::<u32>::new(2, LEN).unwrap();
-    let data: Vec<u32> = random_bytes(4 * LEN, 9)
-        .chunks_exact(4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let data: Vec<u32> =
+        random_bytes(4 * LEN, 9).chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
     let mut dst = DeviceBuffer::<u32>::zeroed_async(LEN, s).unwrap();
     let mut slot = ring.acquire().unwrap();
     slot.copy_from_slice(&data);
     let base = slot.as_ptr();
     // SAFETY: `dst` outlives the executable graph and its launches (synchronised before drops).
-    let graph = unsafe {
-        capture(s, CaptureMode::ThreadLocal, |cs| {
-            ring.submit(slot, LEN, dst.as_mut_slice(), cs)
-        })
-    }
-    .unwrap();
+    let graph =
+        unsafe { capture(s, CaptureMode::ThreadLocal, |cs| ring.submit(slot, LEN, dst.as_mut_slice(), cs)) }.unwrap();
     assert_eq!(ring.graph_slots(), 1);
     assert_eq!(ring.free_slots(), 1);
     let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
@@ -520,10 +431,7 @@ fn defect_01_staging_submit_captured_replays_and_gives_the_slot_back() {
     drop(exec);
     s.synchronize().unwrap();
     // The last holder was the graph's destructor, on CUDA's thread: the free is deferred to here.
-    assert!(
-        eventually(|| freed(base)),
-        "the ring's memory was not freed with the last graph"
-    );
+    assert!(eventually(|| freed(base)), "the ring's memory was not freed with the last graph");
 }
 
 #[test]

@@ -60,12 +60,7 @@ impl Places {
         } else if let Some(home) = env("HOME").filter(|v| !v.is_empty()) {
             wheel_caches.push(Path::new(&home).join(".cache/ordo"));
         }
-        Places {
-            explicit,
-            path: env("PATH"),
-            system_roots: vec![PathBuf::from("/usr/local/cuda")],
-            wheel_caches,
-        }
+        Places { explicit, path: env("PATH"), system_roots: vec![PathBuf::from("/usr/local/cuda")], wheel_caches }
     }
 }
 

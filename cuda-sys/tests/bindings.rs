@@ -79,9 +79,12 @@ fn constants_bindgen_cannot_see() {
     assert_eq!(cudaInvalidDeviceId, -2);
     // And they are what the header says.
     let driver_types = include_str!(concat!(env!("ORDO_CUDA_INCLUDE"), "/driver_types.h"));
-    assert!(driver_types.contains("#define cudaStreamLegacy                    ((cudaStream_t)0x1)")
-        || driver_types.contains("((cudaStream_t)0x1)"));
+    assert!(
+        driver_types.contains("#define cudaStreamLegacy                    ((cudaStream_t)0x1)")
+            || driver_types.contains("((cudaStream_t)0x1)")
+    );
     assert!(driver_types.contains("((cudaStream_t)0x2)"));
-    assert!(driver_types.contains("#define cudaCpuDeviceId               ((int)-1)")
-        || driver_types.contains("((int)-1)"));
+    assert!(
+        driver_types.contains("#define cudaCpuDeviceId               ((int)-1)") || driver_types.contains("((int)-1)")
+    );
 }

@@ -35,14 +35,24 @@ fn gated_wrappers_link_and_return_errors_on_bad_input() {
     let e2 = unsafe { mem_advise(null(), 0, cudaMemoryAdvise::cudaMemAdviseSetReadMostly, host) };
     let mut status = cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
     let e3 = unsafe {
-        stream_get_capture_info(cudaStreamLegacy(), &mut status, null_mut(), null_mut(), null_mut(), null_mut(), null_mut())
+        stream_get_capture_info(
+            cudaStreamLegacy(),
+            &mut status,
+            null_mut(),
+            null_mut(),
+            null_mut(),
+            null_mut(),
+            null_mut(),
+        )
     };
     let mut n = 0usize;
     let e4 = unsafe { graph_get_edges(null_mut(), null_mut(), null_mut(), null_mut(), &mut n) };
     let e5 = unsafe { graph_add_dependencies(null_mut(), null(), null(), null(), 0) };
     let e6 = unsafe { graph_node_get_dependencies(null_mut(), null_mut(), null_mut(), &mut n) };
     let e7 = unsafe { stream_update_capture_dependencies(cudaStreamLegacy(), null_mut(), null(), 0, 0) };
-    for (name, e) in [("prefetch", e1), ("advise", e2), ("edges", e4), ("add deps", e5), ("node deps", e6), ("update deps", e7)] {
+    for (name, e) in
+        [("prefetch", e1), ("advise", e2), ("edges", e4), ("add deps", e5), ("node deps", e6), ("update deps", e7)]
+    {
         assert_ne!(e, cudaError::cudaSuccess, "{name}");
     }
     if driver_present() {

@@ -41,7 +41,8 @@ pub mod reference {
     /// `ordo_gemv_normalize`: y = A x (A row-major rows x cols), scaled to unit length (left as
     /// A x when that is all zeros), in f64.
     pub fn gemv_normalize(a: &[f32], x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-        let y: Vec<f64> = (0..rows).map(|r| (0..cols).map(|c| f64::from(a[r * cols + c]) * f64::from(x[c])).sum()).collect();
+        let y: Vec<f64> =
+            (0..rows).map(|r| (0..cols).map(|c| f64::from(a[r * cols + c]) * f64::from(x[c])).sum()).collect();
         let norm = y.iter().map(|v| v * v).sum::<f64>().sqrt();
         y.iter().map(|v| if norm > 0.0 { (v / norm) as f32 } else { *v as f32 }).collect()
     }

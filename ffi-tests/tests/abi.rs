@@ -70,7 +70,9 @@ fn collect(items: &[Item], abi: &mut RustAbi, fns: &mut Vec<syn::ItemFn>) {
             Item::Type(t) => {
                 abi.aliases.insert(t.ident.to_string(), (*t.ty).clone());
             }
-            Item::Struct(s) if s.ident.to_string().starts_with("Ordo") && matches!(s.vis, syn::Visibility::Public(_)) => {
+            Item::Struct(s)
+                if s.ident.to_string().starts_with("Ordo") && matches!(s.vis, syn::Visibility::Public(_)) =>
+            {
                 abi.handles.push(s.ident.to_string());
             }
             Item::Const(c) if c.ident.to_string().starts_with("ORDO_") => {
@@ -134,7 +136,10 @@ fn signature(inputs: impl Iterator<Item = Type>, output: &ReturnType, abi: &Rust
 /// The callback signature of `Option<unsafe extern "C" fn(..) -> ..>`, resolving aliases.
 fn callback_signature(ty: &Type, abi: &RustAbi) -> Option<Signature> {
     if let Type::BareFn(f) = ty {
-        assert!(f.abi.as_ref().and_then(|a| a.name.as_ref()).is_some_and(|n| n.value() == "C"), "callback not extern \"C\"");
+        assert!(
+            f.abi.as_ref().and_then(|a| a.name.as_ref()).is_some_and(|n| n.value() == "C"),
+            "callback not extern \"C\""
+        );
         return Some(signature(f.inputs.iter().map(|a| a.ty.clone()), &f.output, abi));
     }
     let Type::Path(p) = ty else { return None };
@@ -155,7 +160,8 @@ fn parse_rust(sources: &[(&str, String)]) -> RustAbi {
         collect(&file.items, &mut abi, &mut fns);
     }
     // Callback aliases: public `Ordo*Fn` types whose target is an optional extern "C" fn.
-    let names: Vec<String> = abi.aliases.keys().filter(|n| n.starts_with("Ordo") && n.ends_with("Fn")).cloned().collect();
+    let names: Vec<String> =
+        abi.aliases.keys().filter(|n| n.starts_with("Ordo") && n.ends_with("Fn")).cloned().collect();
     for name in &names {
         abi.callbacks.insert(name.clone(), (String::new(), Vec::new()));
     }
@@ -362,7 +368,11 @@ fn the_comparison_sees_every_kind_of_mismatch() {
     for (what, from, to) in [
         ("parameter type", "size_t rows, size_t cols", "int rows, size_t cols"),
         ("missing function", "void ordo_timer_destroy(ordo_timer* timer);", ""),
-        ("extra function", "void ordo_timer_destroy(ordo_timer* timer);", "void ordo_timer_destroy(ordo_timer* timer);\nint ordo_extra(void);"),
+        (
+            "extra function",
+            "void ordo_timer_destroy(ordo_timer* timer);",
+            "void ordo_timer_destroy(ordo_timer* timer);\nint ordo_extra(void);",
+        ),
         ("return type", "int ordo_status_is_sticky(", "ordo_status ordo_status_is_sticky("),
         ("callback", "size_t bucket, void* user)", "int bucket, void* user)"),
         ("status value", "#define ORDO_ERROR_PANIC 10004", "#define ORDO_ERROR_PANIC 10009"),
@@ -381,6 +391,10 @@ fn the_comparison_sees_every_kind_of_mismatch() {
     assert!(result.map_or(true, |d| !d.is_empty()), "a Rust parameter type change not seen");
     let mut sources: Vec<(&str, String)> = FFI_SOURCES.iter().map(|(p, t)| (*p, t.to_string())).collect();
     let timer = sources.iter_mut().find(|(p, _)| p.ends_with("timer.rs")).unwrap();
-    timer.1 = timer.1.replacen("#[no_mangle]\npub extern \"C\" fn ordo_timer_destroy", "pub extern \"C\" fn ordo_timer_destroy", 1);
+    timer.1 = timer.1.replacen(
+        "#[no_mangle]\npub extern \"C\" fn ordo_timer_destroy",
+        "pub extern \"C\" fn ordo_timer_destroy",
+        1,
+    );
     assert!(!disagreements(&parse_rust(&sources), &clean).is_empty(), "an export without #[no_mangle] not seen");
 }

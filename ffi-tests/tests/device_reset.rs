@@ -34,7 +34,10 @@ fn ring_freed_on_a_cuda_thread(b: &Buffers) -> *const c_void {
     unsafe {
         assert_eq!(ordo_staging_ring_create(1, 256, &mut ring), ORDO_SUCCESS);
         assert_eq!(ordo_staging_ring_acquire(ring, 0, &mut slot, &mut ticket), ORDO_SUCCESS);
-        cuda(sys::cudaLaunchHostFunc(b.s, Some(hold_stream), (&GO as *const AtomicBool).cast_mut().cast()), "cudaLaunchHostFunc");
+        cuda(
+            sys::cudaLaunchHostFunc(b.s, Some(hold_stream), (&GO as *const AtomicBool).cast_mut().cast()),
+            "cudaLaunchHostFunc",
+        );
         assert_eq!(ordo_staging_ring_submit(ring, ticket, 256, b.d_dst, b.s), ORDO_SUCCESS);
     }
     // The copy in flight holds the ring's memory; the handle goes first.
@@ -66,7 +69,14 @@ struct Buffers {
 const N: usize = 4096;
 
 fn buffers() -> Buffers {
-    let mut b = Buffers { s: null_mut(), h_in: null_mut(), h_out: null_mut(), d_in: null_mut(), d_out: null_mut(), d_dst: null_mut() };
+    let mut b = Buffers {
+        s: null_mut(),
+        h_in: null_mut(),
+        h_out: null_mut(),
+        d_in: null_mut(),
+        d_out: null_mut(),
+        d_dst: null_mut(),
+    };
     unsafe {
         cuda(sys::cudaStreamCreateWithFlags(&mut b.s, sys::cudaStreamNonBlocking), "stream");
         let mut p = null_mut();

@@ -129,14 +129,22 @@ unsafe extern "C" fn add_one_body(s: sys::cudaStream_t, bucket: usize, user: *mu
 
 /// Copies the chunk (device to device) on the stream ordo gives; `user` is an `AtomicI32`
 /// countdown: the call that takes it from 0 to -1 fails with cudaErrorInvalidValue.
-unsafe extern "C" fn copy_compute(s: sys::cudaStream_t, input: *const f32, output: *mut f32, n: usize, user: *mut c_void) -> OrdoStatus {
+unsafe extern "C" fn copy_compute(
+    s: sys::cudaStream_t,
+    input: *const f32,
+    output: *mut f32,
+    n: usize,
+    user: *mut c_void,
+) -> OrdoStatus {
     if !user.is_null() {
         let left = unsafe { &*user.cast::<AtomicI32>() };
         if left.fetch_sub(1, Ordering::Relaxed) == 0 {
             return CUDA_INVALID_VALUE;
         }
     }
-    let code = unsafe { sys::cudaMemcpyAsync(output.cast(), input.cast(), n * 4, sys::cudaMemcpyKind::cudaMemcpyDeviceToDevice, s) };
+    let code = unsafe {
+        sys::cudaMemcpyAsync(output.cast(), input.cast(), n * 4, sys::cudaMemcpyKind::cudaMemcpyDeviceToDevice, s)
+    };
     code.0 as OrdoStatus
 }
 
@@ -159,14 +167,22 @@ fn bad_arguments_are_refused_before_cuda() {
         assert_eq!(ordo_gemv_normalize(legacy, p, p, p, 1 << 31, 1 << 31), ia, "rows * cols * 4 overflows");
         assert_eq!(ordo_frame_filter(legacy, b.as_ptr(), null_mut(), 4, 4), ia);
         assert_eq!(ordo_frame_filter(legacy, b.as_ptr(), b.as_ptr().cast_mut(), usize::MAX, 2), ia);
-        assert_eq!(ordo_frame_filter(legacy, b.as_ptr(), b.as_ptr().cast_mut(), usize::MAX / 4, 2), ia, "* 3 overflows");
+        assert_eq!(
+            ordo_frame_filter(legacy, b.as_ptr(), b.as_ptr().cast_mut(), usize::MAX / 4, 2),
+            ia,
+            "* 3 overflows"
+        );
         assert_eq!(ordo_pdl_chain(legacy, p, p, p, 4, 1, 2), ia, "pdl out of range");
         assert_eq!(ordo_pdl_chain(legacy, p, m, p, 4, 1, 0), ia);
         assert_eq!(ordo_pdl_chain(legacy, p, p, p, usize::MAX / 2, 1, 0), ia);
         assert_eq!(ordo_pipeline_run(legacy, p, p, p, null_mut(), 4, 1, None, null_mut()), ia);
         assert_eq!(ordo_pipeline_run(legacy, p, p, p, m, 4, 1, None, null_mut()), ia);
         assert_eq!(ordo_pipeline_run(legacy, p, p, p, p, 0, 1, None, null_mut()), ia);
-        assert_eq!(ordo_pipeline_run(legacy, p, p, p, p, usize::MAX / 4 + 1, 1, None, null_mut()), ia, "n * 4 overflows");
+        assert_eq!(
+            ordo_pipeline_run(legacy, p, p, p, p, usize::MAX / 4 + 1, 1, None, null_mut()),
+            ia,
+            "n * 4 overflows"
+        );
         assert_eq!(ordo_pipeline_run(legacy, p, p, p, p, 4, 0, None, null_mut()), ia);
         assert_eq!(ordo_pipeline_run(legacy, p, p, p, p, 4, 5, None, null_mut()), ia, "more chunks than elements");
         assert_eq!(ordo_pipeline_run(null_mut(), p, p, p, p, 4, 1, None, null_mut()), ia);
@@ -200,7 +216,9 @@ fn gemv_shapes_past_the_kernels_int_indexing_are_refused_before_cuda() {
     let mut f = [0f32; 4];
     let p = f.as_mut_ptr();
     let ia = ORDO_ERROR_INVALID_ARGUMENT;
-    for (rows, cols) in [((1 << 26) + 1, 1), (1 << 27, 1), (1 << 31, 1), (1, (1 << 31) - 31), (1, 1 << 31), (0, 4), (4, 0)] {
+    for (rows, cols) in
+        [((1 << 26) + 1, 1), (1 << 27, 1), (1 << 31, 1), (1, (1 << 31) - 31), (1, 1 << 31), (0, 4), (4, 0)]
+    {
         assert_eq!(unsafe { ordo_gemv_normalize(legacy, p, p, p, rows, cols) }, ia, "{rows} x {cols}");
     }
     // The largest shapes the kernels take pass the checks (and stop at CUDA here: no driver, or
@@ -267,20 +285,50 @@ fn graph_cache_create_checks_buckets_before_reading_them() {
     let raw = [0u64; 8];
     let misaligned = unsafe { raw.as_ptr().cast::<u8>().add(4).cast::<usize>() };
     unsafe {
-        assert_eq!(ordo_graph_cache_create(null(), 3, 0, Some(nop_body), null_mut(), &mut cache), ia, "NULL with a count");
+        assert_eq!(
+            ordo_graph_cache_create(null(), 3, 0, Some(nop_body), null_mut(), &mut cache),
+            ia,
+            "NULL with a count"
+        );
         assert_eq!(ordo_graph_cache_create(misaligned, 2, 0, Some(nop_body), null_mut(), &mut cache), ia, "misaligned");
-        assert_eq!(ordo_graph_cache_create(buckets.as_ptr(), usize::MAX / 4, 0, Some(nop_body), null_mut(), &mut cache), ia, "count overflows");
-        assert_eq!(ordo_graph_cache_create(buckets.as_ptr(), usize::MAX, 0, Some(nop_body), null_mut(), &mut cache), ia);
-        assert_eq!(ordo_graph_cache_create([4usize, 2].as_ptr(), 2, 0, Some(nop_body), null_mut(), &mut cache), ia, "decreasing");
-        assert_eq!(ordo_graph_cache_create([0usize, 2].as_ptr(), 2, 0, Some(nop_body), null_mut(), &mut cache), ia, "zero bucket");
+        assert_eq!(
+            ordo_graph_cache_create(buckets.as_ptr(), usize::MAX / 4, 0, Some(nop_body), null_mut(), &mut cache),
+            ia,
+            "count overflows"
+        );
+        assert_eq!(
+            ordo_graph_cache_create(buckets.as_ptr(), usize::MAX, 0, Some(nop_body), null_mut(), &mut cache),
+            ia
+        );
+        assert_eq!(
+            ordo_graph_cache_create([4usize, 2].as_ptr(), 2, 0, Some(nop_body), null_mut(), &mut cache),
+            ia,
+            "decreasing"
+        );
+        assert_eq!(
+            ordo_graph_cache_create([0usize, 2].as_ptr(), 2, 0, Some(nop_body), null_mut(), &mut cache),
+            ia,
+            "zero bucket"
+        );
         assert_eq!(ordo_graph_cache_create(buckets.as_ptr(), 4, 0, None, null_mut(), &mut cache), ia, "NULL body");
-        assert_eq!(ordo_graph_cache_create(buckets.as_ptr(), 4, 0, Some(nop_body), null_mut(), null_mut()), ia, "NULL out");
-        assert_eq!(ordo_graph_cache_create(buckets.as_ptr(), 4, 0, Some(nop_body), null_mut(), misaligned.cast_mut().cast()), ia, "misaligned out");
+        assert_eq!(
+            ordo_graph_cache_create(buckets.as_ptr(), 4, 0, Some(nop_body), null_mut(), null_mut()),
+            ia,
+            "NULL out"
+        );
+        assert_eq!(
+            ordo_graph_cache_create(buckets.as_ptr(), 4, 0, Some(nop_body), null_mut(), misaligned.cast_mut().cast()),
+            ia,
+            "misaligned out"
+        );
         assert!(cache.is_null(), "nothing written on a refusal");
         // n_buckets 0 ignores the pointer (the default buckets), even a misaligned one.
         assert_eq!(ordo_graph_cache_create(misaligned, 0, 0, Some(nop_body), null_mut(), &mut cache), ORDO_SUCCESS);
         ordo_graph_cache_destroy(cache);
-        assert_eq!(ordo_graph_cache_create(buckets.as_ptr(), 4, 1, Some(nop_body), null_mut(), &mut cache), ORDO_SUCCESS);
+        assert_eq!(
+            ordo_graph_cache_create(buckets.as_ptr(), 4, 1, Some(nop_body), null_mut(), &mut cache),
+            ORDO_SUCCESS
+        );
         ordo_graph_cache_destroy(cache);
     }
 }
@@ -357,7 +405,16 @@ fn handles_shared_by_threads_while_others_destroy_them() {
                     match rng.below(4) {
                         0 => {
                             let mut c: *mut OrdoGraphCache = null_mut();
-                            let st = unsafe { ordo_graph_cache_create(null(), 0, rng.below(2) as i32, Some(nop_body), null_mut(), &mut c) };
+                            let st = unsafe {
+                                ordo_graph_cache_create(
+                                    null(),
+                                    0,
+                                    rng.below(2) as i32,
+                                    Some(nop_body),
+                                    null_mut(),
+                                    &mut c,
+                                )
+                            };
                             assert_eq!(st, ORDO_SUCCESS);
                             let old = slots[i].swap(c as usize, Ordering::AcqRel);
                             if old != 0 {
@@ -398,7 +455,10 @@ fn handles_shared_by_threads_while_others_destroy_them() {
         }
     }
     for &h in destroyed.lock().unwrap().iter() {
-        assert_eq!(unsafe { ordo_graph_cache_run(h as *mut OrdoGraphCache, sys::cudaStreamLegacy(), 1, null_mut()) }, ORDO_ERROR_INVALID_HANDLE);
+        assert_eq!(
+            unsafe { ordo_graph_cache_run(h as *mut OrdoGraphCache, sys::cudaStreamLegacy(), 1, null_mut()) },
+            ORDO_ERROR_INVALID_HANDLE
+        );
     }
 }
 
@@ -417,14 +477,20 @@ struct Memory {
 
 impl Memory {
     fn new(gpu: bool) -> Memory {
-        let mut host: Vec<Vec<f32>> = (0..6).map(|i| (0..CAP).map(|j| 0.25 + ((i * 31 + j) % 97) as f32 * 0.01).collect()).collect();
+        let mut host: Vec<Vec<f32>> =
+            (0..6).map(|i| (0..CAP).map(|j| 0.25 + ((i * 31 + j) % 97) as f32 * 0.01).collect()).collect();
         let (mut device, mut pinned) = (Vec::new(), Vec::new());
         for buffer in host.iter().take(3) {
             if gpu {
                 let mut d = null_mut();
                 cuda(raw(|| unsafe { sys::cudaMalloc(&mut d, CAP * 4) }), "cudaMalloc");
                 // Initialised (compute-sanitizer initcheck), and never zero.
-                cuda(raw(|| unsafe { sys::cudaMemcpy(d, buffer.as_ptr().cast(), CAP * 4, sys::cudaMemcpyKind::cudaMemcpyHostToDevice) }), "cudaMemcpy");
+                cuda(
+                    raw(|| unsafe {
+                        sys::cudaMemcpy(d, buffer.as_ptr().cast(), CAP * 4, sys::cudaMemcpyKind::cudaMemcpyHostToDevice)
+                    }),
+                    "cudaMemcpy",
+                );
                 device.push(d as usize);
                 let mut h = null_mut();
                 cuda(raw(|| unsafe { sys::cudaHostAlloc(&mut h, CAP * 4, 0) }), "cudaHostAlloc");
@@ -590,11 +656,12 @@ impl Fuzz<'_> {
                 let (rows, cols) = (self.rng.size(64), self.rng.size(64));
                 let st = self.record(unsafe { ordo_gemv_normalize(stream, a, x, y, rows, cols) }, "gemv");
                 let bad_ptr = [ka, kx, ky].iter().any(|k| matches!(k, Ptr::Null | Ptr::Misaligned));
-                let bad_size = rows.checked_mul(cols).is_none_or(|c| c.checked_mul(4).is_none() || c > isize::MAX as usize / 4)
-                    || rows == 0
-                    || cols == 0
-                    || rows > 1 << 26
-                    || cols > (1 << 31) - 32;
+                let bad_size =
+                    rows.checked_mul(cols).is_none_or(|c| c.checked_mul(4).is_none() || c > isize::MAX as usize / 4)
+                        || rows == 0
+                        || cols == 0
+                        || rows > 1 << 26
+                        || cols > (1 << 31) - 32;
                 if bad_ptr || bad_size || stream.is_null() {
                     assert_eq!(st, ia, "gemv: bad argument");
                 } else if gpu && [ka, kx, ky].contains(&Ptr::Pageable) {
@@ -641,7 +708,8 @@ impl Fuzz<'_> {
             }
             8 => {
                 let (k1, k2, k3, k4) = (self.ptr_kind(), self.ptr_kind(), self.ptr_kind(), self.ptr_kind());
-                let (hin, din, dout, hout) = (self.pinned_ptr(k1), self.device_ptr(k2), self.device_ptr(k3), self.pinned_ptr(k4));
+                let (hin, din, dout, hout) =
+                    (self.pinned_ptr(k1), self.device_ptr(k2), self.device_ptr(k3), self.pinned_ptr(k4));
                 let n = self.rng.size(CAP);
                 let chunks = self.rng.size(16);
                 let first = self.rng.below(40) as i32 - 4;
@@ -651,7 +719,10 @@ impl Fuzz<'_> {
                     1 => (Some(copy_compute), null_mut()),
                     _ => (Some(copy_compute), (&countdown as *const AtomicI32).cast_mut().cast()),
                 };
-                let st = self.record(unsafe { ordo_pipeline_run(stream, hin, din, dout, hout, n, chunks, compute, user) }, "pipeline");
+                let st = self.record(
+                    unsafe { ordo_pipeline_run(stream, hin, din, dout, hout, n, chunks, compute, user) },
+                    "pipeline",
+                );
                 let bad = [k1, k2, k3, k4].iter().any(|k| matches!(k, Ptr::Null | Ptr::Misaligned))
                     || n == 0
                     || n > isize::MAX as usize / 4
@@ -668,9 +739,17 @@ impl Fuzz<'_> {
                     // The callback failed when the countdown reached 0 (it stops there, at -1).
                     let failed = !user.is_null() && first >= 0 && countdown.load(Ordering::Relaxed) == -1;
                     if !failed {
-                        assert_eq!(legacy_conflict(st, stream, ORDO_SUCCESS), ORDO_SUCCESS, "pipeline valid (n {n}, {chunks} chunks)");
+                        assert_eq!(
+                            legacy_conflict(st, stream, ORDO_SUCCESS),
+                            ORDO_SUCCESS,
+                            "pipeline valid (n {n}, {chunks} chunks)"
+                        );
                     } else {
-                        assert_eq!(legacy_conflict(st, stream, CUDA_INVALID_VALUE), CUDA_INVALID_VALUE, "the failing callback's status");
+                        assert_eq!(
+                            legacy_conflict(st, stream, CUDA_INVALID_VALUE),
+                            CUDA_INVALID_VALUE,
+                            "the failing callback's status"
+                        );
                     }
                 }
             }
@@ -691,7 +770,10 @@ impl Fuzz<'_> {
                 };
                 let mut out: *mut OrdoGraphCache = null_mut();
                 let eager = self.rng.below(2) as i32;
-                let st = self.record(unsafe { ordo_graph_cache_create(ptr, n, eager, body, null_mut(), &mut out) }, "cache_create");
+                let st = self.record(
+                    unsafe { ordo_graph_cache_create(ptr, n, eager, body, null_mut(), &mut out) },
+                    "cache_create",
+                );
                 let valid = body.is_some() && (n == 0 || (n <= 5 && ptr == buckets.as_ptr()));
                 if valid {
                     assert_eq!(st, ORDO_SUCCESS, "cache create");
@@ -733,7 +815,10 @@ impl Fuzz<'_> {
                 let bytes = self.rng.size(1024);
                 let mut out: *mut OrdoStagingRing = null_mut();
                 let st = self.record(unsafe { ordo_staging_ring_create(slots, bytes, &mut out) }, "ring_create");
-                let bad = slots == 0 || bytes == 0 || slots > 65_536 || slots.checked_mul(bytes).is_none_or(|t| t > isize::MAX as usize);
+                let bad = slots == 0
+                    || bytes == 0
+                    || slots > 65_536
+                    || slots.checked_mul(bytes).is_none_or(|t| t > isize::MAX as usize);
                 if bad {
                     assert_eq!(st, ia);
                 } else if gpu && slots <= 4 && bytes <= 1024 {
@@ -750,7 +835,14 @@ impl Fuzz<'_> {
                 let wait = self.rng.below(3) as i32;
                 let null_out = self.rng.chance(8);
                 let st = self.record(
-                    unsafe { ordo_staging_ring_acquire(h as *mut OrdoStagingRing, wait, if null_out { null_mut() } else { &mut slot }, &mut ticket) },
+                    unsafe {
+                        ordo_staging_ring_acquire(
+                            h as *mut OrdoStagingRing,
+                            wait,
+                            if null_out { null_mut() } else { &mut slot },
+                            &mut ticket,
+                        )
+                    },
                     "ring_acquire",
                 );
                 if !live {
@@ -775,7 +867,10 @@ impl Fuzz<'_> {
                 let k = self.ptr_kind();
                 let dst = self.device_ptr(k);
                 let bytes = self.rng.size(64);
-                let st = self.record(unsafe { ordo_staging_ring_submit(h as *mut OrdoStagingRing, ticket, bytes, dst.cast(), stream) }, "ring_submit");
+                let st = self.record(
+                    unsafe { ordo_staging_ring_submit(h as *mut OrdoStagingRing, ticket, bytes, dst.cast(), stream) },
+                    "ring_submit",
+                );
                 if !live {
                     assert_eq!(st, ih);
                 } else if matches!(k, Ptr::Null) || bytes == 0 || stream.is_null() {
@@ -803,7 +898,8 @@ impl Fuzz<'_> {
             17 => {
                 let mut out: *mut OrdoTimer = null_mut();
                 let null_out = self.rng.chance(8);
-                let st = self.record(unsafe { ordo_timer_create(if null_out { null_mut() } else { &mut out }) }, "timer_create");
+                let st = self
+                    .record(unsafe { ordo_timer_create(if null_out { null_mut() } else { &mut out }) }, "timer_create");
                 if null_out {
                     assert_eq!(st, ia);
                 } else if gpu {
@@ -816,7 +912,11 @@ impl Fuzz<'_> {
             18 | 19 => {
                 let (h, live) = self.handle(Kind::Timer);
                 let t = h as *mut OrdoTimer;
-                let st = if which == 18 { unsafe { ordo_timer_start(t, stream) } } else { unsafe { ordo_timer_stop(t, stream) } };
+                let st = if which == 18 {
+                    unsafe { ordo_timer_start(t, stream) }
+                } else {
+                    unsafe { ordo_timer_stop(t, stream) }
+                };
                 let st = self.record(st, "timer_record");
                 if !live {
                     assert_eq!(st, ih);
@@ -882,7 +982,10 @@ fn fuzz(threads: u64, calls: usize) {
             scope.spawn(move || {
                 let own = if gpu {
                     let mut s = null_mut();
-                    cuda(raw(|| unsafe { sys::cudaStreamCreateWithFlags(&mut s, sys::cudaStreamNonBlocking) }), "cudaStreamCreate");
+                    cuda(
+                        raw(|| unsafe { sys::cudaStreamCreateWithFlags(&mut s, sys::cudaStreamNonBlocking) }),
+                        "cudaStreamCreate",
+                    );
                     s
                 } else {
                     null_mut()
@@ -891,7 +994,14 @@ fn fuzz(threads: u64, calls: usize) {
                     .into_iter()
                     .chain(gpu.then_some(own))
                     .collect();
-                let mut f = Fuzz { rng: Rng(0x5eed_1234_abcd_ef01 ^ (t * 0x1000_0001)), mem, gpu, handles, counts: Default::default(), tickets: Vec::new() };
+                let mut f = Fuzz {
+                    rng: Rng(0x5eed_1234_abcd_ef01 ^ (t * 0x1000_0001)),
+                    mem,
+                    gpu,
+                    handles,
+                    counts: Default::default(),
+                    tickets: Vec::new(),
+                };
                 let mut i = 0;
                 while i < calls {
                     if gpu && f.rng.chance(40) {
@@ -940,7 +1050,10 @@ fn fuzz(threads: u64, calls: usize) {
         destroy(h, kind);
     }
     println!("statuses seen: {:?}", totals.lock().unwrap());
-    println!("legacy-stream calls refused while a blocking stream captured: {}", LEGACY_CONFLICTS.load(Ordering::Relaxed));
+    println!(
+        "legacy-stream calls refused while a blocking stream captured: {}",
+        LEGACY_CONFLICTS.load(Ordering::Relaxed)
+    );
     if gpu {
         cuda(raw(|| unsafe { sys::cudaDeviceSynchronize() }), "device synchronize");
         mem.free(gpu);
@@ -994,7 +1107,10 @@ fn upload<T: Copy>(data: &[T]) -> *mut T {
     let mut d = null_mut();
     let bytes = core::mem::size_of_val(data).max(1);
     cuda(raw(|| unsafe { sys::cudaMalloc(&mut d, bytes) }), "cudaMalloc");
-    cuda(raw(|| unsafe { sys::cudaMemcpy(d, data.as_ptr().cast(), bytes, sys::cudaMemcpyKind::cudaMemcpyHostToDevice) }), "upload");
+    cuda(
+        raw(|| unsafe { sys::cudaMemcpy(d, data.as_ptr().cast(), bytes, sys::cudaMemcpyKind::cudaMemcpyHostToDevice) }),
+        "upload",
+    );
     d.cast()
 }
 
@@ -1002,13 +1118,23 @@ fn download<T: Copy + Default>(d: *const T, n: usize, s: sys::cudaStream_t) -> V
     let mut out = vec![T::default(); n];
     cuda(raw(|| unsafe { sys::cudaStreamSynchronize(s) }), "synchronize");
     let bytes = n * core::mem::size_of::<T>();
-    cuda(raw(|| unsafe { sys::cudaMemcpy(out.as_mut_ptr().cast(), d.cast(), bytes, sys::cudaMemcpyKind::cudaMemcpyDeviceToHost) }), "download");
+    cuda(
+        raw(|| unsafe {
+            sys::cudaMemcpy(out.as_mut_ptr().cast(), d.cast(), bytes, sys::cudaMemcpyKind::cudaMemcpyDeviceToHost)
+        }),
+        "download",
+    );
     out
 }
 
 fn reset<T: Copy>(d: *mut T, data: &[T]) {
     let bytes = core::mem::size_of_val(data);
-    cuda(raw(|| unsafe { sys::cudaMemcpy(d.cast(), data.as_ptr().cast(), bytes, sys::cudaMemcpyKind::cudaMemcpyHostToDevice) }), "reset");
+    cuda(
+        raw(|| unsafe {
+            sys::cudaMemcpy(d.cast(), data.as_ptr().cast(), bytes, sys::cudaMemcpyKind::cudaMemcpyHostToDevice)
+        }),
+        "reset",
+    );
 }
 
 fn pinned(n: usize) -> *mut f32 {
@@ -1092,21 +1218,48 @@ impl Workload {
     /// Every result against the CPU, after the work on `s` (input round `input`, the cache body
     /// run for bucket 8 once).
     fn verify(&self, s: sys::cudaStream_t, input: &[f32], what: &str) {
-        close(&download(self.d_y, self.rows, s), &reference::gemv_normalize(&self.a, &self.x, self.rows, self.cols), what);
-        assert_eq!(download(self.d_gray, self.w * self.h, s), reference::frame_filter(&self.rgb, self.w, self.h), "{what}: frame_filter");
-        close(&download(self.d_cb, self.n, s), &reference::chain(&self.c0, &self.scale, 3), "pdl chain (3 steps, in b)");
+        close(
+            &download(self.d_y, self.rows, s),
+            &reference::gemv_normalize(&self.a, &self.x, self.rows, self.cols),
+            what,
+        );
+        assert_eq!(
+            download(self.d_gray, self.w * self.h, s),
+            reference::frame_filter(&self.rgb, self.w, self.h),
+            "{what}: frame_filter"
+        );
+        close(
+            &download(self.d_cb, self.n, s),
+            &reference::chain(&self.c0, &self.scale, 3),
+            "pdl chain (3 steps, in b)",
+        );
         let out = unsafe { core::slice::from_raw_parts(self.h_out, self.pn) };
         let want: Vec<f32> = input.iter().map(|&v| reference::heavy(v)).collect();
         assert!(out == &want[..], "{what}: pipeline output");
         let staged = download(self.staged.cast_const(), STAGED, s);
         assert!(staged.iter().enumerate().all(|(i, &b)| b == staged_pattern(i)), "{what}: staging ring copy");
         let x = download(self.add_one.x.cast_const(), 256, s);
-        assert!(x[..8].iter().all(|&v| v == 1.0) && x[8..].iter().all(|&v| v == 0.0), "{what}: cache body for bucket 8: {:?}", &x[..10]);
+        assert!(
+            x[..8].iter().all(|&v| v == 1.0) && x[8..].iter().all(|&v| v == 0.0),
+            "{what}: cache body for bucket 8: {:?}",
+            &x[..10]
+        );
     }
 
     fn free(self) {
         raw(|| unsafe {
-            for p in [self.d_a, self.d_x, self.d_y, self.d_ca, self.d_cb, self.d_scale, self.d_in, self.d_out, self.add_one.x, self.add_one.ones.cast_mut()] {
+            for p in [
+                self.d_a,
+                self.d_x,
+                self.d_y,
+                self.d_ca,
+                self.d_cb,
+                self.d_scale,
+                self.d_in,
+                self.d_out,
+                self.add_one.x,
+                self.add_one.ones.cast_mut(),
+            ] {
                 sys::cudaFree(p.cast());
             }
             for p in [self.d_rgb, self.d_gray, self.staged] {
@@ -1145,7 +1298,11 @@ fn every_export_on(s: sys::cudaStream_t, capture: Option<sys::cudaStreamCaptureM
     }
     let valid = |what: &str| {
         if capture.is_some() {
-            assert_eq!(capture_status(s), sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive, "{what} invalidated the capture");
+            assert_eq!(
+                capture_status(s),
+                sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive,
+                "{what} invalidated the capture"
+            );
         }
     };
     unsafe {
@@ -1157,7 +1314,10 @@ fn every_export_on(s: sys::cudaStream_t, capture: Option<sys::cudaStreamCaptureM
         valid("frame_filter");
         assert_eq!(ordo_pdl_chain(s, wl.d_ca, wl.d_cb, wl.d_scale, wl.n, 3, 1), ORDO_SUCCESS);
         valid("pdl_chain");
-        assert_eq!(ordo_pipeline_run(s, wl.h_in, wl.d_in, wl.d_out, wl.h_out, wl.pn, 7, None, null_mut()), ORDO_SUCCESS);
+        assert_eq!(
+            ordo_pipeline_run(s, wl.h_in, wl.d_in, wl.d_out, wl.h_out, wl.pn, 7, None, null_mut()),
+            ORDO_SUCCESS
+        );
         valid("pipeline_run");
         assert_eq!(ordo_staging_ring_submit(ring, ticket, STAGED, wl.staged.cast(), s), ORDO_SUCCESS);
         valid("staging_ring_submit");
@@ -1261,7 +1421,10 @@ fn gpu_every_export_leaves_another_threads_global_capture_valid() {
     let (other_raw, x_raw, ones_raw) = (other as usize, x as usize, ones as usize);
     let holder = std::thread::spawn(move || {
         let s = other_raw as sys::cudaStream_t;
-        cuda(unsafe { sys::cudaStreamBeginCapture(s, sys::cudaStreamCaptureMode::cudaStreamCaptureModeGlobal) }, "begin");
+        cuda(
+            unsafe { sys::cudaStreamBeginCapture(s, sys::cudaStreamCaptureMode::cudaStreamCaptureModeGlobal) },
+            "begin",
+        );
         let st = unsafe { ordo_pdl_chain(s, x_raw as *mut f32, x_raw as *mut f32, ones_raw as *const f32, 256, 1, 0) };
         assert_eq!(st, ORDO_SUCCESS);
         begun_tx.send(()).unwrap();
@@ -1278,7 +1441,11 @@ fn gpu_every_export_leaves_another_threads_global_capture_valid() {
     every_export_on(s, None);
     every_export_on(s, Some(sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal));
     done_tx.send(()).unwrap();
-    assert_eq!(holder.join().unwrap(), sys::cudaError::cudaSuccess, "the other thread's global capture was invalidated");
+    assert_eq!(
+        holder.join().unwrap(),
+        sys::cudaError::cudaSuccess,
+        "the other thread's global capture was invalidated"
+    );
     raw(|| unsafe {
         sys::cudaStreamDestroy(s);
         sys::cudaStreamDestroy(other);
@@ -1308,7 +1475,10 @@ fn gpu_failing_callbacks_return_their_status_and_leave_nothing_running() {
     cuda(raw(|| unsafe { sys::cudaStreamSynchronize(s) }), "synchronize");
     let snapshot = unsafe { core::slice::from_raw_parts(h_out, n) }.to_vec();
     std::thread::sleep(std::time::Duration::from_millis(100));
-    assert!(snapshot == unsafe { core::slice::from_raw_parts(h_out, n) }, "host output changed after the caller's synchronize");
+    assert!(
+        snapshot == unsafe { core::slice::from_raw_parts(h_out, n) },
+        "host output changed after the caller's synchronize"
+    );
     assert_eq!(&snapshot[..n / 16], &input[..n / 16], "chunk 0 copied out");
     assert!(snapshot[n / 16..].iter().all(|&v| v == -1.0), "nothing after chunk 0");
     // The same inside a capture of each mode: the status, the capture still valid and ending
@@ -1331,10 +1501,17 @@ fn gpu_failing_callbacks_return_their_status_and_leave_nothing_running() {
         let mut cache: *mut OrdoGraphCache = null_mut();
         assert_eq!(unsafe { ordo_graph_cache_create(null(), 0, 1, Some(body), null_mut(), &mut cache) }, ORDO_SUCCESS);
         assert_eq!(unsafe { ordo_graph_cache_run(cache, s, 3, null_mut()) }, want);
-        assert_eq!(capture_status(s), sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone, "the cache's capture ended");
+        assert_eq!(
+            capture_status(s),
+            sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone,
+            "the cache's capture ended"
+        );
         assert_eq!(unsafe { ordo_graph_cache_capture_all(cache, s) }, want);
         assert_eq!(unsafe { ordo_graph_cache_run(cache, s, 1000, null_mut()) }, want, "eager overflow run");
-        cuda(raw(|| unsafe { sys::cudaStreamBeginCapture(s, sys::cudaStreamCaptureMode::cudaStreamCaptureModeGlobal) }), "begin");
+        cuda(
+            raw(|| unsafe { sys::cudaStreamBeginCapture(s, sys::cudaStreamCaptureMode::cudaStreamCaptureModeGlobal) }),
+            "begin",
+        );
         assert_eq!(unsafe { ordo_graph_cache_run(cache, s, 3, null_mut()) }, want);
         assert_eq!(capture_status(s), sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive);
         let mut g = null_mut();
@@ -1381,17 +1558,37 @@ fn gpu_threads_share_handles_with_right_results() {
                     let st = unsafe { ordo_pipeline_run(s, h_in, d_in, d_out, h_out, n, 4, None, null_mut()) };
                     assert_eq!(st, ORDO_SUCCESS);
                     let (mut slot, mut ticket) = (null_mut(), 0usize);
-                    assert_eq!(unsafe { ordo_staging_ring_acquire(ring_raw as *mut OrdoStagingRing, 1, &mut slot, &mut ticket) }, ORDO_SUCCESS);
+                    assert_eq!(
+                        unsafe {
+                            ordo_staging_ring_acquire(ring_raw as *mut OrdoStagingRing, 1, &mut slot, &mut ticket)
+                        },
+                        ORDO_SUCCESS
+                    );
                     let bytes: Vec<u8> = (0..1024).map(|i| ((i + t * 3 + round) % 256) as u8).collect();
                     unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), slot.cast::<u8>(), 1024) };
-                    let st = unsafe { ordo_staging_ring_submit(ring_raw as *mut OrdoStagingRing, ticket, 1024, staged.cast(), s) };
+                    let st = unsafe {
+                        ordo_staging_ring_submit(ring_raw as *mut OrdoStagingRing, ticket, 1024, staged.cast(), s)
+                    };
                     assert_eq!(st, ORDO_SUCCESS);
-                    assert_eq!(unsafe { ordo_graph_cache_run(cache_raw as *mut OrdoGraphCache, s, 1 + (round * 13 + t) % 300, null_mut()) }, ORDO_SUCCESS);
+                    assert_eq!(
+                        unsafe {
+                            ordo_graph_cache_run(
+                                cache_raw as *mut OrdoGraphCache,
+                                s,
+                                1 + (round * 13 + t) % 300,
+                                null_mut(),
+                            )
+                        },
+                        ORDO_SUCCESS
+                    );
                     assert_eq!(unsafe { ordo_timer_start(timer_raw as *mut OrdoTimer, s) }, ORDO_SUCCESS);
                     assert_eq!(unsafe { ordo_timer_stop(timer_raw as *mut OrdoTimer, s) }, ORDO_SUCCESS);
                     assert_eq!(download(staged.cast_const(), 1024, s), bytes, "thread {t} round {round}: staging copy");
                     let out = unsafe { core::slice::from_raw_parts(h_out, n) };
-                    assert!(out.iter().zip(&input).all(|(&o, &i)| o == reference::heavy(i)), "thread {t} round {round}: pipeline");
+                    assert!(
+                        out.iter().zip(&input).all(|(&o, &i)| o == reference::heavy(i)),
+                        "thread {t} round {round}: pipeline"
+                    );
                     let mut ms = 0f32;
                     let st = unsafe { ordo_timer_elapsed_ms(timer_raw as *mut OrdoTimer, &mut ms) };
                     assert!(is_documented(st), "{st}");
@@ -1489,7 +1686,8 @@ fn gpu_destroy_releases_an_acquire_waiting_on_the_ring() {
     let ring_raw = ring as usize;
     let waiter = std::thread::spawn(move || {
         let (mut slot, mut ticket) = (null_mut::<c_void>(), 0usize);
-        tx.send(unsafe { ordo_staging_ring_acquire(ring_raw as *mut OrdoStagingRing, 1, &mut slot, &mut ticket) }).unwrap();
+        tx.send(unsafe { ordo_staging_ring_acquire(ring_raw as *mut OrdoStagingRing, 1, &mut slot, &mut ticket) })
+            .unwrap();
     });
     assert!(rx.recv_timeout(std::time::Duration::from_millis(200)).is_err(), "waits while the copy is in flight");
     ordo_staging_ring_destroy(ring);
@@ -1536,11 +1734,8 @@ fn gpu_a_cache_body_waiting_for_another_threads_run_of_the_same_bucket_does_not_
     // cache deadlocked (that run waited for the lock). Now no lock is held across the body: the
     // other thread captures the bucket itself, the first keeps whichever graph was installed.
     let _gpu = gpu_lock();
-    let r: &'static Rendezvous = Box::leak(Box::new(Rendezvous {
-        entered: false.into(),
-        other_done: false.into(),
-        waited_out: false.into(),
-    }));
+    let r: &'static Rendezvous =
+        Box::leak(Box::new(Rendezvous { entered: false.into(), other_done: false.into(), waited_out: false.into() }));
     let mut cache: *mut OrdoGraphCache = null_mut();
     let user = (r as *const Rendezvous).cast_mut().cast();
     assert_eq!(unsafe { ordo_graph_cache_create(null(), 0, 0, Some(blocking_body), user, &mut cache) }, ORDO_SUCCESS);
@@ -1566,7 +1761,8 @@ fn gpu_a_cache_body_waiting_for_another_threads_run_of_the_same_bucket_does_not_
         r.other_done.store(true, Ordering::Release);
         tx.send((st, bucket)).unwrap();
     });
-    let second = rx.recv_timeout(std::time::Duration::from_secs(30)).expect("the second run waited for the first one's body");
+    let second =
+        rx.recv_timeout(std::time::Duration::from_secs(30)).expect("the second run waited for the first one's body");
     assert_eq!(second, (ORDO_SUCCESS, 4));
     assert_eq!(first.join().unwrap(), (ORDO_SUCCESS, 4));
     assert!(!r.waited_out.load(Ordering::Acquire), "the first body waited in vain");
@@ -1591,7 +1787,10 @@ fn gpu_the_pipeline_pool_shrinks_back_once_captures_end() {
     let n = 1024;
     let (h_in, h_out) = (pinned(n), pinned(n));
     let (d_in, d_out) = (upload(&vec![0f32; n]), upload(&vec![0f32; n]));
-    cuda(raw(|| unsafe { sys::cudaStreamBeginCapture(s, sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal) }), "begin");
+    cuda(
+        raw(|| unsafe { sys::cudaStreamBeginCapture(s, sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal) }),
+        "begin",
+    );
     for _ in 0..20 {
         assert_eq!(unsafe { ordo_pipeline_run(s, h_in, d_in, d_out, h_out, n, 2, None, null_mut()) }, ORDO_SUCCESS);
     }

@@ -82,10 +82,30 @@ fn two_gpus_c_api_with_streams_and_memory_of_two_devices() {
         // The pipeline: memory of device 0 with a stream of device 1 is refused; device 1's runs.
         let input = PinnedBuffer::from_slice(&host).unwrap();
         let mut output = PinnedBuffer::<f32>::zeroed(N, HostAllocFlags::empty()).unwrap();
-        let st = ordo_pipeline_run(s1.as_raw(), input.as_ptr(), a0.as_mut_ptr(), b0.as_mut_ptr(), output.as_mut_ptr(), N, 4, None, null_mut());
+        let st = ordo_pipeline_run(
+            s1.as_raw(),
+            input.as_ptr(),
+            a0.as_mut_ptr(),
+            b0.as_mut_ptr(),
+            output.as_mut_ptr(),
+            N,
+            4,
+            None,
+            null_mut(),
+        );
         println!("ordo_pipeline_run, stream of device 1, memory of device 0: {st} {:?}", name(st));
         assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT);
-        let st = ordo_pipeline_run(s1.as_raw(), input.as_ptr(), a1.as_mut_ptr(), b1.as_mut_ptr(), output.as_mut_ptr(), N, 4, None, null_mut());
+        let st = ordo_pipeline_run(
+            s1.as_raw(),
+            input.as_ptr(),
+            a1.as_mut_ptr(),
+            b1.as_mut_ptr(),
+            output.as_mut_ptr(),
+            N,
+            4,
+            None,
+            null_mut(),
+        );
         println!("ordo_pipeline_run, stream and memory of device 1, device 0 current: {st} {:?}", name(st));
         assert_eq!(st, ORDO_SUCCESS);
         s1.synchronize().unwrap();
@@ -95,7 +115,10 @@ fn two_gpus_c_api_with_streams_and_memory_of_two_devices() {
 
         // Device 0 works: the chain and the timer on its own stream.
         assert_eq!(ordo_timer_start(timer, s0.as_raw()), ORDO_SUCCESS);
-        assert_eq!(ordo_pdl_chain(s0.as_raw(), a0.as_mut_ptr(), b0.as_mut_ptr(), scale0.as_ptr(), N, 3, 1), ORDO_SUCCESS);
+        assert_eq!(
+            ordo_pdl_chain(s0.as_raw(), a0.as_mut_ptr(), b0.as_mut_ptr(), scale0.as_ptr(), N, 3, 1),
+            ORDO_SUCCESS
+        );
         assert_eq!(ordo_timer_stop(timer, s0.as_raw()), ORDO_SUCCESS);
         copy::d2h_blocking(&mut got, b0.as_slice(), s0.as_stream()).unwrap();
         assert!(got == expect, "the chain on device 0");

@@ -18,15 +18,17 @@ const FRAMES: usize = 1000;
 const DISTINCT: usize = 8;
 const CHECK_EVERY: usize = 50;
 
-
 /// Runs all frames through `streams` streams; returns (ms, frames that matched the reference).
 fn run(streams: usize, frames: &PinnedBuffer<u8>, refs: &[Vec<u8>]) -> Result<(f32, usize)> {
     let main = Stream::new()?;
     let m = main.as_stream();
     let workers: Vec<Stream> = (0..streams).map(|_| Stream::new()).collect::<Result<_>>()?;
-    let mut rgb: Vec<DeviceBuffer<'_, u8>> = workers.iter().map(|s| DeviceBuffer::alloc_async(W * H * 3, s.as_stream())).collect::<Result<_>>()?;
-    let mut out: Vec<DeviceBuffer<'_, u8>> = workers.iter().map(|s| DeviceBuffer::alloc_async(W * H, s.as_stream())).collect::<Result<_>>()?;
-    let mut scratch: Vec<PinnedBuffer<u8>> = (0..streams).map(|_| PinnedBuffer::zeroed(W * H, HostAllocFlags::empty())).collect::<Result<_>>()?;
+    let mut rgb: Vec<DeviceBuffer<'_, u8>> =
+        workers.iter().map(|s| DeviceBuffer::alloc_async(W * H * 3, s.as_stream())).collect::<Result<_>>()?;
+    let mut out: Vec<DeviceBuffer<'_, u8>> =
+        workers.iter().map(|s| DeviceBuffer::alloc_async(W * H, s.as_stream())).collect::<Result<_>>()?;
+    let mut scratch: Vec<PinnedBuffer<u8>> =
+        (0..streams).map(|_| PinnedBuffer::zeroed(W * H, HostAllocFlags::empty())).collect::<Result<_>>()?;
     let mut kept = PinnedBuffer::<u8>::zeroed(W * H * FRAMES.div_ceil(CHECK_EVERY), HostAllocFlags::empty())?;
     let (start, end) = (TimingEvent::new()?, TimingEvent::new()?);
     let fork = Event::new()?;
@@ -83,7 +85,8 @@ fn main() -> ExitCode {
             (x >> 56) as u8
         })
         .collect();
-    let refs: Vec<Vec<u8>> = (0..DISTINCT).map(|d| common::frame_filter_cpu(&host[d * W * H * 3..(d + 1) * W * H * 3], W, H)).collect();
+    let refs: Vec<Vec<u8>> =
+        (0..DISTINCT).map(|d| common::frame_filter_cpu(&host[d * W * H * 3..(d + 1) * W * H * 3], W, H)).collect();
     let frames = match PinnedBuffer::from_slice(&host) {
         Ok(f) => f,
         Err(e) => {
@@ -113,5 +116,9 @@ fn main() -> ExitCode {
             }
         }
     }
-    if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }

@@ -40,7 +40,11 @@ fn run(repeats: usize) -> Result<()> {
             // SAFETY: `a`, `b` and `scale` are declared before `execs`, so they outlive every
             // executable graph, and each launch is waited for (`end.synchronize`) before the
             // next round; nothing else uses `s` during the capture (one thread).
-            let g = unsafe { capture(s, CaptureMode::Global, |cs| chain(cs, a.as_mut_slice(), b.as_mut_slice(), scale.as_slice(), STEPS, plan)) }?;
+            let g = unsafe {
+                capture(s, CaptureMode::Global, |cs| {
+                    chain(cs, a.as_mut_slice(), b.as_mut_slice(), scale.as_slice(), STEPS, plan)
+                })
+            }?;
             let exec = g.instantiate(InstantiateFlags::empty())?;
             exec.upload(s)?;
             execs.push(exec);
@@ -69,7 +73,10 @@ fn run(repeats: usize) -> Result<()> {
         let g: Vec<f64> = graph.iter_mut().map(|v| median(v)).collect();
         println!(
             "n={n:>8} blocks={:>6} one wave={:>5} | auto: pdl={} trigger={:?}",
-            plans[0].blocks(), plans[0].one_wave_blocks(), plans[4].pdl(), plans[4].trigger()
+            plans[0].blocks(),
+            plans[0].one_wave_blocks(),
+            plans[4].pdl(),
+            plans[4].trigger()
         );
         for (name, t) in [("eager", &e), ("graph", &g)] {
             println!(

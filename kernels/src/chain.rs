@@ -155,7 +155,12 @@ pub fn check_chain(a: *const f32, b: *const f32, scale: *const f32, n: usize, st
         return Err(Error::invalid(CALL, "more than MAX_CHAIN_STEPS (2^24) steps"));
     }
     let bytes = n.checked_mul(core::mem::size_of::<f32>()).ok_or(Error::invalid(CALL, "n * 4 overflows"))?;
-    let range = |p: *const f32| (p as usize).checked_add(bytes).map(|end| (p as usize, end)).ok_or(Error::invalid(CALL, "a buffer's end overflows the address space"));
+    let range = |p: *const f32| {
+        (p as usize)
+            .checked_add(bytes)
+            .map(|end| (p as usize, end))
+            .ok_or(Error::invalid(CALL, "a buffer's end overflows the address space"))
+    };
     let (a, b, scale) = (range(a)?, range(b)?, range(scale)?);
     let overlap = |x: (usize, usize), y: (usize, usize)| x.0 < y.1 && y.0 < x.1;
     if a != b && overlap(a, b) {

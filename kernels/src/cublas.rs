@@ -118,7 +118,20 @@ impl Cublas {
         // Row-major A (rows x cols) is column-major A^T (cols x rows): y = (A^T)^T x.
         // SAFETY: sizes checked; host scalars are read during the call.
         let status = unsafe {
-            (self.api.sgemv)(self.handle, CUBLAS_OP_T, cols_i, rows_i, &alpha, a.as_ptr(), cols_i, x.as_ptr(), 1, &beta, y.as_mut_ptr(), 1)
+            (self.api.sgemv)(
+                self.handle,
+                CUBLAS_OP_T,
+                cols_i,
+                rows_i,
+                &alpha,
+                a.as_ptr(),
+                cols_i,
+                x.as_ptr(),
+                1,
+                &beta,
+                y.as_mut_ptr(),
+                1,
+            )
         };
         if status != 0 {
             return Err(lib_error("cublasSgemv_v2", status));

@@ -33,7 +33,11 @@ impl Library {
         // SAFETY: a live handle and a NUL-terminated name.
         let p = unsafe { libc::dlsym(self.handle, name.as_ptr()) };
         if p.is_null() {
-            return Err(Error::usage(UsageKind::NotSupported, self.call, "a symbol is missing from the loaded library"));
+            return Err(Error::usage(
+                UsageKind::NotSupported,
+                self.call,
+                "a symbol is missing from the loaded library",
+            ));
         }
         Ok(p)
     }

@@ -20,10 +20,16 @@ pub const GEMV_MAX_COLS: usize = (1 << 31) - 32;
 /// anything reaches CUDA.
 pub fn check_gemv_shape(call: &'static str, rows: usize, cols: usize) -> Result<(i32, i32)> {
     if rows > GEMV_MAX_ROWS {
-        return Err(Error::invalid(call, "more than GEMV_MAX_ROWS (2^26) rows: the kernel's int thread index would overflow"));
+        return Err(Error::invalid(
+            call,
+            "more than GEMV_MAX_ROWS (2^26) rows: the kernel's int thread index would overflow",
+        ));
     }
     if cols > GEMV_MAX_COLS {
-        return Err(Error::invalid(call, "more than GEMV_MAX_COLS (2^31 - 32) columns: the kernel's int column index would overflow"));
+        return Err(Error::invalid(
+            call,
+            "more than GEMV_MAX_COLS (2^31 - 32) columns: the kernel's int column index would overflow",
+        ));
     }
     Ok((count_i32(rows, call)?, count_i32(cols, call)?))
 }
@@ -99,7 +105,9 @@ mod tests {
         assert_eq!(check_gemv_shape(CALL, GEMV_MAX_ROWS, 1).unwrap(), (1 << 26, 1));
         assert_eq!(check_gemv_shape(CALL, 1, GEMV_MAX_COLS).unwrap(), (1, i32::MAX - 31));
         // 2^26 + 1 rows: the last warp's thread index passes 2^31 and wraps negative in the kernel.
-        for (rows, cols) in [(GEMV_MAX_ROWS + 1, 1), (1 << 27, 1), (1, GEMV_MAX_COLS + 1), (0, 1), (1, 0), (usize::MAX, 1)] {
+        for (rows, cols) in
+            [(GEMV_MAX_ROWS + 1, 1), (1 << 27, 1), (1, GEMV_MAX_COLS + 1), (0, 1), (1, 0), (usize::MAX, 1)]
+        {
             let e = check_gemv_shape(CALL, rows, cols).unwrap_err();
             assert!(matches!(e, Error::Usage(_)), "{rows} x {cols}: {e:?}");
         }

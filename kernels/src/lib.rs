@@ -25,9 +25,9 @@ pub mod cublas;
 #[cfg(any(feature = "cublas", feature = "nccl"))]
 mod dl;
 mod frame;
+mod gemv;
 #[cfg(feature = "nccl")]
 pub mod nccl;
-mod gemv;
 
 pub use chain::{chain, ChainPdl, ChainPlan, Trigger};
 pub use frame::frame_filter;
@@ -149,7 +149,11 @@ pub unsafe fn heavy(stream: StreamRef<'_>, x: DeviceSliceMut<'_, f32>) -> Result
 ///
 /// # Safety
 /// As [`add_one`].
-pub unsafe fn heavy_into(stream: StreamRef<'_>, input: DeviceSlice<'_, f32>, out: DeviceSliceMut<'_, f32>) -> Result<()> {
+pub unsafe fn heavy_into(
+    stream: StreamRef<'_>,
+    input: DeviceSlice<'_, f32>,
+    out: DeviceSliceMut<'_, f32>,
+) -> Result<()> {
     if input.len() != out.len() {
         return Err(Error::invalid("ordo_kernels::heavy_into", "input and output lengths differ"));
     }

@@ -17,7 +17,8 @@ const NCCL_SUM: c_int = 0;
 
 type InitAllFn = unsafe extern "C" fn(*mut Comm, c_int, *const c_int) -> Status;
 type DestroyFn = unsafe extern "C" fn(Comm) -> Status;
-type AllReduceFn = unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, Comm, ordo_core::sys::cudaStream_t) -> Status;
+type AllReduceFn =
+    unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, Comm, ordo_core::sys::cudaStream_t) -> Status;
 type GroupFn = unsafe extern "C" fn() -> Status;
 type VersionFn = unsafe extern "C" fn(*mut c_int) -> Status;
 

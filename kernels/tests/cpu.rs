@@ -7,10 +7,8 @@ use ordo_kernels::{ChainPdl, ChainPlan, Trigger};
 #[test]
 fn kernels_are_compiled_for_sm80_sm90_and_compute90_ptx() {
     let listing = include_str!(concat!(env!("OUT_DIR"), "/fatbin-listing.txt"));
-    let kernels_obj: Vec<&str> = listing
-        .split("member ")
-        .filter(|m| m.contains("kernels.o:") && !m.contains("dlink"))
-        .collect();
+    let kernels_obj: Vec<&str> =
+        listing.split("member ").filter(|m| m.contains("kernels.o:") && !m.contains("dlink")).collect();
     assert_eq!(kernels_obj.len(), 1, "{listing}");
     let m = kernels_obj[0];
     assert!(m.contains("sm_80.cubin"), "{listing}");

@@ -80,7 +80,9 @@ fn gemv_normalize_matches_the_cpu() {
         let x = rng.f32s(cols, -1.0, 1.0);
         let (da, dx) = (upload(&a, s), upload(&x, s));
         let mut dy = poisoned(rows, s);
-        unsafe { ordo_kernels::gemv_normalize(s, da.as_slice(), dx.as_slice(), dy.as_mut_slice(), rows, cols).unwrap() };
+        unsafe {
+            ordo_kernels::gemv_normalize(s, da.as_slice(), dx.as_slice(), dy.as_mut_slice(), rows, cols).unwrap()
+        };
         assert_close(&download(&dy, s), &gemv_normalize_cpu(&a, &x, rows, cols), 2e-3, "gemv_normalize");
     }
 }
@@ -125,12 +127,16 @@ fn pdl_chain_eager_and_graph_match_the_cpu_and_keep_programmatic_edges() {
         let scale = rng.f32s(n, 0.5, 0.99);
         let expect = chain_cpu(&a0, &scale, STEPS);
         let dscale = upload(&scale, s);
-        for pdl in [ChainPdl::Off, ChainPdl::EarlyTrigger, ChainPdl::WaitThenTrigger, ChainPdl::LateTrigger, ChainPdl::Auto] {
+        for pdl in
+            [ChainPdl::Off, ChainPdl::EarlyTrigger, ChainPdl::WaitThenTrigger, ChainPdl::LateTrigger, ChainPdl::Auto]
+        {
             let plan = ChainPlan::new(d, n, pdl).unwrap();
             // Eager.
             let mut a = upload(&a0, s);
             let mut b = poisoned(n, s);
-            unsafe { ordo_kernels::chain(s, a.as_mut_slice(), b.as_mut_slice(), dscale.as_slice(), STEPS, &plan).unwrap() };
+            unsafe {
+                ordo_kernels::chain(s, a.as_mut_slice(), b.as_mut_slice(), dscale.as_slice(), STEPS, &plan).unwrap()
+            };
             assert!(download(&a, s) == expect, "eager chain n={n} {pdl:?}");
             // Captured into a graph and replayed.
             let mut a = upload(&a0, s);
@@ -154,7 +160,10 @@ fn pdl_chain_eager_and_graph_match_the_cpu_and_keep_programmatic_edges() {
             exec.launch(s).unwrap();
             assert!(download(&a, s) == expect, "graph chain n={n} {pdl:?}");
             if n == 4096 && pdl == ChainPdl::Auto {
-                println!("chain plan n={n}: {plan:?}; programmatic edges {programmatic}, edge type {}", edges[0].data.type_);
+                println!(
+                    "chain plan n={n}: {plan:?}; programmatic edges {programmatic}, edge type {}",
+                    edges[0].data.type_
+                );
             }
         }
     }
@@ -184,7 +193,9 @@ fn defect_14_chain_matches_the_cpu_for_odd_sizes_and_a_scale_written_just_before
         let scale = chain_cpu(&p, &q, BEFORE);
         let expect = chain_cpu(&x0, &scale, STEPS);
         let dq = upload(&q, s);
-        for pdl in [ChainPdl::Off, ChainPdl::EarlyTrigger, ChainPdl::WaitThenTrigger, ChainPdl::LateTrigger, ChainPdl::Auto] {
+        for pdl in
+            [ChainPdl::Off, ChainPdl::EarlyTrigger, ChainPdl::WaitThenTrigger, ChainPdl::LateTrigger, ChainPdl::Auto]
+        {
             let plan = ChainPlan::new(d, n, pdl).unwrap();
             assert!(plan.blocks() as usize * ordo_kernels::BLOCK as usize >= n);
             let mut dp = upload(&p, s);
@@ -247,7 +258,9 @@ fn every_stream_correct_function_captures_in_global_mode_and_replays_like_eager(
     // SAFETY: every buffer the captured work uses (the inputs and outputs above, and the graph's
     // own allocation nodes) outlives the executable graph, launched once and read back before
     // they drop; nothing else uses `s` during the capture (exclusive GPU lock).
-    let graph = unsafe { capture(s, CaptureMode::Global, |cs| run_all(cs, &mut y, &mut frame, &mut sq, &mut c1, &mut c2)) }.unwrap();
+    let graph =
+        unsafe { capture(s, CaptureMode::Global, |cs| run_all(cs, &mut y, &mut frame, &mut sq, &mut c1, &mut c2)) }
+            .unwrap();
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
     let exec = graph.instantiate(InstantiateFlags::AUTO_FREE_ON_LAUNCH).unwrap();
     exec.upload(s).unwrap();
@@ -303,7 +316,8 @@ fn launch_configuration_errors_are_clear_and_leave_the_context_usable() {
     let k = kernel::add_one();
     let e = unsafe { k.launch(s, &LaunchConfig::new(1, 2048), (x.as_mut_ptr(), 256)) }.unwrap_err();
     assert!(matches!(e, Error::Usage(_)), "{e:?}");
-    let e = unsafe { k.launch(s, &LaunchConfig::new(1, 256).with_shared_mem(100 * 1024), (x.as_mut_ptr(), 256)) }.unwrap_err();
+    let e = unsafe { k.launch(s, &LaunchConfig::new(1, 256).with_shared_mem(100 * 1024), (x.as_mut_ptr(), 256)) }
+        .unwrap_err();
     println!("100 KiB shared memory without opt-in: {e}");
     assert!(e.to_string().contains("set_max_dynamic_shared_memory"), "{e}");
     assert!(k.set_max_dynamic_shared_memory(100 * 1024).is_ok());
@@ -311,7 +325,9 @@ fn launch_configuration_errors_are_clear_and_leave_the_context_usable() {
     assert!(k.set_max_dynamic_shared_memory(10 << 20).is_err());
     // A kernel launched with a priority and with a cluster runs too.
     let (_, greatest) = Device::current().unwrap().stream_priority_range().unwrap();
-    unsafe { k.launch(s, &LaunchConfig::new(2, 128).with_priority(greatest).with_cluster(2), (x.as_mut_ptr(), 256)).unwrap() };
+    unsafe {
+        k.launch(s, &LaunchConfig::new(2, 128).with_priority(greatest).with_cluster(2), (x.as_mut_ptr(), 256)).unwrap()
+    };
     error::peek_last_error().unwrap();
     assert!(download(&x, s).iter().all(|&v| v == 2.5));
 }

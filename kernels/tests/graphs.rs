@@ -32,7 +32,9 @@ fn the_sources_200_kernel_program_gives_the_same_result_eager_and_as_a_graph() {
     // SAFETY: `graphed` outlives the executable graph (declared before it) and is read back after
     // its launch; nothing else uses `s` during the capture (exclusive GPU lock).
     let g = unsafe {
-        capture(s, CaptureMode::Global, |cs| (0..200).try_for_each(|_| ordo_kernels::add_one(cs, graphed.as_mut_slice())))
+        capture(s, CaptureMode::Global, |cs| {
+            (0..200).try_for_each(|_| ordo_kernels::add_one(cs, graphed.as_mut_slice()))
+        })
     }
     .unwrap();
     assert_eq!(g.node_count().unwrap(), 200);

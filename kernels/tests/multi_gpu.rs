@@ -12,7 +12,6 @@ use std::time::Instant;
 mod common;
 use common::{heavy_cpu, random_f32};
 
-
 fn two_devices() -> (Device, Device) {
     let n = device::count().unwrap();
     assert!(n >= 2, "needs two CUDA devices, found {n}");
@@ -116,9 +115,15 @@ fn two_gpus_streams_and_events_of_another_device() {
     let input = PinnedBuffer::from_slice(&data).unwrap();
     let mut output = PinnedBuffer::<f32>::zeroed(N, HostAllocFlags::empty()).unwrap();
     let mut dev_out = DeviceBuffer::<f32>::alloc_async(N, s0.as_stream()).unwrap();
-    let buffers = Buffers { input: input.pinned(), dev_in: x0.as_mut_slice(), dev_out: dev_out.as_mut_slice(), output: output.pinned_mut() };
+    let buffers = Buffers {
+        input: input.pinned(),
+        dev_in: x0.as_mut_slice(),
+        dev_out: dev_out.as_mut_slice(),
+        output: output.pinned_mut(),
+    };
     let plan = Plan { chunks: 4, schedule: Schedule::Staged };
-    let run = unsafe { p.run(s1.as_stream(), buffers, plan, |cs, i, o| ordo_kernels::heavy_into(cs, i.as_slice(), o)) }.unwrap_err();
+    let run = unsafe { p.run(s1.as_stream(), buffers, plan, |cs, i, o| ordo_kernels::heavy_into(cs, i.as_slice(), o)) }
+        .unwrap_err();
     println!("pipeline of device 0 run from a stream of device 1: {run}");
     assert!(run.to_string().contains("another device"), "{run}");
 

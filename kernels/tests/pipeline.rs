@@ -42,10 +42,13 @@ fn pipeline_results_equal_the_serial_version_for_several_plans() {
         for timing in [false, true] {
             output.fill(f32::NAN);
             p.set_stage_timing(timing);
-            let buffers = Buffers { input: input.pinned(), dev_in: dev_in.as_mut_slice(), dev_out: dev_out.as_mut_slice(), output: output.pinned_mut() };
-            unsafe {
-                p.run(s, buffers, plan, |cs, i, o| ordo_kernels::heavy_into(cs, i.as_slice(), o)).unwrap()
+            let buffers = Buffers {
+                input: input.pinned(),
+                dev_in: dev_in.as_mut_slice(),
+                dev_out: dev_out.as_mut_slice(),
+                output: output.pinned_mut(),
             };
+            unsafe { p.run(s, buffers, plan, |cs, i, o| ordo_kernels::heavy_into(cs, i.as_slice(), o)).unwrap() };
             s.synchronize().unwrap();
             assert!(output[..] == expect[..], "n {n} {plan:?} timing {timing}");
             if !timing {
@@ -117,7 +120,12 @@ fn defect_05_a_failing_run_joins_its_worker_streams_to_main() {
             // SAFETY: the pipeline's own views, valid for the run.
             unsafe { ordo_kernels::heavy_into(cs, i.as_slice(), o) }
         };
-        let buffers = Buffers { input: input.pinned(), dev_in: dev_in.as_mut_slice(), dev_out: dev_out.as_mut_slice(), output: output.pinned_mut() };
+        let buffers = Buffers {
+            input: input.pinned(),
+            dev_in: dev_in.as_mut_slice(),
+            dev_out: dev_out.as_mut_slice(),
+            output: output.pinned_mut(),
+        };
         // SAFETY: the buffers live until main is synchronised below.
         let e = unsafe { p.run(s, buffers, plan, compute) }.unwrap_err();
         assert!(e.to_string().contains("deliberate failure"), "{e}");
@@ -125,18 +133,33 @@ fn defect_05_a_failing_run_joins_its_worker_streams_to_main() {
         // Main has passed the run: chunk 0 was computed and copied out; no later chunk was.
         let first: Vec<u32> = output.iter().map(|v| v.to_bits()).collect();
         assert!(output[r0.clone()] == expect[r0.clone()], "{plan:?} timing {timing}: chunk 0 not done when main was");
-        assert!(output[r0.end..].iter().all(|v| v.is_nan()), "{plan:?} timing {timing}: a chunk after the failure was copied out");
+        assert!(
+            output[r0.end..].iter().all(|v| v.is_nan()),
+            "{plan:?} timing {timing}: a chunk after the failure was copied out"
+        );
         assert!(p.chunk_times().unwrap().is_empty());
         // And nothing changes it afterwards.
         std::thread::sleep(Duration::from_millis(100));
-        assert!(output.iter().map(|v| v.to_bits()).eq(first.iter().copied()), "{plan:?} timing {timing}: output changed after main was synchronised");
+        assert!(
+            output.iter().map(|v| v.to_bits()).eq(first.iter().copied()),
+            "{plan:?} timing {timing}: output changed after main was synchronised"
+        );
     }
     // The pipeline runs again after a failure, with the right result.
     output.fill(f32::NAN);
-    let buffers = Buffers { input: input.pinned(), dev_in: dev_in.as_mut_slice(), dev_out: dev_out.as_mut_slice(), output: output.pinned_mut() };
+    let buffers = Buffers {
+        input: input.pinned(),
+        dev_in: dev_in.as_mut_slice(),
+        dev_out: dev_out.as_mut_slice(),
+        output: output.pinned_mut(),
+    };
     // SAFETY: the buffers live until main is synchronised below.
-    unsafe { p.run(s, buffers, Plan { chunks: CHUNKS, schedule: Schedule::Staged }, |cs, i, o| ordo_kernels::heavy_into(cs, i.as_slice(), o)) }
-        .unwrap();
+    unsafe {
+        p.run(s, buffers, Plan { chunks: CHUNKS, schedule: Schedule::Staged }, |cs, i, o| {
+            ordo_kernels::heavy_into(cs, i.as_slice(), o)
+        })
+    }
+    .unwrap();
     s.synchronize().unwrap();
     assert!(output[..] == expect[..]);
 }
@@ -172,7 +195,12 @@ fn defect_05_a_panicking_compute_callback_still_joins_the_workers() {
         // SAFETY: the pipeline's own views, valid for the run.
         unsafe { ordo_kernels::heavy_into(cs, i.as_slice(), o) }
     };
-    let buffers = Buffers { input: input.pinned(), dev_in: dev_in.as_mut_slice(), dev_out: dev_out.as_mut_slice(), output: output.pinned_mut() };
+    let buffers = Buffers {
+        input: input.pinned(),
+        dev_in: dev_in.as_mut_slice(),
+        dev_out: dev_out.as_mut_slice(),
+        output: output.pinned_mut(),
+    };
     let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: the buffers live until main is synchronised below.
         unsafe { p.run(s, buffers, Plan { chunks: CHUNKS, schedule: Schedule::Staged }, compute) }

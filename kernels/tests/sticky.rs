@@ -14,7 +14,12 @@ const CHILD: &str = "ORDO_STICKY_CHILD";
 fn describe(what: &str, r: Result<()>) -> String {
     match r {
         Ok(()) => format!("{what} ok"),
-        Err(e) => format!("{what} {} {} sticky={}", e.cuda().map(|c| c.name().to_str().unwrap().to_string()).unwrap_or_default(), e.call(), e.is_sticky()),
+        Err(e) => format!(
+            "{what} {} {} sticky={}",
+            e.cuda().map(|c| c.name().to_str().unwrap().to_string()).unwrap_or_default(),
+            e.call(),
+            e.is_sticky()
+        ),
     }
 }
 
@@ -23,7 +28,9 @@ fn child() {
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let mut buf = DeviceBuffer::<f32>::zeroed_async(1024, s).unwrap();
-    let launched = unsafe { ordo_kernels::kernel::write_at().launch(s, &LaunchConfig::new(1, 32), (buf.as_mut_ptr(), 1i64 << 40)) };
+    let launched = unsafe {
+        ordo_kernels::kernel::write_at().launch(s, &LaunchConfig::new(1, 32), (buf.as_mut_ptr(), 1i64 << 40))
+    };
     println!("CHILD {}", describe("launch", launched));
     println!("CHILD {}", describe("synchronize", s.synchronize()));
     println!("CHILD {}", describe("query", s.query().map(|_| ())));
@@ -40,7 +47,13 @@ fn an_illegal_address_in_a_child_process_is_sticky_and_named() {
         return child();
     }
     let mut proc = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "an_illegal_address_in_a_child_process_is_sticky_and_named", "--include-ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "an_illegal_address_in_a_child_process_is_sticky_and_named",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD, "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -90,7 +103,7 @@ fn a_bad_launch_configuration_is_not_sticky() {
     ];
     for (k, (what, config)) in refused.iter().enumerate() {
         config.validate().unwrap(); // ordo's checks let it through: CUDA refuses it
-        // SAFETY: `x` holds N elements and outlives the kernels (synchronised below).
+                                    // SAFETY: `x` holds N elements and outlives the kernels (synchronised below).
         let e = unsafe { add_one.launch(s, config, (x.as_mut_ptr(), N as i32)) }.unwrap_err();
         println!("{what}: {e}");
         let code = e.cuda_code().unwrap_or_else(|| panic!("{what}: not CUDA's error: {e:?}"));

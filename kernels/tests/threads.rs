@@ -13,7 +13,8 @@ fn eight_threads_on_their_own_streams_and_on_one_shared_stream() {
     const N: usize = 1 << 16;
     const LAUNCHES: usize = 50;
     let shared = Stream::new().unwrap();
-    let mut shared_bufs: Vec<DeviceBuffer<'_, f32>> = (0..THREADS).map(|_| DeviceBuffer::zeroed_async(N, shared.as_stream()).unwrap()).collect();
+    let mut shared_bufs: Vec<DeviceBuffer<'_, f32>> =
+        (0..THREADS).map(|_| DeviceBuffer::zeroed_async(N, shared.as_stream()).unwrap()).collect();
     let event = Event::new().unwrap();
     std::thread::scope(|scope| {
         for (t, buf) in shared_bufs.iter_mut().enumerate() {

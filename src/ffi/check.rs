@@ -143,7 +143,11 @@ fn attributes(p: *const c_void) -> Outcome<sys::cudaPointerAttributes> {
 /// Pinned (`cudaHostAlloc`) or registered (`cudaHostRegister`) host memory.
 pub(crate) fn require_pinned(p: *const c_void) -> Outcome {
     if attributes(p)?.type_ != sys::cudaMemoryType::cudaMemoryTypeHost {
-        let e = Error::usage(UsageKind::PageableMemory, "ordo C ABI", "host memory must be pinned (cudaHostAlloc) or registered (cudaHostRegister)");
+        let e = Error::usage(
+            UsageKind::PageableMemory,
+            "ordo C ABI",
+            "host memory must be pinned (cudaHostAlloc) or registered (cudaHostRegister)",
+        );
         return Err(e.into());
     }
     Ok(())

@@ -26,7 +26,10 @@ impl CheckContext for Context {
         if self.alive() {
             Ok(())
         } else {
-            let e = Error::Cuda(ordo_core::CudaError::new(sys::cudaError::cudaErrorContextIsDestroyed, "ordo C ABI (a cudaDeviceReset destroyed the handle's context)"));
+            let e = Error::Cuda(ordo_core::CudaError::new(
+                sys::cudaError::cudaErrorContextIsDestroyed,
+                "ordo C ABI (a cudaDeviceReset destroyed the handle's context)",
+            ));
             Err(Failure::from(e))
         }
     }

@@ -18,7 +18,9 @@
 use super::check::{capturing, in_caller_mode, non_null, stream_device, stream_ref};
 use super::context::{CheckContext as _, Context, InContext};
 use super::handles::{self, enter_call};
-use super::status::{callback_error, guard, guard_void, invalid, Failure, OrdoStatus, Outcome, ORDO_ERROR_STREAM_CAPTURING, ORDO_SUCCESS};
+use super::status::{
+    callback_error, guard, guard_void, invalid, Failure, OrdoStatus, Outcome, ORDO_ERROR_STREAM_CAPTURING, ORDO_SUCCESS,
+};
 use core::ffi::{c_int, c_void};
 use ordo_core::graph_cache::{bucket_index, default_buckets, GraphCache, Overflow};
 use ordo_core::{sys, StreamRef};
@@ -165,7 +167,8 @@ pub unsafe extern "C" fn ordo_graph_cache_create(
         // SAFETY: nothing is captured: this cache is dropped unused.
         let list = unsafe { GraphCache::new(list, Overflow::Error, no_body) }?.buckets().to_vec();
         let graphs = Mutex::new(list.iter().map(|_| None).collect());
-        let object = CacheObject { buckets: list, graphs, body, user: user as usize, overflow_eager: overflow_eager != 0 };
+        let object =
+            CacheObject { buckets: list, graphs, body, user: user as usize, overflow_eager: overflow_eager != 0 };
         let handle = handles::register(object)?;
         // SAFETY: checked non-null and aligned; writable by the C contract.
         unsafe { out.write(handle) };
@@ -180,7 +183,10 @@ pub unsafe extern "C" fn ordo_graph_cache_create(
 /// # Safety
 /// The C contract: `stream` is a live stream.
 #[no_mangle]
-pub unsafe extern "C" fn ordo_graph_cache_capture_all(cache: *mut OrdoGraphCache, stream: sys::cudaStream_t) -> OrdoStatus {
+pub unsafe extern "C" fn ordo_graph_cache_capture_all(
+    cache: *mut OrdoGraphCache,
+    stream: sys::cudaStream_t,
+) -> OrdoStatus {
     guard(|| {
         let c = handles::get::<CacheObject, _>(cache)?;
         let s = stream_ref(stream)?;
@@ -204,7 +210,12 @@ pub unsafe extern "C" fn ordo_graph_cache_capture_all(cache: *mut OrdoGraphCache
 /// # Safety
 /// The C contract: `stream` is a live stream; `bucket_out` is NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn ordo_graph_cache_run(cache: *mut OrdoGraphCache, stream: sys::cudaStream_t, n: usize, bucket_out: *mut usize) -> OrdoStatus {
+pub unsafe extern "C" fn ordo_graph_cache_run(
+    cache: *mut OrdoGraphCache,
+    stream: sys::cudaStream_t,
+    n: usize,
+    bucket_out: *mut usize,
+) -> OrdoStatus {
     guard(|| {
         let c = handles::get::<CacheObject, _>(cache)?;
         let s = stream_ref(stream)?;

@@ -41,7 +41,9 @@ fn invalid_handle() -> Failure {
 /// Registers `object` and returns its handle (a token, cast to the C handle type `H`).
 pub(crate) fn register<T: Send + Sync + 'static, H>(object: T) -> Outcome<*mut H> {
     let serial = NEXT_SERIAL
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| s.checked_add(1).filter(|&n| n.leading_zeros() >= TAG_BITS))
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
+            s.checked_add(1).filter(|&n| n.leading_zeros() >= TAG_BITS)
+        })
         .map_err(|_| super::status::invalid("handle serial numbers exhausted"))?;
     let token = (serial << TAG_BITS) | TAG;
     let object: Object = Arc::new(object);

@@ -56,7 +56,13 @@ pub unsafe extern "C" fn ordo_gemv_normalize(
 /// The C contract: `rgb` holds `width * height * 3` bytes and `out` `width * height` bytes of
 /// device memory, allocated until the work completes.
 #[no_mangle]
-pub unsafe extern "C" fn ordo_frame_filter(stream: sys::cudaStream_t, rgb: *const u8, out: *mut u8, width: usize, height: usize) -> OrdoStatus {
+pub unsafe extern "C" fn ordo_frame_filter(
+    stream: sys::cudaStream_t,
+    rgb: *const u8,
+    out: *mut u8,
+    width: usize,
+    height: usize,
+) -> OrdoStatus {
     guard(|| {
         let s = stream_ref(stream)?;
         non_null(rgb, "null rgb")?;
@@ -68,7 +74,15 @@ pub unsafe extern "C" fn ordo_frame_filter(stream: sys::cudaStream_t, rgb: *cons
         require_device_on(rgb.cast(), device)?;
         require_device_on(out.cast_const().cast(), device)?;
         // SAFETY: the C contract.
-        unsafe { ordo_kernels::frame_filter(s, DeviceSlice::from_raw_parts(rgb, rgb_len), DeviceSliceMut::from_raw_parts(out, pixels), width, height) }?;
+        unsafe {
+            ordo_kernels::frame_filter(
+                s,
+                DeviceSlice::from_raw_parts(rgb, rgb_len),
+                DeviceSliceMut::from_raw_parts(out, pixels),
+                width,
+                height,
+            )
+        }?;
         Ok(())
     })
 }
@@ -82,7 +96,15 @@ pub unsafe extern "C" fn ordo_frame_filter(stream: sys::cudaStream_t, rgb: *cons
 /// The C contract: `a`, `b` and `scale` hold `n` floats of device memory, allocated until the
 /// work completes.
 #[no_mangle]
-pub unsafe extern "C" fn ordo_pdl_chain(stream: sys::cudaStream_t, a: *mut f32, b: *mut f32, scale: *const f32, n: usize, steps: usize, pdl: c_int) -> OrdoStatus {
+pub unsafe extern "C" fn ordo_pdl_chain(
+    stream: sys::cudaStream_t,
+    a: *mut f32,
+    b: *mut f32,
+    scale: *const f32,
+    n: usize,
+    steps: usize,
+    pdl: c_int,
+) -> OrdoStatus {
     guard(|| {
         let s = stream_ref(stream)?;
         non_null(a, "null a")?;
@@ -102,7 +124,14 @@ pub unsafe extern "C" fn ordo_pdl_chain(stream: sys::cudaStream_t, a: *mut f32, 
         let plan = ChainPlan::new(device, n, mode)?;
         // SAFETY: the C contract.
         unsafe {
-            ordo_kernels::chain(s, DeviceSliceMut::from_raw_parts(a, n), DeviceSliceMut::from_raw_parts(b, n), DeviceSlice::from_raw_parts(scale, n), steps, &plan)
+            ordo_kernels::chain(
+                s,
+                DeviceSliceMut::from_raw_parts(a, n),
+                DeviceSliceMut::from_raw_parts(b, n),
+                DeviceSlice::from_raw_parts(scale, n),
+                steps,
+                &plan,
+            )
         }?;
         Ok(())
     })

@@ -14,8 +14,8 @@
 //! [`PIPELINE_CAPTURE_LIMIT`] held by captures still open (a run that would need one more gets
 //! `cudaErrorMemoryAllocation`).
 
-use super::context::InContext;
 use super::check::{byte_len, in_caller_mode, non_null, require_device_on, require_pinned, stream_device, stream_ref};
+use super::context::InContext;
 use super::status::{callback_error, guard, invalid, OrdoStatus, ORDO_SUCCESS};
 use core::ffi::c_void;
 use ordo_core::pipeline::{check_run, Buffers, Pipeline, Plan, Schedule};
@@ -24,7 +24,15 @@ use std::sync::{Mutex, PoisonError};
 
 /// A compute callback for the pipeline: runs on `stream` over `n` elements of `input` (device)
 /// into `output` (device). Returns a status (0 on success).
-pub type OrdoComputeFn = Option<unsafe extern "C" fn(stream: sys::cudaStream_t, input: *const f32, output: *mut f32, n: usize, user: *mut c_void) -> OrdoStatus>;
+pub type OrdoComputeFn = Option<
+    unsafe extern "C" fn(
+        stream: sys::cudaStream_t,
+        input: *const f32,
+        output: *mut f32,
+        n: usize,
+        user: *mut c_void,
+    ) -> OrdoStatus,
+>;
 
 /// Pooled pipelines, any device: idle ones, and ones whose last run was captured into a capture
 /// still open. Held only to take one out or put one back.
@@ -183,7 +191,8 @@ pub unsafe extern "C" fn ordo_pipeline_run(
         let compute_chunk = |cs: StreamRef<'_>, i: DeviceSliceMut<'_, f32>, o: DeviceSliceMut<'_, f32>| match compute {
             Some(f) => {
                 // SAFETY: the caller's callback, with the chunk's device pointers and its user pointer.
-                let status = in_caller_mode(|| unsafe { f(cs.as_raw(), i.as_mut_ptr(), o.as_mut_ptr(), i.len(), user) });
+                let status =
+                    in_caller_mode(|| unsafe { f(cs.as_raw(), i.as_mut_ptr(), o.as_mut_ptr(), i.len(), user) });
                 if status == ORDO_SUCCESS {
                     Ok(())
                 } else {

@@ -10,7 +10,9 @@
 use super::check::{byte_len, non_null, require_device, stream_ref};
 use super::context::InContext;
 use super::handles;
-use super::status::{guard, guard_void, invalid, Failure, OrdoStatus, ORDO_ERROR_INVALID_HANDLE, ORDO_ERROR_INVALID_TICKET};
+use super::status::{
+    guard, guard_void, invalid, Failure, OrdoStatus, ORDO_ERROR_INVALID_HANDLE, ORDO_ERROR_INVALID_TICKET,
+};
 use core::ffi::{c_int, c_void};
 use ordo_core::staging::{StagingRing, Ticket};
 use ordo_core::{sys, DeviceSliceMut};
@@ -44,7 +46,11 @@ fn invalid_ticket() -> Failure {
 /// # Safety
 /// The C contract: `out` is writable.
 #[no_mangle]
-pub unsafe extern "C" fn ordo_staging_ring_create(slots: usize, slot_bytes: usize, out: *mut *mut OrdoStagingRing) -> OrdoStatus {
+pub unsafe extern "C" fn ordo_staging_ring_create(
+    slots: usize,
+    slot_bytes: usize,
+    out: *mut *mut OrdoStagingRing,
+) -> OrdoStatus {
     guard(|| {
         non_null(out.cast_const(), "null out")?;
         if slots == 0 || slot_bytes == 0 {
@@ -72,7 +78,12 @@ pub unsafe extern "C" fn ordo_staging_ring_create(slots: usize, slot_bytes: usiz
 /// # Safety
 /// The C contract: `slot_out` and `ticket_out` are writable.
 #[no_mangle]
-pub unsafe extern "C" fn ordo_staging_ring_acquire(ring: *mut OrdoStagingRing, wait: c_int, slot_out: *mut *mut c_void, ticket_out: *mut usize) -> OrdoStatus {
+pub unsafe extern "C" fn ordo_staging_ring_acquire(
+    ring: *mut OrdoStagingRing,
+    wait: c_int,
+    slot_out: *mut *mut c_void,
+    ticket_out: *mut usize,
+) -> OrdoStatus {
     guard(|| {
         let r = handles::get::<RingObject, _>(ring)?;
         let r = r.get()?;
@@ -117,7 +128,13 @@ pub unsafe extern "C" fn ordo_staging_ring_acquire(ring: *mut OrdoStagingRing, w
 /// The C contract: `device_dst` holds `bytes` bytes of device memory that stays allocated until
 /// the copy completes (at every replay, if captured); `stream` is a live stream.
 #[no_mangle]
-pub unsafe extern "C" fn ordo_staging_ring_submit(ring: *mut OrdoStagingRing, ticket: usize, bytes: usize, device_dst: *mut c_void, stream: sys::cudaStream_t) -> OrdoStatus {
+pub unsafe extern "C" fn ordo_staging_ring_submit(
+    ring: *mut OrdoStagingRing,
+    ticket: usize,
+    bytes: usize,
+    device_dst: *mut c_void,
+    stream: sys::cudaStream_t,
+) -> OrdoStatus {
     guard(|| {
         let r = handles::get::<RingObject, _>(ring)?;
         let r = r.get()?;

@@ -46,14 +46,34 @@ pub const ORDO_STATUSES: [(OrdoStatus, &core::ffi::CStr, &core::ffi::CStr); 10] 
         c"ORDO_ERROR_INVALID_ARGUMENT",
         c"invalid argument (null or misaligned pointer, zero or mismatched size, size overflow, value out of range)",
     ),
-    (ORDO_ERROR_PAGEABLE_MEMORY, c"ORDO_ERROR_PAGEABLE_MEMORY", c"pageable host memory where pinned or registered memory is required"),
+    (
+        ORDO_ERROR_PAGEABLE_MEMORY,
+        c"ORDO_ERROR_PAGEABLE_MEMORY",
+        c"pageable host memory where pinned or registered memory is required",
+    ),
     (ORDO_ERROR_NOT_SUPPORTED, c"ORDO_ERROR_NOT_SUPPORTED", c"not supported by this CUDA version or device"),
     (ORDO_ERROR_PANIC, c"ORDO_ERROR_PANIC", c"a Rust panic was caught at the C boundary"),
-    (ORDO_ERROR_LIBRARY, c"ORDO_ERROR_LIBRARY", c"a CUDA library (cuBLAS, NCCL) call failed, or a callback returned an undocumented status"),
-    (ORDO_ERROR_INVALID_HANDLE, c"ORDO_ERROR_INVALID_HANDLE", c"not a live handle of this kind (NULL, destroyed, foreign, or of another kind)"),
-    (ORDO_ERROR_STREAM_CAPTURING, c"ORDO_ERROR_STREAM_CAPTURING", c"refused because the stream is capturing; the capture is untouched"),
+    (
+        ORDO_ERROR_LIBRARY,
+        c"ORDO_ERROR_LIBRARY",
+        c"a CUDA library (cuBLAS, NCCL) call failed, or a callback returned an undocumented status",
+    ),
+    (
+        ORDO_ERROR_INVALID_HANDLE,
+        c"ORDO_ERROR_INVALID_HANDLE",
+        c"not a live handle of this kind (NULL, destroyed, foreign, or of another kind)",
+    ),
+    (
+        ORDO_ERROR_STREAM_CAPTURING,
+        c"ORDO_ERROR_STREAM_CAPTURING",
+        c"refused because the stream is capturing; the capture is untouched",
+    ),
     (ORDO_ERROR_HANDLE_BUSY, c"ORDO_ERROR_HANDLE_BUSY", c"a callback called back into the handle that is running it"),
-    (ORDO_ERROR_INVALID_TICKET, c"ORDO_ERROR_INVALID_TICKET", c"not a ticket the staging ring holds (never issued, already submitted or released)"),
+    (
+        ORDO_ERROR_INVALID_TICKET,
+        c"ORDO_ERROR_INVALID_TICKET",
+        c"not a ticket the staging ring holds (never issued, already submitted or released)",
+    ),
 ];
 
 /// The lowest and highest of ordo's own codes.
@@ -149,7 +169,9 @@ pub extern "C" fn ordo_status_string(status: OrdoStatus) -> *const c_char {
     match ORDO_STATUSES.iter().find(|(s, _, _)| *s == status) {
         Some((_, _, text)) => text.as_ptr(),
         // SAFETY: cudaGetErrorString returns a static string for any value.
-        None if (1..10000).contains(&status) => unsafe { sys::cudaGetErrorString(sys::cudaError(status.unsigned_abs())) },
+        None if (1..10000).contains(&status) => unsafe {
+            sys::cudaGetErrorString(sys::cudaError(status.unsigned_abs()))
+        },
         None => c"unknown status".as_ptr(),
     }
 }

@@ -22,15 +22,37 @@ pub(crate) fn copy_group(r: &mut Report, rounds: usize) -> Result<()> {
     let m = interleave(
         rounds,
         &mut [
-            &mut || ms_between(s, &start, &end, || unsafe { copy::h2d_async(DeviceSliceMut::from_raw_parts(dp, N), PinnedSlice::from_raw_parts(hip, N), s) }),
+            &mut || {
+                ms_between(s, &start, &end, || unsafe {
+                    copy::h2d_async(DeviceSliceMut::from_raw_parts(dp, N), PinnedSlice::from_raw_parts(hip, N), s)
+                })
+            },
             &mut || Ok(unsafe { cpp::bl_copy_ms(dp.cast(), hip.cast(), N * 4, 1, s.as_raw()) }),
-            &mut || ms_between(s, &start, &end, || unsafe { copy::d2h_async(PinnedSliceMut::from_raw_parts(hop, N), DeviceSlice::from_raw_parts(dp, N), s) }),
+            &mut || {
+                ms_between(s, &start, &end, || unsafe {
+                    copy::d2h_async(PinnedSliceMut::from_raw_parts(hop, N), DeviceSlice::from_raw_parts(dp, N), s)
+                })
+            },
             &mut || Ok(unsafe { cpp::bl_copy_ms(hop.cast(), dp.cast(), N * 4, 2, s.as_raw()) }),
         ],
     )?;
     let gbps = |ms: f64| bytes / ms / 1e6;
-    r.add("copy", "pinned H2D 256 MiB", "GB/s", gbps(m[0]), Some(gbps(m[1])), format!("PCIe Gen5 x16: 63 GB/s; {:.1}%", gbps(m[0]) / 63.0 * 100.0));
-    r.add("copy", "pinned D2H 256 MiB", "GB/s", gbps(m[2]), Some(gbps(m[3])), format!("{:.1}% of 63 GB/s", gbps(m[2]) / 63.0 * 100.0));
+    r.add(
+        "copy",
+        "pinned H2D 256 MiB",
+        "GB/s",
+        gbps(m[0]),
+        Some(gbps(m[1])),
+        format!("PCIe Gen5 x16: 63 GB/s; {:.1}%", gbps(m[0]) / 63.0 * 100.0),
+    );
+    r.add(
+        "copy",
+        "pinned D2H 256 MiB",
+        "GB/s",
+        gbps(m[2]),
+        Some(gbps(m[3])),
+        format!("{:.1}% of 63 GB/s", gbps(m[2]) / 63.0 * 100.0),
+    );
     // Both directions at once, on two streams.
     let mut both = Vec::new();
     for _ in 0..rounds {
@@ -61,4 +83,3 @@ pub(crate) fn copy_group(r: &mut Report, rounds: usize) -> Result<()> {
     r.add("copy", "pageable H2D 256 MiB (blocking copy)", "GB/s", median(&mut pg), None, "reference 9.8 GB/s");
     Ok(())
 }
-

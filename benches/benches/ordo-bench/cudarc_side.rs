@@ -27,7 +27,8 @@ impl Cudarc {
     pub fn new(device: Device) -> Result<Cudarc> {
         let ctx = cudarc::driver::CudaContext::new(device.ordinal() as usize).map_err(|e| rc("CudaContext::new", e))?;
         let stream = ctx.new_stream().map_err(|e| rc("new_stream", e))?;
-        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(FATBIN.to_vec())).map_err(|e| rc("load_module", e))?;
+        let module =
+            ctx.load_module(cudarc::nvrtc::Ptx::from_binary(FATBIN.to_vec())).map_err(|e| rc("load_module", e))?;
         let empty = module.load_function("bl_empty").map_err(|e| rc("load_function", e))?;
         let ptr_int = module.load_function("bl_ptr_int").map_err(|e| rc("load_function", e))?;
         let slice = stream.alloc_zeros::<f32>(32).map_err(|e| rc("alloc_zeros", e))?;
@@ -59,4 +60,3 @@ impl Cudarc {
         Ok(us)
     }
 }
-

@@ -53,7 +53,8 @@ fn back_to_back(r: &mut Report, rounds: usize) -> Result<()> {
     let stamp = Kernel::new(bl_stamp as unsafe extern "C" fn(*mut u64, i32));
     let (one, warp) = (LaunchConfig::new(1, 1), LaunchConfig::new(1, 32));
     // SAFETY (all launches here): the stamp kernels write st[0 .. 2 COUNT], which outlives them.
-    let ordo_launches = |cs: StreamRef<'_>| (0..COUNT as i32).try_for_each(|i| unsafe { stamp.launch(cs, &warp, (stp, i)) });
+    let ordo_launches =
+        |cs: StreamRef<'_>| (0..COUNT as i32).try_for_each(|i| unsafe { stamp.launch(cs, &warp, (stp, i)) });
     // SAFETY: `st` is declared before `graph`, so it outlives it, and is freed on `s` after every
     // replay enqueued there; nothing else uses `s` during the capture (one thread).
     let graph = unsafe { capture(s, CaptureMode::Global, ordo_launches) }?.instantiate(InstantiateFlags::empty())?;
@@ -81,9 +82,18 @@ fn back_to_back(r: &mut Report, rounds: usize) -> Result<()> {
             }
         }
     }
-    let note = |v: usize, all: &mut [Vec<f64>; 3]| format!("median of all gaps {:.3} us; %globaltimer step {resolution} ns", median(&mut all[v]));
+    let note = |v: usize, all: &mut [Vec<f64>; 3]| {
+        format!("median of all gaps {:.3} us; %globaltimer step {resolution} ns", median(&mut all[v]))
+    };
     let (n0, n2) = (note(0, &mut all_gaps), note(2, &mut all_gaps));
-    r.add("gaps", "GPU gap, back-to-back kernels, eager: ordo vs <<<>>>", "us", median(&mut gaps[0]), Some(median(&mut gaps[1])), n0);
+    r.add(
+        "gaps",
+        "GPU gap, back-to-back kernels, eager: ordo vs <<<>>>",
+        "us",
+        median(&mut gaps[0]),
+        Some(median(&mut gaps[1])),
+        n0,
+    );
     r.add("gaps", "GPU gap, back-to-back kernels, graph (ordo)", "us", median(&mut gaps[2]), None, n2);
     Ok(())
 }
@@ -111,7 +121,9 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
     let stream = Stream::new()?;
     let s = stream.as_stream();
     let spin = Kernel::new(bl_spin as unsafe extern "C" fn(u64));
-    let step = Kernel::new(bl_chain_step_stamped as unsafe extern "C" fn(*const f32, *mut f32, *const f32, i32, i32, *mut u64, i32));
+    let step = Kernel::new(
+        bl_chain_step_stamped as unsafe extern "C" fn(*const f32, *mut f32, *const f32, i32, i32, *mut u64, i32),
+    );
     for n in [4096usize, 128 << 10, 4 << 20] {
         r.progress(&format!("GPU gaps in PDL chains, n = {n}"));
         let off = ChainPlan::new(device, n, ChainPdl::Off)?;
@@ -130,7 +142,9 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
             (0..STEPS).try_for_each(|k| {
                 let (prev, out) = if k % 2 == 0 { (ap, bp) } else { (bp, ap) };
                 // SAFETY: every buffer holds what the grid touches and outlives the kernels.
-                unsafe { step.launch(cs, &config, (prev.cast_const(), out, sp, n32, plan.trigger() as i32, stp, k as i32)) }
+                unsafe {
+                    step.launch(cs, &config, (prev.cast_const(), out, sp, n32, plan.trigger() as i32, stp, k as i32))
+                }
             })
         };
         let mut graphs = Vec::new();
@@ -138,7 +152,8 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
             // SAFETY: the buffers the launches use are declared before `graphs`, so they outlive
             // every executable graph, and are freed on `s` after its replays; nothing else uses
             // `s` during the capture.
-            let g = unsafe { capture(s, CaptureMode::Global, |cs| launches(cs, plan)) }?.instantiate(InstantiateFlags::empty())?;
+            let g = unsafe { capture(s, CaptureMode::Global, |cs| launches(cs, plan)) }?
+                .instantiate(InstantiateFlags::empty())?;
             g.upload(s)?;
             graphs.push(g);
         }
@@ -162,8 +177,34 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
                     1 => spin_then(&auto)?,
                     2 => graphs[0].launch(s)?,
                     3 => graphs[1].launch(s)?,
-                    4 => unsafe { cpp::bl_chain_stamped(s.as_raw(), ap, bp, sp, n32, STEPS as i32, 0, off.trigger() as i32, stp, SPIN_NS) },
-                    _ => unsafe { cpp::bl_chain_stamped(s.as_raw(), ap, bp, sp, n32, STEPS as i32, 1, auto.trigger() as i32, stp, SPIN_NS) },
+                    4 => unsafe {
+                        cpp::bl_chain_stamped(
+                            s.as_raw(),
+                            ap,
+                            bp,
+                            sp,
+                            n32,
+                            STEPS as i32,
+                            0,
+                            off.trigger() as i32,
+                            stp,
+                            SPIN_NS,
+                        )
+                    },
+                    _ => unsafe {
+                        cpp::bl_chain_stamped(
+                            s.as_raw(),
+                            ap,
+                            bp,
+                            sp,
+                            n32,
+                            STEPS as i32,
+                            1,
+                            auto.trigger() as i32,
+                            stp,
+                            SPIN_NS,
+                        )
+                    },
                 }
                 copy::d2h_blocking(&mut host, st.as_slice(), s)?;
                 let kernels = reduce(&host, STEPS, blocks);
@@ -190,11 +231,46 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
             [0, 1, 2, 3, 4, 5].map(|i| m(&mut duration, i)),
         );
         let tr = format!("{:?}", auto.trigger());
-        r.add("gaps", format!("chain n={n}, eager (queued), PDL off: end -> next start, ordo vs C++"), "us", g[0], Some(g[4]), format!("kernel {:.2} us", dur[0]));
-        r.add("gaps", format!("chain n={n}, eager (queued), PDL: end -> next start, ordo vs C++"), "us", g[1], Some(g[5]), format!("negative would be overlap; trigger {tr}; kernel {:.2} us", dur[1]));
-        r.add("gaps", format!("chain n={n}, graph, PDL off: end -> next start"), "us", g[2], None, format!("kernel {:.2} us", dur[2]));
-        r.add("gaps", format!("chain n={n}, graph, PDL: end -> next start"), "us", g[3], None, format!("kernel {:.2} us (first entry to last end)", dur[3]));
-        r.add("gaps", format!("chain n={n}, PDL: end -> release from the wait, eager (queued) / graph"), "us", rel[1], None, format!("graph {:.3} us; C++ eager {:.3} us", rel[3], rel[5]));
+        r.add(
+            "gaps",
+            format!("chain n={n}, eager (queued), PDL off: end -> next start, ordo vs C++"),
+            "us",
+            g[0],
+            Some(g[4]),
+            format!("kernel {:.2} us", dur[0]),
+        );
+        r.add(
+            "gaps",
+            format!("chain n={n}, eager (queued), PDL: end -> next start, ordo vs C++"),
+            "us",
+            g[1],
+            Some(g[5]),
+            format!("negative would be overlap; trigger {tr}; kernel {:.2} us", dur[1]),
+        );
+        r.add(
+            "gaps",
+            format!("chain n={n}, graph, PDL off: end -> next start"),
+            "us",
+            g[2],
+            None,
+            format!("kernel {:.2} us", dur[2]),
+        );
+        r.add(
+            "gaps",
+            format!("chain n={n}, graph, PDL: end -> next start"),
+            "us",
+            g[3],
+            None,
+            format!("kernel {:.2} us (first entry to last end)", dur[3]),
+        );
+        r.add(
+            "gaps",
+            format!("chain n={n}, PDL: end -> release from the wait, eager (queued) / graph"),
+            "us",
+            rel[1],
+            None,
+            format!("graph {:.3} us; C++ eager {:.3} us", rel[3], rel[5]),
+        );
         for (v, what) in [(2, "graph, PDL off"), (3, "graph, PDL")] {
             r.kernel_lanes.push(KernelLane { label: format!("n={n} {what}"), kernels: std::mem::take(&mut lanes[v]) });
         }

@@ -20,7 +20,9 @@ pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
     let t0 = Instant::now();
     // SAFETY: `x` is declared before the graph and `exec`, so it outlives them, and is freed on
     // `s` after every replay enqueued there; nothing else uses `s` during the capture.
-    let graph = unsafe { capture(s, CaptureMode::Global, |cs| (0..K).try_for_each(|_| ordo_kernels::add_one(cs, x.as_mut_slice()))) }?;
+    let graph = unsafe {
+        capture(s, CaptureMode::Global, |cs| (0..K).try_for_each(|_| ordo_kernels::add_one(cs, x.as_mut_slice())))
+    }?;
     let captured_ms = t0.elapsed().as_secs_f64() * 1e3;
     let t0 = Instant::now();
     let exec = graph.instantiate(InstantiateFlags::empty())?;
@@ -31,7 +33,11 @@ pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
     let m = interleave(
         rounds * 3,
         &mut [
-            &mut || ms_between(s, &start, &end, || (0..K).try_for_each(|_| unsafe { ordo_kernels::add_one(s, x.as_mut_slice()) })),
+            &mut || {
+                ms_between(s, &start, &end, || {
+                    (0..K).try_for_each(|_| unsafe { ordo_kernels::add_one(s, x.as_mut_slice()) })
+                })
+            },
             &mut || Ok(unsafe { cpp::bl_eager_add_one_ms(s.as_raw(), y.as_mut_ptr(), N as i32, K as i32) }),
             &mut || ms_between(s, &start, &end, || exec.launch(s)),
             &mut || {
@@ -53,7 +59,14 @@ pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
     r.add("graph", "200 x add_one(4096), eager, per kernel", "us", per(m[0]), Some(per(m[1])), "");
     r.add("graph", "200 x add_one(4096), graph replay, per kernel", "us", per(m[2]), Some(per(m[3])), "");
     r.add("graph", "graph launch, host time", "us", median(&mut ordo_host), Some(median(&mut cpp_host)), "");
-    r.add("graph", "instantiate 200-node graph", "ms", ordo_inst, Some(cpp_inst), format!("capture {captured_ms:.3} ms"));
+    r.add(
+        "graph",
+        "instantiate 200-node graph",
+        "ms",
+        ordo_inst,
+        Some(cpp_inst),
+        format!("capture {captured_ms:.3} ms"),
+    );
     unsafe { cpp::bl_graph_destroy(cpp_exec) };
 
     // The bucket cache's per-call overhead above the bare replay (host time): round-up + replay.
@@ -62,10 +75,16 @@ pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
     // SAFETY (the cache and `bare`): `input` (256 elements, the largest bucket) is declared
     // before both, so it outlives them, and is freed on `s` after every replay enqueued there;
     // nothing else uses `s` while they capture.
-    let mut cache = unsafe { GraphCache::new(default_buckets(), Overflow::Error, |cs, n| ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(ip, n))) }?;
+    let mut cache = unsafe {
+        GraphCache::new(default_buckets(), Overflow::Error, |cs, n| {
+            ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(ip, n))
+        })
+    }?;
     cache.capture_all(s)?;
-    let bare = unsafe { capture(s, CaptureMode::Global, |cs| ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(ip, 256))) }?
-        .instantiate(InstantiateFlags::empty())?;
+    let bare = unsafe {
+        capture(s, CaptureMode::Global, |cs| ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(ip, 256)))
+    }?
+    .instantiate(InstantiateFlags::empty())?;
     bare.upload(s)?;
     s.synchronize()?;
     let mut cache_us = Vec::new();
@@ -84,7 +103,13 @@ pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
     }
     s.synchronize()?;
     let (c, b) = (median(&mut cache_us), median(&mut bare_us));
-    r.add("graph", "bucket cache run (round-up + replay), host", "us", c, None, format!("bare replay {b:.3} us; overhead {:.3} us", c - b));
+    r.add(
+        "graph",
+        "bucket cache run (round-up + replay), host",
+        "us",
+        c,
+        None,
+        format!("bare replay {b:.3} us; overhead {:.3} us", c - b),
+    );
     Ok(())
 }
-

@@ -52,10 +52,24 @@ pub(crate) fn launch_group(r: &mut Report, rounds: usize) -> Result<()> {
                 &mut || cudarc.submit_us(ptr_kernel, ITERS),
             ],
         )?;
-        r.add("launch", format!("host submit, {label}: ordo vs cudaLaunchKernelEx"), "us", m[0], Some(m[1]), "target within 2%");
+        r.add(
+            "launch",
+            format!("host submit, {label}: ordo vs cudaLaunchKernelEx"),
+            "us",
+            m[0],
+            Some(m[1]),
+            "target within 2%",
+        );
         r.add("launch", format!("host submit, {label}: ordo vs <<<>>>"), "us", m[0], Some(m[2]), "");
         let arg = if ptr_kernel { ", a CudaSlice argument" } else { "" };
-        r.add("launch", format!("host submit, {label}: ordo vs cudarc launch_builder{arg}"), "us", m[0], Some(m[3]), "target at most 0.90x");
+        r.add(
+            "launch",
+            format!("host submit, {label}: ordo vs cudarc launch_builder{arg}"),
+            "us",
+            m[0],
+            Some(m[3]),
+            "target at most 0.90x",
+        );
     }
     let mut ordo_rt = Vec::new();
     let mut cpp_rt = Vec::new();

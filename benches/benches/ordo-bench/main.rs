@@ -35,7 +35,15 @@ pub(crate) struct Report {
 }
 
 impl Report {
-    pub(crate) fn add(&mut self, group: &'static str, name: impl Into<String>, unit: &'static str, ordo: f64, baseline: Option<f64>, note: impl Into<String>) {
+    pub(crate) fn add(
+        &mut self,
+        group: &'static str,
+        name: impl Into<String>,
+        unit: &'static str,
+        ordo: f64,
+        baseline: Option<f64>,
+        note: impl Into<String>,
+    ) {
         let row = Row { group, name: name.into(), unit, ordo, baseline, note: note.into() };
         let ratio = row.ratio().map(|r| format!("{r:>6.3}x")).unwrap_or_default();
         let base = row.baseline.map(|c| format!("{c:>10.3}")).unwrap_or_else(|| format!("{:>10}", "-"));
@@ -43,7 +51,10 @@ impl Report {
         if self.progress {
             eprint!("\r{:80}\r", "");
         }
-        println!("{:<9} {:<60} {:>10.3} {} {:<5} {} {}", row.group, row.name, row.ordo, base, row.unit, ratio, row.note);
+        println!(
+            "{:<9} {:<60} {:>10.3} {} {:<5} {} {}",
+            row.group, row.name, row.ordo, base, row.unit, ratio, row.note
+        );
         self.rows.push(row);
     }
 
@@ -57,7 +68,12 @@ impl Report {
 }
 
 /// GPU milliseconds of what `f` enqueues on `s`, between two timing events (synchronises on the end).
-pub(crate) fn ms_between(s: StreamRef<'_>, start: &TimingEvent, end: &TimingEvent, f: impl FnOnce() -> Result<()>) -> Result<f64> {
+pub(crate) fn ms_between(
+    s: StreamRef<'_>,
+    start: &TimingEvent,
+    end: &TimingEvent,
+    f: impl FnOnce() -> Result<()>,
+) -> Result<f64> {
     start.record(s)?;
     f()?;
     end.record(s)?;
@@ -129,7 +145,8 @@ fn main() -> ExitCode {
     if r.progress {
         eprintln!("\r[{:5.1} s] done{:<60}", r.started.elapsed().as_secs_f64(), "");
     }
-    let files = [(options.json.as_deref(), output::to_json as fn(&[Row]) -> String), (options.csv.as_deref(), output::to_csv)];
+    let files =
+        [(options.json.as_deref(), output::to_json as fn(&[Row]) -> String), (options.csv.as_deref(), output::to_csv)];
     for (path, render) in files {
         if let Some(path) = path {
             if let Err(e) = std::fs::write(path, render(&r.rows)) {

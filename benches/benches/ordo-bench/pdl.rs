@@ -29,7 +29,9 @@ pub(crate) fn pdl_group(r: &mut Report, rounds: usize) -> Result<()> {
             // executable graph, and are freed on `s` after its replays; nothing else uses `s`
             // during the capture.
             let g = unsafe {
-                capture(s, CaptureMode::Global, |cs| ordo_kernels::chain(cs, a.as_mut_slice(), b.as_mut_slice(), scale.as_slice(), STEPS, plan))
+                capture(s, CaptureMode::Global, |cs| {
+                    ordo_kernels::chain(cs, a.as_mut_slice(), b.as_mut_slice(), scale.as_slice(), STEPS, plan)
+                })
             }?;
             let e = g.instantiate(InstantiateFlags::empty())?;
             e.upload(s)?;
@@ -38,7 +40,14 @@ pub(crate) fn pdl_group(r: &mut Report, rounds: usize) -> Result<()> {
         let (ap, bp, sp) = (a.as_mut_ptr(), b.as_mut_ptr(), scale.as_ptr());
         let run_chain = |plan: &ChainPlan| {
             ms_between(s, &start, &end, || unsafe {
-                ordo_kernels::chain(s, DeviceSliceMut::from_raw_parts(ap, n), DeviceSliceMut::from_raw_parts(bp, n), DeviceSlice::from_raw_parts(sp, n), STEPS, plan)
+                ordo_kernels::chain(
+                    s,
+                    DeviceSliceMut::from_raw_parts(ap, n),
+                    DeviceSliceMut::from_raw_parts(bp, n),
+                    DeviceSlice::from_raw_parts(sp, n),
+                    STEPS,
+                    plan,
+                )
             })
         };
         let m = interleave(
@@ -56,19 +65,41 @@ pub(crate) fn pdl_group(r: &mut Report, rounds: usize) -> Result<()> {
         let label = format!("{n}");
         let rule = format!("ordo trigger {:?}", auto.trigger());
         r.add("pdl", format!("chain n={label}: eager, PDL off (ordo vs C++)"), "us", per(m[0]), Some(per(m[4])), "");
-        r.add("pdl", format!("chain n={label}: eager, ordo PDL vs ordo off"), "us", per(m[1]), Some(per(m[0])), rule.clone());
-        r.add("pdl", format!("chain n={label}: eager, C++ PDL (wait+trigger at start) vs off"), "us", per(m[5]), Some(per(m[4])), "");
+        r.add(
+            "pdl",
+            format!("chain n={label}: eager, ordo PDL vs ordo off"),
+            "us",
+            per(m[1]),
+            Some(per(m[0])),
+            rule.clone(),
+        );
+        r.add(
+            "pdl",
+            format!("chain n={label}: eager, C++ PDL (wait+trigger at start) vs off"),
+            "us",
+            per(m[5]),
+            Some(per(m[4])),
+            "",
+        );
         r.add("pdl", format!("chain n={label}: graph, ordo PDL vs graph off"), "us", per(m[3]), Some(per(m[2])), rule);
         // The source's kernel shape: in place, add_one-like, wait then trigger at the start.
         let m = interleave(
             rounds,
             &mut [
-                &mut || Ok::<f64, Error>(unsafe { cpp::bl_inplace_chain_ms(s.as_raw(), ap, n as i32, STEPS as i32, 1) }),
+                &mut || {
+                    Ok::<f64, Error>(unsafe { cpp::bl_inplace_chain_ms(s.as_raw(), ap, n as i32, STEPS as i32, 1) })
+                },
                 &mut || Ok(unsafe { cpp::bl_inplace_chain_ms(s.as_raw(), ap, n as i32, STEPS as i32, 0) }),
             ],
         )?;
-        r.add("pdl", format!("in-place chain n={label}: C++ PDL (wait+trigger at start) vs off"), "us", per(m[0]), Some(per(m[1])), "");
+        r.add(
+            "pdl",
+            format!("in-place chain n={label}: C++ PDL (wait+trigger at start) vs off"),
+            "us",
+            per(m[0]),
+            Some(per(m[1])),
+            "",
+        );
     }
     Ok(())
 }
-

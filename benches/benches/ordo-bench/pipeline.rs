@@ -20,11 +20,24 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
     let (start, end) = (TimingEvent::new()?, TimingEvent::new()?);
     // One timed pass of each stage.
     let (ip, op, dip, dop) = (input.as_ptr(), output.as_mut_ptr(), dev_in.as_mut_ptr(), dev_out.as_mut_ptr());
-    let a = ms_between(s, &start, &end, || unsafe { copy::h2d_async(DeviceSliceMut::from_raw_parts(dip, N), PinnedSlice::from_raw_parts(ip, N), s) })?;
-    let b = ms_between(s, &start, &end, || unsafe { ordo_kernels::heavy_into(s, DeviceSlice::from_raw_parts(dip, N), DeviceSliceMut::from_raw_parts(dop, N)) })?;
-    let c = ms_between(s, &start, &end, || unsafe { copy::d2h_async(PinnedSliceMut::from_raw_parts(op, N), DeviceSlice::from_raw_parts(dip, N), s) })?;
+    let a = ms_between(s, &start, &end, || unsafe {
+        copy::h2d_async(DeviceSliceMut::from_raw_parts(dip, N), PinnedSlice::from_raw_parts(ip, N), s)
+    })?;
+    let b = ms_between(s, &start, &end, || unsafe {
+        ordo_kernels::heavy_into(s, DeviceSlice::from_raw_parts(dip, N), DeviceSliceMut::from_raw_parts(dop, N))
+    })?;
+    let c = ms_between(s, &start, &end, || unsafe {
+        copy::d2h_async(PinnedSliceMut::from_raw_parts(op, N), DeviceSlice::from_raw_parts(dip, N), s)
+    })?;
     let times = StageTimes { copy_in_ms: a, compute_ms: b, copy_out_ms: c };
-    r.add("pipeline", "stages: copy in / compute / copy out", "ms", a + b + c, None, format!("{a:.2} / {b:.2} / {c:.2} (reference 4.89 / 0.32 / 4.86)"));
+    r.add(
+        "pipeline",
+        "stages: copy in / compute / copy out",
+        "ms",
+        a + b + c,
+        None,
+        format!("{a:.2} / {b:.2} / {c:.2} (reference 4.89 / 0.32 / 4.86)"),
+    );
     // The bound: both full copies at once, on two streams (what the copy directions reach together).
     let second = Stream::new()?;
     let joined = Event::new()?;
@@ -33,7 +46,11 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
         both.push(ms_between(s, &start, &end, || unsafe {
             second.wait_event(&start)?;
             copy::h2d_async(DeviceSliceMut::from_raw_parts(dip, N), PinnedSlice::from_raw_parts(ip, N), s)?;
-            copy::d2h_async(PinnedSliceMut::from_raw_parts(op, N), DeviceSlice::from_raw_parts(dop, N), second.as_stream())?;
+            copy::d2h_async(
+                PinnedSliceMut::from_raw_parts(op, N),
+                DeviceSlice::from_raw_parts(dop, N),
+                second.as_stream(),
+            )?;
             joined.record(second.as_stream())?;
             s.wait_event(&joined)
         })?);
@@ -43,7 +60,14 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
     let mut machine = pipe.machine();
     machine.duplex = ((a + c) / bound).clamp(1.0, 2.0);
     pipe.set_machine(machine);
-    r.add("pipeline", "both copies at once (the bound)", "ms", bound, None, format!("{:.1} GB/s total; duplex {:.2}", 2.0 * (N * 4) as f64 / bound / 1e6, machine.duplex));
+    r.add(
+        "pipeline",
+        "both copies at once (the bound)",
+        "ms",
+        bound,
+        None,
+        format!("{:.1} GB/s total; duplex {:.2}", 2.0 * (N * 4) as f64 / bound / 1e6, machine.duplex),
+    );
     let planned = choose_plan(times, &machine, 128);
     let planned_untimed = choose_plan(times, &Machine { stage_timing: false, ..machine }, 128);
     let pipe = std::cell::RefCell::new(pipe);
@@ -65,7 +89,20 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
     let mut sweep = Vec::new();
     let rr = |chunks, streams| Plan { chunks, schedule: Schedule::RoundRobin { streams } };
     let staged = |chunks| Plan { chunks, schedule: Schedule::Staged };
-    for plan in [rr(1, 1), rr(8, 4), rr(32, 8), staged(4), staged(8), staged(12), staged(16), staged(24), staged(32), staged(48), staged(64), staged(96)] {
+    for plan in [
+        rr(1, 1),
+        rr(8, 4),
+        rr(32, 8),
+        staged(4),
+        staged(8),
+        staged(12),
+        staged(16),
+        staged(24),
+        staged(32),
+        staged(48),
+        staged(64),
+        staged(96),
+    ] {
         let mut v = Vec::new();
         for _ in 0..rounds.min(7) {
             v.push(run(plan)?);
@@ -79,7 +116,9 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
             "pipeline",
             match plan.schedule {
                 Schedule::Staged => format!("staged, {} chunks: measured (vs model)", plan.chunks),
-                Schedule::RoundRobin { streams } => format!("round robin, {} chunks x {streams} streams: measured (vs model)", plan.chunks),
+                Schedule::RoundRobin { streams } => {
+                    format!("round robin, {} chunks x {streams} streams: measured (vs model)", plan.chunks)
+                }
             },
             "ms",
             *measured,
@@ -116,7 +155,14 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
             &mut || Ok(unsafe { cpp::bl_pipeline_ms(ip, dip, op, N, 8, 4) }),
         ],
     )?;
-    r.add("pipeline", format!("planned ({:?}, {} chunks) vs C++ 32 chunks x 8 streams", planned.schedule, planned.chunks), "ms", m[0], Some(m[2]), format!("C++ 8 x 4: {:.3} ms", m[3]));
+    r.add(
+        "pipeline",
+        format!("planned ({:?}, {} chunks) vs C++ 32 chunks x 8 streams", planned.schedule, planned.chunks),
+        "ms",
+        m[0],
+        Some(m[2]),
+        format!("C++ 8 x 4: {:.3} ms", m[3]),
+    );
     r.add("pipeline", "planned vs both-directions bound", "ms", m[0], Some(bound), "target within 5%");
     r.add(
         "pipeline",
@@ -132,7 +178,6 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
     r.timeline = pipe.borrow().chunk_times()?;
     Ok(())
 }
-
 
 /// Where the pipeline's time goes beyond the bound: the same bytes in chunks, copies only (both
 /// directions at once on two streams, no compute), bare; with a timing event after every copy; and
@@ -158,7 +203,11 @@ fn where_the_time_goes(r: &mut Report, rounds: usize, bound: f64, [ip, op, dip, 
                 let (lo, hi) = (N * i / chunks, N * (i + 1) / chunks);
                 // SAFETY: chunks of the pipeline's buffers, which outlive this (synchronised) call.
                 unsafe {
-                    copy::h2d_async(DeviceSliceMut::from_raw_parts(dip.add(lo), hi - lo), PinnedSlice::from_raw_parts(ip.add(lo), hi - lo), sa)?;
+                    copy::h2d_async(
+                        DeviceSliceMut::from_raw_parts(dip.add(lo), hi - lo),
+                        PinnedSlice::from_raw_parts(ip.add(lo), hi - lo),
+                        sa,
+                    )?;
                     match mode {
                         1 => timed[2 * i].record(sa)?,
                         2 => {
@@ -167,7 +216,11 @@ fn where_the_time_goes(r: &mut Report, rounds: usize, bound: f64, [ip, op, dip, 
                         }
                         _ => {}
                     }
-                    copy::d2h_async(PinnedSliceMut::from_raw_parts(op.add(lo), hi - lo), DeviceSlice::from_raw_parts(dop.add(lo), hi - lo), sb)?;
+                    copy::d2h_async(
+                        PinnedSliceMut::from_raw_parts(op.add(lo), hi - lo),
+                        DeviceSlice::from_raw_parts(dop.add(lo), hi - lo),
+                        sb,
+                    )?;
                     if mode == 1 {
                         timed[2 * i + 1].record(sb)?;
                     }

@@ -19,16 +19,20 @@ pub(crate) fn small_ops_group(r: &mut Report, rounds: usize) -> Result<()> {
         }
         Ok(t0.elapsed().as_secs_f64() * 1e6 / ITERS as f64)
     };
-    let cpp_op = |op: i32| Ok::<f64, Error>(unsafe { cpp::bl_event_ops_us(a.as_raw(), b.as_raw(), e.as_raw(), op, ITERS as i32) });
+    let cpp_op = |op: i32| {
+        Ok::<f64, Error>(unsafe { cpp::bl_event_ops_us(a.as_raw(), b.as_raw(), e.as_raw(), op, ITERS as i32) })
+    };
     let m = interleave(
         rounds,
         &mut [
             &mut || per_op(&mut || e.record(a.as_stream())),
             &mut || cpp_op(0),
-            &mut || per_op(&mut || {
-                e.record(a.as_stream())?;
-                b.wait_event(&e)
-            }),
+            &mut || {
+                per_op(&mut || {
+                    e.record(a.as_stream())?;
+                    b.wait_event(&e)
+                })
+            },
             &mut || cpp_op(1),
             &mut || per_op(&mut || e.query().map(|_| ())),
             &mut || cpp_op(2),
@@ -64,7 +68,14 @@ pub(crate) fn small_ops_group(r: &mut Report, rounds: usize) -> Result<()> {
         sync_us.push(t0.elapsed().as_secs_f64() * 1e6);
     }
     s.synchronize()?;
-    r.add("alloc", "1 MiB cudaMallocAsync+cudaFreeAsync vs cudaMalloc+cudaFree", "us", median(&mut async_us), Some(median(&mut sync_us)), "");
+    r.add(
+        "alloc",
+        "1 MiB cudaMallocAsync+cudaFreeAsync vs cudaMalloc+cudaFree",
+        "us",
+        median(&mut async_us),
+        Some(median(&mut sync_us)),
+        "",
+    );
 
     let (tx, rx) = std::sync::mpsc::channel::<f64>();
     let mut lat = Vec::new();
@@ -82,7 +93,13 @@ pub(crate) fn small_ops_group(r: &mut Report, rounds: usize) -> Result<()> {
         }
     }
     let med = median(&mut lat);
-    r.add("hostfn", "cudaLaunchHostFunc enqueue to running (median)", "us", med, None, format!("p99 {:.1} us", quantile(&mut lat, 0.99)));
+    r.add(
+        "hostfn",
+        "cudaLaunchHostFunc enqueue to running (median)",
+        "us",
+        med,
+        None,
+        format!("p99 {:.1} us", quantile(&mut lat, 0.99)),
+    );
     Ok(())
 }
-

@@ -27,7 +27,12 @@ fn pipeline_panel(svg: &mut String, y: &mut f32, timeline: &[ChunkTimes]) {
     let streams = 3 * timeline.iter().map(|t| t.stream).max().map_or(1, |m| m + 1);
     let end = timeline.iter().map(|t| t.copy_out.1).fold(0f32, f32::max).max(1e-3);
     let lane = 36.0f32;
-    let _ = writeln!(svg, "<text x='4' y='{}' font-weight='bold'>Pipeline: {} chunks, 0 to {end:.2} ms</text>", *y + 12.0, timeline.len());
+    let _ = writeln!(
+        svg,
+        "<text x='4' y='{}' font-weight='bold'>Pipeline: {} chunks, 0 to {end:.2} ms</text>",
+        *y + 12.0,
+        timeline.len()
+    );
     *y += 20.0;
     let x = |t: f32| LEFT + t / end * WIDTH;
     for st in 0..streams {
@@ -35,13 +40,19 @@ fn pipeline_panel(svg: &mut String, y: &mut f32, timeline: &[ChunkTimes]) {
         let _ = writeln!(svg, "<text x='4' y='{}'>stream {} {stage}</text>", *y + 16.0 + lane * st as f32, st / 3);
     }
     for t in timeline {
-        for (stage, ((a, b), color)) in [(t.copy_in, "#4e79a7"), (t.compute, "#f28e2b"), (t.copy_out, "#59a14f")].into_iter().enumerate() {
+        for (stage, ((a, b), color)) in
+            [(t.copy_in, "#4e79a7"), (t.compute, "#f28e2b"), (t.copy_out, "#59a14f")].into_iter().enumerate()
+        {
             let top = *y + lane * (3 * t.stream + stage) as f32;
             let _ = writeln!(svg, "<rect x='{:.2}' y='{top}' width='{:.2}' height='24' fill='{color}' stroke='white' stroke-width='0.5'/>", x(a), (x(b) - x(a)).max(0.5));
         }
     }
     *y += lane * streams as f32 + 4.0;
-    let _ = writeln!(svg, "<text x='{LEFT}' y='{}'>copy in (blue), compute (orange), copy out (green), from the chunks' events</text>", *y + 8.0);
+    let _ = writeln!(
+        svg,
+        "<text x='{LEFT}' y='{}'>copy in (blue), compute (orange), copy out (green), from the chunks' events</text>",
+        *y + 8.0
+    );
     *y += 30.0;
 }
 

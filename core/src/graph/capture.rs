@@ -32,9 +32,7 @@ impl CaptureMode {
     fn to_raw(self) -> sys::cudaStreamCaptureMode {
         match self {
             CaptureMode::Global => sys::cudaStreamCaptureMode::cudaStreamCaptureModeGlobal,
-            CaptureMode::ThreadLocal => {
-                sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal
-            }
+            CaptureMode::ThreadLocal => sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal,
             CaptureMode::Relaxed => sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed,
         }
     }
@@ -89,9 +87,7 @@ pub(crate) fn capture_target(stream: StreamRef<'_>) -> Result<CaptureTarget> {
             Some(graph) => CaptureTarget::Active(graph),
             None => return Err(crate::error::null_handle("cudaStreamGetCaptureInfo")),
         },
-        sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusInvalidated => {
-            CaptureTarget::Invalidated
-        }
+        sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusInvalidated => CaptureTarget::Invalidated,
         _ => CaptureTarget::None,
     })
 }
@@ -99,10 +95,7 @@ pub(crate) fn capture_target(stream: StreamRef<'_>) -> Result<CaptureTarget> {
 /// The error for work refused because the stream's capture was invalidated.
 #[cfg(feature = "std")]
 pub(crate) fn invalidated(call: &'static str) -> Error {
-    Error::Cuda(CudaError::new(
-        sys::cudaError::cudaErrorStreamCaptureInvalidated,
-        call,
-    ))
+    Error::Cuda(CudaError::new(sys::cudaError::cudaErrorStreamCaptureInvalidated, call))
 }
 
 impl<'a> StreamRef<'a> {
@@ -120,10 +113,7 @@ impl<'a> StreamRef<'a> {
     /// enforces this here, as the handle [`capture`] gives its function does.
     pub unsafe fn begin_capture(self, mode: CaptureMode) -> Result<()> {
         // SAFETY: a live stream; the capture's contract is forwarded to the caller.
-        check(
-            unsafe { sys::cudaStreamBeginCapture(self.as_raw(), mode.to_raw()) },
-            "cudaStreamBeginCapture",
-        )
+        check(unsafe { sys::cudaStreamBeginCapture(self.as_raw(), mode.to_raw()) }, "cudaStreamBeginCapture")
     }
 
     /// Ends the capture and returns the graph (`cudaStreamEndCapture`). A capture invalidated by an
@@ -164,9 +154,7 @@ impl<'a> StreamRef<'a> {
         )?;
         Ok(match status {
             sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => CaptureStatus::Active,
-            sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusInvalidated => {
-                CaptureStatus::Invalidated
-            }
+            sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusInvalidated => CaptureStatus::Invalidated,
             _ => CaptureStatus::None,
         })
     }
@@ -322,12 +310,7 @@ impl Drop for NewCapture<'_> {
 /// As [`capture`], for the work captured here, at every launch of every executable graph made
 /// from (or updated with) `graph` from now on.
 #[cfg(feature = "alloc")]
-pub unsafe fn capture_into<F>(
-    graph: &mut Graph,
-    stream: StreamRef<'_>,
-    mode: CaptureMode,
-    f: F,
-) -> Result<()>
+pub unsafe fn capture_into<F>(graph: &mut Graph, stream: StreamRef<'_>, mode: CaptureMode, f: F) -> Result<()>
 where
     F: FnOnce(StreamRef<'_>) -> Result<()>,
 {
@@ -339,11 +322,7 @@ where
     }
     let before = graph.try_clone()?;
     // CUDA reads no dependency array for a zero count; pass null rather than a dangling pointer.
-    let deps = if leaves.is_empty() {
-        core::ptr::null()
-    } else {
-        leaves.as_ptr()
-    };
+    let deps = if leaves.is_empty() { core::ptr::null() } else { leaves.as_ptr() };
     // SAFETY: live handles; `deps` holds `leaves.len()` nodes of `graph`; default edges. The
     // capture's contract is forwarded to the caller; `scope` ends it.
     check(
@@ -359,11 +338,7 @@ where
         },
         "cudaStreamBeginCaptureToGraph",
     )?;
-    let mut scope = IntoCapture {
-        stream,
-        graph,
-        before: Some(before),
-    };
+    let mut scope = IntoCapture { stream, graph, before: Some(before) };
     let body = f(stream);
     let ended = scope.finish(body.is_ok());
     body.and(ended)

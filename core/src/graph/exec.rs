@@ -68,12 +68,8 @@ impl UpdateFailure {
             R::cudaGraphExecUpdateErrorParametersChanged => {
                 "a node's parameters changed in a way that cannot be updated"
             }
-            R::cudaGraphExecUpdateErrorNotSupported => {
-                "something in the graph does not support update"
-            }
-            R::cudaGraphExecUpdateErrorUnsupportedFunctionChange => {
-                "a kernel's function changed in an unsupported way"
-            }
+            R::cudaGraphExecUpdateErrorNotSupported => "something in the graph does not support update",
+            R::cudaGraphExecUpdateErrorUnsupportedFunctionChange => "a kernel's function changed in an unsupported way",
             R::cudaGraphExecUpdateErrorAttributesChanged => {
                 "a node's attributes changed in a way that cannot be updated"
             }
@@ -84,13 +80,8 @@ impl UpdateFailure {
 
 impl GraphExec {
     /// Owns an executable graph that an instantiate call (`call`) returned.
-    pub(crate) fn from_instantiated(
-        raw: sys::cudaGraphExec_t,
-        call: &'static str,
-    ) -> Result<GraphExec> {
-        NonNull::new(raw)
-            .map(|raw| GraphExec { raw })
-            .ok_or_else(|| crate::error::null_handle(call))
+    pub(crate) fn from_instantiated(raw: sys::cudaGraphExec_t, call: &'static str) -> Result<GraphExec> {
+        NonNull::new(raw).map(|raw| GraphExec { raw }).ok_or_else(|| crate::error::null_handle(call))
     }
 
     /// The raw handle.
@@ -104,10 +95,7 @@ impl GraphExec {
     #[inline(always)]
     pub fn launch(&self, stream: StreamRef<'_>) -> Result<()> {
         // SAFETY: live handles. What the replayed work touches is owed by the capture contract.
-        check(
-            unsafe { sys::cudaGraphLaunch(self.as_raw(), stream.as_raw()) },
-            "cudaGraphLaunch",
-        )
+        check(unsafe { sys::cudaGraphLaunch(self.as_raw(), stream.as_raw()) }, "cudaGraphLaunch")
     }
 
     /// Updates this executable graph in place to match `graph` (`cudaGraphExecUpdate`): same
@@ -173,16 +161,8 @@ impl GraphExec {
         let mut ptrs = args.arg_ptrs();
         let params = sys::cudaKernelNodeParams {
             func: node.kernel.as_raw().cast_mut(),
-            gridDim: sys::dim3 {
-                x: config.grid.x,
-                y: config.grid.y,
-                z: config.grid.z,
-            },
-            blockDim: sys::dim3 {
-                x: config.block.x,
-                y: config.block.y,
-                z: config.block.z,
-            },
+            gridDim: sys::dim3 { x: config.grid.x, y: config.grid.y, z: config.grid.z },
+            blockDim: sys::dim3 { x: config.block.x, y: config.block.y, z: config.block.z },
             sharedMemBytes: config.shared_mem_bytes,
             kernelParams: ptrs.as_mut().as_mut_ptr(),
             extra: core::ptr::null_mut(),
@@ -190,9 +170,7 @@ impl GraphExec {
         // SAFETY: live handles; CUDA copies the argument values during the call. What they point
         // to at each later launch is the caller's contract.
         check(
-            unsafe {
-                sys::cudaGraphExecKernelNodeSetParams(self.as_raw(), node.node.as_raw(), &params)
-            },
+            unsafe { sys::cudaGraphExecKernelNodeSetParams(self.as_raw(), node.node.as_raw(), &params) },
             "cudaGraphExecKernelNodeSetParams",
         )
     }
@@ -200,10 +178,7 @@ impl GraphExec {
     /// Uploads the graph's work to the device on `stream` ahead of its first launch (`cudaGraphUpload`).
     pub fn upload(&self, stream: StreamRef<'_>) -> Result<()> {
         // SAFETY: live handles.
-        check(
-            unsafe { sys::cudaGraphUpload(self.as_raw(), stream.as_raw()) },
-            "cudaGraphUpload",
-        )
+        check(unsafe { sys::cudaGraphUpload(self.as_raw(), stream.as_raw()) }, "cudaGraphUpload")
     }
 }
 

@@ -71,10 +71,7 @@ impl<'g> Node<'g> {
     /// Crate-internal: `raw` must be a node of that graph.
     #[cfg(feature = "alloc")]
     pub(crate) fn new(raw: NonNull<sys::CUgraphNode_st>) -> Node<'g> {
-        Node {
-            raw,
-            _graph: PhantomData,
-        }
+        Node { raw, _graph: PhantomData }
     }
 
     /// The raw handle.
@@ -87,10 +84,7 @@ impl<'g> Node<'g> {
     pub fn kind(self) -> Result<NodeKind> {
         let mut t = sys::cudaGraphNodeType::cudaGraphNodeTypeEmpty;
         // SAFETY: a live node; `t` is writable.
-        check(
-            unsafe { sys::cudaGraphNodeGetType(self.as_raw(), &mut t) },
-            "cudaGraphNodeGetType",
-        )?;
+        check(unsafe { sys::cudaGraphNodeGetType(self.as_raw(), &mut t) }, "cudaGraphNodeGetType")?;
         Ok(NodeKind::from_raw(t))
     }
 
@@ -98,10 +92,7 @@ impl<'g> Node<'g> {
     pub fn kernel_function(self) -> Result<*const core::ffi::c_void> {
         let mut p = sys::cudaKernelNodeParams::default();
         // SAFETY: a live node; `p` is writable.
-        check(
-            unsafe { sys::cudaGraphKernelNodeGetParams(self.as_raw(), &mut p) },
-            "cudaGraphKernelNodeGetParams",
-        )?;
+        check(unsafe { sys::cudaGraphKernelNodeGetParams(self.as_raw(), &mut p) }, "cudaGraphKernelNodeGetParams")?;
         Ok(p.func)
     }
 }

@@ -40,13 +40,8 @@ impl Graph {
     pub fn new() -> Result<Graph> {
         let mut raw: sys::cudaGraph_t = core::ptr::null_mut();
         // SAFETY: `raw` is writable.
-        check(
-            unsafe { sys::cudaGraphCreate(&mut raw, 0) },
-            "cudaGraphCreate",
-        )?;
-        NonNull::new(raw)
-            .map(|raw| Graph { raw })
-            .ok_or_else(|| crate::error::null_handle("cudaGraphCreate"))
+        check(unsafe { sys::cudaGraphCreate(&mut raw, 0) }, "cudaGraphCreate")?;
+        NonNull::new(raw).map(|raw| Graph { raw }).ok_or_else(|| crate::error::null_handle("cudaGraphCreate"))
     }
 
     /// Owns a graph that a capture returned.
@@ -61,13 +56,8 @@ impl Graph {
     pub fn try_clone(&self) -> Result<Graph> {
         let mut raw: sys::cudaGraph_t = core::ptr::null_mut();
         // SAFETY: a live graph; `raw` is writable.
-        check(
-            unsafe { sys::cudaGraphClone(&mut raw, self.as_raw()) },
-            "cudaGraphClone",
-        )?;
-        NonNull::new(raw)
-            .map(|raw| Graph { raw })
-            .ok_or_else(|| crate::error::null_handle("cudaGraphClone"))
+        check(unsafe { sys::cudaGraphClone(&mut raw, self.as_raw()) }, "cudaGraphClone")?;
+        NonNull::new(raw).map(|raw| Graph { raw }).ok_or_else(|| crate::error::null_handle("cudaGraphClone"))
     }
 
     /// The raw handle.
@@ -80,21 +70,14 @@ impl Graph {
     pub fn node_count(&self) -> Result<usize> {
         let mut n = 0usize;
         // SAFETY: a live graph; a null array asks for the count.
-        check(
-            unsafe { sys::cudaGraphGetNodes(self.as_raw(), core::ptr::null_mut(), &mut n) },
-            "cudaGraphGetNodes",
-        )?;
+        check(unsafe { sys::cudaGraphGetNodes(self.as_raw(), core::ptr::null_mut(), &mut n) }, "cudaGraphGetNodes")?;
         Ok(n)
     }
 
     /// The nodes (`cudaGraphGetNodes`); empty for an empty graph.
     #[cfg(feature = "alloc")]
     pub fn nodes(&self) -> Result<alloc::vec::Vec<Node<'_>>> {
-        Ok(raw_nodes(self.as_raw())?
-            .into_iter()
-            .filter_map(NonNull::new)
-            .map(Node::new)
-            .collect())
+        Ok(raw_nodes(self.as_raw())?.into_iter().filter_map(NonNull::new).map(Node::new).collect())
     }
 
     /// The nodes nothing depends on (`cudaGraphNodeGetDependentNodes` count zero).
@@ -111,10 +94,7 @@ impl Graph {
 
     /// The kernel nodes that launch `kernel`, typed by its arguments, in CUDA's node order.
     #[cfg(feature = "alloc")]
-    pub fn kernel_nodes<Args>(
-        &self,
-        kernel: Kernel<Args>,
-    ) -> Result<alloc::vec::Vec<KernelNode<'_, Args>>>
+    pub fn kernel_nodes<Args>(&self, kernel: Kernel<Args>) -> Result<alloc::vec::Vec<KernelNode<'_, Args>>>
     where
         Args: KernelArgs,
     {
@@ -160,24 +140,12 @@ impl Graph {
         // SAFETY: arrays of `n` elements; CUDA writes at most `n` and stores the count in `n`.
         check(
             unsafe {
-                sys::graph_get_edges(
-                    self.as_raw(),
-                    from.as_mut_ptr(),
-                    to.as_mut_ptr(),
-                    data.as_mut_ptr(),
-                    &mut n,
-                )
+                sys::graph_get_edges(self.as_raw(), from.as_mut_ptr(), to.as_mut_ptr(), data.as_mut_ptr(), &mut n)
             },
             "cudaGraphGetEdges",
         )?;
         let n = n.min(from.len());
-        Ok(from
-            .into_iter()
-            .zip(to)
-            .zip(data)
-            .take(n)
-            .map(|((from, to), data)| Edge { from, to, data })
-            .collect())
+        Ok(from.into_iter().zip(to).zip(data).take(n).map(|((from, to), data)| Edge { from, to, data }).collect())
     }
 
     /// Instantiates the graph for launching (`cudaGraphInstantiateWithFlags`). `UPLOAD` needs a
@@ -197,9 +165,7 @@ impl Graph {
         let mut raw: sys::cudaGraphExec_t = core::ptr::null_mut();
         // SAFETY: a live graph; `raw` is writable.
         check(
-            unsafe {
-                sys::cudaGraphInstantiateWithFlags(&mut raw, self.as_raw(), flags.bits() as _)
-            },
+            unsafe { sys::cudaGraphInstantiateWithFlags(&mut raw, self.as_raw(), flags.bits() as _) },
             "cudaGraphInstantiateWithFlags",
         )?;
         GraphExec::from_instantiated(raw, "cudaGraphInstantiateWithFlags")
@@ -208,11 +174,7 @@ impl Graph {
     /// Instantiates the graph and uploads it on `stream` as part of instantiation
     /// (`cudaGraphInstantiateWithParams` with `cudaGraphInstantiateFlagUpload`), so its first
     /// launch on that stream pays no upload. As [`Graph::instantiate`] otherwise.
-    pub fn instantiate_and_upload(
-        &self,
-        flags: InstantiateFlags,
-        stream: StreamRef<'_>,
-    ) -> Result<GraphExec> {
+    pub fn instantiate_and_upload(&self, flags: InstantiateFlags, stream: StreamRef<'_>) -> Result<GraphExec> {
         let mut params = sys::cudaGraphInstantiateParams {
             flags: (flags | InstantiateFlags::UPLOAD).bits() as _,
             uploadStream: stream.as_raw(),
@@ -236,8 +198,7 @@ impl Graph {
                 sys::cudaGraphDebugDotPrint(
                     self.as_raw(),
                     path.as_ptr(),
-                    sys::cudaGraphDebugDotFlags::cudaGraphDebugDotFlagsVerbose.0
-                        as core::ffi::c_uint,
+                    sys::cudaGraphDebugDotFlags::cudaGraphDebugDotFlagsVerbose.0 as core::ffi::c_uint,
                 )
             },
             "cudaGraphDebugDotPrint",
@@ -260,19 +221,13 @@ impl Drop for Graph {
 pub(crate) fn raw_nodes(graph: sys::cudaGraph_t) -> Result<alloc::vec::Vec<sys::cudaGraphNode_t>> {
     let mut n = 0usize;
     // SAFETY: a live graph (the caller's); a null array asks for the count.
-    check(
-        unsafe { sys::cudaGraphGetNodes(graph, core::ptr::null_mut(), &mut n) },
-        "cudaGraphGetNodes",
-    )?;
+    check(unsafe { sys::cudaGraphGetNodes(graph, core::ptr::null_mut(), &mut n) }, "cudaGraphGetNodes")?;
     if n == 0 {
         return Ok(alloc::vec::Vec::new());
     }
     let mut raw = alloc::vec![core::ptr::null_mut(); n];
     // SAFETY: an array of `n` elements; CUDA writes at most `n` and stores the count in `n`.
-    check(
-        unsafe { sys::cudaGraphGetNodes(graph, raw.as_mut_ptr(), &mut n) },
-        "cudaGraphGetNodes",
-    )?;
+    check(unsafe { sys::cudaGraphGetNodes(graph, raw.as_mut_ptr(), &mut n) }, "cudaGraphGetNodes")?;
     raw.truncate(n);
     Ok(raw)
 }
@@ -283,14 +238,7 @@ pub(crate) fn is_leaf(node: sys::cudaGraphNode_t) -> Result<bool> {
     let mut n = 0usize;
     // SAFETY: a live node (the caller's); null arrays ask for the count.
     check(
-        unsafe {
-            sys::graph_node_get_dependent_nodes(
-                node,
-                core::ptr::null_mut(),
-                core::ptr::null_mut(),
-                &mut n,
-            )
-        },
+        unsafe { sys::graph_node_get_dependent_nodes(node, core::ptr::null_mut(), core::ptr::null_mut(), &mut n) },
         "cudaGraphNodeGetDependentNodes",
     )?;
     Ok(n == 0)

@@ -51,6 +51,5 @@ pub(crate) fn byte_len<T>(len: usize, call: &'static str) -> Result<usize> {
     if core::mem::size_of::<T>() == 0 {
         return Err(Error::invalid(call, "zero-sized element type"));
     }
-    len.checked_mul(core::mem::size_of::<T>())
-        .ok_or(Error::invalid(call, "length times element size overflows usize"))
+    len.checked_mul(core::mem::size_of::<T>()).ok_or(Error::invalid(call, "length times element size overflows usize"))
 }

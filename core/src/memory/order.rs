@@ -15,8 +15,8 @@
 //! where streams actually cross.
 
 use crate::error::{Error, Result, UsageKind};
-use crate::graph::CaptureStatus;
 use crate::event::Event;
+use crate::graph::CaptureStatus;
 use crate::stream::StreamRef;
 
 /// Makes work enqueued on `stream` after this call wait for everything enqueued on `origin` so
