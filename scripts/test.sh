@@ -20,8 +20,9 @@ step "CUDA 13.0: clippy, workspace"
 CUDA_HOME=$CUDA13_HOME cargo clippy --workspace --all-targets --locked -- -D warnings
 step "CUDA 13.0: docs, warnings denied"
 RUSTDOCFLAGS="-D warnings" CUDA_HOME=$CUDA13_HOME cargo doc --workspace --no-deps --locked
-step "CUDA 13.0: ordo-core without std or alloc"
+step "CUDA 13.0: ordo-core without std or alloc; the facade without its kernels"
 CUDA_HOME=$CUDA13_HOME cargo build -p ordo-core --no-default-features --locked
+CUDA_HOME=$CUDA13_HOME cargo build -p ordo --no-default-features --features std --locked
 step "CUDA 13.0: tests, workspace"
 CUDA_HOME=$CUDA13_HOME cargo test --workspace --locked
 step "CUDA 13.0: a C++ program linked with libordo.a and the static CUDA runtime"

@@ -1,10 +1,12 @@
 //! # ordo
 //!
 //! Stream-correct, zero-cost CUDA runtime streams, events, memory, launch and graphs for Rust and
-//! C++. This facade re-exports [`ordo_core`]; the C ABI for C++ callers lives here too.
+//! C++. This facade re-exports [`ordo_core`]; the C ABI for C++ callers lives here too, with the
+//! `kernels` feature (on by default), which also builds ordo's own CUDA kernels with nvcc. Without
+//! it (`default-features = false, features = ["std"]`) the crate is the runtime layer alone.
 #![cfg_attr(not(feature = "std"), no_std)]
 
 pub use ordo_core::*;
 
-#[cfg(feature = "std")]
+#[cfg(feature = "kernels")]
 pub mod ffi;
