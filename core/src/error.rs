@@ -290,7 +290,27 @@ pub fn check(code: sys::cudaError_t, call: &'static str) -> Result<()> {
     if code == sys::cudaError::cudaSuccess {
         Ok(())
     } else {
-        Err(Error::Cuda(CudaError::new(code, call)))
+        Err(Error::Cuda(failure(code, call)))
+    }
+}
+
+/// The error for a failed call. `cudaErrorInsufficientDriver` is CUDA's answer both for a driver
+/// too old and for no driver at all; `cudaDriverGetVersion` tells them apart (it answers 0 with
+/// no driver), and the error then says so.
+#[cold]
+#[inline(never)]
+fn failure(code: sys::cudaError_t, call: &'static str) -> CudaError {
+    let err = CudaError::new(code, call);
+    if code != sys::cudaError::cudaErrorInsufficientDriver {
+        return err;
+    }
+    let mut version: core::ffi::c_int = -1;
+    // SAFETY: `version` is writable; the call needs no driver.
+    let asked = unsafe { sys::cudaDriverGetVersion(&mut version) };
+    if asked == sys::cudaError::cudaSuccess && version == 0 {
+        err.with_hint("no NVIDIA driver is installed (libcuda.so.1 was not found)")
+    } else {
+        err.with_hint("the NVIDIA driver is older than this CUDA runtime: update the driver")
     }
 }
 

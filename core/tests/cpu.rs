@@ -474,3 +474,16 @@ fn defect_08_a_pipeline_of_absurdly_many_streams_is_refused_before_cuda() {
     assert!(e.cuda_code().is_none(), "{e}");
     assert!(ordo_core::pipeline::Pipeline::new(ordo_core::pipeline::MAX_STREAMS + 1).is_err());
 }
+
+/// With no driver at all, CUDA says "driver version is insufficient"; ordo's error says there is
+/// no NVIDIA driver, keeping CUDA's code (issue 18).
+#[test]
+fn without_a_driver_the_error_says_so() {
+    if driver_present() {
+        return; // a GPU machine has a driver
+    }
+    let e = Stream::new().unwrap_err();
+    let c = e.cuda().expect("a CUDA error");
+    assert_eq!(c.code(), ordo_core::sys::cudaError::cudaErrorInsufficientDriver);
+    assert!(e.to_string().contains("no NVIDIA driver"), "{e}");
+}
