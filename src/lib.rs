@@ -10,3 +10,10 @@ pub use ordo_core::*;
 
 #[cfg(feature = "kernels")]
 pub mod ffi;
+
+/// A newcomer's guide (`docs/guide.md`): the stream-correct rules, the safety model, launching
+/// your own kernel, the PDL rule, graphs, the pipeline, the staging ring, several GPUs and the C
+/// ABI. Its Rust examples are compiled as doc tests.
+#[cfg(feature = "kernels")]
+#[doc = include_str!("../docs/guide.md")]
+pub mod guide {}
