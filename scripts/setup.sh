@@ -3,6 +3,7 @@
 # and pinned CUDA toolkits from NVIDIA's Python wheels into a cache outside the checkout:
 #   $ORDO_CUDA_CACHE/cuda-13.0   compiler, headers, static runtime (default cache: ~/.cache/ordo)
 #   $ORDO_CUDA_CACHE/cuda-12.9   headers and static runtime (no nvcc driver in the 12.x wheels)
+#   $ORDO_CUDA_CACHE/cuda-12.3   the same for the oldest CUDA ordo-cuda-sys supports
 # Idempotent: when everything is present it checks and returns in well under a second.
 # Prints, last, the CUDA_HOME of each toolkit.
 set -euo pipefail
@@ -10,6 +11,7 @@ cache=${ORDO_CUDA_CACHE:-$HOME/.cache/ordo}
 py=${PYTHON:-python3}
 cu13_pins=("cuda-toolkit[nvcc,cudart,crt,cccl]==13.0.2" "nvidia-nvvm==13.0.88")
 cu12_pins=("nvidia-cuda-runtime-cu12==12.9.79" "nvidia-cuda-nvcc-cu12==12.9.86")
+cu123_pins=("nvidia-cuda-runtime-cu12==12.3.101" "nvidia-cuda-nvcc-cu12==12.3.107")
 
 log() { echo "setup: $*" >&2; }
 
@@ -58,5 +60,10 @@ fi
 install_wheels "$cache/cuda-12.9" "${cu12_pins[@]}"
 cu12=$(cd $(site "$cache/cuda-12.9")/cuda_runtime && pwd)
 
+# CUDA 12.3, the oldest supported (ordo-cuda-sys refuses older toolkits): the same layout as 12.9.
+install_wheels "$cache/cuda-12.3" "${cu123_pins[@]}"
+cu123=$(cd $(site "$cache/cuda-12.3")/cuda_runtime && pwd)
+
 echo "CUDA13_HOME=$cu13"
 echo "CUDA12_HOME=$cu12"
+echo "CUDA123_HOME=$cu123"

@@ -3,14 +3,15 @@
 #  - checks the formatting (cargo fmt, rustfmt.toml);
 #  - builds and tests the whole workspace against CUDA 13.0, with clippy (no unwrap/expect/panic
 #    in library code), the docs (warnings denied) and the no_std build of ordo-core;
-#  - builds and tests ordo-cuda-sys and ordo-core against CUDA 12.9 (own target folder, so the two
-#    builds do not invalidate each other).
+#  - builds and tests ordo-cuda-sys and ordo-core against CUDA 12.9 and against 12.3, the oldest
+#    supported (own target folders, so the builds do not invalidate each other).
 # GPU tests are ignored on machines without an NVIDIA device; on one, they run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 homes=$(bash scripts/setup.sh)
 CUDA13_HOME=$(printf '%s\n' "$homes" | sed -n 's/^CUDA13_HOME=//p')
 CUDA12_HOME=$(printf '%s\n' "$homes" | sed -n 's/^CUDA12_HOME=//p')
+CUDA123_HOME=$(printf '%s\n' "$homes" | sed -n 's/^CUDA123_HOME=//p')
 
 step() { printf '\n=== %s\n' "$*"; }
 
@@ -32,3 +33,6 @@ g++ -std=c++17 -Wall -Wextra -Werror -Iinclude -Iffi-tests/cpp ffi-tests/cpp/lin
 target/ffi-link-check
 step "CUDA 12.9: tests, ordo-cuda-sys and ordo-core"
 CUDA_HOME=$CUDA12_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.9" cargo test -p ordo-cuda-sys -p ordo-core --locked
+step "CUDA 12.3, the oldest supported: tests, ordo-cuda-sys and ordo-core (its wheel has no static runtime: linked to libcudart.so)"
+CUDA_HOME=$CUDA123_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.3" LD_LIBRARY_PATH="$CUDA123_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  cargo test -p ordo-cuda-sys -p ordo-core --features ordo-cuda-sys/shared-cudart --locked

@@ -6,7 +6,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ordo_core::error::{self, CudaError};
-use ordo_core::launch::{Kernel, LaunchConfig};
+#[cfg(cuda_library_api)]
+use ordo_core::launch::Kernel;
+use ordo_core::launch::LaunchConfig;
 use ordo_core::memory::{copy, order};
 use ordo_core::*;
 use static_assertions::{assert_impl_all, assert_not_impl_any};
@@ -193,6 +195,7 @@ fn defect_08_absurd_sizes_are_clear_errors_before_cuda() {
 // ---------------------------------------------------------------------------------------------
 // GPU tests.
 
+#[cfg(cuda_library_api)]
 /// A kernel `ordo_spin(u64 cycles)` that busy-waits for `cycles` clock ticks: a slow piece of work
 /// to queue ahead of a write on a stream. PTX, JIT-compiled by the driver.
 const SPIN_PTX: &str = "\
@@ -218,9 +221,11 @@ $L_spin:
 }
 \0";
 
+#[cfg(cuda_library_api)]
 /// About 0.1 s of spinning at H200 clocks (1.98 GHz).
 const SPIN_CYCLES: u64 = 200_000_000;
 
+#[cfg(cuda_library_api)]
 fn spin_kernel() -> Kernel<(u64,)> {
     static KERNEL: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     let raw = *KERNEL.get_or_init(|| {
@@ -250,12 +255,14 @@ fn spin_kernel() -> Kernel<(u64,)> {
     unsafe { Kernel::from_raw(raw as *const std::ffi::c_void) }.unwrap()
 }
 
+#[cfg(cuda_library_api)]
 /// Queues about 0.1 s of spinning on `s`.
 fn spin(s: StreamRef<'_>) {
     // SAFETY: the kernel takes one u64 and touches no memory.
     unsafe { spin_kernel().launch(s, &LaunchConfig::new(1, 1), (SPIN_CYCLES,)) }.unwrap();
 }
 
+#[cfg(cuda_library_api)] // the spin kernel is loaded with cudaLibraryLoadData (CUDA 12.4+)
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn defect_03_free_on_another_stream_waits_for_the_buffers_own_stream() {
@@ -282,6 +289,7 @@ fn defect_03_free_on_another_stream_waits_for_the_buffers_own_stream() {
     assert_eq!(kept, N, "only {kept} of {N} bytes kept their value: the free ran before the old write");
 }
 
+#[cfg(cuda_library_api)] // the spin kernel is loaded with cudaLibraryLoadData (CUDA 12.4+)
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn defect_03_blocking_copies_on_another_stream_wait_for_the_buffers_own_stream() {
@@ -384,6 +392,7 @@ fn defect_09_a_free_that_fails_in_drop_is_kept() {
     s.synchronize().unwrap();
 }
 
+#[cfg(cuda_library_api)] // the spin kernel is loaded with cudaLibraryLoadData (CUDA 12.4+)
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn defect_09_a_launch_refused_for_shared_memory_keeps_cudas_code_with_ordos_hint() {
@@ -448,6 +457,7 @@ fn defect_15_with_current_restores_the_device_when_the_closure_panics() {
     assert_eq!(Device::current().unwrap(), first);
 }
 
+#[cfg(cuda_library_api)] // the spin kernel is loaded with cudaLibraryLoadData (CUDA 12.4+)
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn order_between_streams_of_two_devices_waits_for_the_earlier_stream() {

@@ -8,14 +8,14 @@ use std::env;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// The oldest toolkit supported: CUDA 12.3, the first whose graph calls carry edge data (the form
+/// every later version has). The test command builds and tests against it; older ones are refused.
+const OLDEST: u32 = 12030;
+
 /// Version thresholds of API forms (not a table of known releases): each is the first runtime
 /// version that has the form, so any later version, released or not, takes it.
-const API_GATES: &[(&str, u32, &str)] = &[
-    ("cuda_12_2", 12020, "cudaMemPrefetchAsync_v2 / cudaMemAdvise_v2 take a cudaMemLocation"),
-    ("cuda_12_3", 12030, "capture info, capture dependencies and graph edges carry cudaGraphEdgeData"),
-    ("cuda_12_8", 12080, "cudaStreamGetDevice"),
-    ("cuda_13", 13000, "the _v2/_v3 names became the plain names"),
-];
+const API_GATES: &[(&str, u32, &str)] =
+    &[("cuda_12_8", 12080, "cudaStreamGetDevice"), ("cuda_13", 13000, "the _v2/_v3 names became the plain names")];
 
 fn main() -> ExitCode {
     for var in ["CUDA_HOME", "CUDA_PATH", "ORDO_CUDA_CACHE", "ORDO_GPU_TESTS"] {
@@ -37,6 +37,17 @@ fn main() -> ExitCode {
         }
     };
     println!("cargo::warning=ordo-cuda-sys: CUDA {} from {}", version_string(toolkit.version), toolkit.found_via);
+    if toolkit.version < OLDEST {
+        eprintln!(
+            "ordo-cuda-sys: CUDA {} ({}) is older than the oldest supported, {}. Point CUDA_HOME at CUDA {} or later \
+             (`bash scripts/setup.sh` installs 13.0).",
+            version_string(toolkit.version),
+            toolkit.found_via,
+            version_string(OLDEST),
+            version_string(OLDEST)
+        );
+        return ExitCode::FAILURE;
+    }
 
     for (cfg, since, _) in API_GATES {
         if toolkit.version >= *since {
