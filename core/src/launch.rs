@@ -137,6 +137,26 @@ impl LaunchConfig {
         Ok(LaunchConfig::new(grid, block))
     }
 
+    /// A 2-D or 3-D grid of `block` blocks covering `extent` (width, height[, depth]) elements,
+    /// each dimension rounded up (the last blocks of a row, column or layer partly idle): for an
+    /// image of `(width, height)` pixels with `(16, 16)` blocks, the grid is
+    /// `(ceil(width / 16), ceil(height / 16))`. A zero extent or block dimension, a block over
+    /// 1024 threads (or z over 64), or a grid over CUDA's limits is a clear error, checked here
+    /// as [`validate`](Self::validate) would.
+    pub fn for_extent(extent: impl Into<Dim3>, block: impl Into<Dim3>) -> Result<LaunchConfig> {
+        const CALL: &str = "LaunchConfig::for_extent";
+        let (e, b) = (extent.into(), block.into());
+        if e.x == 0 || e.y == 0 || e.z == 0 {
+            return Err(Error::invalid(CALL, "zero extent: a grid needs at least one block"));
+        }
+        if b.x == 0 || b.y == 0 || b.z == 0 {
+            return Err(Error::invalid(CALL, "zero block dimension"));
+        }
+        let config = LaunchConfig::new(Dim3 { x: e.x.div_ceil(b.x), y: e.y.div_ceil(b.y), z: e.z.div_ceil(b.z) }, b);
+        config.validate()?;
+        Ok(config)
+    }
+
     /// With programmatic stream serialization (PDL) on or off.
     pub fn with_pdl(mut self, on: bool) -> LaunchConfig {
         self.pdl = on;

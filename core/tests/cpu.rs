@@ -487,3 +487,18 @@ fn without_a_driver_the_error_says_so() {
     assert_eq!(c.code(), ordo_core::sys::cudaError::cudaErrorInsufficientDriver);
     assert!(e.to_string().contains("no NVIDIA driver"), "{e}");
 }
+
+/// 2-D and 3-D grids covering an extent (issue 18): each dimension rounded up; bad shapes refused.
+#[test]
+fn grids_cover_2d_and_3d_extents() {
+    use ordo_core::LaunchConfig;
+    let c = LaunchConfig::for_extent((1920u32, 1080u32), (16u32, 16u32)).unwrap();
+    assert_eq!((c.grid.x, c.grid.y, c.grid.z), (120, 68, 1));
+    assert_eq!((c.block.x, c.block.y, c.block.z), (16, 16, 1));
+    let c = LaunchConfig::for_extent((65u32, 33u32, 17u32), (8u32, 8u32, 4u32)).unwrap();
+    assert_eq!((c.grid.x, c.grid.y, c.grid.z), (9, 5, 5));
+    assert!(LaunchConfig::for_extent((0u32, 10u32), (16u32, 16u32)).is_err(), "zero extent");
+    assert!(LaunchConfig::for_extent((10u32, 10u32), (0u32, 16u32)).is_err(), "zero block");
+    assert!(LaunchConfig::for_extent((10u32, 10u32), (64u32, 32u32)).is_err(), "2048 threads a block");
+    assert!(LaunchConfig::for_extent((1u32, u32::MAX), (1u32, 1u32)).is_err(), "grid y over 65535");
+}
