@@ -4,10 +4,10 @@
 //! - **Staged** (ordo's choice with two or more copy engines): one stream a stage. The copy-in
 //!   stream copies chunk after chunk; the compute stream waits for each chunk's copy-in event; the
 //!   copy-out stream waits for each chunk's compute event. Both copy directions stay busy all the
-//!   time, so the pipeline approaches the both-directions bound. Its chunks are equal: a layout
-//!   with small chunks at both ends was measured slower on an H200 (16 chunks: 1.13x the
-//!   both-directions bound, against 1.09x for equal chunks), because while copy-ins grow the copy-out stream waits for each larger chunk, so the
-//!   copy-out side starts as late as with one middle-sized chunk and idles besides.
+//!   time, so the pipeline approaches the both-directions bound. Its chunks are equal: with
+//!   smaller chunks at both ends the copy-out stream waits for each larger chunk while copy-ins
+//!   grow, so it starts as late as with one middle-sized chunk and idles besides (measured slower:
+//!   BENCHMARKS.md).
 //! - **Round robin** (the source's): chunk `i` does all three stages on stream `i % streams`.
 //!   Chunks on different streams start their copy-in together and share the bandwidth, and a
 //!   stream's next copy-in waits for its previous copy-out, so copies in and out take turns more
