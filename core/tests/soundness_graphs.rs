@@ -462,6 +462,7 @@ fn defect_01_a_submit_that_would_pull_its_stream_into_a_capture_is_refused() {
             let slot = ring.acquire()?;
             let e = ring.submit(slot, 1024, b.as_mut_slice(), other.as_stream()).unwrap_err();
             assert!(e.cuda_code().is_none(), "a usage error, before CUDA: {e}");
+            assert!(e.to_string().contains("capturing"), "refused for the capture, not another reason: {e}");
             Ok(())
         })
     }

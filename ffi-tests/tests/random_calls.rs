@@ -1748,7 +1748,9 @@ fn gpu_a_cache_body_waiting_for_another_threads_run_of_the_same_bucket_does_not_
         raw(|| unsafe { sys::cudaStreamDestroy(s) });
         (st, bucket)
     });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while !r.entered.load(Ordering::Acquire) {
+        assert!(std::time::Instant::now() < deadline, "the first run never called the body");
         std::thread::yield_now();
     }
     let (tx, rx) = std::sync::mpsc::channel();

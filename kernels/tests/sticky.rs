@@ -102,8 +102,9 @@ fn a_bad_launch_configuration_is_not_sticky() {
         ("a cluster of 32 blocks", LaunchConfig::new(32, 128).with_cluster(32)),
     ];
     for (k, (what, config)) in refused.iter().enumerate() {
-        config.validate().unwrap(); // ordo's checks let it through: CUDA refuses it
-                                    // SAFETY: `x` holds N elements and outlives the kernels (synchronised below).
+        // ordo's checks let it through: CUDA refuses it.
+        config.validate().unwrap();
+        // SAFETY: `x` holds N elements and outlives the kernels (synchronised below).
         let e = unsafe { add_one.launch(s, config, (x.as_mut_ptr(), N as i32)) }.unwrap_err();
         println!("{what}: {e}");
         let code = e.cuda_code().unwrap_or_else(|| panic!("{what}: not CUDA's error: {e:?}"));
