@@ -141,8 +141,19 @@ typedef int ordo_status;
  * or released by the ring's destroy. Nothing was done. */
 #define ORDO_ERROR_INVALID_TICKET 10009
 
-/* Version and build information. ordo_version is the ordo crate's version, e.g. "0.1.0". */
+/* Version and build information. ordo_version is the ordo crate's version, e.g. "0.1.0";
+ * ordo_version_number the same as MAJOR * 1000000 + MINOR * 1000 + PATCH. The macros below are the
+ * version of this header (a test keeps them equal to the crate's): a program checks at start that
+ * the library it runs with is the one its header came from,
+ *     if (ordo_version_number() != ORDO_VERSION_NUMBER) { ... refuse to run ... }
+ * ABI policy while ordo is 0.x: a release that changes MINOR may change the C ABI (functions,
+ * handle rules, status values); one that changes only PATCH does not. */
+#define ORDO_VERSION_MAJOR 0
+#define ORDO_VERSION_MINOR 1
+#define ORDO_VERSION_PATCH 0
+#define ORDO_VERSION_NUMBER (ORDO_VERSION_MAJOR * 1000000 + ORDO_VERSION_MINOR * 1000 + ORDO_VERSION_PATCH)
 const char* ordo_version(void);
+int ordo_version_number(void);
 int ordo_cuda_version(void);
 ordo_status ordo_runtime_version(int* out);
 

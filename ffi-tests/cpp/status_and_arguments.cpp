@@ -32,6 +32,7 @@ extern "C" int ffi_status_and_arguments_main(int driver_present) {
     unsigned major = 0, minor = 0, patch = 0;
     expect_true("version string", std::sscanf(ordo_version(), "%u.%u.%u", &major, &minor, &patch) == 3);
 #endif
+    expect_true("version number", ordo_version_number() == ORDO_VERSION_NUMBER);
     expect_true("cuda version", ordo_cuda_version() >= 12000);
     int rt = 0;
     expect("runtime version", ordo_runtime_version(&rt), ORDO_SUCCESS);

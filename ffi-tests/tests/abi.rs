@@ -226,7 +226,9 @@ fn preprocess(header: &str, defines: &mut BTreeMap<String, i64>) -> String {
             } else if let Some(def) = d.strip_prefix("define ") {
                 let mut parts = def.split_whitespace();
                 if let (Some(name), Some(value)) = (parts.next(), parts.next()) {
-                    if let Ok(v) = value.parse() {
+                    // The status codes; the version macros are checked on their own.
+                    let status = name == "ORDO_SUCCESS" || name.starts_with("ORDO_ERROR_");
+                    if let (true, Ok(v)) = (status, value.parse()) {
                         defines.insert(name.to_string(), v);
                     }
                 }
@@ -397,4 +399,21 @@ fn the_comparison_sees_every_kind_of_mismatch() {
         1,
     );
     assert!(!disagreements(&parse_rust(&sources), &clean).is_empty(), "an export without #[no_mangle] not seen");
+}
+
+/// The header's version macros are the crate's version, and agree with the library's number.
+#[test]
+fn version_macros_are_the_crates() {
+    let define = |name: &str| -> i32 {
+        let line = HEADER
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("#define {name} ")))
+            .unwrap_or_else(|| panic!("ordo.h has no #define {name}"));
+        line.split_whitespace().nth(2).unwrap().parse().unwrap()
+    };
+    let crate_version: Vec<i32> =
+        env!("CARGO_PKG_VERSION").split(['.', '-']).take(3).map(|p| p.parse().unwrap()).collect();
+    let header = [define("ORDO_VERSION_MAJOR"), define("ORDO_VERSION_MINOR"), define("ORDO_VERSION_PATCH")];
+    assert_eq!(header.to_vec(), crate_version, "update the version macros in ordo.h");
+    assert_eq!(ordo::ffi::ordo_version_number(), header[0] * 1_000_000 + header[1] * 1_000 + header[2]);
 }
