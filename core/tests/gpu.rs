@@ -9,18 +9,9 @@ use std::time::Instant;
 #[path = "support/gpu_lock.rs"]
 mod gpu_lock;
 
-/// Deterministic pseudo-random data (xorshift), never all zero.
-fn random_u32(n: usize, seed: u64) -> Vec<u32> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 16) as u32
-        })
-        .collect()
-}
+#[path = "support/random.rs"]
+mod random;
+use random::random_u32;
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]

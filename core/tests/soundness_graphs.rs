@@ -35,18 +35,9 @@ fn eventually(mut done: impl FnMut() -> bool) -> bool {
     done()
 }
 
-/// Deterministic pseudo-random bytes (xorshift), never all zero.
-fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
+#[path = "support/random.rs"]
+mod random;
+use random::random_bytes;
 
 fn read<T: DeviceCopy + Default>(src: DeviceSlice<'_, T>, stream: StreamRef<'_>) -> Vec<T> {
     let mut out = vec![T::default(); src.len()];

@@ -26,18 +26,9 @@ fn drop_queue() -> MutexGuard<'static, ()> {
 /// 16M bytes: long enough that an unordered copy is seen.
 const N: usize = 16 << 20;
 
-/// Deterministic pseudo-random bytes (xorshift), never all zero.
-fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
+#[path = "support/random.rs"]
+mod random;
+use random::random_bytes;
 
 // ---------------------------------------------------------------------------------------------
 // Defect 10: thread bounds of the views.
