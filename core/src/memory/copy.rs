@@ -59,6 +59,23 @@ fn same_len(a: usize, b: usize, call: &'static str) -> Result<()> {
     Ok(())
 }
 
+/// `cudaMemcpyAsync` of `bytes` from `src` to `dst` on `stream`, as a `Result`: the one call every
+/// copy here makes.
+///
+/// # Safety
+/// As the CUDA call: both ranges are valid for the copy's kind and stay so until it completes.
+#[inline(always)]
+unsafe fn memcpy(
+    dst: *mut core::ffi::c_void,
+    src: *const core::ffi::c_void,
+    bytes: usize,
+    kind: Kind,
+    stream: StreamRef<'_>,
+) -> Result<()> {
+    // SAFETY: forwarded to the caller.
+    check(unsafe { sys::cudaMemcpyAsync(dst, src, bytes, kind, stream.as_raw()) }, "cudaMemcpyAsync")
+}
+
 /// Host to device on `stream` (`cudaMemcpyAsync`).
 ///
 /// # Safety
@@ -71,18 +88,9 @@ pub unsafe fn h2d_async<T: DeviceCopy>(
 ) -> Result<()> {
     same_len(dst.len(), src.len(), "copy::h2d_async")?;
     // SAFETY: lengths checked; lifetimes owed by the caller.
-    check(
-        unsafe {
-            sys::cudaMemcpyAsync(
-                dst.as_mut_ptr().cast(),
-                src.as_ptr().cast(),
-                src.byte_len(),
-                Kind::cudaMemcpyHostToDevice,
-                stream.as_raw(),
-            )
-        },
-        "cudaMemcpyAsync",
-    )
+    unsafe {
+        memcpy(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), Kind::cudaMemcpyHostToDevice, stream)
+    }
 }
 
 /// Device to host on `stream` (`cudaMemcpyAsync`).
@@ -97,18 +105,9 @@ pub unsafe fn d2h_async<T: DeviceCopy>(
 ) -> Result<()> {
     same_len(dst.len(), src.len(), "copy::d2h_async")?;
     // SAFETY: lengths checked; lifetimes owed by the caller.
-    check(
-        unsafe {
-            sys::cudaMemcpyAsync(
-                dst.as_mut_ptr().cast(),
-                src.as_ptr().cast(),
-                src.byte_len(),
-                Kind::cudaMemcpyDeviceToHost,
-                stream.as_raw(),
-            )
-        },
-        "cudaMemcpyAsync",
-    )
+    unsafe {
+        memcpy(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), Kind::cudaMemcpyDeviceToHost, stream)
+    }
 }
 
 /// Device to device on `stream` (`cudaMemcpyAsync`), on one device or between devices with
@@ -124,18 +123,9 @@ pub unsafe fn d2d_async<T: DeviceCopy>(
 ) -> Result<()> {
     same_len(dst.len(), src.len(), "copy::d2d_async")?;
     // SAFETY: lengths checked; lifetimes owed by the caller.
-    check(
-        unsafe {
-            sys::cudaMemcpyAsync(
-                dst.as_mut_ptr().cast(),
-                src.as_ptr().cast(),
-                src.byte_len(),
-                Kind::cudaMemcpyDeviceToDevice,
-                stream.as_raw(),
-            )
-        },
-        "cudaMemcpyAsync",
-    )
+    unsafe {
+        memcpy(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), Kind::cudaMemcpyDeviceToDevice, stream)
+    }
 }
 
 /// Device to device across devices on `stream` (`cudaMemcpyPeerAsync`). With peer access enabled
@@ -246,18 +236,9 @@ pub fn h2d_blocking<T: DeviceCopy>(dst: DeviceSliceMut<'_, T>, src: &[T], stream
     same_len(dst.len(), src.len(), CALL)?;
     blocking(stream, dst.origin(), CALL, || {
         // SAFETY: lengths checked; `src` stays borrowed until `finish` sees the copy done.
-        check(
-            unsafe {
-                sys::cudaMemcpyAsync(
-                    dst.as_mut_ptr().cast(),
-                    src.as_ptr().cast(),
-                    dst.byte_len(),
-                    Kind::cudaMemcpyHostToDevice,
-                    stream.as_raw(),
-                )
-            },
-            "cudaMemcpyAsync",
-        )
+        unsafe {
+            memcpy(dst.as_mut_ptr().cast(), src.as_ptr().cast(), dst.byte_len(), Kind::cudaMemcpyHostToDevice, stream)
+        }
     })
 }
 
@@ -272,17 +253,8 @@ pub fn d2h_blocking<T: DeviceCopy>(dst: &mut [T], src: DeviceSlice<'_, T>, strea
     same_len(dst.len(), src.len(), CALL)?;
     blocking(stream, src.origin(), CALL, || {
         // SAFETY: lengths checked; `dst` stays borrowed until `finish` sees the copy done.
-        check(
-            unsafe {
-                sys::cudaMemcpyAsync(
-                    dst.as_mut_ptr().cast(),
-                    src.as_ptr().cast(),
-                    src.byte_len(),
-                    Kind::cudaMemcpyDeviceToHost,
-                    stream.as_raw(),
-                )
-            },
-            "cudaMemcpyAsync",
-        )
+        unsafe {
+            memcpy(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), Kind::cudaMemcpyDeviceToHost, stream)
+        }
     })
 }
