@@ -135,6 +135,13 @@ impl Slots {
         }
         for (index, state) in self.state.iter().enumerate() {
             if state.compare_exchange(FREE, to, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                // A slot that `close` released from a ticket: close marks the ring closed before
+                // it frees the slot (Release), so the Acquire above sees the mark. The slot goes
+                // back, and the closed ring hands nothing out.
+                if self.closed() {
+                    state.store(FREE, Ordering::Release);
+                    return Err(NoSlot::Closed);
+                }
                 return Ok(index);
             }
         }
