@@ -77,9 +77,20 @@ impl ContextTag {
     }
 
     /// Whether the context still exists: it is still the device's current context.
+    ///
+    /// A thread that has not used CUDA yet has no current context until the runtime makes the
+    /// device's primary context current: then `cudaSetDevice` does (CUDA 12 and later make it
+    /// current at once), and the question is asked again.
     pub fn alive(&self) -> bool {
         let Some(id) = self.id else { return true };
-        self.device.with_current(|| Ok(current_id())).ok().flatten() == Some(id)
+        let now = self.device.with_current(|| match current_id() {
+            Some(now) => Ok(Some(now)),
+            None => {
+                self.device.set_current()?;
+                Ok(current_id())
+            }
+        });
+        now.ok().flatten() == Some(id)
     }
 
     /// `device` and its current context (made current for the question).

@@ -285,3 +285,15 @@ fn dropping_a_buffer_while_its_stream_still_uses_it_is_safe() {
     s.synchronize().unwrap();
     assert!(out[..] == data[..]);
 }
+
+/// A context tag made on one thread reads as alive on a thread that has not used CUDA yet (whose
+/// first CUDA call makes the primary context current): the staging ring's loader threads ask.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_context_tag_is_alive_on_a_thread_new_to_cuda() {
+    let _gpu = gpu_lock::shared();
+    let _stream = Stream::new().unwrap();
+    let tag = ordo_core::context::ContextTag::current().unwrap();
+    assert!(tag.alive());
+    assert!(std::thread::spawn(move || tag.alive()).join().unwrap(), "a fresh thread saw the context as destroyed");
+}

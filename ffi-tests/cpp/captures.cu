@@ -258,6 +258,7 @@ static void another_threads_global_capture(cudaStream_t s) {
     cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking);
     float* x;
     cudaMalloc(&x, 256 * 4);
+    cudaMemset(x, 0, 256 * 4);  // the cache's body reads it
     std::atomic<int> phase{0};
     cudaError_t end_status = cudaErrorUnknown;
     std::thread t([&] {

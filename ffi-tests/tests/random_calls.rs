@@ -549,7 +549,12 @@ struct Fuzz<'m> {
     counts: std::collections::BTreeMap<OrdoStatus, u32>,
     /// Tickets this thread acquired and has not submitted: (ring, ticket).
     tickets: Vec<(usize, usize)>,
+    /// Time spent in each kind of call (by `which`): total and longest, to tell a slow export.
+    times: [(std::time::Duration, std::time::Duration); CALL_KINDS],
 }
+
+/// How many kinds of call [`Fuzz::call`] chooses among.
+const CALL_KINDS: usize = 24;
 
 impl Fuzz<'_> {
     fn ptr_kind(&mut self) -> Ptr {
@@ -618,10 +623,20 @@ impl Fuzz<'_> {
     /// One random call of a random export on `stream`. `capturing`: the stream captures (then
     /// every call must leave the capture valid, which the caller checks).
     fn call(&mut self, stream: sys::cudaStream_t, capturing: bool) {
+        let which = self.rng.below(CALL_KINDS as u64);
+        let start = std::time::Instant::now();
+        self.call_kind(which, stream, capturing);
+        let took = start.elapsed();
+        let t = &mut self.times[which as usize];
+        t.0 += took;
+        t.1 = t.1.max(took);
+    }
+
+    /// The call of kind `which` (see [`call`](Self::call)).
+    fn call_kind(&mut self, which: u64, stream: sys::cudaStream_t, capturing: bool) {
         let ia = ORDO_ERROR_INVALID_ARGUMENT;
         let ih = ORDO_ERROR_INVALID_HANDLE;
         let gpu = self.gpu;
-        let which = self.rng.below(24);
         match which {
             0 => {
                 let v = unsafe { core::ffi::CStr::from_ptr(ordo_version()) };
@@ -812,7 +827,16 @@ impl Fuzz<'_> {
             }
             13 => {
                 let slots = self.rng.size(4);
-                let bytes = self.rng.size(1024);
+                let mut bytes = self.rng.size(1024);
+                // A valid ring of gigabytes would really be pinned: tens of GiB take CUDA tens of
+                // seconds, holding locks that stall every other thread's CUDA calls (measured on
+                // the H200: single calls of other exports waited 22-96 s). Such sizes become
+                // 16 MiB; the sizes that overflow or pass the caps stay.
+                if slots <= ordo::staging::StagingRing::<u8>::MAX_SLOTS
+                    && slots.checked_mul(bytes).is_some_and(|t| t > 1 << 24 && t <= isize::MAX as usize)
+                {
+                    bytes = (1 << 24) / slots.max(1);
+                }
                 let mut out: *mut OrdoStagingRing = null_mut();
                 let st = self.record(unsafe { ordo_staging_ring_create(slots, bytes, &mut out) }, "ring_create");
                 let bad = slots == 0
@@ -976,9 +1000,10 @@ fn fuzz(threads: u64, calls: usize) {
     let mem = Memory::new(gpu);
     let handles = Mutex::new(Handles::default());
     let totals = Mutex::new(std::collections::BTreeMap::new());
+    let times = Mutex::new([(std::time::Duration::ZERO, std::time::Duration::ZERO); CALL_KINDS]);
     std::thread::scope(|scope| {
         for t in 0..threads {
-            let (mem, handles, totals) = (&mem, &handles, &totals);
+            let (mem, handles, totals, times) = (&mem, &handles, &totals, &times);
             scope.spawn(move || {
                 let own = if gpu {
                     let mut s = null_mut();
@@ -1001,6 +1026,7 @@ fn fuzz(threads: u64, calls: usize) {
                     handles,
                     counts: Default::default(),
                     tickets: Vec::new(),
+                    times: Default::default(),
                 };
                 let mut i = 0;
                 while i < calls {
@@ -1042,6 +1068,11 @@ fn fuzz(threads: u64, calls: usize) {
                 for (k, v) in f.counts {
                     *totals.entry(k).or_insert(0u32) += v;
                 }
+                let mut times = times.lock().unwrap();
+                for (all, one) in times.iter_mut().zip(f.times) {
+                    all.0 += one.0;
+                    all.1 = all.1.max(one.1);
+                }
             });
         }
     });
@@ -1050,6 +1081,11 @@ fn fuzz(threads: u64, calls: usize) {
         destroy(h, kind);
     }
     println!("statuses seen: {:?}", totals.lock().unwrap());
+    let mut slowest: Vec<_> = times.lock().unwrap().iter().copied().enumerate().collect();
+    slowest.sort_by_key(|(_, (total, _))| std::cmp::Reverse(*total));
+    for (which, (total, longest)) in slowest.iter().take(5) {
+        println!("call kind {which}: {total:?} in all, longest {longest:?}");
+    }
     println!(
         "legacy-stream calls refused while a blocking stream captured: {}",
         LEGACY_CONFLICTS.load(Ordering::Relaxed)
