@@ -8,6 +8,7 @@ const GENCODE: [&str; 2] = ["-gencode=arch=compute_80,code=sm_80", "-gencode=arc
 
 fn main() -> ExitCode {
     println!("cargo::rerun-if-changed=cuda");
+    println!("cargo::rerun-if-changed=../include/ordo");
     let Some(nvcc) = std::env::var_os("DEP_CUDART_NVCC") else {
         eprintln!("ordo-benches: the CUDA toolkit ordo-cuda-sys found has no nvcc; build against one that has");
         return ExitCode::FAILURE;
@@ -18,7 +19,7 @@ fn main() -> ExitCode {
     };
     std::env::set_var("NVCC", &nvcc);
     let mut build = cc::Build::new();
-    build.cuda(true).cudart("none").debug(false).opt_level(3).flag("-std=c++17").warnings(false);
+    build.cuda(true).cudart("none").debug(false).opt_level(3).flag("-std=c++17").include("../include").warnings(false);
     for g in GENCODE {
         build.flag(g);
     }
@@ -28,7 +29,7 @@ fn main() -> ExitCode {
     }
     let fatbin = out_dir.join("baseline.fatbin");
     let status = Command::new(&nvcc)
-        .args(["-std=c++17", "--fatbin"])
+        .args(["-std=c++17", "-I../include", "--fatbin"])
         .args(GENCODE)
         .arg("-o")
         .arg(&fatbin)

@@ -171,8 +171,9 @@ ordo_status ordo_gemv_normalize(struct CUstream_st* stream, const float* a, cons
 ordo_status ordo_frame_filter(struct CUstream_st* stream, const uint8_t* rgb, uint8_t* out, size_t width, size_t height);
 
 /* `steps` dependent kernels out = prev * scale + 1, ping-ponging a -> b -> a ... (the result is
- * in b after an odd number of steps, in a after an even one); pdl: 0 off, 1 ordo's rule
- * (Programmatic Dependent Launch, trigger placed by grid size). steps 1 to 2^24 (16777216); a and
+ * in b after an odd number of steps, in a after an even one); pdl: 0 off (the step compiled
+ * without griddepcontrol, one element a thread), 1 ordo's rule (Programmatic Dependent Launch
+ * within one wave of blocks, a one-wave grid-stride PDL grid beyond; see ordo/pdl.cuh). steps 1 to 2^24 (16777216); a and
  * b are the same pointer (each step in place) or n-float ranges that do not overlap; scale's range
  * overlaps neither (each step reads scale before waiting for the previous step). Otherwise
  * ORDO_ERROR_INVALID_ARGUMENT, before anything is enqueued. Capturable. */

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     println!("cargo::rerun-if-changed=cuda");
-    println!("cargo::rerun-if-changed=include");
+    println!("cargo::rerun-if-changed=../include/ordo");
     println!("cargo::rustc-check-cfg=cfg(has_cuda_device)");
     if std::env::var("DEP_CUDART_HAS_DEVICE").as_deref() == Ok("1") {
         println!("cargo::rustc-cfg=has_cuda_device");
@@ -28,7 +28,7 @@ fn main() -> ExitCode {
         // many times slower, and the GPU tests run in debug builds too.
         .debug(false)
         .opt_level(3)
-        .include("include")
+        .include("../include")
         .flag("-std=c++17")
         .flag("-gencode=arch=compute_80,code=sm_80")
         .flag("-gencode=arch=compute_90,code=sm_90")
@@ -59,4 +59,12 @@ fn list_fatbin(nvcc: &Path) {
         Err(e) => format!("cuobjdump not runnable at {}: {e} (scripts/setup.sh installs it)", cuobjdump.display()),
     };
     let _ = std::fs::write(out.join("fatbin-listing.txt"), text);
+    // The compute_90 PTX, for the test that checks which kernels carry griddepcontrol.
+    let ptx = match std::process::Command::new(&cuobjdump).arg("--dump-ptx").arg(out.join("libordo_kernels.a")).output()
+    {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        Ok(o) => format!("cuobjdump failed: {}", String::from_utf8_lossy(&o.stderr)),
+        Err(e) => format!("cuobjdump not runnable at {}: {e}", cuobjdump.display()),
+    };
+    let _ = std::fs::write(out.join("kernels-ptx.txt"), ptx);
 }

@@ -11,7 +11,7 @@ use ordo_core::launch::{Kernel, LaunchConfig};
 use ordo_core::memory::copy;
 use ordo_core::pipeline::{Buffers, Pipeline, Plan, Schedule};
 use ordo_core::*;
-use ordo_kernels::{ChainPdl, ChainPlan};
+use ordo_kernels::{ChainPlan, PdlMode};
 use std::time::{Duration, Instant};
 
 #[path = "ordo-bench/cudarc_side.rs"]
@@ -128,7 +128,7 @@ fn graphs_and_pdl(c: &mut Criterion, s: StreamRef<'_>) -> Result<()> {
     let mut scale = DeviceBuffer::<f32>::alloc_async(N, s)?;
     copy::h2d_blocking(scale.as_mut_slice(), &scale_host, s)?;
     let mut g = c.benchmark_group("PDL chain, 100 kernels of 4096, graph, GPU time");
-    for (pdl, name) in [(ChainPdl::Off, "PDL off"), (ChainPdl::Auto, "PDL (ordo's rule)")] {
+    for (pdl, name) in [(PdlMode::Plain, "plain form (no griddepcontrol)"), (PdlMode::Auto, "PDL (ordo's rule)")] {
         let plan = ChainPlan::new(device, N, pdl)?;
         // SAFETY: `a`, `bb` and `scale` are declared before `exec`, so they outlive it, and are
         // freed on `s` after every replay enqueued there; nothing else uses `s` during the capture.

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include "ordo/pdl.cuh"
 
 namespace {
 double now_us() {
@@ -68,6 +69,17 @@ __global__ void bl_chain_step(const float* prev, float* out, const float* scale,
 #endif
     if (i < n) out[i] = fmaf(prev[i], scale[i], 1.0f);
 }
+// The chain step as a user writes it without PDL: no griddepcontrol instruction, one element a
+// thread. The baseline of every PDL figure.
+__global__ void bl_chain_step_plain(const float* prev, float* out, const float* scale, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = fmaf(prev[i], scale[i], 1.0f);
+}
+// The same, grid-stride (launched over one wave): the other plain shape a user may write.
+__global__ void bl_chain_step_plain_stride(const float* prev, float* out, const float* scale, int n) {
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)n; i += gridDim.x * blockDim.x)
+        out[i] = fmaf(prev[i], scale[i], 1.0f);
+}
 
 // In place, add_one-like: x[i] = x[i] * 0.999 + 1, with the source's PDL placement.
 __global__ void bl_inplace_step(float* x, int n) {
@@ -76,6 +88,11 @@ __global__ void bl_inplace_step(float* x, int n) {
     cudaGridDependencySynchronize();
     cudaTriggerProgrammaticLaunchCompletion();
 #endif
+    if (i < n) x[i] = fmaf(x[i], 0.999f, 1.0f);
+}
+// The in-place step without griddepcontrol (the plain baseline of the one above).
+__global__ void bl_inplace_step_plain(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] = fmaf(x[i], 0.999f, 1.0f);
 }
 
@@ -104,25 +121,24 @@ __global__ void bl_stamp(unsigned long long* st, int i) {
     }
 }
 
-// ordo's chain step (kernels/cuda/kernels.cu, same trigger placements) with stamps: each block
-// writes its entry, its release from the PDL wait, and its end (after its stores) to
-// st[3 (k gridDim.x + blockIdx.x) + 0 / 1 / 2].
-__global__ void bl_chain_step_stamped(const float* prev, float* out, const float* scale, int n, int trigger,
-                                      unsigned long long* st, int k) {
+}  // extern "C"
+
+// ordo's chain step (kernels/cuda/kernels.cu: the same grid-stride body, compiled in the same two
+// forms) with stamps: each block writes its entry, its release from the PDL wait, and its end
+// (after its stores) to st[3 (k gridDim.x + blockIdx.x) + 0 / 1 / 2].
+template <class Pdl>
+__device__ __forceinline__ void bl_chain_step_stamped_body(const float* prev, float* out, const float* scale, int n,
+                                                           unsigned long long* st, int k) {
     unsigned long long t0 = bl_globaltimer();
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (trigger == 1) cudaTriggerProgrammaticLaunchCompletion();
-#endif
-    float s = i < n ? scale[i] : 0.0f;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    cudaGridDependencySynchronize();
-#endif
+    const unsigned count = (unsigned)n;
+    const unsigned stride = gridDim.x * blockDim.x;
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    Pdl::trigger();
+    float s = i < count ? scale[i] : 0.0f;
+    Pdl::wait();
     unsigned long long t1 = bl_globaltimer();
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (trigger == 2) cudaTriggerProgrammaticLaunchCompletion();
-#endif
-    if (i < n) out[i] = fmaf(prev[i], s, 1.0f);
+    if (i < count) out[i] = fmaf(prev[i], s, 1.0f);
+    for (i += stride; i < count; i += stride) out[i] = fmaf(prev[i], scale[i], 1.0f);
     __syncthreads();
     if (threadIdx.x == 0) {
         size_t b = 3 * ((size_t)k * gridDim.x + blockIdx.x);
@@ -130,10 +146,11 @@ __global__ void bl_chain_step_stamped(const float* prev, float* out, const float
         st[b + 1] = t1;
         st[b + 2] = bl_globaltimer();
     }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (trigger == 0) cudaTriggerProgrammaticLaunchCompletion();
-#endif
 }
+ORDO_PDL_KERNELS(bl_chain_step_stamped, (const float* prev, float* out, const float* scale, int n, unsigned long long* st, int k),
+                 (prev, out, scale, n, st, k))
+
+extern "C" {
 
 // A spin of `spin_ns`, then `count` stamp kernels back to back with <<<>>> (stamps in st[2 count]).
 void bl_stamp_run(cudaStream_t s, unsigned long long* st, int count, unsigned long long spin_ns) {
@@ -141,17 +158,21 @@ void bl_stamp_run(cudaStream_t s, unsigned long long* st, int count, unsigned lo
     for (int i = 0; i < count; ++i) bl_stamp<<<1, 32, 0, s>>>(st, i);
 }
 
-// A spin of `spin_ns` (none for 0), then `steps` stamped chain steps with cudaLaunchKernelEx, PDL on
-// when pdl != 0.
-void bl_chain_stamped(cudaStream_t s, float* a, float* b, const float* scale, int n, int steps, int pdl, int trigger,
+// A spin of `spin_ns` (none for 0), then `steps` stamped chain steps with cudaLaunchKernelEx over
+// `blocks` blocks: the PDL form with the PDL attribute from the second step on when pdl != 0 (as
+// ordo_kernels::chain launches it), else the plain form.
+void bl_chain_stamped(cudaStream_t s, float* a, float* b, const float* scale, int n, int steps, int pdl, int blocks,
                       unsigned long long* st, unsigned long long spin_ns) {
     if (spin_ns) bl_spin<<<1, 1, 0, s>>>(spin_ns);
     cudaLaunchAttribute attr;
     cudaLaunchConfig_t cfg = chain_config(s, n, pdl, &attr);
+    cfg.gridDim = dim3(blocks);
     for (int k = 0; k < steps; ++k) {
         const float* prev = (k % 2 == 0) ? a : b;
         float* out = (k % 2 == 0) ? b : a;
-        cudaLaunchKernelEx(&cfg, bl_chain_step_stamped, prev, out, scale, n, trigger, st, k);
+        cfg.numAttrs = (pdl && k > 0) ? 1 : 0;
+        if (pdl) cudaLaunchKernelEx(&cfg, bl_chain_step_stamped_pdl, prev, out, scale, n, st, k);
+        else cudaLaunchKernelEx(&cfg, bl_chain_step_stamped, prev, out, scale, n, st, k);
     }
 }
 
@@ -244,24 +265,33 @@ double bl_event_ops_us(cudaStream_t a, cudaStream_t b, cudaEvent_t e, int op, in
     return (now_us() - t0) / iters;
 }
 
-// `steps` in-place steps over x[n] (the source's PDL placement when pdl != 0); GPU ms.
+// `steps` in-place steps over x[n]: the source's PDL kernel (wait then trigger at the start) with
+// the PDL attribute when pdl != 0, else the same step compiled without griddepcontrol; GPU ms.
 double bl_inplace_chain_ms(cudaStream_t s, float* x, int n, int steps, int pdl) {
     cudaLaunchAttribute attr;
     cudaLaunchConfig_t cfg = chain_config(s, n, pdl, &attr);
     return gpu_ms(s, [&] {
-        for (int k = 0; k < steps; ++k) cudaLaunchKernelEx(&cfg, bl_inplace_step, x, n);
+        for (int k = 0; k < steps; ++k) {
+            if (pdl) cudaLaunchKernelEx(&cfg, bl_inplace_step, x, n);
+            else cudaLaunchKernelEx(&cfg, bl_inplace_step_plain, x, n);
+        }
     });
 }
 
-// `steps` dependent chain steps (source's PDL placement when pdl != 0); GPU ms from events.
-double bl_chain_ms(cudaStream_t s, float* a, float* b, const float* scale, int n, int steps, int pdl) {
+// `steps` dependent chain steps; GPU ms from events. form 0: the plain step, one element a thread
+// (what a user writes without PDL); 1: the plain grid-stride step over `blocks` blocks; 2: the
+// source's PDL step (wait then trigger at the start) with the PDL attribute, one element a thread.
+double bl_chain_ms(cudaStream_t s, float* a, float* b, const float* scale, int n, int steps, int form, int blocks) {
     cudaLaunchAttribute attr;
-    cudaLaunchConfig_t cfg = chain_config(s, n, pdl, &attr);
+    cudaLaunchConfig_t cfg = chain_config(s, n, form == 2, &attr);
+    if (form == 1) cfg.gridDim = dim3(blocks);
     return gpu_ms(s, [&] {
         for (int k = 0; k < steps; ++k) {
             const float* prev = (k % 2 == 0) ? a : b;
             float* out = (k % 2 == 0) ? b : a;
-            cudaLaunchKernelEx(&cfg, bl_chain_step, prev, out, scale, n);
+            if (form == 0) cudaLaunchKernelEx(&cfg, bl_chain_step_plain, prev, out, scale, n);
+            else if (form == 1) cudaLaunchKernelEx(&cfg, bl_chain_step_plain_stride, prev, out, scale, n);
+            else cudaLaunchKernelEx(&cfg, bl_chain_step, prev, out, scale, n);
         }
     });
 }

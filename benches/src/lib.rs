@@ -30,7 +30,8 @@ pub mod cpp {
             scale: *const f32,
             n: i32,
             steps: i32,
-            pdl: i32,
+            form: i32,
+            blocks: i32,
         ) -> f64;
         pub fn bl_copy_ms(
             dst: *mut core::ffi::c_void,
@@ -48,7 +49,7 @@ pub mod cpp {
             n: i32,
             steps: i32,
             pdl: i32,
-            trigger: i32,
+            blocks: i32,
             st: *mut u64,
             spin_ns: u64,
         );
@@ -71,15 +72,17 @@ pub mod kernels {
         pub fn bl_ptr_int(p: *mut f32, n: i32);
         pub fn bl_spin(ns: u64);
         pub fn bl_stamp(st: *mut u64, i: i32);
-        pub fn bl_chain_step_stamped(
+        pub fn bl_chain_step_stamped(prev: *const f32, out: *mut f32, scale: *const f32, n: i32, st: *mut u64, k: i32);
+        pub fn bl_chain_step_stamped_pdl(
             prev: *const f32,
             out: *mut f32,
             scale: *const f32,
             n: i32,
-            trigger: i32,
             st: *mut u64,
             k: i32,
         );
+        pub fn bl_chain_step_plain(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
+        pub fn bl_chain_step_plain_stride(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
     }
 }
 

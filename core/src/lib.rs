@@ -107,7 +107,7 @@ pub use event::{Event, EventFlags, EventStatus, TimingEvent};
 #[cfg(feature = "alloc")]
 pub use graph::capture_into;
 pub use graph::{capture, CaptureMode, CaptureStatus, Graph, GraphExec, InstantiateFlags, NodeKind};
-pub use launch::{Dim3, Kernel, LaunchConfig};
+pub use launch::{Dim3, Kernel, LaunchConfig, PdlKernel, PdlMode, PdlPlan};
 pub use memory::{
     DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, HostAllocFlags, HostRegisterFlags, Location, ManagedBuffer,
     ManagedFlags, MemPool, MemPoolRef, PinnedBuffer, PinnedSlice, PinnedSliceMut, RegisteredHost,

@@ -1,16 +1,20 @@
-// Compiles saxpy.cu with the nvcc ordo found (DEP_CUDART_NVCC, from ordo-cuda-sys's links metadata).
+// Compiles saxpy.cu with the nvcc ordo was built against (DEP_ORDO_NVCC) and ordo's headers on the
+// include path (DEP_ORDO_INCLUDE, for ordo/pdl.cuh): both come from ordo's `links` metadata, so
+// `ordo` is the only dependency this needs.
 fn main() {
     println!("cargo::rerun-if-changed=saxpy.cu");
-    let Some(nvcc) = std::env::var_os("DEP_CUDART_NVCC") else {
+    let (Some(nvcc), Some(include)) = (std::env::var_os("DEP_ORDO_NVCC"), std::env::var_os("DEP_ORDO_INCLUDE")) else {
         eprintln!("user-kernel: ordo's CUDA toolkit has no nvcc; set CUDA_HOME to one that has");
         std::process::exit(1);
     };
     std::env::set_var("NVCC", nvcc);
     let built = cc::Build::new()
         .cuda(true)
-        .cudart("none") // ordo-cuda-sys links the runtime
+        .cudart("none") // ordo links the runtime
         .debug(false)
         .opt_level(3)
+        .flag("-std=c++17")
+        .include(include)
         .flag("-gencode=arch=compute_90,code=sm_90")
         .flag("-gencode=arch=compute_80,code=sm_80")
         .file("saxpy.cu")

@@ -106,26 +106,34 @@ __global__ void ordo_blur5(const float* gray, uint8_t* out, int width, int heigh
     out[(size_t)y * width + x] = (uint8_t)fminf(fmaxf(rintf(v), 0.0f), 255.0f);
 }
 
-// One step of a dependent chain: out[i] = prev[i] * scale[i] + 1.
-// The prologue (loading scale[i]) runs before the wait, overlapping the previous kernel's tail
-// under PDL. That is right only where nothing the kernel may overlap writes scale: inside a chain,
-// whose steps never write it, and whose first kernel ordo_kernels::chain launches without PDL
-// (its predecessor, whatever the caller enqueued, may have written scale; and since a step that
-// triggers at its start lets the next step launch before its own wait, only a first kernel that
-// starts after its predecessor has completed keeps every later prologue after that predecessor).
-// Where the next kernel is triggered:
-//   trigger == 1: at the start, before the prologue (ordo's choice for grids of one wave);
-//   trigger == 2: at the start, right after the wait (the placement measured 1.7x slower at 4M);
-//   trigger == 0: after this block's stores (ordo's choice for grids of several waves).
-__global__ void ordo_chain_step(const float* prev, float* out, const float* scale, int n, int trigger) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (trigger == 1) ordo_pdl_trigger();
-    float s = i < n ? scale[i] : 0.0f;
-    ordo_pdl_wait();
-    if (trigger == 2) ordo_pdl_trigger();
-    if (i < n) out[i] = fmaf(prev[i], s, 1.0f);
-    if (trigger == 0) ordo_pdl_trigger();
+}  // extern "C"
+
+// One step of a dependent chain: out[i] = prev[i] * scale[i] + 1, as a grid-stride loop (correct
+// over any grid: the full one-element-a-thread grid or one wave). Compiled twice by
+// ORDO_PDL_KERNELS: ordo_chain_step (plain, no griddepcontrol instruction) and
+// ordo_chain_step_pdl. The PDL form triggers at its start (the next kernel may begin launching:
+// best in grids of at most one wave, the only grids ordo's rule gives it), loads its first
+// scale[i] before the wait (overlapping the previous kernel's tail), and reads prev after it.
+// Loading scale early is right only where nothing the kernel may overlap writes scale: inside a
+// chain, whose steps never write it, and whose first kernel ordo_kernels::chain launches without
+// the PDL attribute (its predecessor, whatever the caller enqueued, may have written scale; since
+// a step that triggers at its start lets the next step launch before its own wait, only a first
+// kernel that starts after its predecessor completed keeps every later prologue after it).
+// Indices are unsigned: i < n <= 2^31 - 1 and a stride of at most 2^31 threads never wrap.
+template <class Pdl>
+__device__ __forceinline__ void ordo_chain_step_body(const float* prev, float* out, const float* scale, int n) {
+    const unsigned count = (unsigned)n;
+    const unsigned stride = gridDim.x * blockDim.x;
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    Pdl::trigger();
+    float s = i < count ? scale[i] : 0.0f;
+    Pdl::wait();
+    if (i < count) out[i] = fmaf(prev[i], s, 1.0f);
+    for (i += stride; i < count; i += stride) out[i] = fmaf(prev[i], scale[i], 1.0f);
 }
+ORDO_PDL_KERNELS(ordo_chain_step, (const float* prev, float* out, const float* scale, int n), (prev, out, scale, n))
+
+extern "C" {
 
 // Fault injection for tests: writes 1 at base[offset]. An offset far outside any allocation makes
 // an illegal-address fault, a sticky error.

@@ -1,19 +1,22 @@
-//! Measures a chain of 100 dependent kernels at 4096, 128K and 4M elements: eager and graph, PDL
-//! off, early trigger, wait-then-trigger (the source's placement), late trigger and ordo's rule (Auto), per kernel, from events. Variants are
-//! interleaved (A B C D A B C D ...) in one process and medians reported, with each variant's ratio
-//! to PDL off. Prints one line and exits non-zero without a GPU.
+//! Measures a chain of 100 dependent kernels at 4096, 128K, 1M, 4M and 16M elements, eager and
+//! graph, in every launch mode: the plain form (no `griddepcontrol`) over the full grid and over
+//! one wave, the PDL form over the full grid and over one wave, and ordo's rule (Auto); µs a
+//! kernel, from events. Modes are interleaved (A B C D E A B C D E ...) in one process and medians
+//! reported, each with its ratio to the best plain form (the baseline: what a user writes without
+//! PDL, in its faster shape). Prints one line and exits non-zero without a GPU.
 //!
 //!     cargo run --release -p ordo-kernels --example pdl-chain [-- REPEATS]
 
 use ordo_core::graph::{capture, CaptureMode, InstantiateFlags};
 use ordo_core::memory::copy;
 use ordo_core::{Device, DeviceBuffer, Result, Stream, TimingEvent};
-use ordo_kernels::{chain, ChainPdl, ChainPlan};
+use ordo_kernels::{chain, ChainPlan, PdlMode};
 use std::process::ExitCode;
 
 const STEPS: usize = 100;
-const VARIANTS: [ChainPdl; 5] =
-    [ChainPdl::Off, ChainPdl::EarlyTrigger, ChainPdl::WaitThenTrigger, ChainPdl::LateTrigger, ChainPdl::Auto];
+/// The modes, the two plain baselines first.
+const VARIANTS: [PdlMode; 5] =
+    [PdlMode::Plain, PdlMode::PlainOneWave, PdlMode::PdlFullGrid, PdlMode::PdlOneWave, PdlMode::Auto];
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -25,8 +28,11 @@ fn run(repeats: usize) -> Result<()> {
     let stream = Stream::new()?;
     let s = stream.as_stream();
     let (start, end) = (TimingEvent::new()?, TimingEvent::new()?);
-    println!("{} | {STEPS} dependent kernels | us per kernel, median of {repeats} | ratio to PDL off", device.name()?);
-    for n in [4096usize, 128 << 10, 4 << 20] {
+    println!(
+        "{} | {STEPS} dependent kernels | us per kernel, median of {repeats} | ratio to the best plain form",
+        device.name()?
+    );
+    for n in [4096usize, 128 << 10, 1 << 20, 4 << 20, 16 << 20] {
         let init: Vec<f32> = (0..n).map(|i| (i % 97) as f32 * 0.01).collect();
         let scale_host: Vec<f32> = (0..n).map(|i| 0.5 + (i % 89) as f32 * 0.005).collect();
         let mut a = DeviceBuffer::<f32>::alloc_async(n, s)?;
@@ -72,16 +78,17 @@ fn run(repeats: usize) -> Result<()> {
         let e: Vec<f64> = eager.iter_mut().map(|v| median(v)).collect();
         let g: Vec<f64> = graph.iter_mut().map(|v| median(v)).collect();
         println!(
-            "n={n:>8} blocks={:>6} one wave={:>5} | auto: pdl={} trigger={:?}",
+            "n={n:>8} full grid={:>6} one wave={:>5} | auto: pdl={} blocks={}",
             plans[0].blocks(),
             plans[0].one_wave_blocks(),
             plans[4].pdl(),
-            plans[4].trigger()
+            plans[4].blocks()
         );
         for (name, t) in [("eager", &e), ("graph", &g)] {
+            let best_plain = t[0].min(t[1]);
             println!(
-                "  {name}: off {:>7.3} | early {:>7.3} ({:.2}x) | wait+trigger {:>7.3} ({:.2}x) | late {:>7.3} ({:.2}x) | auto {:>7.3} ({:.2}x)",
-                t[0], t[1], t[1] / t[0], t[2], t[2] / t[0], t[3], t[3] / t[0], t[4], t[4] / t[0]
+                "  {name}: plain {:>7.3} | plain one wave {:>7.3} | pdl full grid {:>7.3} ({:.2}x) | pdl one wave {:>7.3} ({:.2}x) | auto {:>7.3} ({:.2}x)",
+                t[0], t[1], t[2], t[2] / best_plain, t[3], t[3] / best_plain, t[4], t[4] / best_plain
             );
         }
     }

@@ -1,112 +1,45 @@
-//! A chain of dependent kernels with Programmatic Dependent Launch, planned so that PDL never makes
-//! it slower than the plain chain.
+//! A chain of dependent kernels with Programmatic Dependent Launch, planned by ordo's PDL rule so
+//! that PDL never makes it slower than the plain chain a user writes without PDL.
 //!
-//! # What PDL gains, and when it could cost
-//! With PDL the next kernel is launched as soon as every block of the current one has called the
-//! trigger (or exited); its blocks start, run their prologue, and wait in `griddepcontrol.wait`
-//! until the current kernel has completed and its writes are visible. Small kernels gain the most:
-//! their launch latency and prologue hide behind the previous kernel (measured on an H200, 100
-//! dependent kernels of 4096 elements: 0.60-0.62x the plain graph's time a kernel, 0.84-0.88x
-//! eager).
+//! Each step is `out[i] = prev[i] * scale[i] + 1`, one body compiled in two forms
+//! ([`kernel::chain_step`]): the plain form has no `griddepcontrol`
+//! instruction, the PDL form waits and triggers. [`PdlMode::Auto`] launches the PDL form only in
+//! grids of at most one wave, and larger work as a one-wave grid-stride grid (the rule and the
+//! measurements behind it: [`ordo_core::launch::pdl`]).
 //!
-//! The source measured a chain of 4M-element kernels 1.7x *slower* with PDL, wait and trigger at
-//! the kernel start. The suspected mechanism: a grid of several waves (16384 blocks against 1056
-//! resident on an H200) triggers only when its last wave starts, and the dependent blocks that then
-//! launch sit resident in `griddepcontrol.wait`, holding SM slots and registers while the last
-//! wave drains; with a trigger at the start of every block, any block of the next kernel that is
-//! scheduled early competes with the current kernel. On the H200 here this did **not** reproduce:
-//! at 4M elements every placement was at most as slow as no PDL (early trigger 0.97x in a graph,
-//! the source's wait-then-trigger 0.98x, after-the-stores 1.00x; eager 0.90-0.93x; an in-place
-//! add-style kernel like the source's 0.95x). The source's slowdown must depend on its kernel and
-//! machine; ordo cannot show it, so it stays on the safe side.
-//!
-//! # The rule
-//! - Grid within one wave (`blocks <= SMs x max active blocks per SM`): trigger at the start. The
-//!   next kernel's launch latency and prologue overlap this kernel entirely.
-//! - Grid of several waves: trigger after the block's stores. The next kernel launches only as the
-//!   last wave drains, so its blocks cannot hold slots the current kernel still needs, and its
-//!   launch and prologue still overlap the tail. Measured 1.00x the plain graph and 0.92-0.94x
-//!   eager at 4M elements: never slower, at the price of the 3% an early trigger gained there.
-//!
-//! [`ChainPdl::Auto`] applies the rule; the others force a variant, for measuring.
+//! The baseline of every PDL figure is the plain form, launched as a user launches it without PDL
+//! ([`PdlMode::Plain`], one element a thread) or as a one-wave grid-stride grid
+//! ([`PdlMode::PlainOneWave`]), whichever is faster: never a PDL-capable kernel with the attribute
+//! off, which pays for the wait in grids of several waves.
 
-use crate::{count_i32, kernel, BLOCK};
-use ordo_core::launch::LaunchConfig;
+use crate::{kernel, BLOCK};
+use ordo_core::launch::{PdlMode, PdlPlan};
 use ordo_core::{Device, DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
 
-/// Where each block of a chain kernel triggers the launch of the next kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(i32)]
-pub enum Trigger {
-    /// After the block's stores.
-    End = 0,
-    /// At the start, before the prologue.
-    Start = 1,
-    /// At the start, right after the PDL wait (the placement the source measured).
-    AfterWait = 2,
-}
-
-/// How the chain uses PDL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChainPdl {
-    /// Plain launches: each kernel starts after the previous one has finished.
-    Off,
-    /// PDL, trigger at the start of each block, before the prologue.
-    EarlyTrigger,
-    /// PDL, wait then trigger at the start of each block (the source's placement).
-    WaitThenTrigger,
-    /// PDL, trigger after each block's stores.
-    LateTrigger,
-    /// The rule in the [module docs](self): early trigger within one wave, late beyond.
-    Auto,
-}
-
-/// A planned chain: grid size, and what PDL does. Made only by [`ChainPlan::new`] or
-/// [`ChainPlan::with_wave`], which check that the grid covers every element (and no index
-/// overflows the kernel's `int`), so [`chain`] can trust any plan it is given.
+/// A planned chain: its length and the [`PdlPlan`] of its steps. Made only by [`ChainPlan::new`]
+/// or [`ChainPlan::with_wave`], which check that `n` is 1 to `i32::MAX` and that the full grid's
+/// thread indices fit the kernel's index, so [`chain`] can trust any plan it is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ChainPlan {
     n: usize,
-    blocks: u32,
-    one_wave_blocks: u32,
-    pdl: bool,
-    trigger: Trigger,
+    plan: PdlPlan,
 }
 
 impl ChainPlan {
     /// Plans a chain over `n` elements on `device`: reads the SM count and the chain kernel's
-    /// occupancy (two attribute queries, once, not per launch).
-    pub fn new(device: Device, n: usize, pdl: ChainPdl) -> Result<ChainPlan> {
-        count_i32(n, "ChainPlan::new")?;
-        let config = LaunchConfig::for_elements(n, BLOCK)?;
-        let per_sm = kernel::chain_step().max_active_blocks_per_sm(BLOCK, 0)?;
-        let one_wave_blocks = per_sm.saturating_mul(device.sm_count()?);
-        ChainPlan::with_wave(n, config.grid.x, one_wave_blocks, pdl)
+    /// occupancy (a few attribute queries, once, not per launch).
+    pub fn new(device: Device, n: usize, mode: PdlMode) -> Result<ChainPlan> {
+        crate::count_i32(n, "ChainPlan::new")?;
+        let plan = kernel::chain_step().plan(device, n, BLOCK, mode)?;
+        Ok(ChainPlan { n, plan })
     }
 
-    /// The plan for a grid of `blocks` on a device that runs `one_wave_blocks` at once (the pure
-    /// arithmetic of [`ChainPlan::new`]). A usage error unless `n` is 1 to `i32::MAX` elements and
-    /// `blocks` of [`BLOCK`] threads cover them: at least `n / BLOCK` rounded up (fewer would leave
-    /// elements unwritten), at most `2^31 / BLOCK` (more would overflow the kernel's `int` index).
-    pub fn with_wave(n: usize, blocks: u32, one_wave_blocks: u32, pdl: ChainPdl) -> Result<ChainPlan> {
-        const CALL: &str = "ChainPlan::with_wave";
-        count_i32(n, CALL)?;
-        let threads = u64::from(blocks) * u64::from(BLOCK);
-        if threads < n as u64 {
-            return Err(Error::invalid(CALL, "too few blocks: the grid would leave elements unwritten"));
-        }
-        if threads > 1u64 << 31 {
-            return Err(Error::invalid(CALL, "too many blocks: thread indices would overflow the kernel's int"));
-        }
-        let (pdl, trigger) = match pdl {
-            ChainPdl::Off => (false, Trigger::End),
-            ChainPdl::EarlyTrigger => (true, Trigger::Start),
-            ChainPdl::WaitThenTrigger => (true, Trigger::AfterWait),
-            ChainPdl::LateTrigger => (true, Trigger::End),
-            ChainPdl::Auto if blocks <= one_wave_blocks => (true, Trigger::Start),
-            ChainPdl::Auto => (true, Trigger::End),
-        };
-        Ok(ChainPlan { n, blocks, one_wave_blocks, pdl, trigger })
+    /// The plan for a device that runs `one_wave_blocks` blocks of [`BLOCK`] threads at once (the
+    /// pure arithmetic of [`ChainPlan::new`]). A usage error unless `n` is 1 to `i32::MAX`.
+    pub fn with_wave(n: usize, one_wave_blocks: u32, mode: PdlMode) -> Result<ChainPlan> {
+        crate::count_i32(n, "ChainPlan::with_wave")?;
+        let plan = PdlPlan::for_elements(n, BLOCK, one_wave_blocks, mode, Default::default())?;
+        Ok(ChainPlan { n, plan })
     }
 
     /// Elements a kernel.
@@ -114,25 +47,25 @@ impl ChainPlan {
         self.n
     }
 
+    /// The launch plan of every step (form, grid).
+    pub fn launch_plan(&self) -> &PdlPlan {
+        &self.plan
+    }
+
     /// Blocks a kernel (of [`BLOCK`] threads).
     pub fn blocks(&self) -> u32 {
-        self.blocks
+        self.plan.grid()
     }
 
     /// Blocks that fit on the device at once (SMs x max active blocks per SM).
     pub fn one_wave_blocks(&self) -> u32 {
-        self.one_wave_blocks
+        self.plan.one_wave_blocks()
     }
 
-    /// Whether the kernels after the first launch with programmatic stream serialization (the
-    /// first never does: see [`chain`]).
+    /// Whether the steps after the first launch the PDL form with programmatic stream
+    /// serialization (the first never overlaps its predecessor: see [`chain`]).
     pub fn pdl(&self) -> bool {
-        self.pdl
-    }
-
-    /// Where blocks trigger the next kernel (meaningful when [`pdl`](Self::pdl)).
-    pub fn trigger(&self) -> Trigger {
-        self.trigger
+        self.plan.uses_pdl()
     }
 }
 
@@ -180,8 +113,8 @@ pub fn check_chain(a: *const f32, b: *const f32, scale: *const f32, n: usize, st
 /// step: no step writes `scale`). The first kernel is launched **without** PDL, whatever the plan:
 /// its predecessor is whatever was enqueued before the call, which may have written `scale` (or
 /// `a`), so it must start only once that work has completed. PDL from the first kernel on would
-/// not do: a step that triggers at its start ([`Trigger::Start`]) lets the next step launch and
-/// load `scale` before its own wait, so every prologue could run ahead of the predecessor. With a
+/// not do: the PDL form triggers at its start, which lets the next step launch and load `scale`
+/// before its own wait, so every prologue could run ahead of the predecessor. With a
 /// plain first launch every later step starts after the predecessor completed. The first kernel
 /// alone loses PDL's overlap.
 ///
@@ -204,18 +137,17 @@ pub unsafe fn chain(
     }
     check_chain(a.as_slice().as_ptr(), b.as_slice().as_ptr(), scale.as_ptr(), plan.n, steps)?;
     // The plan's constructors checked n and the grid; this converts, and cannot fail for a plan.
-    let n = count_i32(plan.n, CALL)?;
-    let first = LaunchConfig::new(plan.blocks, BLOCK);
-    let rest = first.with_pdl(plan.pdl);
-    let trigger = plan.trigger as i32;
+    let n = crate::count_i32(plan.n, CALL)?;
     let step = kernel::chain_step();
     for k in 0..steps {
         let (prev, out) = if k % 2 == 0 { (a.as_slice(), b.reborrow()) } else { (b.as_slice(), a.reborrow()) };
-        let config = if k == 0 { &first } else { &rest };
-        // SAFETY: every view holds n elements, which the plan's grid covers without overflowing
-        // an int; the kernels that may overlap one another under PDL never write `scale` (see
-        // above); the caller owes the lifetimes.
-        unsafe { step.launch(stream, config, (prev.as_ptr(), out.as_mut_ptr(), scale.as_ptr(), n, trigger))? };
+        // SAFETY: every view holds n elements, which the body's grid-stride loop covers over any
+        // grid and indexes without overflow (the plan checked n); the kernels that may overlap
+        // one another under PDL never write `scale`, and the first is launched without the PDL
+        // attribute (see above); the caller owes the lifetimes.
+        unsafe {
+            step.launch(stream, &plan.plan, k > 0, (prev.as_ptr(), out.as_mut_ptr(), scale.as_ptr(), n))?;
+        }
     }
     Ok(())
 }
@@ -258,7 +190,7 @@ mod tests {
     fn chain_refuses_overlapping_views_before_cuda() {
         let mut host = [0f32; 64];
         let base = host.as_mut_ptr();
-        let plan = ChainPlan::with_wave(16, 1, 1, ChainPdl::Auto).unwrap();
+        let plan = ChainPlan::with_wave(16, 1, PdlMode::Auto).unwrap();
         // SAFETY: every call below is refused before CUDA is reached (nothing is enqueued and the
         // host memory behind the views is never touched); the stream is used on this thread only.
         unsafe {

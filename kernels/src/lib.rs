@@ -4,8 +4,9 @@
 //! machine code plus compute_90 PTX, their typed [`Kernel`](ordo_core::Kernel) handles, and stream-correct functions
 //! built on them.
 //!
-//! The device header `kernels/include/ordo/pdl.cuh` gives the PDL helpers (`ordo_pdl_wait`,
-//! `ordo_pdl_trigger`) that compile to nothing below sm_90.
+//! The device header `include/ordo/pdl.cuh` (beside `ordo.h`) gives the PDL helpers and
+//! `ORDO_PDL_KERNELS`, which compiles one kernel body into a plain form and a PDL form (see
+//! [`launch::pdl`] for why and for the rule that picks one).
 //!
 //! # Stream-correct functions
 //! Each function here takes the caller's stream and enqueues everything on it; it never
@@ -29,9 +30,10 @@ mod gemv;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 
-pub use chain::{chain, ChainPdl, ChainPlan, Trigger};
+pub use chain::{chain, ChainPlan};
 pub use frame::frame_filter;
 pub use gemv::{check_gemv_shape, gemv_normalize, GEMV_MAX_COLS, GEMV_MAX_ROWS};
+pub use ordo_core::launch::{BeyondOneWave, PdlMode};
 
 use ordo_core::launch::LaunchConfig;
 use ordo_core::{DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
@@ -51,14 +53,15 @@ pub mod ffi {
         pub fn ordo_grayscale(rgb: *const u8, gray: *mut f32, width: i32, height: i32);
         pub fn ordo_blur5(gray: *const f32, out: *mut u8, width: i32, height: i32);
         pub fn ordo_write_at(base: *mut f32, offset: i64);
-        pub fn ordo_chain_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32, trigger: i32);
+        pub fn ordo_chain_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
+        pub fn ordo_chain_step_pdl(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
     }
 }
 
 /// Typed handles of the kernels.
 pub mod kernel {
     use super::ffi;
-    use ordo_core::launch::Kernel;
+    use ordo_core::launch::{Kernel, PdlKernel};
 
     /// `ordo_empty()`: does nothing (launch-latency measurements).
     pub fn empty() -> Kernel<()> {
@@ -104,11 +107,14 @@ pub mod kernel {
     pub fn write_at() -> Kernel<(*mut f32, i64)> {
         Kernel::new(ffi::ordo_write_at as unsafe extern "C" fn(*mut f32, i64))
     }
-    /// `ordo_chain_step(prev, out, scale, n, trigger)`: `out[i] = prev[i] * scale[i] + 1`,
-    /// loading `scale` before the PDL wait (so a PDL launch of it must not overlap a kernel that
-    /// writes `scale`: see [`chain`](crate::chain())); `trigger` is a [`Trigger`](crate::Trigger) as `i32`.
-    pub fn chain_step() -> Kernel<(*const f32, *mut f32, *const f32, i32, i32)> {
-        Kernel::new(ffi::ordo_chain_step as unsafe extern "C" fn(*const f32, *mut f32, *const f32, i32, i32))
+    /// `ordo_chain_step(prev, out, scale, n)` and its PDL form `ordo_chain_step_pdl`:
+    /// `out[i] = prev[i] * scale[i] + 1` as a grid-stride loop. The PDL form triggers at its
+    /// start and loads `scale` before its wait (so a PDL launch of it must not overlap a kernel
+    /// that writes `scale`: see [`chain`](crate::chain())); the plain form has no `griddepcontrol`
+    /// instruction.
+    pub fn chain_step() -> PdlKernel<(*const f32, *mut f32, *const f32, i32)> {
+        type Step = unsafe extern "C" fn(*const f32, *mut f32, *const f32, i32);
+        PdlKernel::new(Kernel::new(ffi::ordo_chain_step as Step), Kernel::new(ffi::ordo_chain_step_pdl as Step))
     }
 }
 

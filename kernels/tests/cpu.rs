@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ordo_core::{DeviceSlice, DeviceSliceMut, Error, StreamRef};
-use ordo_kernels::{ChainPdl, ChainPlan, Trigger};
+use ordo_kernels::{ChainPlan, PdlMode};
 
 #[test]
 fn kernels_are_compiled_for_sm80_sm90_and_compute90_ptx() {
@@ -16,29 +16,60 @@ fn kernels_are_compiled_for_sm80_sm90_and_compute90_ptx() {
     assert!(m.contains("sm_90.ptx"), "PTX for compute_90 missing: {listing}");
 }
 
-#[test]
-fn chain_plan_follows_the_wave_rule() {
-    // 132 SMs x 8 blocks of 256 threads = 1056 blocks a wave.
-    let wave = 132 * 8;
-    let plan = |n, blocks, pdl| ChainPlan::with_wave(n, blocks, wave, pdl).unwrap();
-    let small = plan(4096, 16, ChainPdl::Auto);
-    assert!(small.pdl() && small.trigger() == Trigger::Start);
-    assert_eq!((small.n(), small.blocks(), small.one_wave_blocks()), (4096, 16, wave));
-    let edge = plan(wave as usize * 256, wave, ChainPdl::Auto);
-    assert!(edge.pdl() && edge.trigger() == Trigger::Start, "exactly one wave still triggers early");
-    let large = plan(4 << 20, 16384, ChainPdl::Auto);
-    assert!(large.pdl() && large.trigger() == Trigger::End);
-    assert!(!plan(4096, 16, ChainPdl::Off).pdl());
-    let forced = plan(4 << 20, 16384, ChainPdl::EarlyTrigger);
-    assert!(forced.pdl() && forced.trigger() == Trigger::Start);
-    let source = plan(4 << 20, 16384, ChainPdl::WaitThenTrigger);
-    assert!(source.pdl() && source.trigger() == Trigger::AfterWait);
-    let late = plan(4096, 16, ChainPdl::LateTrigger);
-    assert!(late.pdl() && late.trigger() == Trigger::End);
+/// The PTX of each `.entry` in the compiled kernels: (name, body).
+fn ptx_entries() -> Vec<(&'static str, &'static str)> {
+    let ptx = include_str!(concat!(env!("OUT_DIR"), "/kernels-ptx.txt"));
+    let mut entries: Vec<(&str, &str)> =
+        ptx.split(".entry ").skip(1).map(|e| (e.split('(').next().unwrap_or("").trim(), e)).collect();
+    entries.sort();
+    entries.dedup_by_key(|e| e.0);
+    assert!(entries.len() >= 10, "no PTX entries found: {}", &ptx[..ptx.len().min(300)]);
+    entries
 }
 
-/// Defect 14: a plan whose grid leaves elements unwritten (or whose thread indices overflow the
-/// kernel's `int`) cannot be made; its fields cannot be changed afterwards (they are private).
+/// Issue 15: only the PDL form of a kernel carries `griddepcontrol` (a kernel that merely
+/// contains the wait pays for it in grids of several waves, PDL attribute or not). The plain form
+/// of the chain step, and every other kernel of ordo's (gemv_normalize's, the frame filter's),
+/// have none.
+#[test]
+fn only_the_pdl_forms_carry_griddepcontrol() {
+    let entries = ptx_entries();
+    let with: Vec<&str> =
+        entries.iter().filter(|(_, body)| body.contains("griddepcontrol")).map(|(name, _)| *name).collect();
+    assert_eq!(with, ["ordo_chain_step_pdl"], "kernels with griddepcontrol");
+    let pdl = entries.iter().find(|(n, _)| *n == "ordo_chain_step_pdl").unwrap().1;
+    assert!(pdl.contains("griddepcontrol.wait") && pdl.contains("griddepcontrol.launch_dependents"));
+    assert!(entries.iter().any(|(n, _)| *n == "ordo_chain_step"), "the plain form is compiled");
+}
+
+#[test]
+fn chain_plan_follows_the_pdl_rule() {
+    // 132 SMs x 8 blocks of 256 threads = 1056 blocks a wave.
+    let wave = 132 * 8;
+    let plan = |n, mode| ChainPlan::with_wave(n, wave, mode).unwrap();
+    // Within one wave: the PDL form over the full grid.
+    let small = plan(4096, PdlMode::Auto);
+    assert!(small.pdl() && !small.launch_plan().grid_stride());
+    assert_eq!((small.n(), small.blocks(), small.one_wave_blocks()), (4096, 16, wave));
+    let edge = plan(wave as usize * 256, PdlMode::Auto);
+    assert!(edge.pdl() && edge.blocks() == wave, "exactly one wave is still PDL over the full grid");
+    // Beyond: the PDL form over one wave, grid-stride.
+    let large = plan(4 << 20, PdlMode::Auto);
+    assert!(large.pdl() && large.blocks() == wave && large.launch_plan().grid_stride());
+    assert_eq!(large.launch_plan().full_blocks(), 16384);
+    // The baselines: the plain form (no griddepcontrol), full grid or one wave.
+    let plain = plan(4 << 20, PdlMode::Plain);
+    assert!(!plain.pdl() && plain.blocks() == 16384);
+    let plain_wave = plan(4 << 20, PdlMode::PlainOneWave);
+    assert!(!plain_wave.pdl() && plain_wave.blocks() == wave);
+    let full = plan(4 << 20, PdlMode::PdlFullGrid);
+    assert!(full.pdl() && full.blocks() == 16384);
+    assert!(!plan(4096, PdlMode::Plain).pdl());
+}
+
+/// Defect 14: a plan whose grid leaves elements unwritten cannot be made. The grid is no longer
+/// an input: it comes from `n` and the rule, every form's body is a grid-stride loop (correct over
+/// any grid), and `n` past the kernel's `int` index is refused.
 #[test]
 fn defect_14_a_chain_plan_must_cover_every_element() {
     let usage = |r: ordo_core::Result<ChainPlan>, what: &str| {
@@ -46,19 +77,19 @@ fn defect_14_a_chain_plan_must_cover_every_element() {
         assert!(matches!(e, Error::Usage(_)), "{e:?}");
         assert!(e.to_string().contains(what), "{e} lacks {what}");
     };
-    // The source of the defect: 33,536 elements short.
-    usage(ChainPlan::with_wave(4 << 20, 16384 - 131, 1056, ChainPdl::Auto), "too few blocks");
-    usage(ChainPlan::with_wave(1000, 3, 1056, ChainPdl::Off), "too few blocks");
-    usage(ChainPlan::with_wave(1, 0, 1056, ChainPdl::Off), "too few blocks");
-    usage(ChainPlan::with_wave(0, 1, 1056, ChainPdl::Off), "zero elements");
-    usage(ChainPlan::with_wave(i32::MAX as usize + 1, u32::MAX, 1056, ChainPdl::Off), "i32::MAX");
-    usage(ChainPlan::with_wave(usize::MAX, u32::MAX, 1056, ChainPdl::Off), "i32::MAX");
-    usage(ChainPlan::with_wave(4096, (1 << 23) + 1, 1056, ChainPdl::Off), "too many blocks");
-    usage(ChainPlan::with_wave(4096, u32::MAX, 1056, ChainPdl::Off), "too many blocks");
-    // The edges that are fine: exactly enough blocks, one block of slack, the largest grid.
-    assert_eq!(ChainPlan::with_wave(1000, 4, 1056, ChainPdl::Off).unwrap().blocks(), 4);
-    assert_eq!(ChainPlan::with_wave(1000, 5, 1056, ChainPdl::Off).unwrap().blocks(), 5);
-    assert_eq!(ChainPlan::with_wave(i32::MAX as usize, 1 << 23, 1056, ChainPdl::Off).unwrap().blocks(), 1 << 23);
+    usage(ChainPlan::with_wave(0, 1056, PdlMode::Plain), "zero elements");
+    usage(ChainPlan::with_wave(i32::MAX as usize + 1, 1056, PdlMode::Plain), "i32::MAX");
+    usage(ChainPlan::with_wave(usize::MAX, 1056, PdlMode::Plain), "i32::MAX");
+    usage(ChainPlan::with_wave(4096, 0, PdlMode::Auto), "one wave of 0 blocks");
+    for mode in [PdlMode::Auto, PdlMode::Plain, PdlMode::PlainOneWave, PdlMode::PdlFullGrid, PdlMode::PdlOneWave] {
+        for n in [1usize, 1000, 4096, 4 << 20, i32::MAX as usize] {
+            let p = ChainPlan::with_wave(n, 1056, mode).unwrap();
+            let full = n.div_ceil(256) as u32;
+            assert_eq!(p.launch_plan().full_blocks(), full, "{mode:?} n {n}");
+            // The one-element-a-thread grid covers n; a smaller grid is the grid-stride form.
+            assert!(p.blocks() == full || (p.blocks() < full && p.launch_plan().grid_stride()), "{mode:?} n {n}");
+        }
+    }
 }
 
 #[test]
@@ -79,7 +110,7 @@ fn mismatched_lengths_are_usage_errors_before_any_cuda_call() {
         let rgb = DeviceSlice::from_raw_parts(bytes.as_ptr(), 48);
         let out = DeviceSliceMut::from_raw_parts(bytes.as_mut_ptr(), 16);
         usage(ordo_kernels::frame_filter(s, rgb, out, 4, 5).unwrap_err());
-        let plan = ChainPlan::with_wave(64, 1, 1, ChainPdl::Auto).unwrap();
+        let plan = ChainPlan::with_wave(64, 1, PdlMode::Auto).unwrap();
         usage(ordo_kernels::chain(s, view(&mut host, 64), view(&mut host, 32), a, 3, &plan).unwrap_err());
     }
 }

@@ -7,7 +7,12 @@ use ordo_core::graph::{capture, CaptureMode, CaptureStatus, InstantiateFlags};
 use ordo_core::launch::LaunchConfig;
 use ordo_core::memory::copy;
 use ordo_core::*;
-use ordo_kernels::{kernel, ChainPdl, ChainPlan};
+use ordo_kernels::{kernel, ChainPlan, PdlMode};
+
+/// Every launch mode of the chain: ordo's rule, the two plain baselines, the PDL form over the
+/// full grid and over one wave (grid-stride at 4M elements).
+const MODES: [PdlMode; 5] =
+    [PdlMode::Auto, PdlMode::Plain, PdlMode::PlainOneWave, PdlMode::PdlFullGrid, PdlMode::PdlOneWave];
 
 mod common;
 use common::{download, frame_filter_cpu, gpu_lock, poisoned, upload, Rng};
@@ -127,9 +132,7 @@ fn pdl_chain_eager_and_graph_match_the_cpu_and_keep_programmatic_edges() {
         let scale = rng.f32s(n, 0.5, 0.99);
         let expect = chain_cpu(&a0, &scale, STEPS);
         let dscale = upload(&scale, s);
-        for pdl in
-            [ChainPdl::Off, ChainPdl::EarlyTrigger, ChainPdl::WaitThenTrigger, ChainPdl::LateTrigger, ChainPdl::Auto]
-        {
+        for pdl in MODES {
             let plan = ChainPlan::new(d, n, pdl).unwrap();
             // Eager.
             let mut a = upload(&a0, s);
@@ -159,7 +162,7 @@ fn pdl_chain_eager_and_graph_match_the_cpu_and_keep_programmatic_edges() {
             let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
             exec.launch(s).unwrap();
             assert!(download(&a, s) == expect, "graph chain n={n} {pdl:?}");
-            if n == 4096 && pdl == ChainPdl::Auto {
+            if n == 4096 && pdl == PdlMode::Auto {
                 println!(
                     "chain plan n={n}: {plan:?}; programmatic edges {programmatic}, edge type {}",
                     edges[0].data.type_
@@ -193,11 +196,8 @@ fn defect_14_chain_matches_the_cpu_for_odd_sizes_and_a_scale_written_just_before
         let scale = chain_cpu(&p, &q, BEFORE);
         let expect = chain_cpu(&x0, &scale, STEPS);
         let dq = upload(&q, s);
-        for pdl in
-            [ChainPdl::Off, ChainPdl::EarlyTrigger, ChainPdl::WaitThenTrigger, ChainPdl::LateTrigger, ChainPdl::Auto]
-        {
+        for pdl in MODES {
             let plan = ChainPlan::new(d, n, pdl).unwrap();
-            assert!(plan.blocks() as usize * ordo_kernels::BLOCK as usize >= n);
             let mut dp = upload(&p, s);
             let mut dscale = poisoned(n, s);
             let mut a = upload(&x0, s);
@@ -226,7 +226,7 @@ fn every_stream_correct_function_captures_in_global_mode_and_replays_like_eager(
     let (da, dx) = (upload(&a, s), upload(&x, s));
     let (drgb, dv) = (upload(&rgb, s), upload(&v, s));
     let scale = upload(&rng.f32s(n, 0.5, 0.9), s);
-    let plan = ChainPlan::new(Device::current().unwrap(), n, ChainPdl::Auto).unwrap();
+    let plan = ChainPlan::new(Device::current().unwrap(), n, PdlMode::Auto).unwrap();
 
     // Runs every function once on `s`, writing into the given outputs.
     let run_all = |s: StreamRef<'_>,

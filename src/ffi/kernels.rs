@@ -5,7 +5,7 @@ use super::check::{byte_len, non_null, require_device_on, stream_device, stream_
 use super::status::{guard, invalid, OrdoStatus};
 use core::ffi::c_int;
 use ordo_core::{sys, DeviceSlice, DeviceSliceMut};
-use ordo_kernels::{ChainPdl, ChainPlan};
+use ordo_kernels::{ChainPlan, PdlMode};
 
 /// y = normalize(A x) on `stream`; `a` row-major rows x cols, all device memory; rows 1 to 2^26,
 /// cols 1 to 2^31 - 32 (the kernels index in 32 bits).
@@ -88,7 +88,8 @@ pub unsafe extern "C" fn ordo_frame_filter(
 }
 
 /// `steps` dependent kernels out = prev * scale + 1 ping-ponging between `a` and `b` on `stream`.
-/// `pdl`: 0 off, 1 ordo's rule (early trigger within one wave, late beyond). `steps` 1 to 2^24;
+/// `pdl`: 0 off (the step compiled without `griddepcontrol`, one element a thread: what a caller
+/// writes without PDL), 1 ordo's rule (PDL within one wave, a one-wave grid-stride PDL grid beyond). `steps` 1 to 2^24;
 /// `a` and `b` one buffer or disjoint; `scale` disjoint from both (the Rust API's checks,
 /// [`ordo_kernels::chain::check_chain`], made before anything reaches CUDA).
 ///
@@ -112,8 +113,8 @@ pub unsafe extern "C" fn ordo_pdl_chain(
         non_null(scale, "null scale")?;
         byte_len::<f32>(n)?;
         let mode = match pdl {
-            0 => ChainPdl::Off,
-            1 => ChainPdl::Auto,
+            0 => PdlMode::Plain,
+            1 => PdlMode::Auto,
             _ => return Err(invalid("pdl must be 0 or 1")),
         };
         ordo_kernels::chain::check_chain(a.cast_const(), b.cast_const(), scale, n, steps)?;

@@ -4,16 +4,17 @@
 //! reduced to each kernel's first entry, first release and last end).
 
 use crate::Report;
-use ordo_benches::kernels::{bl_chain_step_stamped, bl_spin, bl_stamp};
+use ordo_benches::kernels::{bl_chain_step_stamped, bl_chain_step_stamped_pdl, bl_spin, bl_stamp};
 
 /// Long enough for the host to queue every launch of a measurement behind it.
 const SPIN_NS: u64 = 3_000_000;
 use ordo_benches::{cpp, median};
 use ordo_core::graph::{capture, CaptureMode, InstantiateFlags};
+use ordo_core::launch::PdlKernel;
 use ordo_core::launch::{Kernel, LaunchConfig};
 use ordo_core::memory::copy;
 use ordo_core::*;
-use ordo_kernels::{ChainPdl, ChainPlan};
+use ordo_kernels::{ChainPlan, PdlMode};
 
 /// One chain's first kernels for the SVG: (entry, release, end) a kernel, microseconds from the
 /// first kernel's entry.
@@ -121,14 +122,17 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
     let stream = Stream::new()?;
     let s = stream.as_stream();
     let spin = Kernel::new(bl_spin as unsafe extern "C" fn(u64));
-    let step = Kernel::new(
-        bl_chain_step_stamped as unsafe extern "C" fn(*const f32, *mut f32, *const f32, i32, i32, *mut u64, i32),
+    type Stamped = unsafe extern "C" fn(*const f32, *mut f32, *const f32, i32, *mut u64, i32);
+    let step = PdlKernel::new(
+        Kernel::new(bl_chain_step_stamped as Stamped),
+        Kernel::new(bl_chain_step_stamped_pdl as Stamped),
     );
     for n in [4096usize, 128 << 10, 4 << 20] {
         r.progress(&format!("GPU gaps in PDL chains, n = {n}"));
-        let off = ChainPlan::new(device, n, ChainPdl::Off)?;
-        let auto = ChainPlan::new(device, n, ChainPdl::Auto)?;
-        let blocks = auto.blocks() as usize;
+        let off = ChainPlan::new(device, n, PdlMode::Plain)?;
+        let auto = ChainPlan::new(device, n, PdlMode::Auto)?;
+        // The stamp buffer holds the larger grid's blocks.
+        let blocks = off.blocks().max(auto.blocks()) as usize;
         let mut a = DeviceBuffer::<f32>::zeroed_async(n, s)?;
         let mut b = DeviceBuffer::<f32>::zeroed_async(n, s)?;
         let scale_host: Vec<f32> = (0..n).map(|i| 0.5 + (i % 89) as f32 * 0.005).collect();
@@ -138,13 +142,11 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
         let (ap, bp, sp, stp) = (a.as_mut_ptr(), b.as_mut_ptr(), scale.as_ptr(), st.as_mut_ptr());
         let n32 = n as i32;
         let launches = |cs: StreamRef<'_>, plan: &ChainPlan| -> Result<()> {
-            let config = LaunchConfig::new(plan.blocks(), ordo_kernels::BLOCK).with_pdl(plan.pdl());
             (0..STEPS).try_for_each(|k| {
                 let (prev, out) = if k % 2 == 0 { (ap, bp) } else { (bp, ap) };
-                // SAFETY: every buffer holds what the grid touches and outlives the kernels.
-                unsafe {
-                    step.launch(cs, &config, (prev.cast_const(), out, sp, n32, plan.trigger() as i32, stp, k as i32))
-                }
+                // SAFETY: every buffer holds what the grid touches and outlives the kernels; the
+                // first step is launched without the PDL attribute, as ordo_kernels::chain does.
+                unsafe { step.launch(cs, plan.launch_plan(), k > 0, (prev.cast_const(), out, sp, n32, stp, k as i32)) }
             })
         };
         let mut graphs = Vec::new();
@@ -157,7 +159,7 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
             g.upload(s)?;
             graphs.push(g);
         }
-        // Variants: ordo eager off / PDL, graph off / PDL, C++ eager off / PDL (same kernel, same trigger).
+        // Variants: ordo eager plain / rule, graph plain / rule, C++ eager plain / rule (same kernels, same grids).
         const V: usize = 6;
         let mut host = vec![0u64; 3 * blocks * STEPS];
         let mut gap: [Vec<f64>; V] = Default::default();
@@ -186,7 +188,7 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
                             n32,
                             STEPS as i32,
                             0,
-                            off.trigger() as i32,
+                            off.blocks() as i32,
                             stp,
                             SPIN_NS,
                         )
@@ -200,14 +202,15 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
                             n32,
                             STEPS as i32,
                             1,
-                            auto.trigger() as i32,
+                            auto.blocks() as i32,
                             stp,
                             SPIN_NS,
                         )
                     },
                 }
                 copy::d2h_blocking(&mut host, st.as_slice(), s)?;
-                let kernels = reduce(&host, STEPS, blocks);
+                let grid = if v % 2 == 0 { off.blocks() } else { auto.blocks() } as usize;
+                let kernels = reduce(&host[..3 * grid * STEPS], STEPS, grid);
                 if round == 0 {
                     continue;
                 }
@@ -230,7 +233,7 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
             [0, 1, 2, 3, 4, 5].map(|i| m(&mut release, i)),
             [0, 1, 2, 3, 4, 5].map(|i| m(&mut duration, i)),
         );
-        let tr = format!("{:?}", auto.trigger());
+        let tr = format!("PDL form over {} blocks", auto.blocks());
         r.add(
             "gaps",
             format!("chain n={n}, eager (queued), PDL off: end -> next start, ordo vs C++"),
@@ -245,7 +248,7 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
             "us",
             g[1],
             Some(g[5]),
-            format!("negative would be overlap; trigger {tr}; kernel {:.2} us", dur[1]),
+            format!("negative would be overlap; {tr}; kernel {:.2} us", dur[1]),
         );
         r.add(
             "gaps",

@@ -1,15 +1,19 @@
 //! Launches a kernel from the user's own `saxpy.cu` through ordo's typed launch, on the user's
-//! stream, and checks the result against the CPU.
+//! stream, and checks the result against the CPU: once as a plain kernel, then as a chain of
+//! dependent launches in the two forms `ORDO_PDL_KERNELS` compiled, planned by ordo's PDL rule.
 
-use ordo::launch::{Kernel, LaunchConfig};
+use ordo::launch::{Kernel, LaunchConfig, PdlKernel, PdlMode};
 use ordo::memory::copy;
-use ordo::{DeviceBuffer, Stream};
+use ordo::{Device, DeviceBuffer, Stream};
 use std::process::ExitCode;
 
 extern "C" {
-    // The host stub nvcc generated for `extern "C" __global__ void saxpy(float, const float*, float*, int)`.
+    // The host stubs nvcc generated for the two forms of saxpy (saxpy.cu).
     fn saxpy(a: f32, x: *const f32, y: *mut f32, n: i32);
+    fn saxpy_pdl(a: f32, x: *const f32, y: *mut f32, n: i32);
 }
+
+type Saxpy = unsafe extern "C" fn(f32, *const f32, *mut f32, i32);
 
 fn run() -> ordo::Result<bool> {
     let n = 1 << 20;
@@ -22,16 +26,38 @@ fn run() -> ordo::Result<bool> {
     copy::h2d_blocking(dx.as_mut_slice(), &x, s)?;
     copy::h2d_blocking(dy.as_mut_slice(), &y, s)?;
 
-    let kernel = Kernel::new(saxpy as unsafe extern "C" fn(f32, *const f32, *mut f32, i32));
+    // A plain launch of the plain form, one element a thread.
+    let kernel = Kernel::new(saxpy as Saxpy);
     let config = LaunchConfig::for_elements(n, 256)?;
     // SAFETY: saxpy reads x and writes y within n elements; both are freed on `s`, after it.
     unsafe { kernel.launch(s, &config, (2.0f32, dx.as_ptr(), dy.as_mut_ptr(), n as i32))? };
+    let mut once = vec![0f32; n];
+    copy::d2h_blocking(&mut once, dy.as_slice(), s)?;
+    let expect: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 2.0f32.mul_add(*x, *y)).collect();
+    let ok_once = once == expect;
 
+    // Ten dependent launches planned by ordo's rule: the PDL form within one wave, and larger
+    // work (this is 4096 blocks) as a one-wave grid-stride grid. The first launch does not
+    // overlap what came before it.
+    let both = PdlKernel::new(Kernel::new(saxpy as Saxpy), Kernel::new(saxpy_pdl as Saxpy));
+    let plan = both.plan(Device::current()?, n, 256, PdlMode::Auto)?;
+    for k in 0..10 {
+        // SAFETY: as above; every form reads y only after its wait.
+        unsafe { both.launch(s, &plan, k > 0, (0.5f32, dx.as_ptr(), dy.as_mut_ptr(), n as i32))? };
+    }
     let mut out = vec![0f32; n];
     copy::d2h_blocking(&mut out, dy.as_slice(), s)?;
-    let ok = out.iter().zip(x.iter().zip(&y)).all(|(o, (x, y))| *o == 2.0f32.mul_add(*x, *y));
-    println!("saxpy over {n} elements from the user's own .cu: {}", if ok { "matches the CPU" } else { "MISMATCH" });
-    Ok(ok)
+    let expect: Vec<f32> = expect.iter().zip(&x).map(|(y, x)| (0..10).fold(*y, |y, _| 0.5f32.mul_add(*x, y))).collect();
+    let ok_chain = out == expect;
+    println!(
+        "saxpy over {n} elements from the user's own .cu: {}; 10 dependent launches ({} form over {} of {} blocks): {}",
+        if ok_once { "matches the CPU" } else { "MISMATCH" },
+        if plan.uses_pdl() { "PDL" } else { "plain" },
+        plan.grid(),
+        plan.full_blocks(),
+        if ok_chain { "match the CPU" } else { "MISMATCH" },
+    );
+    Ok(ok_once && ok_chain)
 }
 
 fn main() -> ExitCode {

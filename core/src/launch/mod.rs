@@ -27,8 +27,13 @@
 //! may start before the previous kernel on the stream has finished, once every block of that
 //! kernel has called `cudaTriggerProgrammaticLaunchCompletion` (or exited). The dependent kernel
 //! must call `cudaGridDependencySynchronize` before it reads anything the previous kernel wrote
-//! (`ordo/pdl.cuh` in `ordo-kernels` wraps both). Captured into a graph, the launch keeps a
-//! programmatic edge.
+//! (`include/ordo/pdl.cuh` wraps both). Captured into a graph, the launch keeps a programmatic
+//! edge. A kernel that contains the wait costs more in grids of several waves even without the
+//! attribute: [`PdlKernel`] holds a plain form and a PDL form of one body and launches the one
+//! [`PdlPlan`]'s rule picks (see [`pdl`]).
+
+pub mod pdl;
+pub use pdl::{BeyondOneWave, PdlKernel, PdlMode, PdlPlan};
 
 use crate::error::{check, Error, Result};
 use crate::stream::StreamRef;
