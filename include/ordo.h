@@ -162,6 +162,39 @@ const char* ordo_status_name(ordo_status status);
 const char* ordo_status_string(ordo_status status);
 int ordo_status_is_sticky(ordo_status status);
 
+/* The calling thread's last error. Every export that fails records, on its thread, what it knew:
+ * the status it returned, CUDA's code when the failure came from CUDA, another library's or a
+ * callback's status, whether the error is sticky, the call that failed (a CUDA function, an ordo
+ * function, or the export) and a message. A successful export leaves the record as it was (as
+ * errno does); ordo_clear_last_error forgets it.
+ *
+ *     ordo_error_info info;
+ *     info.size = sizeof info;
+ *     if (ordo_pdl_chain(...) != ORDO_SUCCESS && ordo_last_error(&info) == ORDO_SUCCESS)
+ *         fprintf(stderr, "%s (in %s)\n", info.message, info.call);
+ *
+ * `size` lets later versions add fields at the end: set it to sizeof(ordo_error_info). */
+#define ORDO_LAST_ERROR_CALL_LEN 64
+#define ORDO_LAST_ERROR_MESSAGE_LEN 512
+typedef struct ordo_error_info {
+    size_t size;          /* sizeof(ordo_error_info), set by the caller */
+    ordo_status status;   /* the failing export's status; ORDO_SUCCESS when none failed here */
+    int cuda_error;       /* CUDA's code when the failure came from CUDA, else 0 */
+    int library_status;   /* cuBLAS's, NCCL's or a callback's own status, else 0 */
+    int sticky;           /* 1 when the error is sticky (the CUDA context is lost) */
+    char call[64];        /* the call that failed, NUL-terminated (ORDO_LAST_ERROR_CALL_LEN) */
+    char message[512];    /* what went wrong, NUL-terminated (ORDO_LAST_ERROR_MESSAGE_LEN) */
+} ordo_error_info;
+
+/* Fills *info; ORDO_ERROR_INVALID_ARGUMENT (nothing written) for NULL, a misaligned pointer or a
+ * size below this header's sizeof(ordo_error_info). Does not itself change the record. */
+ordo_status ordo_last_error(ordo_error_info* info);
+/* Copies the message into buf (len bytes, NUL-terminated, truncated to fit; nothing written when
+ * buf is NULL or len is 0) and returns its full length without the NUL, as snprintf does; 0 when
+ * no export has failed on this thread. */
+size_t ordo_last_error_message(char* buf, size_t len);
+void ordo_clear_last_error(void);
+
 /* y = normalize(A x); a is row-major rows x cols; all device memory. rows 1 to 2^26 and cols 1 to
  * 2^31 - 32 (the kernels index in 32 bits): ORDO_ERROR_INVALID_ARGUMENT beyond, before anything is
  * enqueued. Kernels only: capturable. */

@@ -54,6 +54,17 @@ extern "C" int ffi_status_and_arguments_main(int driver_present) {
     expect("gemv NULL stream", ordo_gemv_normalize(nullptr, &f, &f, &f, 1, 1), ORDO_ERROR_INVALID_ARGUMENT);
     // NULL pointers and impossible sizes are refused before CUDA is called.
     expect("gemv NULL a", ordo_gemv_normalize(legacy, nullptr, &f, &f, 1, 1), ORDO_ERROR_INVALID_ARGUMENT);
+    // The thread's last error says more than the status.
+    ordo_error_info info;
+    info.size = sizeof info;
+    expect("last error", ordo_last_error(&info), ORDO_SUCCESS);
+    expect("last error status", info.status, ORDO_ERROR_INVALID_ARGUMENT);
+    expect_true("last error message", std::strstr(info.message, "null a") != nullptr);
+    char small[8];
+    expect_true("last error message length", ordo_last_error_message(small, sizeof small) == std::strlen(info.message));
+    expect_true("last error message truncated", std::strlen(small) == 7);
+    info.size = sizeof info - 1;
+    expect("last error, an older struct", ordo_last_error(&info), ORDO_ERROR_INVALID_ARGUMENT);
     // A misaligned float pointer would fault on the device (sticky): refused here.
     alignas(8) unsigned char raw[64] = {};
     float* misaligned = reinterpret_cast<float*>(raw + 1);

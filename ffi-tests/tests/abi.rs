@@ -46,10 +46,16 @@ struct RustAbi {
     callbacks: BTreeMap<String, Signature>,
     /// Opaque handle structs (`pub struct OrdoTimer`).
     handles: Vec<String>,
-    /// `ORDO_*` integer constants.
+    /// The status constants (`ORDO_SUCCESS`, `ORDO_ERROR_*`).
     constants: BTreeMap<String, i64>,
+    /// Other `ORDO_*` integer constants (sizes).
+    other_constants: BTreeMap<String, i64>,
+    /// `#[repr(C)]` structs with fields (`pub struct OrdoErrorInfo { .. }`): their fields, in C.
+    records: BTreeMap<String, Vec<(String, String)>>,
     /// Every type alias, for resolving.
     aliases: BTreeMap<String, Type>,
+    /// Structs with fields, before their fields are spelled in C.
+    pending_records: Vec<(String, Vec<(String, Type)>)>,
 }
 
 fn is_no_mangle(attrs: &[syn::Attribute]) -> bool {
@@ -73,11 +79,21 @@ fn collect(items: &[Item], abi: &mut RustAbi, fns: &mut Vec<syn::ItemFn>) {
             Item::Struct(s)
                 if s.ident.to_string().starts_with("Ordo") && matches!(s.vis, syn::Visibility::Public(_)) =>
             {
-                abi.handles.push(s.ident.to_string());
+                // Opaque handles have one private `_opaque` field; records have public fields.
+                let opaque = s.fields.iter().all(|f| !matches!(f.vis, syn::Visibility::Public(_)));
+                if let (syn::Fields::Named(fields), false) = (&s.fields, opaque) {
+                    let fields = fields.named.iter().map(|f| (f.ident.as_ref().unwrap().to_string(), f.ty.clone()));
+                    abi.pending_records.push((s.ident.to_string(), fields.collect()));
+                } else {
+                    abi.handles.push(s.ident.to_string());
+                }
             }
             Item::Const(c) if c.ident.to_string().starts_with("ORDO_") => {
                 if let Expr::Lit(syn::ExprLit { lit: Lit::Int(i), .. }) = &*c.expr {
-                    abi.constants.insert(c.ident.to_string(), i.base10_parse().unwrap());
+                    let name = c.ident.to_string();
+                    let status = name == "ORDO_SUCCESS" || name.starts_with("ORDO_ERROR_");
+                    let map = if status { &mut abi.constants } else { &mut abi.other_constants };
+                    map.insert(name, i.base10_parse().unwrap());
                 }
             }
             Item::Mod(m) if !is_cfg_test(&m.attrs) => {
@@ -116,12 +132,36 @@ fn c_type(ty: &Type, abi: &RustAbi) -> String {
                 "OrdoStatus" => "ordo_status".into(),
                 "cudaStream_t" => "struct CUstream_st*".into(),
                 _ if abi.handles.contains(&name) => snake(&name),
+                _ if abi.pending_records.iter().any(|(r, _)| *r == name) || abi.records.contains_key(&name) => {
+                    snake(&name)
+                }
                 _ if abi.callbacks.contains_key(&name) => snake(&name),
                 other => panic!("no C spelling for the Rust type `{other}`: add it to tests/abi.rs and the header"),
             }
         }
         Type::Tuple(t) if t.elems.is_empty() => "void".into(),
         other => panic!("unexpected type at the C boundary: {other:?}"),
+    }
+}
+
+/// The C spelling of a struct field's type: an array as `elem[N]`, N a literal or an `ORDO_*`
+/// constant.
+fn field_type(ty: &Type, abi: &RustAbi) -> String {
+    match ty {
+        Type::Array(a) => {
+            let len = match &a.len {
+                Expr::Lit(syn::ExprLit { lit: Lit::Int(i), .. }) => i.base10_parse::<i64>().unwrap(),
+                Expr::Path(p) => {
+                    let name = p.path.segments.last().unwrap().ident.to_string();
+                    *abi.other_constants
+                        .get(&name)
+                        .unwrap_or_else(|| panic!("array length {name}: not a constant here"))
+                }
+                other => panic!("array length: {other:?}"),
+            };
+            format!("{}[{len}]", c_type(&a.elem, abi))
+        }
+        other => c_type(other, abi),
     }
 }
 
@@ -170,6 +210,10 @@ fn parse_rust(sources: &[(&str, String)]) -> RustAbi {
         let sig = callback_signature(&ty, &abi).unwrap_or_else(|| panic!("{name} is not an optional extern \"C\" fn"));
         abi.callbacks.insert(name, sig);
     }
+    for (name, fields) in std::mem::take(&mut abi.pending_records) {
+        let fields = fields.iter().map(|(field, ty)| (field.clone(), field_type(ty, &abi))).collect();
+        abi.records.insert(name, fields);
+    }
     for f in fns {
         let name = f.sig.ident.to_string();
         let c_abi = f.sig.abi.as_ref().and_then(|a| a.name.as_ref()).map(|n| n.value());
@@ -197,12 +241,17 @@ struct HeaderAbi {
     callbacks: BTreeMap<String, Signature>,
     /// `typedef struct X y;`: y -> X.
     structs: BTreeMap<String, String>,
+    /// `typedef struct x { fields } x;`: x -> its fields (name, C type with `[N]`).
+    records: BTreeMap<String, Vec<(String, String)>>,
+    /// The status `#define`s.
     defines: BTreeMap<String, i64>,
+    /// Other integer `#define`s, the version macros aside.
+    other_defines: BTreeMap<String, i64>,
 }
 
 /// Removes comments; drops preprocessor lines (keeping `#define NAME INT`) and the
 /// `#ifdef __cplusplus` blocks.
-fn preprocess(header: &str, defines: &mut BTreeMap<String, i64>) -> String {
+fn preprocess(header: &str, defines: &mut BTreeMap<String, i64>, other: &mut BTreeMap<String, i64>) -> String {
     let mut text = String::new();
     let mut rest = header;
     while let Some(start) = rest.find("/*") {
@@ -230,6 +279,8 @@ fn preprocess(header: &str, defines: &mut BTreeMap<String, i64>) -> String {
                     let status = name == "ORDO_SUCCESS" || name.starts_with("ORDO_ERROR_");
                     if let (true, Ok(v)) = (status, value.parse()) {
                         defines.insert(name.to_string(), v);
+                    } else if let (false, false, Ok(v)) = (status, name.starts_with("ORDO_VERSION_"), value.parse()) {
+                        other.insert(name.to_string(), v);
                     }
                 }
             }
@@ -260,7 +311,36 @@ fn params(list: &str) -> Vec<String> {
 
 fn parse_header(header: &str) -> HeaderAbi {
     let mut abi = HeaderAbi::default();
-    let text = preprocess(header, &mut abi.defines);
+    let mut text = preprocess(header, &mut abi.defines, &mut abi.other_defines);
+    // Structs with fields come out first: `typedef struct x { type name; type name[N]; } x;`.
+    while let Some(start) = text.find("typedef struct").filter(|&i| {
+        let rest = &text[i..];
+        rest.find('{').is_some_and(|b| rest.find(';').is_none_or(|e| b < e))
+    }) {
+        let open = text[start..].find('{').unwrap() + start;
+        let close = text[open..].find('}').expect("unterminated struct") + open;
+        let end = text[close..].find(';').expect("no ; after the struct") + close;
+        let tag = norm(&text[start + "typedef struct".len()..open]);
+        let name = norm(&text[close + 1..end]);
+        assert_eq!(tag, name, "typedef struct {tag} {{..}} {name}: the tag and the name differ");
+        let fields = text[open + 1..close]
+            .split(';')
+            .map(norm)
+            .filter(|f| !f.is_empty())
+            .map(|f| match f.split_once('[') {
+                Some((decl, len)) => {
+                    let (ty, field) = drop_name(decl);
+                    (field, format!("{ty}[{}]", len.trim_end_matches(']').trim()))
+                }
+                None => {
+                    let (ty, field) = drop_name(&f);
+                    (field, ty)
+                }
+            })
+            .collect();
+        abi.records.insert(name, fields);
+        text.replace_range(start..=end, "");
+    }
     for decl in text.split(';') {
         let decl = norm(decl);
         if decl.is_empty() || decl == "struct CUstream_st" {
@@ -327,6 +407,16 @@ fn disagreements(rust: &RustAbi, header: &HeaderAbi) -> Vec<String> {
     if header.defines != rust.constants {
         out.push(format!("status values: ordo.h {:?}, Rust {:?}", header.defines, rust.constants));
     }
+    if header.other_defines != rust.other_constants {
+        out.push(format!("other constants: ordo.h {:?}, Rust {:?}", header.other_defines, rust.other_constants));
+    }
+    let rust_records: BTreeMap<String, &Vec<(String, String)>> =
+        rust.records.iter().map(|(name, fields)| (snake(name), fields)).collect();
+    let header_records: BTreeMap<String, &Vec<(String, String)>> =
+        header.records.iter().map(|(n, f)| (n.clone(), f)).collect();
+    if rust_records != header_records {
+        out.push(format!("structs: ordo.h {header_records:?}, Rust {rust_records:?}"));
+    }
     out
 }
 
@@ -379,6 +469,10 @@ fn the_comparison_sees_every_kind_of_mismatch() {
         ("callback", "size_t bucket, void* user)", "int bucket, void* user)"),
         ("status value", "#define ORDO_ERROR_PANIC 10004", "#define ORDO_ERROR_PANIC 10009"),
         ("handle typedef", "typedef struct OrdoTimer ordo_timer;", "typedef struct OrdoClock ordo_timer;"),
+        ("struct field", "    int library_status;", "    unsigned library_status;"),
+        ("struct field order", "    int cuda_error; ", "    int cuda_errors; "),
+        ("array length", "char message[512];", "char message[256];"),
+        ("size constant", "#define ORDO_LAST_ERROR_CALL_LEN 64", "#define ORDO_LAST_ERROR_CALL_LEN 32"),
     ] {
         assert!(HEADER.contains(from), "{what}: the test's header text moved");
         let changed = parse_header(&HEADER.replace(from, to));

@@ -616,6 +616,18 @@ impl Fuzz<'_> {
 
     fn record(&mut self, status: OrdoStatus, what: &str) -> OrdoStatus {
         check(status, what);
+        if status != ORDO_SUCCESS {
+            // Every failing export records its status as this thread's last error.
+            let mut info = core::mem::MaybeUninit::<OrdoErrorInfo>::zeroed();
+            // SAFETY: zeroed is a valid OrdoErrorInfo; size set before the call.
+            let info = unsafe {
+                (*info.as_mut_ptr()).size = core::mem::size_of::<OrdoErrorInfo>();
+                assert_eq!(ordo_last_error(info.as_mut_ptr()), ORDO_SUCCESS);
+                info.assume_init()
+            };
+            assert_eq!(info.status, status, "{what}: the thread's last error");
+            assert!(info.message[0] != 0, "{what}: an empty message");
+        }
         *self.counts.entry(status).or_insert(0) += 1;
         status
     }

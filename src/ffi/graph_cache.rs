@@ -150,7 +150,7 @@ pub unsafe extern "C" fn ordo_graph_cache_create(
     user: *mut c_void,
     out: *mut *mut OrdoGraphCache,
 ) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_graph_cache_create", || {
         non_null(out.cast_const(), "null out")?;
         let body = body.ok_or_else(|| invalid("null capture callback"))?;
         let list = if n_buckets == 0 {
@@ -187,7 +187,7 @@ pub unsafe extern "C" fn ordo_graph_cache_capture_all(
     cache: *mut OrdoGraphCache,
     stream: sys::cudaStream_t,
 ) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_graph_cache_capture_all", || {
         let c = handles::get::<CacheObject, _>(cache)?;
         let s = stream_ref(stream)?;
         if capturing(s)? {
@@ -216,7 +216,7 @@ pub unsafe extern "C" fn ordo_graph_cache_run(
     n: usize,
     bucket_out: *mut usize,
 ) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_graph_cache_run", || {
         let c = handles::get::<CacheObject, _>(cache)?;
         let s = stream_ref(stream)?;
         if !bucket_out.is_null() {
@@ -253,5 +253,5 @@ pub unsafe extern "C" fn ordo_graph_cache_run(
 /// freed when it returns. Safe for any value: the handle is only looked up, never dereferenced.
 #[no_mangle]
 pub extern "C" fn ordo_graph_cache_destroy(cache: *mut OrdoGraphCache) {
-    guard_void(|| drop(handles::remove::<CacheObject, _>(cache)));
+    guard_void("ordo_graph_cache_destroy", || drop(handles::remove::<CacheObject, _>(cache)));
 }

@@ -22,7 +22,7 @@ pub unsafe extern "C" fn ordo_gemv_normalize(
     rows: usize,
     cols: usize,
 ) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_gemv_normalize", || {
         let s = stream_ref(stream)?;
         non_null(a, "null a")?;
         non_null(x, "null x")?;
@@ -63,7 +63,7 @@ pub unsafe extern "C" fn ordo_frame_filter(
     width: usize,
     height: usize,
 ) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_frame_filter", || {
         let s = stream_ref(stream)?;
         non_null(rgb, "null rgb")?;
         non_null(out, "null out")?;
@@ -106,7 +106,7 @@ pub unsafe extern "C" fn ordo_pdl_chain(
     steps: usize,
     pdl: c_int,
 ) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_pdl_chain", || {
         let s = stream_ref(stream)?;
         non_null(a, "null a")?;
         non_null(b, "null b")?;

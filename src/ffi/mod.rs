@@ -9,7 +9,8 @@
 //!
 //! One file a concept; the machinery every export shares sits in three of them:
 //! - [`status`]: the codes, the conversion of ordo's errors, and the guard every export runs in
-//!   (panics caught, the thread's capture mode relaxed for ordo's own calls);
+//!   (panics caught, the thread's capture mode relaxed for ordo's own calls, a failure recorded as
+//!   the thread's [`last_error`]);
 //! - [`handles`]: the registry of live handles (tokens, never dereferenced; stale, foreign and
 //!   wrong-kind handles give `ORDO_ERROR_INVALID_HANDLE`);
 //! - [`check`]: the capture-aware checks of streams, pointers and sizes;
@@ -24,6 +25,7 @@ pub mod context;
 pub mod graph_cache;
 pub mod handles;
 pub mod kernels;
+pub mod last_error;
 pub mod pipeline;
 pub mod staging;
 pub mod status;
@@ -33,6 +35,7 @@ pub mod version;
 pub use graph_cache::*;
 pub use handles::live_handles;
 pub use kernels::*;
+pub use last_error::*;
 pub use pipeline::*;
 pub use staging::*;
 pub use status::*;

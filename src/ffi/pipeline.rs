@@ -157,7 +157,7 @@ pub unsafe extern "C" fn ordo_pipeline_run(
     compute: OrdoComputeFn,
     user: *mut c_void,
 ) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_pipeline_run", || {
         let s = stream_ref(stream)?;
         non_null(host_in, "null host_in")?;
         non_null(dev_in.cast_const(), "null dev_in")?;

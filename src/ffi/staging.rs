@@ -51,7 +51,7 @@ pub unsafe extern "C" fn ordo_staging_ring_create(
     slot_bytes: usize,
     out: *mut *mut OrdoStagingRing,
 ) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_staging_ring_create", || {
         non_null(out.cast_const(), "null out")?;
         if slots == 0 || slot_bytes == 0 {
             return Err(invalid("zero slots or zero slot bytes"));
@@ -84,7 +84,7 @@ pub unsafe extern "C" fn ordo_staging_ring_acquire(
     slot_out: *mut *mut c_void,
     ticket_out: *mut usize,
 ) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_staging_ring_acquire", || {
         let r = handles::get::<RingObject, _>(ring)?;
         let r = r.get()?;
         non_null(slot_out.cast_const(), "null slot_out")?;
@@ -135,7 +135,7 @@ pub unsafe extern "C" fn ordo_staging_ring_submit(
     device_dst: *mut c_void,
     stream: sys::cudaStream_t,
 ) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_staging_ring_submit", || {
         let r = handles::get::<RingObject, _>(ring)?;
         let r = r.get()?;
         let s = stream_ref(stream)?;
@@ -163,7 +163,7 @@ pub unsafe extern "C" fn ordo_staging_ring_submit(
 /// not hold gets `ORDO_ERROR_INVALID_TICKET`.
 #[no_mangle]
 pub extern "C" fn ordo_staging_ring_release(ring: *mut OrdoStagingRing, ticket: usize) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_staging_ring_release", || {
         let r = handles::get::<RingObject, _>(ring)?;
         let r = r.get()?;
         // SAFETY: the C contract: the caller holds the ticket it passes.
@@ -182,7 +182,7 @@ pub extern "C" fn ordo_staging_ring_release(ring: *mut OrdoStagingRing, ticket: 
 /// are done with it. Safe for any value: the handle is only looked up, never dereferenced.
 #[no_mangle]
 pub extern "C" fn ordo_staging_ring_destroy(ring: *mut OrdoStagingRing) {
-    guard_void(|| {
+    guard_void("ordo_staging_ring_destroy", || {
         if let Some(r) = handles::remove::<RingObject, _>(ring) {
             // Bookkeeping only, no CUDA call: safe in a destroyed context too.
             r.unchecked().close();

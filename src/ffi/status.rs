@@ -113,7 +113,9 @@ pub(crate) struct Failure(pub(crate) OrdoStatus);
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Failure {
-        Failure(status_of(&e))
+        let status = status_of(&e);
+        super::last_error::note(&e, status);
+        Failure(status)
     }
 }
 
@@ -130,23 +132,30 @@ pub(crate) fn callback_error(call: &'static str, status: OrdoStatus) -> Error {
     Error::Library(ordo_core::LibraryError { library: CALLBACK, call, status })
 }
 
-/// Runs the body of an export: with the thread's capture mode relaxed (restored after, also on a
-/// panic), a panic turned into `ORDO_ERROR_PANIC`, the outcome into a status.
-pub(crate) fn guard(f: impl FnOnce() -> Outcome) -> OrdoStatus {
+/// Runs the body of `export`: with the thread's capture mode relaxed (restored after, also on a
+/// panic), a panic turned into `ORDO_ERROR_PANIC`, the outcome into a status, and a failure
+/// recorded as the thread's last error ([`last_error`](super::last_error)).
+pub(crate) fn guard(export: &'static str, f: impl FnOnce() -> Outcome) -> OrdoStatus {
     let run = || {
         let _relaxed = RelaxedCaptureMode::enter();
         f()
     };
-    match catch_unwind(AssertUnwindSafe(run)) {
+    let status = match catch_unwind(AssertUnwindSafe(run)) {
         Ok(Ok(())) => ORDO_SUCCESS,
         Ok(Err(Failure(status))) => status,
         Err(_) => ORDO_ERROR_PANIC,
+    };
+    if status == ORDO_SUCCESS {
+        super::last_error::discard_pending();
+    } else {
+        super::last_error::record(export, status);
     }
+    status
 }
 
 /// [`guard`] for the exports that return nothing (the destroy functions).
-pub(crate) fn guard_void(f: impl FnOnce()) {
-    let _ = guard(|| {
+pub(crate) fn guard_void(export: &'static str, f: impl FnOnce()) {
+    let _ = guard(export, || {
         f();
         Ok(())
     });
@@ -189,14 +198,14 @@ mod tests {
     #[test]
     fn a_panic_never_crosses_the_boundary() {
         // The hook would print the panic; the status is what a C caller sees.
-        let status = guard(|| panic!("deliberate panic inside an export"));
+        let status = guard("test", || panic!("deliberate panic inside an export"));
         assert_eq!(status, ORDO_ERROR_PANIC);
-        assert_eq!(guard(|| Ok(())), ORDO_SUCCESS);
-        assert_eq!(guard(|| Err(invalid("x"))), ORDO_ERROR_INVALID_ARGUMENT);
+        assert_eq!(guard("test", || Ok(())), ORDO_SUCCESS);
+        assert_eq!(guard("test", || Err(invalid("x"))), ORDO_ERROR_INVALID_ARGUMENT);
         let cuda = Error::Cuda(ordo_core::CudaError::new(sys::cudaError::cudaErrorInvalidValue, "test"));
-        assert_eq!(guard(|| Err(cuda.into())), 1, "CUDA's codes pass through unchanged");
+        assert_eq!(guard("test", || Err(cuda.into())), 1, "CUDA's codes pass through unchanged");
         let pageable = Error::usage(UsageKind::PageableMemory, "test", "x");
-        assert_eq!(guard(|| Err(pageable.into())), ORDO_ERROR_PAGEABLE_MEMORY);
+        assert_eq!(guard("test", || Err(pageable.into())), ORDO_ERROR_PAGEABLE_MEMORY);
     }
 
     #[test]

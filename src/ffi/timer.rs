@@ -28,7 +28,7 @@ type TimerObject = InContext<Timer>;
 /// The C contract: `out` is writable.
 #[no_mangle]
 pub unsafe extern "C" fn ordo_timer_create(out: *mut *mut OrdoTimer) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_timer_create", || {
         non_null(out.cast_const(), "null out")?;
         let t = InContext::new(Timer { start: TimingEvent::new()?, stop: TimingEvent::new()? })?;
         write_out(out, handles::register(t)?, "null out")
@@ -41,7 +41,7 @@ pub unsafe extern "C" fn ordo_timer_create(out: *mut *mut OrdoTimer) -> OrdoStat
 /// The C contract: `stream` is a live stream.
 #[no_mangle]
 pub unsafe extern "C" fn ordo_timer_start(timer: *mut OrdoTimer, stream: sys::cudaStream_t) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_timer_start", || {
         let t = handles::get::<TimerObject, _>(timer)?;
         t.get()?.start.record(stream_ref(stream)?)?;
         Ok(())
@@ -54,7 +54,7 @@ pub unsafe extern "C" fn ordo_timer_start(timer: *mut OrdoTimer, stream: sys::cu
 /// The C contract: `stream` is a live stream.
 #[no_mangle]
 pub unsafe extern "C" fn ordo_timer_stop(timer: *mut OrdoTimer, stream: sys::cudaStream_t) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_timer_stop", || {
         let t = handles::get::<TimerObject, _>(timer)?;
         t.get()?.stop.record(stream_ref(stream)?)?;
         Ok(())
@@ -68,7 +68,7 @@ pub unsafe extern "C" fn ordo_timer_stop(timer: *mut OrdoTimer, stream: sys::cud
 /// The C contract: `ms` is writable.
 #[no_mangle]
 pub unsafe extern "C" fn ordo_timer_elapsed_ms(timer: *mut OrdoTimer, ms: *mut f32) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_timer_elapsed_ms", || {
         let t = handles::get::<TimerObject, _>(timer)?;
         non_null(ms.cast_const(), "null ms")?;
         let t = t.get()?;
@@ -81,5 +81,5 @@ pub unsafe extern "C" fn ordo_timer_elapsed_ms(timer: *mut OrdoTimer, ms: *mut f
 /// ignored. Safe for any value: the handle is only looked up, never dereferenced.
 #[no_mangle]
 pub extern "C" fn ordo_timer_destroy(timer: *mut OrdoTimer) {
-    guard_void(|| drop(handles::remove::<TimerObject, _>(timer)));
+    guard_void("ordo_timer_destroy", || drop(handles::remove::<TimerObject, _>(timer)));
 }

@@ -50,7 +50,7 @@ pub extern "C" fn ordo_cuda_version() -> c_int {
 /// The C contract: `out` is writable.
 #[no_mangle]
 pub unsafe extern "C" fn ordo_runtime_version(out: *mut c_int) -> OrdoStatus {
-    guard(|| {
+    guard("ordo_runtime_version", || {
         super::check::non_null(out.cast_const(), "null out")?;
         let v = ordo_core::device::runtime_version()?;
         write_out(out, c_int::try_from(v).unwrap_or(c_int::MAX), "null out")
