@@ -13,9 +13,10 @@
  * cudaStreamLegacy or cudaStreamPerThread to mean a default stream. Streams are
  * `struct CUstream_st *`, which is what cudaStream_t is.
  *
- * STATUS CODES. 0 is success; CUDA's codes (1 to 999) pass through unchanged; ordo's own are 10001
- * to 10009 below. Every function returns one of these and nothing else. No Rust panic crosses into
- * C (ORDO_ERROR_PANIC instead). NULL or misaligned pointers, zero sizes and sizes whose byte count
+ * STATUS CODES. 0 is success; CUDA's codes (positive) pass through unchanged, ORDO_NOT_READY
+ * (cudaErrorNotReady, "not yet") among them; ordo's own are -1 to -9 below. Every function returns
+ * one of these and nothing else; ordo_last_error gives the detail of a failure. No Rust panic
+ * crosses into C (ORDO_ERROR_PANIC instead). NULL or misaligned pointers, zero sizes and sizes whose byte count
  * overflows give ORDO_ERROR_INVALID_ARGUMENT before anything is enqueued (one exception, said at
  * ordo_graph_cache_run: its n 0 rounds up to the first bucket, as in the Rust API).
  *
@@ -116,30 +117,45 @@ extern "C" {
 
 struct CUstream_st;
 
-typedef int ordo_status;
+/* A status: a fixed-width int. 0 is success; positive values are CUDA's cudaError_t codes, passed
+ * through unchanged; ordo's own codes are negative, where CUDA has none (CUDA's codes are all
+ * non-negative, up to cudaErrorApiFailureBase = 10000 and beyond), so the two never collide. */
+typedef int32_t ordo_status;
 
-#define ORDO_SUCCESS 0
-/* A NULL or misaligned pointer, a zero or mismatched size, a size whose byte count overflows, a
- * value out of range. */
-#define ORDO_ERROR_INVALID_ARGUMENT 10001
-/* Pageable host memory where pinned or registered memory is required. */
-#define ORDO_ERROR_PAGEABLE_MEMORY 10002
-/* Not supported by the CUDA version ordo was built against, or by the device. */
-#define ORDO_ERROR_NOT_SUPPORTED 10003
-/* A Rust panic was caught at the boundary. */
-#define ORDO_ERROR_PANIC 10004
-/* A CUDA library (cuBLAS, NCCL) failed, or a callback returned a status outside these ranges. */
-#define ORDO_ERROR_LIBRARY 10005
-/* Not a live handle of the expected kind: NULL, destroyed, never made by ordo, or of another kind. */
-#define ORDO_ERROR_INVALID_HANDLE 10006
-/* Refused because the stream is capturing, before anything was enqueued: the capture is untouched. */
-#define ORDO_ERROR_STREAM_CAPTURING 10007
-/* A callback called back into the handle whose call is running it, on the same thread (a graph
- * cache's body calling its own cache would recurse without end). Nothing was done. */
-#define ORDO_ERROR_HANDLE_BUSY 10008
-/* A staging-ring ticket the ring does not hold: never issued by it, already submitted or released,
- * or released by the ring's destroy. Nothing was done. */
-#define ORDO_ERROR_INVALID_TICKET 10009
+enum ordo_status_code {
+    ORDO_SUCCESS = 0,
+    /* Not a failure: the answer "not yet" (a staging ring with no free slot, acquired without
+     * waiting; a timer whose stop event has not completed). Equal to cudaErrorNotReady. Test
+     * failures with ORDO_FAILED(status), which counts neither success nor this. */
+    ORDO_NOT_READY = 600,
+    /* A NULL or misaligned pointer, a zero or mismatched size, a size whose byte count overflows,
+     * a value out of range. */
+    ORDO_ERROR_INVALID_ARGUMENT = -1,
+    /* Pageable host memory where pinned or registered memory is required. */
+    ORDO_ERROR_PAGEABLE_MEMORY = -2,
+    /* Not supported by the CUDA version ordo was built against, or by the device. */
+    ORDO_ERROR_NOT_SUPPORTED = -3,
+    /* A Rust panic was caught at the boundary. */
+    ORDO_ERROR_PANIC = -4,
+    /* A CUDA library (cuBLAS, NCCL) failed, or a callback returned a status that is neither
+     * success, a CUDA code nor one of these. */
+    ORDO_ERROR_LIBRARY = -5,
+    /* Not a live handle of the expected kind: NULL, destroyed, never made by ordo, or of another
+     * kind. */
+    ORDO_ERROR_INVALID_HANDLE = -6,
+    /* Refused because the stream is capturing, before anything was enqueued: the capture is
+     * untouched. */
+    ORDO_ERROR_STREAM_CAPTURING = -7,
+    /* A callback called back into the handle whose call is running it, on the same thread (a
+     * graph cache's body calling its own cache would recurse without end). Nothing was done. */
+    ORDO_ERROR_HANDLE_BUSY = -8,
+    /* A staging-ring ticket the ring does not hold: never issued by it, already submitted or
+     * released, or released by the ring's destroy. Nothing was done. */
+    ORDO_ERROR_INVALID_TICKET = -9
+};
+
+/* Whether a status is a failure: neither ORDO_SUCCESS nor ORDO_NOT_READY. */
+#define ORDO_FAILED(status) ((status) != ORDO_SUCCESS && (status) != ORDO_NOT_READY)
 
 /* Version and build information. ordo_version is the ordo crate's version, e.g. "0.1.0";
  * ordo_version_number the same as MAJOR * 1000000 + MINOR * 1000 + PATCH. The macros below are the
@@ -266,8 +282,8 @@ void ordo_graph_cache_destroy(ordo_graph_cache* cache);
  * acquire until it is submitted or released, and never again; a ticket the ring does not hold
  * (never issued by it, already submitted or released, released by destroy) gives
  * ORDO_ERROR_INVALID_TICKET and touches no slot.
- * acquire: wait 0: cudaErrorNotReady when no slot is free; wait 1: waits on the host for a slot
- * whose copy is in flight, and returns cudaErrorNotReady as soon as every slot is held by a ticket
+ * acquire: wait 0: ORDO_NOT_READY when no slot is free; wait 1: waits on the host for a slot
+ * whose copy is in flight, and returns ORDO_NOT_READY as soon as every slot is held by a ticket
  * not yet submitted or released, or by a graph (at the start or during the wait), since nothing
  * could come free by waiting; CUDA's error when the context is lost, cudaErrorContextIsDestroyed
  * after cudaDeviceReset; ORDO_ERROR_INVALID_HANDLE when another thread destroys the ring.
@@ -291,7 +307,7 @@ ordo_status ordo_staging_ring_release(ordo_staging_ring* ring, size_t ticket);
 void ordo_staging_ring_destroy(ordo_staging_ring* ring);
 
 /* Event-based timing (events of the device current at create): start and stop on a stream (of
- * that device), elapsed milliseconds once stop has completed (cudaErrorNotReady before; it never
+ * that device), elapsed milliseconds once stop has completed (ORDO_NOT_READY before; it never
  * waits; ORDO_ERROR_INVALID_ARGUMENT if either was never recorded). start and stop may be
  * captured; CUDA cannot time events recorded by a graph (elapsed then returns CUDA's error). */
 typedef struct OrdoTimer ordo_timer;

@@ -10,5 +10,5 @@ int ordo_header_c99_check(void) {
     ordo_staging_ring* r = 0;
     ordo_timer* t = 0;
     (void)f; (void)g; (void)c; (void)r; (void)t;
-    return s + ORDO_ERROR_PANIC - 10004;
+    return s + ORDO_ERROR_PANIC + 4;
 }

@@ -39,14 +39,14 @@ extern "C" int ffi_status_and_arguments_main(int driver_present) {
     expect_true("runtime equals build version", rt == ordo_cuda_version());
     expect("runtime version NULL", ordo_runtime_version(nullptr), ORDO_ERROR_INVALID_ARGUMENT);
 
-    expect_true("name of 10002", std::strcmp(ordo_status_name(ORDO_ERROR_PAGEABLE_MEMORY), "ORDO_ERROR_PAGEABLE_MEMORY") == 0);
+    expect_true("name of -2", std::strcmp(ordo_status_name(ORDO_ERROR_PAGEABLE_MEMORY), "ORDO_ERROR_PAGEABLE_MEMORY") == 0);
     expect_true("name of 35", std::strcmp(ordo_status_name(35), "cudaErrorInsufficientDriver") == 0);
     expect_true("name of 700", std::strcmp(ordo_status_name(700), "cudaErrorIllegalAddress") == 0);
     expect_true("string of 0", std::strlen(ordo_status_string(0)) > 0);
-    expect_true("unknown status", std::strcmp(ordo_status_name(-5), "ORDO_UNKNOWN_STATUS") == 0);
+    expect_true("unknown status", std::strcmp(ordo_status_name(-50), "ORDO_UNKNOWN_STATUS") == 0);
     expect_true("700 sticky", ordo_status_is_sticky(700) == 1);
     expect_true("1 not sticky", ordo_status_is_sticky(1) == 0);
-    expect_true("10001 not sticky", ordo_status_is_sticky(ORDO_ERROR_INVALID_ARGUMENT) == 0);
+    expect_true("-1 not sticky", ordo_status_is_sticky(ORDO_ERROR_INVALID_ARGUMENT) == 0);
 
     float f = 0;
     uint8_t b = 0;

@@ -69,6 +69,15 @@ fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| a.path().is_ident("cfg") && a.parse_args::<syn::Path>().is_ok_and(|p| p.is_ident("test")))
 }
 
+/// An integer literal, negative ones included.
+fn int_value(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Lit(syn::ExprLit { lit: Lit::Int(i), .. }) => i.base10_parse().ok(),
+        Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => int_value(expr).map(|v| -v),
+        _ => None,
+    }
+}
+
 fn collect(items: &[Item], abi: &mut RustAbi, fns: &mut Vec<syn::ItemFn>) {
     for item in items {
         match item {
@@ -89,11 +98,11 @@ fn collect(items: &[Item], abi: &mut RustAbi, fns: &mut Vec<syn::ItemFn>) {
                 }
             }
             Item::Const(c) if c.ident.to_string().starts_with("ORDO_") => {
-                if let Expr::Lit(syn::ExprLit { lit: Lit::Int(i), .. }) = &*c.expr {
+                if let Some(value) = int_value(&c.expr) {
                     let name = c.ident.to_string();
                     let status = name == "ORDO_SUCCESS" || name.starts_with("ORDO_ERROR_");
                     let map = if status { &mut abi.constants } else { &mut abi.other_constants };
-                    map.insert(name, i.base10_parse().unwrap());
+                    map.insert(name, value);
                 }
             }
             Item::Mod(m) if !is_cfg_test(&m.attrs) => {
@@ -312,6 +321,20 @@ fn params(list: &str) -> Vec<String> {
 fn parse_header(header: &str) -> HeaderAbi {
     let mut abi = HeaderAbi::default();
     let mut text = preprocess(header, &mut abi.defines, &mut abi.other_defines);
+    // The status enum: `enum ordo_status_code { NAME = VALUE, ... };`.
+    while let Some(start) = text.find("enum ordo_status_code") {
+        let open = text[start..].find('{').unwrap() + start;
+        let close = text[open..].find('}').expect("unterminated enum") + open;
+        let end = text[close..].find(';').expect("no ; after the enum") + close;
+        for entry in text[open + 1..close].split(',').map(norm).filter(|e| !e.is_empty()) {
+            let (name, value) = entry.split_once('=').unwrap_or_else(|| panic!("enum entry without a value: {entry}"));
+            let (name, value) = (name.trim().to_string(), value.trim().parse::<i64>().unwrap());
+            let status = name == "ORDO_SUCCESS" || name.starts_with("ORDO_ERROR_");
+            let map = if status { &mut abi.defines } else { &mut abi.other_defines };
+            assert!(map.insert(name.clone(), value).is_none(), "{name} twice");
+        }
+        text.replace_range(start..=end, "");
+    }
     // Structs with fields come out first: `typedef struct x { type name; type name[N]; } x;`.
     while let Some(start) = text.find("typedef struct").filter(|&i| {
         let rest = &text[i..];
@@ -359,7 +382,7 @@ fn parse_header(header: &str) -> HeaderAbi {
                 let (tag, name) = (parts.next().unwrap(), parts.next().unwrap());
                 abi.structs.insert(name.to_string(), tag.to_string());
             } else {
-                assert_eq!(t, "int ordo_status", "unexpected typedef");
+                assert_eq!(t, "int32_t ordo_status", "unexpected typedef");
             }
             continue;
         }
@@ -437,17 +460,20 @@ fn status_values_agree_and_sit_where_cuda_has_none() {
     let header = parse_header(HEADER);
     let rust = rust_abi();
     assert_eq!(header.defines, rust.constants);
+    // ordo's own codes are negative: CUDA's are all non-negative.
     for (name, value) in &header.defines {
         if *value != 0 {
-            assert!(*value > 10000, "{name}");
+            assert!(*value < 0, "{name}");
         }
     }
+    assert_eq!(header.other_defines.get("ORDO_NOT_READY"), Some(&600), "cudaErrorNotReady");
+    assert_eq!(ordo::sys::cudaError::cudaErrorNotReady.0, 600);
     // The running library's own table agrees with both.
     assert_eq!(ORDO_STATUSES.len(), header.defines.len());
     for (code, name, _) in ORDO_STATUSES {
         assert_eq!(header.defines.get(name.to_str().unwrap()), Some(&i64::from(code)), "{name:?}");
     }
-    assert_eq!(i64::from(ORDO_LAST_CODE), *header.defines.values().max().unwrap());
+    assert_eq!(i64::from(ORDO_LAST_CODE), *header.defines.values().min().unwrap());
 }
 
 #[test]
@@ -467,7 +493,8 @@ fn the_comparison_sees_every_kind_of_mismatch() {
         ),
         ("return type", "int ordo_status_is_sticky(", "ordo_status ordo_status_is_sticky("),
         ("callback", "size_t bucket, void* user)", "int bucket, void* user)"),
-        ("status value", "#define ORDO_ERROR_PANIC 10004", "#define ORDO_ERROR_PANIC 10009"),
+        ("status value", "ORDO_ERROR_PANIC = -4,", "ORDO_ERROR_PANIC = -9,"),
+        ("not ready", "ORDO_NOT_READY = 600,", "ORDO_NOT_READY = 601,"),
         ("handle typedef", "typedef struct OrdoTimer ordo_timer;", "typedef struct OrdoClock ordo_timer;"),
         ("struct field", "    int library_status;", "    unsigned library_status;"),
         ("struct field order", "    int cuda_error; ", "    int cuda_errors; "),

@@ -88,7 +88,7 @@ pub(crate) fn record(export: &'static str, status: OrdoStatus) {
         Some(r) if r.status == status => r,
         _ => Record {
             status,
-            cuda_error: if (1..10000).contains(&status) { status } else { 0 },
+            cuda_error: if status > 0 { status } else { 0 },
             library_status: 0,
             sticky: super::status::ordo_status_is_sticky(status) != 0,
             call: export.to_string(),

@@ -70,8 +70,8 @@ pub unsafe extern "C" fn ordo_staging_ring_create(
 }
 
 /// Takes a free slot: its pinned memory to `slot_out` and its ticket to `ticket_out`. With `wait`
-/// 0 it returns `cudaErrorNotReady` when no slot is free; with `wait` 1 it waits (on the host) for a
-/// slot whose copy is in flight, and returns `cudaErrorNotReady` once no slot can come free by
+/// 0 it returns `ORDO_NOT_READY` when no slot is free; with `wait` 1 it waits (on the host) for a
+/// slot whose copy is in flight, and returns `ORDO_NOT_READY` once no slot can come free by
 /// waiting (every slot held by a ticket not yet submitted or released, or by a graph), whether at
 /// the start or during the wait. A ring destroyed while this waits: `ORDO_ERROR_INVALID_HANDLE`.
 ///

@@ -7,35 +7,38 @@ use core::ffi::{c_char, c_int};
 use ordo_core::{sys, Error, UsageKind};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// A status: 0 success, CUDA's codes, or ordo's below.
-pub type OrdoStatus = c_int;
+/// A status (`int32_t`): 0 success, CUDA's codes (positive, unchanged), or ordo's own (negative,
+/// where CUDA has none).
+pub type OrdoStatus = i32;
 
 /// Success.
 pub const ORDO_SUCCESS: OrdoStatus = 0;
+/// Not a failure: the answer "not yet". CUDA's `cudaErrorNotReady`.
+pub const ORDO_NOT_READY: OrdoStatus = 600;
 /// A null pointer, a misaligned pointer, a zero size, a size whose byte count overflows,
 /// mismatched sizes, a value out of range.
-pub const ORDO_ERROR_INVALID_ARGUMENT: OrdoStatus = 10001;
+pub const ORDO_ERROR_INVALID_ARGUMENT: OrdoStatus = -1;
 /// Pageable host memory where pinned or registered memory is required.
-pub const ORDO_ERROR_PAGEABLE_MEMORY: OrdoStatus = 10002;
+pub const ORDO_ERROR_PAGEABLE_MEMORY: OrdoStatus = -2;
 /// Not supported by the CUDA version ordo was built against, or by the device.
-pub const ORDO_ERROR_NOT_SUPPORTED: OrdoStatus = 10003;
+pub const ORDO_ERROR_NOT_SUPPORTED: OrdoStatus = -3;
 /// A Rust panic was caught at the boundary.
-pub const ORDO_ERROR_PANIC: OrdoStatus = 10004;
+pub const ORDO_ERROR_PANIC: OrdoStatus = -4;
 /// Another library (cuBLAS, NCCL) failed, or a callback returned a status outside the documented
 /// ranges.
-pub const ORDO_ERROR_LIBRARY: OrdoStatus = 10005;
+pub const ORDO_ERROR_LIBRARY: OrdoStatus = -5;
 /// A handle that is not a live handle of the expected kind: NULL, destroyed, never made by ordo,
 /// or a handle of another kind. Nothing was done.
-pub const ORDO_ERROR_INVALID_HANDLE: OrdoStatus = 10006;
+pub const ORDO_ERROR_INVALID_HANDLE: OrdoStatus = -6;
 /// The call cannot be made while its stream is capturing, and was refused before anything was
 /// enqueued: the capture is untouched and stays valid.
-pub const ORDO_ERROR_STREAM_CAPTURING: OrdoStatus = 10007;
+pub const ORDO_ERROR_STREAM_CAPTURING: OrdoStatus = -7;
 /// A callback called back into the handle whose call is running it, on the same thread (the
 /// call would recurse without end). Nothing was done.
-pub const ORDO_ERROR_HANDLE_BUSY: OrdoStatus = 10008;
+pub const ORDO_ERROR_HANDLE_BUSY: OrdoStatus = -8;
 /// A staging-ring ticket the ring does not hold: never issued by it, already submitted or
 /// released, or released by the ring's destroy. Nothing was done.
-pub const ORDO_ERROR_INVALID_TICKET: OrdoStatus = 10009;
+pub const ORDO_ERROR_INVALID_TICKET: OrdoStatus = -9;
 
 /// Every status of ordo's own, with its name and description (the tables `ordo_status_name` and
 /// `ordo_status_string` read).
@@ -76,14 +79,25 @@ pub const ORDO_STATUSES: [(OrdoStatus, &core::ffi::CStr, &core::ffi::CStr); 10] 
     ),
 ];
 
-/// The lowest and highest of ordo's own codes.
+/// The first of ordo's own codes (-1); they run down to [`ORDO_LAST_CODE`].
 pub const ORDO_FIRST_CODE: OrdoStatus = ORDO_ERROR_INVALID_ARGUMENT;
-/// See [`ORDO_FIRST_CODE`].
+/// The last of ordo's own codes (the most negative).
 pub const ORDO_LAST_CODE: OrdoStatus = ORDO_ERROR_INVALID_TICKET;
 
-/// Whether `status` is one the header documents: success, a CUDA code (1 to 999), or ordo's own.
+/// Whether `status` is one the header documents: success, a CUDA code (any positive value), or
+/// ordo's own.
 pub fn is_documented(status: OrdoStatus) -> bool {
-    status == ORDO_SUCCESS || (1..=999).contains(&status) || (ORDO_FIRST_CODE..=ORDO_LAST_CODE).contains(&status)
+    status >= ORDO_SUCCESS || (ORDO_LAST_CODE..=ORDO_FIRST_CODE).contains(&status)
+}
+
+/// Whether `status` is a CUDA code.
+fn is_cuda(status: OrdoStatus) -> bool {
+    status > 0
+}
+
+/// Whether a status is a failure: neither success nor [`ORDO_NOT_READY`] (`ORDO_FAILED` in ordo.h).
+pub fn failed(status: OrdoStatus) -> bool {
+    status != ORDO_SUCCESS && status != ORDO_NOT_READY
 }
 
 /// The name ordo gives a failed C callback in the [`LibraryError`](ordo_core::LibraryError) that
@@ -167,7 +181,7 @@ pub extern "C" fn ordo_status_name(status: OrdoStatus) -> *const c_char {
     match ORDO_STATUSES.iter().find(|(s, _, _)| *s == status) {
         Some((_, name, _)) => name.as_ptr(),
         // SAFETY: cudaGetErrorName returns a static string for any value.
-        None if (1..10000).contains(&status) => unsafe { sys::cudaGetErrorName(sys::cudaError(status.unsigned_abs())) },
+        None if is_cuda(status) => unsafe { sys::cudaGetErrorName(sys::cudaError(status.unsigned_abs())) },
         None => c"ORDO_UNKNOWN_STATUS".as_ptr(),
     }
 }
@@ -178,9 +192,7 @@ pub extern "C" fn ordo_status_string(status: OrdoStatus) -> *const c_char {
     match ORDO_STATUSES.iter().find(|(s, _, _)| *s == status) {
         Some((_, _, text)) => text.as_ptr(),
         // SAFETY: cudaGetErrorString returns a static string for any value.
-        None if (1..10000).contains(&status) => unsafe {
-            sys::cudaGetErrorString(sys::cudaError(status.unsigned_abs()))
-        },
+        None if is_cuda(status) => unsafe { sys::cudaGetErrorString(sys::cudaError(status.unsigned_abs())) },
         None => c"unknown status".as_ptr(),
     }
 }
@@ -188,7 +200,7 @@ pub extern "C" fn ordo_status_string(status: OrdoStatus) -> *const c_char {
 /// 1 when the status is a sticky CUDA error (the context is lost), else 0.
 #[no_mangle]
 pub extern "C" fn ordo_status_is_sticky(status: OrdoStatus) -> c_int {
-    c_int::from((1..10000).contains(&status) && ordo_core::error::is_sticky_code(sys::cudaError(status.unsigned_abs())))
+    c_int::from(is_cuda(status) && ordo_core::error::is_sticky_code(sys::cudaError(status.unsigned_abs())))
 }
 
 #[cfg(test)]
@@ -212,8 +224,9 @@ mod tests {
     fn callback_statuses_pass_through_when_documented() {
         assert_eq!(status_of(&callback_error("cb", 700)), 700);
         assert_eq!(status_of(&callback_error("cb", ORDO_ERROR_INVALID_HANDLE)), ORDO_ERROR_INVALID_HANDLE);
-        assert_eq!(status_of(&callback_error("cb", -3)), ORDO_ERROR_LIBRARY);
-        assert_eq!(status_of(&callback_error("cb", 12345)), ORDO_ERROR_LIBRARY);
+        assert_eq!(status_of(&callback_error("cb", -3)), ORDO_ERROR_NOT_SUPPORTED, "one of ordo's own");
+        assert_eq!(status_of(&callback_error("cb", -300)), ORDO_ERROR_LIBRARY);
+        assert_eq!(status_of(&callback_error("cb", 12345)), 12345, "CUDA's space, unchanged");
         let cublas = Error::Library(ordo_core::LibraryError { library: "cuBLAS", call: "x", status: 7 });
         assert_eq!(status_of(&cublas), ORDO_ERROR_LIBRARY, "other libraries' codes are not CUDA's");
     }
@@ -229,6 +242,8 @@ mod tests {
             }
             assert_eq!(ordo_status_is_sticky(code), 0);
         }
-        assert!(!is_documented(-1) && !is_documented(1000) && !is_documented(ORDO_LAST_CODE + 1));
+        assert!(is_documented(1000) && is_documented(10001) && is_documented(i32::MAX), "CUDA's, unchanged");
+        assert!(!is_documented(ORDO_LAST_CODE - 1) && !is_documented(i32::MIN));
+        assert!(!failed(ORDO_SUCCESS) && !failed(ORDO_NOT_READY) && failed(ORDO_ERROR_PANIC) && failed(700));
     }
 }

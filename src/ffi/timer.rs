@@ -61,7 +61,7 @@ pub unsafe extern "C" fn ordo_timer_stop(timer: *mut OrdoTimer, stream: sys::cud
     })
 }
 
-/// Milliseconds from start to stop. `cudaErrorNotReady` while the stop has not completed (it does
+/// Milliseconds from start to stop. `ORDO_NOT_READY` while the stop has not completed (it does
 /// not wait); `ORDO_ERROR_INVALID_ARGUMENT` if either was never recorded.
 ///
 /// # Safety
