@@ -327,7 +327,8 @@ pub fn peek_last_error() -> Result<()> {
     check(unsafe { sys::cudaPeekAtLastError() }, "cudaPeekAtLastError")
 }
 
-/// The error for a create call that reported success but returned a null handle.
+/// The error for a call that reported success but returned a null handle or a value CUDA does
+/// not define (`cudaErrorUnknown`, naming the call).
 #[cold]
 pub(crate) fn null_handle(call: &'static str) -> Error {
     Error::Cuda(CudaError::new(sys::cudaError::cudaErrorUnknown, call))
