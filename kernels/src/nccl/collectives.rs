@@ -57,7 +57,7 @@ impl Communicator {
         }
         // SAFETY: lengths checked; lifetimes and the other ranks' calls owed by the caller.
         let status = unsafe {
-            (self.nccl().api().all_reduce)(
+            (self.nccl_library().api().all_reduce)(
                 send.as_ptr().cast(),
                 recv.as_mut_ptr().cast(),
                 send.len(),
@@ -83,7 +83,7 @@ impl Communicator {
         let p = buf.as_mut_ptr();
         // SAFETY: in place, as NCCL allows (send == recv); the rest owed by the caller.
         let status = unsafe {
-            (self.nccl().api().all_reduce)(
+            (self.nccl_library().api().all_reduce)(
                 p.cast_const().cast(),
                 p.cast(),
                 buf.len(),
@@ -117,7 +117,7 @@ impl Communicator {
         let src = send.map_or(dst.cast_const(), |s| s.as_ptr());
         // SAFETY: lengths and root checked; the rest owed by the caller.
         let status = unsafe {
-            (self.nccl().api().broadcast)(
+            (self.nccl_library().api().broadcast)(
                 src.cast(),
                 dst.cast(),
                 recv.len(),
@@ -154,7 +154,7 @@ impl Communicator {
         let dst = recv.map_or(core::ptr::null_mut(), |r| r.as_mut_ptr());
         // SAFETY: lengths and root checked; the rest owed by the caller.
         let status = unsafe {
-            (self.nccl().api().reduce)(
+            (self.nccl_library().api().reduce)(
                 send.as_ptr().cast(),
                 dst.cast(),
                 send.len(),
@@ -184,7 +184,7 @@ impl Communicator {
         }
         // SAFETY: lengths checked; the rest owed by the caller.
         let status = unsafe {
-            (self.nccl().api().all_gather)(
+            (self.nccl_library().api().all_gather)(
                 send.as_ptr().cast(),
                 recv.as_mut_ptr().cast(),
                 send.len(),
@@ -216,7 +216,7 @@ impl Communicator {
         }
         // SAFETY: lengths checked; the rest owed by the caller.
         let status = unsafe {
-            (self.nccl().api().reduce_scatter)(
+            (self.nccl_library().api().reduce_scatter)(
                 send.as_ptr().cast(),
                 recv.as_mut_ptr().cast(),
                 recv.len(),
@@ -237,7 +237,7 @@ impl Communicator {
     /// See the [module](self): `peer` makes the matching `recv` of the same length and type.
     pub unsafe fn send<T: NcclType>(&self, buf: DeviceSlice<'_, T>, peer: usize, stream: StreamRef<'_>) -> Result<()> {
         let peer = self.rank_arg("Communicator::send", peer)?;
-        let send = self.nccl().api().send.ok_or_else(|| too_old("Communicator::send"))?;
+        let send = self.nccl_library().api().send.ok_or_else(|| too_old("Communicator::send"))?;
         // SAFETY: peer checked; the rest owed by the caller.
         let status =
             unsafe { send(buf.as_ptr().cast(), buf.len(), T::DATA_TYPE.raw(), peer, self.as_raw(), stream.as_raw()) };
@@ -255,7 +255,7 @@ impl Communicator {
         stream: StreamRef<'_>,
     ) -> Result<()> {
         let peer = self.rank_arg("Communicator::recv", peer)?;
-        let recv = self.nccl().api().recv.ok_or_else(|| too_old("Communicator::recv"))?;
+        let recv = self.nccl_library().api().recv.ok_or_else(|| too_old("Communicator::recv"))?;
         // SAFETY: peer checked; the rest owed by the caller.
         let status = unsafe {
             recv(buf.as_mut_ptr().cast(), buf.len(), T::DATA_TYPE.raw(), peer, self.as_raw(), stream.as_raw())

@@ -129,8 +129,9 @@ impl Communicator {
         self.raw.as_ptr()
     }
 
-    #[inline(always)]
-    pub(crate) fn nccl(&self) -> &Nccl {
+    /// The loaded library the communicator uses (for [`Nccl::group`]).
+    #[inline]
+    pub fn nccl_library(&self) -> &Nccl {
         &self.nccl
     }
 
