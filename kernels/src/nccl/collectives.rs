@@ -1,20 +1,6 @@
 //! The collectives and point-to-point calls, each one NCCL call enqueued on the caller's stream.
 //!
-//! # Safety, for every call here
-//! The work runs on the device after the call returns, reading and writing the buffers and
-//! waiting for the other ranks, so the caller owes what the types cannot carry:
-//! - each buffer is device memory the communicator's device can access (its own, or a peer's
-//!   opened to it), stays allocated until the work completes on `stream` (at every replay, if the
-//!   call was captured into a graph), and is not written by other work meanwhile (nor read, for
-//!   the buffers this call writes);
-//! - every rank makes the matching call, in the same order on the communicator, with the same
-//!   element type, operation, count and root: NCCL cannot check other ranks' sizes, and a
-//!   mismatch reads or writes past a buffer or waits forever;
-//! - `stream` belongs to the communicator's device.
-//!
-//! ordo checks what one rank can: the lengths against each other and the count of ranks, roots
-//! and peers below the number of ranks. A non-blocking communicator's `ncclInProgress` is success
-//! so far (see [`Communicator::state`]).
+//! Their contract: [`crate::nccl`], "Contract of the collectives".
 
 use super::api::{IN_PROGRESS, SUCCESS};
 use super::{Communicator, NcclType, ReduceOp};
@@ -44,7 +30,7 @@ impl Communicator {
     /// `recv` have one length, the same on every rank.
     ///
     /// # Safety
-    /// See the [module](self): buffers live until the work completes, every rank matches.
+    /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives): buffers live until the work completes, every rank matches.
     pub unsafe fn all_reduce<T: NcclType>(
         &self,
         send: DeviceSlice<'_, T>,
@@ -100,7 +86,7 @@ impl Communicator {
     /// the source (`None`: `recv` itself, in place); elsewhere it is ignored (pass `None`).
     ///
     /// # Safety
-    /// See the [module](self).
+    /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives).
     pub unsafe fn broadcast<T: NcclType>(
         &self,
         send: Option<DeviceSlice<'_, T>>,
@@ -134,7 +120,7 @@ impl Communicator {
     /// root only (`None` elsewhere).
     ///
     /// # Safety
-    /// See the [module](self).
+    /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives).
     pub unsafe fn reduce<T: NcclType>(
         &self,
         send: DeviceSlice<'_, T>,
@@ -172,7 +158,7 @@ impl Communicator {
     /// (`ncclAllGather`): `recv.len() == ranks * send.len()`.
     ///
     /// # Safety
-    /// See the [module](self).
+    /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives).
     pub unsafe fn all_gather<T: NcclType>(
         &self,
         send: DeviceSlice<'_, T>,
@@ -200,7 +186,7 @@ impl Communicator {
     /// (`ncclReduceScatter`): `send.len() == ranks * recv.len()`.
     ///
     /// # Safety
-    /// See the [module](self).
+    /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives).
     pub unsafe fn reduce_scatter<T: NcclType>(
         &self,
         send: DeviceSlice<'_, T>,
@@ -234,7 +220,7 @@ impl Communicator {
     /// rank both sends and receives, or they wait for each other forever.
     ///
     /// # Safety
-    /// See the [module](self): `peer` makes the matching `recv` of the same length and type.
+    /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives): `peer` makes the matching `recv` of the same length and type.
     pub unsafe fn send<T: NcclType>(&self, buf: DeviceSlice<'_, T>, peer: usize, stream: StreamRef<'_>) -> Result<()> {
         let peer = self.rank_arg("Communicator::send", peer)?;
         let send = self.nccl_library().api().send.ok_or_else(|| too_old("Communicator::send"))?;
@@ -247,7 +233,7 @@ impl Communicator {
     /// Receives into `buf` what rank `peer` sends (`ncclRecv`); see [`send`](Self::send).
     ///
     /// # Safety
-    /// See the [module](self).
+    /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives).
     pub unsafe fn recv<T: NcclType>(
         &self,
         buf: DeviceSliceMut<'_, T>,

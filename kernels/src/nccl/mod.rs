@@ -23,6 +23,22 @@
 //! `ncclCommGetAsyncError`, and returns an error instead of hanging; then
 //! [`Communicator::abort`] stops the communicator's work so that its streams can drain.
 //!
+//! # Contract of the collectives
+//! The work runs on the device after the call returns, reading and writing the buffers and
+//! waiting for the other ranks, so the caller owes what the types cannot carry:
+//! - each buffer is device memory the communicator's device can access (its own, or a peer's
+//!   opened to it), stays allocated until the work completes on `stream` (at every replay, if the
+//!   call was captured into a graph), and is not written by other work meanwhile (nor read, for
+//!   the buffers this call writes);
+//! - every rank makes the matching call, in the same order on the communicator, with the same
+//!   element type, operation, count and root: NCCL cannot check other ranks' sizes, and a
+//!   mismatch reads or writes past a buffer or waits forever;
+//! - `stream` belongs to the communicator's device.
+//!
+//! ordo checks what one rank can: the lengths against each other and the count of ranks, roots
+//! and peers below the number of ranks. A non-blocking communicator's `ncclInProgress` is success
+//! so far (see [`Communicator::state`]).
+//!
 //! # Environment
 //! On machines with NVLink, keep NVLink multicast off where the platform requires it
 //! (`NCCL_NVLS_ENABLE=0`). `NCCL_DEBUG=WARN` makes NCCL say why it failed on standard error;
