@@ -317,6 +317,51 @@ ordo_status ordo_timer_stop(ordo_timer* timer, struct CUstream_st* stream);
 ordo_status ordo_timer_elapsed_ms(ordo_timer* timer, float* ms);
 void ordo_timer_destroy(ordo_timer* timer);
 
+/* NCCL (loaded at run time: libnccl.so.2, or the file the ORDO_NCCL environment variable names).
+ * No library, or one too old for a call: ORDO_ERROR_NOT_SUPPORTED. A failure of NCCL's:
+ * ORDO_ERROR_LIBRARY. One process per rank: rank 0 writes a unique id (ordo_nccl_get_unique_id,
+ * id_bytes must be ORDO_NCCL_UNIQUE_ID_BYTES), the caller carries the bytes to every rank (a file,
+ * a pipe, TCP), and each rank makes its communicator on its device (ordo_nccl_comm_init_rank,
+ * which blocks until every rank has joined). The collectives enqueue one NCCL call on `stream` (a
+ * stream of the communicator's device), never synchronise, and are capturable; counts are in
+ * elements of dtype (NCCL's values below), buffers device memory that stays allocated until the
+ * work completes, and every rank must make the matching call with the same count, dtype, op and
+ * root (NCCL cannot check other ranks' sizes). A NULL or misaligned buffer, a byte count that
+ * overflows, a root not below nranks, an unknown dtype or op: ORDO_ERROR_INVALID_ARGUMENT, before
+ * NCCL. One thread at a time uses a communicator (ordo serialises calls on one handle).
+ * wait: waits at most timeout_ms for the work on `stream`, polling the communicator's health, so
+ * that a dead peer gives ORDO_ERROR_LIBRARY instead of a hang; then abort the communicator.
+ * abort: stops the communicator's work and frees it without the other ranks, ending the handle.
+ * destroy: waits for the queued collectives on every rank (use abort when a peer may be gone). */
+#define ORDO_NCCL_UNIQUE_ID_BYTES 128
+#define ORDO_NCCL_INT8 0
+#define ORDO_NCCL_UINT8 1
+#define ORDO_NCCL_INT32 2
+#define ORDO_NCCL_UINT32 3
+#define ORDO_NCCL_INT64 4
+#define ORDO_NCCL_UINT64 5
+#define ORDO_NCCL_FLOAT16 6
+#define ORDO_NCCL_FLOAT32 7
+#define ORDO_NCCL_FLOAT64 8
+#define ORDO_NCCL_BFLOAT16 9
+#define ORDO_NCCL_SUM 0
+#define ORDO_NCCL_PROD 1
+#define ORDO_NCCL_MAX 2
+#define ORDO_NCCL_MIN 3
+#define ORDO_NCCL_AVG 4
+typedef struct OrdoNcclComm ordo_nccl_comm;
+ordo_status ordo_nccl_get_unique_id(uint8_t* id_out, size_t id_bytes_len);
+ordo_status ordo_nccl_comm_init_rank(int device, size_t nranks, const uint8_t* id, size_t id_bytes_len, size_t rank, ordo_nccl_comm** out);
+void ordo_nccl_comm_destroy(ordo_nccl_comm* comm);
+ordo_status ordo_nccl_comm_abort(ordo_nccl_comm* comm);
+ordo_status ordo_nccl_comm_wait(ordo_nccl_comm* comm, struct CUstream_st* stream, uint32_t timeout_ms);
+ordo_status ordo_nccl_all_reduce(ordo_nccl_comm* comm, const void* send, void* recv, size_t count, int dtype, int op, struct CUstream_st* stream);
+ordo_status ordo_nccl_broadcast(ordo_nccl_comm* comm, const void* send, void* recv, size_t count, int dtype, size_t root, struct CUstream_st* stream);
+ordo_status ordo_nccl_reduce(ordo_nccl_comm* comm, const void* send, void* recv, size_t count, int dtype, int op, size_t root, struct CUstream_st* stream);
+ordo_status ordo_nccl_all_gather(ordo_nccl_comm* comm, const void* send, void* recv, size_t send_count, int dtype, struct CUstream_st* stream);
+ordo_status ordo_nccl_reduce_scatter(ordo_nccl_comm* comm, const void* send, void* recv, size_t recv_count, int dtype, int op, struct CUstream_st* stream);
+
+
 #ifdef __cplusplus
 }
 #endif

@@ -194,6 +194,16 @@ pub struct LibraryError {
     pub call: &'static str,
     /// The library's status code.
     pub status: i32,
+    /// The library's own words about the failure, when it has them (NCCL's `ncclGetLastError`).
+    pub detail: Option<&'static str>,
+}
+
+impl LibraryError {
+    /// An error of `library` with `status` from `call`, without detail.
+    #[inline]
+    pub const fn new(library: &'static str, call: &'static str, status: i32) -> LibraryError {
+        LibraryError { library, call, status, detail: None }
+    }
 }
 
 /// ordo's error: from CUDA, from another CUDA library, or from ordo's own checks.
@@ -274,7 +284,13 @@ impl fmt::Display for Error {
         match self {
             Error::Cuda(e) => fmt::Display::fmt(e, f),
             Error::Usage(u) => write!(f, "{}: {:?}: {}", u.call, u.kind, u.what),
-            Error::Library(l) => write!(f, "{} failed: {} status {}", l.call, l.library, l.status),
+            Error::Library(l) => {
+                write!(f, "{} failed: {} status {}", l.call, l.library, l.status)?;
+                match l.detail {
+                    Some(d) => write!(f, ": {d}"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -327,7 +343,8 @@ pub fn peek_last_error() -> Result<()> {
     check(unsafe { sys::cudaPeekAtLastError() }, "cudaPeekAtLastError")
 }
 
-/// The error for a create call that reported success but returned a null handle.
+/// The error for a call that reported success but returned a null handle or a value CUDA does
+/// not define (`cudaErrorUnknown`, naming the call).
 #[cold]
 pub(crate) fn null_handle(call: &'static str) -> Error {
     Error::Cuda(CudaError::new(sys::cudaError::cudaErrorUnknown, call))

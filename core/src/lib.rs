@@ -110,7 +110,7 @@ pub use graph::{capture, CaptureMode, CaptureStatus, Graph, GraphExec, Instantia
 pub use launch::{Dim3, Kernel, LaunchConfig, PdlKernel, PdlMode, PdlPlan};
 pub use memory::{
     DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, HostAllocFlags, HostRegisterFlags, Location, ManagedBuffer,
-    ManagedFlags, MemPool, MemPoolRef, PinnedBuffer, PinnedSlice, PinnedSliceMut, RegisteredHost,
+    ManagedFlags, MemPool, MemPoolRef, PinnedBuffer, PinnedSlice, PinnedSliceMut, PoolAccess, RegisteredHost,
 };
 pub use ordo_cuda_sys as sys;
 pub use stream::{AsStream, Stream, StreamFlags, StreamRef, StreamStatus};

@@ -114,11 +114,7 @@ fn defect_09_drop_errors_are_kept_oldest_first_bounded_and_counted() {
         let code = if i == 0 { sys::cudaError::cudaErrorIllegalAddress } else { sys::cudaError::cudaErrorInvalidValue };
         error::record_drop_error(code, "cudaFreeAsync");
     }
-    error::record_drop_error_value(Error::Library(LibraryError {
-        library: "cuBLAS",
-        call: "cublasDestroy_v2",
-        status: 3,
-    }));
+    error::record_drop_error_value(Error::Library(LibraryError::new("cuBLAS", "cublasDestroy_v2", 3)));
     let kept = error::take_drop_errors();
     assert_eq!(kept.len(), error::DROP_ERROR_CAPACITY);
     // The oldest are kept: the first one recorded is first.
@@ -133,9 +129,11 @@ fn defect_09_drop_errors_are_kept_oldest_first_bounded_and_counted() {
         library: "NCCL",
         call: "ncclCommDestroy",
         status: 2,
+        detail: Some("peer gone"),
     }));
     let again = error::take_drop_errors();
     assert!(matches!(again[..], [Error::Library(LibraryError { library: "NCCL", .. })]), "{again:?}");
+    assert_eq!(again[0].to_string(), "ncclCommDestroy failed: NCCL status 2: peer gone", "the detail is shown");
 }
 
 #[test]

@@ -63,7 +63,7 @@ pub struct Cublas {
 unsafe impl Send for Cublas {}
 
 fn lib_error(call: &'static str, status: Status) -> Error {
-    Error::Library(LibraryError { library: "cuBLAS", call, status })
+    Error::Library(LibraryError::new("cuBLAS", call, status))
 }
 
 impl Cublas {

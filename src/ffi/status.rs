@@ -143,7 +143,7 @@ pub(crate) fn invalid(what: &'static str) -> Failure {
 
 /// The error a C callback's non-zero status becomes inside the Rust API.
 pub(crate) fn callback_error(call: &'static str, status: OrdoStatus) -> Error {
-    Error::Library(ordo_core::LibraryError { library: CALLBACK, call, status })
+    Error::Library(ordo_core::LibraryError::new(CALLBACK, call, status))
 }
 
 /// Runs the body of `export`: with the thread's capture mode relaxed (restored after, also on a
@@ -227,7 +227,7 @@ mod tests {
         assert_eq!(status_of(&callback_error("cb", -3)), ORDO_ERROR_NOT_SUPPORTED, "one of ordo's own");
         assert_eq!(status_of(&callback_error("cb", -300)), ORDO_ERROR_LIBRARY);
         assert_eq!(status_of(&callback_error("cb", 12345)), 12345, "CUDA's space, unchanged");
-        let cublas = Error::Library(ordo_core::LibraryError { library: "cuBLAS", call: "x", status: 7 });
+        let cublas = Error::Library(ordo_core::LibraryError::new("cuBLAS", "x", 7));
         assert_eq!(status_of(&cublas), ORDO_ERROR_LIBRARY, "other libraries' codes are not CUDA's");
     }
 

@@ -19,7 +19,7 @@ mod slice;
 pub use device_buffer::DeviceBuffer;
 pub use managed::{Location, ManagedBuffer, ManagedFlags};
 pub use pinned::{HostAllocFlags, HostRegisterFlags, PinnedBuffer, RegisteredHost};
-pub use pool::{MemPool, MemPoolRef};
+pub use pool::{MemPool, MemPoolRef, PoolAccess};
 pub use slice::{DeviceSlice, DeviceSliceMut, PinnedSlice, PinnedSliceMut};
 
 use crate::error::{Error, Result};

@@ -1,0 +1,369 @@
+//! A communicator: one rank's membership of a group of ranks (`ncclComm_t`), its making
+//! (`ncclCommInitRank`, `ncclCommInitRankConfig`, `ncclCommSplit`), its health
+//! (`ncclCommGetAsyncError`) and its end (`ncclCommDestroy`, `ncclCommAbort`).
+
+use super::api::{RawComm, RawConfig, Status, CONFIG_UNDEF_INT, INTERNAL_ERROR, IN_PROGRESS, SPLIT_NOCOLOR, SUCCESS};
+use super::error::{nccl_error, timeout};
+use super::{Nccl, UniqueId};
+use core::cell::Cell;
+use core::ffi::c_int;
+use core::ptr::NonNull;
+use core::time::Duration;
+use ordo_core::{Device, Error, Result, StreamRef, StreamStatus, UsageKind};
+use std::time::Instant;
+
+/// How a communicator is made (`ncclConfig_t`); `Default` is NCCL's default for every field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommConfig {
+    /// `false`: the making and NCCL's calls on the communicator return at once, NCCL finishing
+    /// them in the background (`ncclInProgress`); poll [`Communicator::state`] or
+    /// [`Communicator::wait_ready`] before relying on them. Default `true`.
+    pub blocking: bool,
+    /// The fewest CUDA blocks (channels) NCCL's kernels use (`minCTAs`); `None`: NCCL's choice.
+    pub min_ctas: Option<u16>,
+    /// The most CUDA blocks NCCL's kernels use (`maxCTAs`), leaving the rest of the GPU to
+    /// compute that overlaps them; `None`: NCCL's choice.
+    pub max_ctas: Option<u16>,
+}
+
+impl Default for CommConfig {
+    fn default() -> CommConfig {
+        CommConfig { blocking: true, min_ctas: None, max_ctas: None }
+    }
+}
+
+impl CommConfig {
+    fn raw(&self) -> RawConfig {
+        let int = |v: Option<u16>| v.map_or(CONFIG_UNDEF_INT, c_int::from);
+        RawConfig {
+            blocking: c_int::from(self.blocking),
+            min_ctas: int(self.min_ctas),
+            max_ctas: int(self.max_ctas),
+            ..RawConfig::initializer()
+        }
+    }
+}
+
+/// What `ncclCommGetAsyncError` says of a healthy communicator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommState {
+    /// Made, and no call is running in the background.
+    Ready,
+    /// A non-blocking communicator's making or call is still running in the background.
+    InProgress,
+}
+
+/// One rank of a group of ranks (`ncclComm_t`), on one device.
+///
+/// `Send` but not `Sync`: NCCL does not allow two threads to call on one communicator at once,
+/// and the type system keeps it so (the calls take `&self`, so several can be made inside one
+/// [`Group`](super::Group)).
+///
+/// # Drop
+/// Dropping it calls `ncclCommDestroy`, which **blocks** until the collectives queued on it have
+/// completed (on every rank: a dead peer makes it wait forever — call [`abort`](Self::abort)
+/// instead when a peer may be gone) and synchronises its device like `cudaFree`. So drop it
+/// outside hot paths and never inside a stream capture. A failure is kept for
+/// [`take_drop_errors`](ordo_core::error::take_drop_errors) as an [`Error::Library`].
+pub struct Communicator {
+    raw: NonNull<core::ffi::c_void>,
+    nccl: Nccl,
+    device: Device,
+    rank: Cell<usize>,
+    ranks: Cell<usize>,
+    /// Whether `rank` and `ranks` are known (not yet for a non-blocking split still in progress).
+    known: Cell<bool>,
+}
+
+// SAFETY: a communicator may be used from another thread than the one that made it; one thread
+// at a time (it is not `Sync`).
+unsafe impl Send for Communicator {}
+
+impl core::fmt::Debug for Communicator {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Communicator")
+            .field("device", &self.device)
+            .field("rank", &self.rank.get())
+            .field("ranks", &self.ranks.get())
+            .finish()
+    }
+}
+
+/// `(ranks, rank)` as NCCL's ints, checked: at least one rank, `rank` below `ranks`.
+fn rank_args(call: &'static str, ranks: usize, rank: usize) -> Result<(c_int, c_int)> {
+    if ranks == 0 {
+        return Err(Error::invalid(call, "a communicator has at least one rank"));
+    }
+    if rank >= ranks {
+        return Err(Error::invalid(call, "the rank must be below the number of ranks"));
+    }
+    let ranks = c_int::try_from(ranks).map_err(|_| Error::invalid(call, "more ranks than an int holds"))?;
+    Ok((ranks, rank as c_int))
+}
+
+fn missing(call: &'static str) -> Error {
+    Error::usage(UsageKind::NotSupported, call, "the loaded NCCL is too old for this call (a symbol is missing)")
+}
+
+impl Communicator {
+    /// Wraps a communicator NCCL made; `None` for null.
+    pub(crate) fn from_raw(
+        raw: RawComm,
+        nccl: Nccl,
+        device: Device,
+        rank: usize,
+        ranks: usize,
+    ) -> Option<Communicator> {
+        NonNull::new(raw).map(|raw| Communicator {
+            raw,
+            nccl,
+            device,
+            rank: Cell::new(rank),
+            ranks: Cell::new(ranks),
+            known: Cell::new(true),
+        })
+    }
+
+    #[inline(always)]
+    pub(crate) fn as_raw(&self) -> RawComm {
+        self.raw.as_ptr()
+    }
+
+    /// The loaded library the communicator uses (for [`Nccl::group`]).
+    #[inline]
+    pub fn nccl_library(&self) -> &Nccl {
+        &self.nccl
+    }
+
+    /// The error for `status` returned by `call` on this communicator, with NCCL's text.
+    #[cold]
+    pub(crate) fn error(&self, call: &'static str, status: Status) -> Error {
+        nccl_error(self.nccl.api(), self.as_raw(), call, status)
+    }
+
+    /// Makes rank `rank` of `ranks` on `device` (`ncclCommInitRank`, with `device` current for
+    /// the call), joining the ranks that pass the same `id`. Blocks until every rank has joined:
+    /// call it on each rank's own process or thread, or inside a [`Group`](super::Group).
+    pub fn init_rank(nccl: &Nccl, device: Device, ranks: usize, id: &UniqueId, rank: usize) -> Result<Communicator> {
+        let (n, r) = rank_args("Communicator::init_rank", ranks, rank)?;
+        let mut raw: RawComm = core::ptr::null_mut();
+        let status = device.with_current(|| {
+            // SAFETY: `raw` is writable; the id is passed by value; ranks checked.
+            Ok(unsafe { (nccl.api().init_rank)(&mut raw, n, id.to_raw(), r) })
+        })?;
+        if status != SUCCESS {
+            return Err(nccl_error(nccl.api(), raw, "ncclCommInitRank", status));
+        }
+        Communicator::from_raw(raw, nccl.clone(), device, rank, ranks)
+            .ok_or_else(|| nccl_error(nccl.api(), raw, "ncclCommInitRank", INTERNAL_ERROR))
+    }
+
+    /// As [`init_rank`](Self::init_rank), with `config` (`ncclCommInitRankConfig`, NCCL 2.14
+    /// and later). Non-blocking (`config.blocking == false`): returns at once with the
+    /// communicator still being made; [`wait_ready`](Self::wait_ready) before its first call.
+    pub fn init_rank_config(
+        nccl: &Nccl,
+        device: Device,
+        ranks: usize,
+        id: &UniqueId,
+        rank: usize,
+        config: &CommConfig,
+    ) -> Result<Communicator> {
+        const CALL: &str = "ncclCommInitRankConfig";
+        let (n, r) = rank_args("Communicator::init_rank_config", ranks, rank)?;
+        let init = nccl.api().init_rank_config.ok_or_else(|| missing("Communicator::init_rank_config"))?;
+        let mut raw_config = config.raw();
+        let mut raw: RawComm = core::ptr::null_mut();
+        let status = device.with_current(|| {
+            // SAFETY: `raw` and `raw_config` are writable and live for the call (NCCL copies the
+            // config); the id is passed by value; ranks checked.
+            Ok(unsafe { init(&mut raw, n, id.to_raw(), r, &mut raw_config) })
+        })?;
+        if status != SUCCESS && status != IN_PROGRESS {
+            if let Some(c) = NonNull::new(raw) {
+                // SAFETY: a communicator NCCL handed out before failing; nobody else has it.
+                unsafe { (nccl.api().abort)(c.as_ptr()) };
+            }
+            return Err(nccl_error(nccl.api(), core::ptr::null_mut(), CALL, status));
+        }
+        Communicator::from_raw(raw, nccl.clone(), device, rank, ranks)
+            .ok_or_else(|| nccl_error(nccl.api(), core::ptr::null_mut(), CALL, INTERNAL_ERROR))
+    }
+
+    /// Splits the communicator (`ncclCommSplit`, NCCL 2.18 and later): every rank calls it; the
+    /// ranks that pass the same `color` form a new communicator, ordered by `key` (then by their
+    /// rank here). `color: None` (`NCCL_SPLIT_NOCOLOR`) takes part without joining one: `Ok(None)`.
+    /// `config: None` inherits this communicator's. Blocks like [`init_rank`](Self::init_rank)
+    /// unless non-blocking.
+    pub fn split(&self, color: Option<u32>, key: i32, config: Option<&CommConfig>) -> Result<Option<Communicator>> {
+        const CALL: &str = "ncclCommSplit";
+        let split = self.nccl.api().split.ok_or_else(|| missing("Communicator::split"))?;
+        let color = match color {
+            None => SPLIT_NOCOLOR,
+            Some(c) => c_int::try_from(c).map_err(|_| Error::invalid("Communicator::split", "color above i32::MAX"))?,
+        };
+        let mut raw_config = config.map(CommConfig::raw);
+        let config_ptr = raw_config.as_mut().map_or(core::ptr::null_mut(), |c| c as *mut RawConfig);
+        let mut raw: RawComm = core::ptr::null_mut();
+        let status = self.device.with_current(|| {
+            // SAFETY: a live communicator; `raw` writable; the config null or live for the call.
+            Ok(unsafe { split(self.as_raw(), color, key, &mut raw, config_ptr) })
+        })?;
+        if status != SUCCESS && status != IN_PROGRESS {
+            return Err(self.error(CALL, status));
+        }
+        let Some(c) = Communicator::from_raw(raw, self.nccl.clone(), self.device, 0, 1) else {
+            return Ok(None);
+        };
+        // A non-blocking split still in progress has no rank yet: known after `wait_ready`.
+        c.known.set(false);
+        if status == SUCCESS {
+            c.learn_ranks()?;
+        }
+        Ok(Some(c))
+    }
+
+    fn learn_ranks(&self) -> Result<()> {
+        self.ranks.set(self.query_count()?);
+        self.rank.set(self.query_rank()?);
+        self.known.set(true);
+        Ok(())
+    }
+
+    fn query_count(&self) -> Result<usize> {
+        let mut v: c_int = 0;
+        // SAFETY: a live communicator; `v` writable.
+        let status = unsafe { (self.nccl.api().count)(self.as_raw(), &mut v) };
+        if status != SUCCESS {
+            return Err(self.error("ncclCommCount", status));
+        }
+        usize::try_from(v).map_err(|_| self.error("ncclCommCount", INTERNAL_ERROR))
+    }
+
+    fn query_rank(&self) -> Result<usize> {
+        let mut v: c_int = 0;
+        // SAFETY: a live communicator; `v` writable.
+        let status = unsafe { (self.nccl.api().user_rank)(self.as_raw(), &mut v) };
+        if status != SUCCESS {
+            return Err(self.error("ncclCommUserRank", status));
+        }
+        usize::try_from(v).map_err(|_| self.error("ncclCommUserRank", INTERNAL_ERROR))
+    }
+
+    /// This rank, from 0. (A non-blocking [`split`](Self::split)'s communicator knows it once
+    /// [`wait_ready`](Self::wait_ready) has returned; 0 before.)
+    #[inline]
+    pub fn rank(&self) -> usize {
+        self.rank.get()
+    }
+
+    /// The number of ranks (1 before a non-blocking split's `wait_ready`, as for [`rank`](Self::rank)).
+    #[inline]
+    pub fn ranks(&self) -> usize {
+        self.ranks.get()
+    }
+
+    /// The device of this rank.
+    #[inline]
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    /// The communicator's health (`ncclCommGetAsyncError`): `Ready`, `InProgress` (a
+    /// non-blocking communicator still working), or the error that broke it (a peer gone, a
+    /// network failure), after which only [`abort`](Self::abort) is left.
+    pub fn state(&self) -> Result<CommState> {
+        let mut state: Status = SUCCESS;
+        // SAFETY: a live communicator; `state` writable.
+        let status = unsafe { (self.nccl.api().async_error)(self.as_raw(), &mut state) };
+        if status != SUCCESS {
+            return Err(self.error("ncclCommGetAsyncError", status));
+        }
+        match state {
+            SUCCESS => Ok(CommState::Ready),
+            IN_PROGRESS => Ok(CommState::InProgress),
+            broken => Err(self.error("ncclCommGetAsyncError", broken)),
+        }
+    }
+
+    /// Waits until a non-blocking communicator is made or its last call has finished in the
+    /// background ([`state`](Self::state) is `Ready`), polling; an error of the communicator, or
+    /// `ncclTimeout` once `timeout` has passed.
+    pub fn wait_ready(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut pause = Duration::from_micros(20);
+        loop {
+            if self.state()? == CommState::Ready {
+                if !self.known.get() {
+                    self.learn_ranks()?;
+                }
+                return Ok(());
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(super::error::timeout("Communicator::wait_ready"));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
+    }
+
+    /// Waits on the host until the work enqueued so far on `stream` has completed, without
+    /// hanging on a dead peer: polls the stream (`cudaStreamQuery`) and the communicator's
+    /// health (`ncclCommGetAsyncError`) until the work is done (`Ok`), the communicator reports
+    /// an error (that error: a peer gone, `ncclRemoteError` or `ncclSystemError`), or `timeout`
+    /// passes (`ncclTimeout`). After an error, [`abort`](Self::abort) the communicator: its
+    /// kernels then stop and the stream drains. Not for use while `stream` captures.
+    pub fn wait(&self, stream: StreamRef<'_>, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut pause = Duration::from_micros(20);
+        loop {
+            self.state()?;
+            if stream.query()? == StreamStatus::Ready {
+                return Ok(());
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(timeout_error());
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
+    }
+
+    /// Aborts the communicator (`ncclCommAbort`): stops its work still running on the device and
+    /// frees it without waiting for the other ranks. For a communicator whose peer may be gone,
+    /// where dropping it (`ncclCommDestroy`) could wait forever.
+    pub fn abort(self) -> Result<()> {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: our communicator, not used again (not dropped).
+        let status = unsafe { (this.nccl.api().abort)(this.as_raw()) };
+        // SAFETY: the library handle is moved out once, the communicator is forgotten.
+        let nccl = unsafe { core::ptr::read(&this.nccl) };
+        let result = if status != SUCCESS {
+            Err(nccl_error(nccl.api(), core::ptr::null_mut(), "ncclCommAbort", status))
+        } else {
+            Ok(())
+        };
+        drop(nccl);
+        result
+    }
+}
+
+fn timeout_error() -> Error {
+    timeout("Communicator::wait")
+}
+
+impl Drop for Communicator {
+    /// Waits for the queued collectives (see [`Communicator`]).
+    fn drop(&mut self) {
+        // SAFETY: our communicator; the library stays loaded until `self.nccl` drops after this.
+        let status = unsafe { (self.nccl.api().destroy)(self.as_raw()) };
+        if status != SUCCESS && status != IN_PROGRESS {
+            ordo_core::error::record_drop_error_value(nccl_error(
+                self.nccl.api(),
+                core::ptr::null_mut(),
+                "ncclCommDestroy",
+                status,
+            ));
+        }
+    }
+}
