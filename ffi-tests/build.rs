@@ -6,6 +6,7 @@ fn main() -> ExitCode {
     println!("cargo::rerun-if-changed=c");
     println!("cargo::rerun-if-changed=cpp");
     println!("cargo::rerun-if-changed=../include/ordo.h");
+    println!("cargo::rerun-if-changed=../include/ordo.hpp");
     println!("cargo::rerun-if-changed=../src/ffi");
     if let Err(e) = embed_ffi_sources() {
         eprintln!("ordo-ffi-tests: listing ../src/ffi failed: {e}");
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         .define("ORDO_TEST_EXPECTED_VERSION", Some(format!("\"{}\"", env!("CARGO_PKG_VERSION")).as_str()))
         .file("cpp/header_cpp17.cpp")
         .file("cpp/status_and_arguments.cpp")
+        .file("cpp/hpp_program.cpp")
         .try_compile("ordo_ffi_cpp");
     let Some(nvcc) = std::env::var_os("DEP_CUDART_NVCC") else {
         eprintln!("ordo-ffi-tests: the CUDA toolkit ordo-cuda-sys found has no nvcc");
@@ -55,6 +57,7 @@ fn main() -> ExitCode {
         .flag("-gencode=arch=compute_90,code=sm_90")
         .file("cpp/mixed.cu")
         .file("cpp/captures.cu")
+        .file("cpp/hpp_gpu.cu")
         .try_compile("ordo_ffi_mixed");
     for (what, r) in [("header as C99", c99), ("C++ programs", cpp), ("CUDA C++ program", mixed)] {
         if let Err(e) = r {

@@ -17,6 +17,14 @@ pub mod programs {
         /// cache in a capture and re-entered from its body, another thread's global capture left
         /// valid, stale and wrong-kind handles. Needs a GPU. Returns the number of failed checks.
         pub fn ffi_captures_main() -> i32;
+        /// `cpp/hpp_program.cpp`: `ordo.hpp`'s compile-time stream rules, errors thrown with the
+        /// thread's last error, RAII handles; with `driver_present` 0, the no-driver error.
+        /// Returns the number of failed checks.
+        pub fn ffi_hpp_main(driver_present: i32) -> i32;
+        /// `cpp/hpp_gpu.cu`: `ordo.hpp` on a GPU: a timer, a graph cache with a lambda body, the
+        /// pipeline with lambda computes, exceptions from callbacks rethrown to the caller. Needs
+        /// a GPU. Returns the number of failed checks.
+        pub fn ffi_hpp_gpu_main() -> i32;
     }
 }
 

@@ -14,6 +14,20 @@ fn cpp_program_gets_documented_statuses_with_or_without_a_driver() {
 }
 
 #[test]
+fn cpp17_program_uses_ordo_hpp_with_or_without_a_driver() {
+    let fails = unsafe { programs::ffi_hpp_main(i32::from(driver_present())) };
+    assert_eq!(fails, 0, "failed checks in cpp/hpp_program.cpp (printed above)");
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn cpp17_program_uses_ordo_hpp_on_the_gpu() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
+    let fails = unsafe { programs::ffi_hpp_gpu_main() };
+    assert_eq!(fails, 0, "failed checks in cpp/hpp_gpu.cu (printed above)");
+}
+
+#[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn cpp_program_mixes_its_kernels_and_graph_with_ordo_calls() {
     let _gpu = ordo_ffi_tests::gpu_lock();

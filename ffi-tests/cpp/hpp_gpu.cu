@@ -1,0 +1,108 @@
+// A CUDA C++17 program against ordo.hpp on a GPU: a timer, a staging ring, a graph cache whose body
+// is a lambda launching the program's own kernel, and the pipeline with a lambda compute, one that
+// succeeds and one that throws (the exception comes back to the caller after ordo has joined its
+// workers). Returns the number of failed checks.
+#include "ordo.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+int fails = 0;
+void expect_true(const char* what, bool ok) {
+    if (!ok) {
+        std::printf("FAIL %s\n", what);
+        ++fails;
+    }
+}
+__global__ void hpp_add(float* x, int n, float k) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] += k;
+}
+__global__ void hpp_twice(const float* in, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2.0f * in[i] + 1.0f;
+}
+}  // namespace
+
+extern "C" int ffi_hpp_gpu_main() {
+    fails = 0;
+    cudaStream_t raw;
+    cudaStreamCreateWithFlags(&raw, cudaStreamNonBlocking);
+    ordo::stream_ref s(raw);
+    try {
+        // Timer: nullopt or a time, never a throw, for "not yet".
+        ordo::timer t;
+        t.start(s);
+        t.stop(s);
+        cudaStreamSynchronize(raw);
+        auto ms = t.elapsed_ms();
+        expect_true("timer elapsed", ms.has_value() && *ms >= 0.0f);
+
+        // Graph cache with a lambda body: bucket 8 for n = 5, replayed twice.
+        float* x = nullptr;
+        cudaMalloc(&x, 64 * sizeof(float));
+        cudaMemset(x, 0, 64 * sizeof(float));
+        int calls = 0;
+        ordo::graph_cache cache({4, 8, 16}, false, [&](ordo::stream_ref st, size_t bucket) {
+            ++calls;
+            hpp_add<<<1, 64, 0, st.get()>>>(x, (int)bucket, 1.0f);
+        });
+        size_t b1 = cache.run(s, 5);
+        size_t b2 = cache.run(s, 7);
+        std::vector<float> back(64);
+        cudaMemcpyAsync(back.data(), x, 64 * sizeof(float), cudaMemcpyDeviceToHost, raw);
+        cudaStreamSynchronize(raw);
+        expect_true("graph cache buckets", b1 == 8 && b2 == 8 && calls == 1);
+        expect_true("graph cache results", back[0] == 2.0f && back[7] == 2.0f && back[8] == 0.0f);
+
+        // A body that throws: the exception comes back from run().
+        ordo::graph_cache throwing({4}, false, [](ordo::stream_ref, size_t) { throw std::runtime_error("body says no"); });
+        try {
+            throwing.run(s, 3);
+            expect_true("a throwing body's exception is rethrown", false);
+        } catch (const std::runtime_error& e) {
+            expect_true("the body's own exception", std::strcmp(e.what(), "body says no") == 0);
+        }
+
+        // Pipeline with a lambda compute.
+        const size_t n = 1 << 16;
+        float *h_in = nullptr, *h_out = nullptr, *d_in = nullptr, *d_out = nullptr;
+        cudaMallocHost(&h_in, n * sizeof(float));
+        cudaMallocHost(&h_out, n * sizeof(float));
+        cudaMalloc(&d_in, n * sizeof(float));
+        cudaMalloc(&d_out, n * sizeof(float));
+        for (size_t i = 0; i < n; ++i) h_in[i] = (float)(i % 97) * 0.25f;
+        ordo::pipeline_run(s, h_in, d_in, d_out, h_out, n, 8,
+                           [](ordo::stream_ref st, const float* in, float* out, size_t count) {
+                               hpp_twice<<<(unsigned)((count + 255) / 256), 256, 0, st.get()>>>(in, out, (int)count);
+                           });
+        cudaStreamSynchronize(raw);
+        bool ok = true;
+        for (size_t i = 0; i < n; ++i) ok = ok && h_out[i] == 2.0f * h_in[i] + 1.0f;
+        expect_true("pipeline with a lambda", ok);
+        int chunk = 0;
+        try {
+            ordo::pipeline_run(s, h_in, d_in, d_out, h_out, n, 8, [&](ordo::stream_ref, const float*, float*, size_t) {
+                if (++chunk == 2) throw std::runtime_error("compute says no");
+            });
+            expect_true("a throwing compute's exception is rethrown", false);
+        } catch (const std::runtime_error& e) {
+            expect_true("the compute's own exception", std::strcmp(e.what(), "compute says no") == 0 && chunk == 2);
+        }
+        cudaStreamSynchronize(raw);
+        cudaFreeHost(h_in);
+        cudaFreeHost(h_out);
+        cudaFree(d_in);
+        cudaFree(d_out);
+        cudaFree(x);
+    } catch (const ordo::error& e) {
+        std::printf("FAIL ordo::error %d: %s (%s)\n", e.status(), e.what(), e.call().c_str());
+        ++fails;
+    }
+    cudaStreamDestroy(raw);
+    return fails;
+}

@@ -1,0 +1,78 @@
+// A C++17 program against ordo.hpp: the stream reference's compile-time rules, errors thrown with
+// the thread's last error, RAII handles. Runs with or without a driver.
+#include "ordo.hpp"
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <type_traits>
+
+namespace {
+int fails = 0;
+void expect_true(const char* what, bool ok) {
+    if (!ok) {
+        std::printf("FAIL %s\n", what);
+        ++fails;
+    }
+}
+// The legacy stream can only be named on purpose.
+static_assert(!std::is_default_constructible_v<ordo::stream_ref>, "no default stream by accident");
+static_assert(!std::is_constructible_v<ordo::stream_ref, int>, "not from 0");
+static_assert(!std::is_constructible_v<ordo::stream_ref, std::nullptr_t>, "not from nullptr");
+static_assert(std::is_constructible_v<ordo::stream_ref, CUstream_st*>, "from a cudaStream_t");
+static_assert(!std::is_copy_constructible_v<ordo::timer> && std::is_nothrow_move_constructible_v<ordo::timer>);
+static_assert(!std::is_copy_constructible_v<ordo::staging_ring> && !std::is_copy_constructible_v<ordo::graph_cache>);
+static_assert(std::is_base_of_v<std::exception, ordo::error>);
+}  // namespace
+
+extern "C" int ffi_hpp_main(int driver_present) {
+    fails = 0;
+    expect_true("header and library versions", ordo::header_matches_library());
+    const ordo::stream_ref legacy = ordo::stream_ref::legacy();
+    expect_true("legacy stream value", legacy.get() == reinterpret_cast<CUstream_st*>(0x1));
+    // A null stream held in a variable is refused at run time.
+    CUstream_st* none = nullptr;
+    try {
+        ordo::stream_ref s(none);
+        (void)s;
+        expect_true("a null stream_ref throws", false);
+    } catch (const ordo::error& e) {
+        expect_true("null stream_ref status", e.status() == ORDO_ERROR_INVALID_ARGUMENT);
+    }
+    // A refused argument throws ordo::error with the detail of the thread's last error.
+    float f = 0;
+    try {
+        ordo::gemv_normalize(legacy, nullptr, &f, &f, 1, 1);
+        expect_true("gemv with a null matrix throws", false);
+    } catch (const ordo::error& e) {
+        expect_true("gemv status", e.status() == ORDO_ERROR_INVALID_ARGUMENT);
+        expect_true("gemv message", std::strstr(e.what(), "null a") != nullptr);
+        expect_true("gemv call", e.call() == "ordo C ABI");
+        expect_true("gemv not sticky", !e.sticky() && e.cuda_error() == 0);
+    }
+    // ordo::check: success and "not yet" are answers, not failures.
+    expect_true("check success", ordo::check(ORDO_SUCCESS));
+    expect_true("check not ready", !ordo::check(ORDO_NOT_READY));
+    try {
+        ordo::check(700);
+        expect_true("check 700 throws", false);
+    } catch (const ordo::error& e) {
+        expect_true("700 is sticky", e.sticky() && e.status() == 700);
+    }
+    // Without a driver, making a timer fails with CUDA's code, thrown; with one, it works.
+    try {
+        ordo::timer t;
+        ordo::timer moved(std::move(t));
+        expect_true("timer with a driver", driver_present != 0 && moved.get() != nullptr && t.get() == nullptr);
+    } catch (const ordo::error& e) {
+        expect_true("timer without a driver", driver_present == 0 && e.cuda_error() == e.status() && e.status() > 0);
+    }
+    // A graph cache's bad arguments (decreasing buckets) throw before anything else.
+    try {
+        ordo::graph_cache c({4, 2}, false, [](ordo::stream_ref, size_t) {});
+        expect_true("decreasing buckets throw", false);
+    } catch (const ordo::error& e) {
+        expect_true("bucket status", e.status() == ORDO_ERROR_INVALID_ARGUMENT);
+    }
+    return fails;
+}
