@@ -338,3 +338,122 @@ double bl_pipeline_ms(const float* h_in, float* d_in, float* h_out, size_t n, in
 }
 
 }  // extern "C"
+
+// ---- Several GPUs -------------------------------------------------------------------------------
+#include <cstdlib>
+#include <dlfcn.h>
+#include <vector>
+
+extern "C" {
+
+// `bytes` of cudaMalloc memory on `device` (made current for the call), as a C++ user allocates it.
+void* bl_device_alloc(int device, size_t bytes) {
+    int previous = 0;
+    cudaGetDevice(&previous);
+    cudaSetDevice(device);
+    void* p = nullptr;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) p = nullptr;
+    cudaSetDevice(previous);
+    return p;
+}
+void bl_device_free(int device, void* p) {
+    int previous = 0;
+    cudaGetDevice(&previous);
+    cudaSetDevice(device);
+    cudaFree(p);
+    cudaSetDevice(previous);
+}
+
+// One cudaMemcpyPeerAsync of `bytes` on `s` (a stream of dst_device); GPU ms from events of that
+// device.
+double bl_peer_copy_ms(void* dst, int dst_device, const void* src, int src_device, size_t bytes, cudaStream_t s) {
+    int previous = 0;
+    cudaGetDevice(&previous);
+    cudaSetDevice(dst_device);
+    double ms = gpu_ms(s, [&] { cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, s); });
+    cudaSetDevice(previous);
+    return ms;
+}
+
+// Both directions at once: a0 (device 0) -> b1 (device 1) on s1, a1 -> b0 on s0; host ms from the
+// enqueue to both streams synchronised.
+double bl_peer_both_ms(void* b0, const void* a0, void* b1, const void* a1, size_t bytes, cudaStream_t s0,
+                       cudaStream_t s1) {
+    cudaStreamSynchronize(s0);
+    cudaStreamSynchronize(s1);
+    double t0 = now_us();
+    cudaMemcpyPeerAsync(b1, 1, a0, 0, bytes, s1);
+    cudaMemcpyPeerAsync(b0, 0, a1, 1, bytes, s0);
+    cudaStreamSynchronize(s0);
+    cudaStreamSynchronize(s1);
+    return (now_us() - t0) / 1e3;
+}
+
+}  // extern "C"
+
+namespace {
+// NCCL, loaded at run time as ordo loads it (libnccl.so.2, or ORDO_NCCL), called as a C++ user
+// calls it: ncclCommInitAll, then one group of ncclAllReduce calls an iteration.
+typedef struct ncclComm* nccl_comm_t;
+struct BlNccl {
+    void* lib = nullptr;
+    int (*init_all)(nccl_comm_t*, int, const int*) = nullptr;
+    int (*all_reduce)(const void*, void*, size_t, int, int, nccl_comm_t, cudaStream_t) = nullptr;
+    int (*group_start)() = nullptr;
+    int (*group_end)() = nullptr;
+    int (*destroy)(nccl_comm_t) = nullptr;
+    std::vector<nccl_comm_t> comms;
+};
+}  // namespace
+
+extern "C" {
+
+// NCCL communicators for devices 0 .. ndev-1 of this process; NULL when NCCL cannot be loaded or
+// initialised.
+void* bl_nccl_open(int ndev) {
+    const char* name = getenv("ORDO_NCCL");
+    void* lib = dlopen(name && *name ? name : "libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return nullptr;
+    BlNccl* n = new BlNccl;
+    n->lib = lib;
+    n->init_all = (int (*)(nccl_comm_t*, int, const int*))dlsym(lib, "ncclCommInitAll");
+    n->all_reduce = (int (*)(const void*, void*, size_t, int, int, nccl_comm_t, cudaStream_t))dlsym(lib, "ncclAllReduce");
+    n->group_start = (int (*)())dlsym(lib, "ncclGroupStart");
+    n->group_end = (int (*)())dlsym(lib, "ncclGroupEnd");
+    n->destroy = (int (*)(nccl_comm_t))dlsym(lib, "ncclCommDestroy");
+    std::vector<int> devs(ndev);
+    for (int i = 0; i < ndev; ++i) devs[i] = i;
+    n->comms.resize(ndev);
+    if (!n->init_all || !n->all_reduce || !n->group_start || !n->group_end || !n->destroy ||
+        n->init_all(n->comms.data(), ndev, devs.data()) != 0) {
+        dlclose(lib);
+        delete n;
+        return nullptr;
+    }
+    return n;
+}
+
+void bl_nccl_close(void* handle) {
+    BlNccl* n = static_cast<BlNccl*>(handle);
+    if (!n) return;
+    for (nccl_comm_t c : n->comms) n->destroy(c);
+    delete n;  // the library stays loaded: ordo's copy of it may be in use
+}
+
+// `iters` float sum all-reduces of `count` elements over every rank (send[i], recv[i] on
+// streams[i]), one group an iteration; host microseconds an iteration, all streams synchronised.
+double bl_nccl_all_reduce_us(void* handle, float** send, float** recv, size_t count, cudaStream_t* streams, int iters) {
+    BlNccl* n = static_cast<BlNccl*>(handle);
+    const int ndev = (int)n->comms.size();
+    for (int i = 0; i < ndev; ++i) cudaStreamSynchronize(streams[i]);
+    double t0 = now_us();
+    for (int it = 0; it < iters; ++it) {
+        n->group_start();
+        for (int i = 0; i < ndev; ++i) n->all_reduce(send[i], recv[i], count, 7 /* ncclFloat32 */, 0 /* ncclSum */, n->comms[i], streams[i]);
+        n->group_end();
+    }
+    for (int i = 0; i < ndev; ++i) cudaStreamSynchronize(streams[i]);
+    return (now_us() - t0) / iters;
+}
+
+}  // extern "C"

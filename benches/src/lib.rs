@@ -41,6 +41,35 @@ pub mod cpp {
             s: cudaStream_t,
         ) -> f64;
         pub fn bl_stamp_run(s: cudaStream_t, st: *mut u64, count: i32, spin_ns: u64);
+        pub fn bl_device_alloc(device: i32, bytes: usize) -> *mut core::ffi::c_void;
+        pub fn bl_device_free(device: i32, p: *mut core::ffi::c_void);
+        pub fn bl_peer_copy_ms(
+            dst: *mut core::ffi::c_void,
+            dst_device: i32,
+            src: *const core::ffi::c_void,
+            src_device: i32,
+            bytes: usize,
+            s: cudaStream_t,
+        ) -> f64;
+        pub fn bl_peer_both_ms(
+            b0: *mut core::ffi::c_void,
+            a0: *const core::ffi::c_void,
+            b1: *mut core::ffi::c_void,
+            a1: *const core::ffi::c_void,
+            bytes: usize,
+            s0: cudaStream_t,
+            s1: cudaStream_t,
+        ) -> f64;
+        pub fn bl_nccl_open(ndev: i32) -> *mut core::ffi::c_void;
+        pub fn bl_nccl_close(handle: *mut core::ffi::c_void);
+        pub fn bl_nccl_all_reduce_us(
+            handle: *mut core::ffi::c_void,
+            send: *const *mut f32,
+            recv: *const *mut f32,
+            count: usize,
+            streams: *const cudaStream_t,
+            iters: i32,
+        ) -> f64;
         pub fn bl_chain_stamped(
             s: cudaStream_t,
             a: *mut f32,

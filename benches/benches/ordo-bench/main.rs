@@ -11,6 +11,7 @@ mod cudarc_side;
 mod gaps;
 mod graph;
 mod launch;
+mod multi;
 mod output;
 mod pdl;
 mod pipeline;
@@ -127,7 +128,7 @@ fn main() -> ExitCode {
     }
     println!("{:<9} {:<60} {:>10} {:>10} {:<5} {:>7}", "group", "figure", "ordo", "baseline", "unit", "ratio");
     type Group = fn(&mut Report, usize) -> Result<()>;
-    let groups: [(&str, Group); 7] = [
+    let groups: [(&str, Group); 8] = [
         ("launch", launch::launch_group),
         ("gaps", gaps::gaps_group),
         ("graph", graph::graph_group),
@@ -135,6 +136,7 @@ fn main() -> ExitCode {
         ("small", small_ops::small_ops_group),
         ("copy", copies::copy_group),
         ("pipeline", pipeline::pipeline_group),
+        ("multi", multi::multi_group),
     ];
     for (name, g) in groups {
         if let Err(e) = g(&mut r, rounds) {

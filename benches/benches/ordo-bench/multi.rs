@@ -1,0 +1,222 @@
+//! Several GPUs (only with two or more): peer copies of stream-ordered pool memory once ordo granted
+//! the pools to each other, against `cudaMemcpyPeerAsync` of `cudaMalloc` memory in plain C++; and
+//! NCCL all-reduce bus bandwidth (nccl-tests' definition, busbw = algbw x 2(n-1)/n) from 8 B to
+//! 1 GiB, ordo's call against the same NCCL call made from C++, interleaved.
+
+use crate::Report;
+use ordo_benches::{cpp, interleave};
+use ordo_core::memory::copy;
+use ordo_core::*;
+use ordo_kernels::nccl::bandwidth::{bandwidth_gbps, Collective};
+use ordo_kernels::nccl::Communicators;
+use std::time::Instant;
+
+pub(crate) fn multi_group(r: &mut Report, rounds: usize) -> Result<()> {
+    let count = device::count()?;
+    if count < 2 {
+        r.add("multi", "several GPUs: skipped", "", f64::NAN, None, format!("{count} GPU here"));
+        return Ok(());
+    }
+    let (d0, d1) = (Device::new(0)?, Device::new(1)?);
+    peer_copies(r, rounds, d0, d1)?;
+    all_reduce(r, rounds, d0, d1)
+}
+
+fn peer_copies(r: &mut Report, rounds: usize, d0: Device, d1: Device) -> Result<()> {
+    r.progress("peer copies");
+    const N: usize = 64 << 20; // 256 MiB of f32
+    let bytes = N * 4;
+    d0.enable_peer_access_with_pools(d1)?;
+    let s0 = d0.with_current(Stream::new)?;
+    let s1 = d1.with_current(Stream::new)?;
+    let (start, end) = d1.with_current(|| Ok((TimingEvent::new()?, TimingEvent::new()?)))?;
+    let a0 = d0.with_current(|| DeviceBuffer::<f32>::zeroed_async(N, s0.as_stream()))?;
+    let mut b0 = d0.with_current(|| DeviceBuffer::<f32>::zeroed_async(N, s0.as_stream()))?;
+    let a1 = d1.with_current(|| DeviceBuffer::<f32>::zeroed_async(N, s1.as_stream()))?;
+    let mut b1 = d1.with_current(|| DeviceBuffer::<f32>::zeroed_async(N, s1.as_stream()))?;
+    s0.synchronize()?;
+    s1.synchronize()?;
+    // The C++ user's memory: cudaMalloc on each device.
+    // SAFETY: plain allocations, freed below.
+    let (ca0, cb0, ca1, cb1) = unsafe {
+        (
+            cpp::bl_device_alloc(0, bytes),
+            cpp::bl_device_alloc(0, bytes),
+            cpp::bl_device_alloc(1, bytes),
+            cpp::bl_device_alloc(1, bytes),
+        )
+    };
+    if [ca0, cb0, ca1, cb1].iter().any(|p| p.is_null()) {
+        return Err(Error::invalid("ordo-bench multi", "cudaMalloc of the C++ baseline's buffers failed"));
+    }
+    let (pa0, pb0, pa1, pb1) = (a0.as_ptr(), b0.as_mut_ptr(), a1.as_ptr(), b1.as_mut_ptr());
+    let (r0, r1) = (s0.as_stream(), s1.as_stream());
+    let ordo_one = || -> Result<f64> {
+        start.record(r1)?;
+        // SAFETY: both buffers hold N floats and outlive the copy, which is waited for.
+        unsafe {
+            copy::peer_async(DeviceSliceMut::from_raw_parts(pb1, N), d1, DeviceSlice::from_raw_parts(pa0, N), d0, r1)?
+        };
+        end.record(r1)?;
+        end.synchronize()?;
+        Ok(f64::from(end.elapsed_ms_since(&start)?))
+    };
+    let ordo_both = || -> Result<f64> {
+        r0.synchronize()?;
+        r1.synchronize()?;
+        let t0 = Instant::now();
+        // SAFETY: as above, both directions; both streams are waited for.
+        unsafe {
+            copy::peer_async(DeviceSliceMut::from_raw_parts(pb1, N), d1, DeviceSlice::from_raw_parts(pa0, N), d0, r1)?;
+            copy::peer_async(DeviceSliceMut::from_raw_parts(pb0, N), d0, DeviceSlice::from_raw_parts(pa1, N), d1, r0)?;
+        }
+        r0.synchronize()?;
+        r1.synchronize()?;
+        Ok(t0.elapsed().as_secs_f64() * 1e3)
+    };
+    let m = interleave(
+        rounds,
+        &mut [
+            &mut || ordo_one(),
+            // SAFETY: the C++ buffers hold `bytes` each; the call waits for its copy.
+            &mut || Ok(unsafe { cpp::bl_peer_copy_ms(cb1, 1, ca0, 0, bytes, r1.as_raw()) }),
+            &mut || ordo_both(),
+            // SAFETY: as above.
+            &mut || Ok(unsafe { cpp::bl_peer_both_ms(cb0, ca0, cb1, ca1, bytes, r0.as_raw(), r1.as_raw()) }),
+        ],
+    )?;
+    let gbps = |ms: f64| bytes as f64 / ms / 1e6;
+    r.add(
+        "multi",
+        "peer copy 256 MiB device 0 -> 1: ordo (pool memory) vs C++ cudaMemcpyPeerAsync (cudaMalloc)",
+        "GB/s",
+        gbps(m[0]),
+        Some(gbps(m[1])),
+        "GPU time from events; reference 387 GB/s (plain C++, NV18); target at least 0.95x",
+    );
+    r.add(
+        "multi",
+        "peer copies 256 MiB both directions at once, total: ordo vs C++",
+        "GB/s",
+        2.0 * gbps(m[2]),
+        Some(2.0 * gbps(m[3])),
+        "host time, enqueue to both streams done",
+    );
+    // SAFETY: allocated above, no longer in use (every call waited for its copies).
+    unsafe {
+        cpp::bl_device_free(0, ca0);
+        cpp::bl_device_free(0, cb0);
+        cpp::bl_device_free(1, ca1);
+        cpp::bl_device_free(1, cb1);
+    }
+    drop((a0, b0));
+    drop((a1, b1));
+    s0.synchronize()?;
+    s1.synchronize()
+}
+
+fn all_reduce(r: &mut Report, rounds: usize, d0: Device, d1: Device) -> Result<()> {
+    r.progress("NCCL all-reduce");
+    let devices = [d0, d1];
+    let mut comms = match Communicators::new(&devices) {
+        Ok(c) => c,
+        Err(e) => {
+            r.add("multi", "NCCL all-reduce: skipped", "", f64::NAN, None, format!("{e}"));
+            return Ok(());
+        }
+    };
+    // SAFETY: NCCL communicators for devices 0 and 1, destroyed below.
+    let cpp_comms = unsafe { cpp::bl_nccl_open(2) };
+    if cpp_comms.is_null() {
+        return Err(Error::invalid("ordo-bench multi", "the C++ baseline could not open NCCL"));
+    }
+    const MAX: usize = 1 << 28; // floats: 1 GiB
+    let s0 = d0.with_current(Stream::new)?;
+    let s1 = d1.with_current(Stream::new)?;
+    let streams = [s0.as_stream(), s1.as_stream()];
+    let mut send = Vec::new();
+    let mut recv = Vec::new();
+    for (d, s) in devices.iter().zip(streams) {
+        send.push(d.with_current(|| DeviceBuffer::<f32>::zeroed_async(MAX, s))?);
+        recv.push(d.with_current(|| DeviceBuffer::<f32>::zeroed_async(MAX, s))?);
+    }
+    for s in streams {
+        s.synchronize()?;
+    }
+    let send_ptrs: Vec<*mut f32> = send.iter().map(|b| b.as_ptr().cast_mut()).collect();
+    let recv_ptrs: Vec<*mut f32> = recv.iter_mut().map(|b| b.as_mut_ptr()).collect();
+    let raw_streams: Vec<_> = streams.iter().map(|s| s.as_raw()).collect();
+    let mut bytes = 8usize;
+    while bytes <= MAX * 4 {
+        let count = bytes / 4;
+        let iters = if bytes <= 1 << 20 {
+            200
+        } else if bytes <= 64 << 20 {
+            20
+        } else {
+            3
+        };
+        let mut ordo_run = || -> Result<f64> {
+            for s in streams {
+                s.synchronize()?;
+            }
+            let t0 = Instant::now();
+            for _ in 0..iters {
+                // SAFETY: every buffer holds MAX >= count floats of its device and outlives the
+                // collectives, which are waited for below.
+                unsafe {
+                    let sends = [
+                        DeviceSlice::from_raw_parts(send_ptrs[0].cast_const(), count),
+                        DeviceSlice::from_raw_parts(send_ptrs[1].cast_const(), count),
+                    ];
+                    let mut recvs = [
+                        DeviceSliceMut::from_raw_parts(recv_ptrs[0], count),
+                        DeviceSliceMut::from_raw_parts(recv_ptrs[1], count),
+                    ];
+                    comms.all_reduce_sum_f32(&sends, &mut recvs, &streams)?;
+                }
+            }
+            for s in streams {
+                s.synchronize()?;
+            }
+            Ok(t0.elapsed().as_secs_f64() * 1e6 / iters as f64)
+        };
+        let m = interleave(
+            rounds.min(7),
+            &mut [
+                &mut ordo_run,
+                // SAFETY: the same buffers and streams; the call waits for its collectives.
+                &mut || {
+                    Ok(unsafe {
+                        cpp::bl_nccl_all_reduce_us(
+                            cpp_comms,
+                            send_ptrs.as_ptr(),
+                            recv_ptrs.as_ptr(),
+                            count,
+                            raw_streams.as_ptr(),
+                            iters,
+                        )
+                    })
+                },
+            ],
+        )?;
+        let bus = |us: f64| bandwidth_gbps(Collective::AllReduce, bytes as u64, us / 1e6, 2).1;
+        r.add(
+            "multi",
+            format!("NCCL all-reduce f32 sum, {bytes} B a rank, 2 ranks: bus bandwidth, ordo vs C++"),
+            "GB/s",
+            bus(m[0]),
+            Some(bus(m[1])),
+            format!("{:.2} vs {:.2} us; target at least 0.98x", m[0], m[1]),
+        );
+        bytes *= 8;
+    }
+    // SAFETY: the C++ communicators, idle (every call waited for its work).
+    unsafe { cpp::bl_nccl_close(cpp_comms) };
+    drop(comms);
+    drop((send, recv));
+    for s in streams {
+        s.synchronize()?;
+    }
+    Ok(())
+}
