@@ -4,8 +4,6 @@
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
-const GENCODE: [&str; 2] = ["-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90"];
-
 fn main() -> ExitCode {
     println!("cargo::rerun-if-changed=cuda");
     println!("cargo::rerun-if-changed=../include/ordo");
@@ -18,9 +16,12 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     };
     std::env::set_var("NVCC", &nvcc);
+    // The targets ordo-cuda-sys publishes for every crate.
+    let gencode = std::env::var("DEP_CUDART_GENCODE").unwrap_or_default();
+    let gencode: Vec<&str> = gencode.split_whitespace().collect();
     let mut build = cc::Build::new();
     build.cuda(true).cudart("none").debug(false).opt_level(3).flag("-std=c++17").include("../include").warnings(false);
-    for g in GENCODE {
+    for g in &gencode {
         build.flag(g);
     }
     if let Err(e) = build.file("cuda/baseline.cu").try_compile("ordo_baseline") {
@@ -30,7 +31,7 @@ fn main() -> ExitCode {
     let fatbin = out_dir.join("baseline.fatbin");
     let status = Command::new(&nvcc)
         .args(["-std=c++17", "-I../include", "--fatbin"])
-        .args(GENCODE)
+        .args(&gencode)
         .arg("-o")
         .arg(&fatbin)
         .arg("cuda/baseline.cu")

@@ -52,13 +52,10 @@ fn main() -> ExitCode {
     for dir in &include {
         cuda.include(dir);
     }
-    let mixed = cuda
-        .flag("-gencode=arch=compute_80,code=sm_80")
-        .flag("-gencode=arch=compute_90,code=sm_90")
-        .file("cpp/mixed.cu")
-        .file("cpp/captures.cu")
-        .file("cpp/hpp_gpu.cu")
-        .try_compile("ordo_ffi_mixed");
+    for flag in std::env::var("DEP_CUDART_GENCODE").unwrap_or_default().split_whitespace() {
+        cuda.flag(flag);
+    }
+    let mixed = cuda.file("cpp/mixed.cu").file("cpp/captures.cu").file("cpp/hpp_gpu.cu").try_compile("ordo_ffi_mixed");
     for (what, r) in [("header as C99", c99), ("C++ programs", cpp), ("CUDA C++ program", mixed)] {
         if let Err(e) = r {
             eprintln!("ordo-ffi-tests: compiling the {what} failed: {e}");

@@ -30,12 +30,13 @@ fn main() -> ExitCode {
         .opt_level(3)
         .include("../include")
         .flag("-std=c++17")
-        .flag("-gencode=arch=compute_80,code=sm_80")
-        .flag("-gencode=arch=compute_90,code=sm_90")
-        .flag("-gencode=arch=compute_90,code=compute_90")
         .flag("-Xptxas=-O3")
         .warnings(false)
         .file("cuda/kernels.cu");
+    // The targets ordo-cuda-sys publishes for every crate (sm_80, sm_90, compute_90 PTX).
+    for flag in std::env::var("DEP_CUDART_GENCODE").unwrap_or_default().split_whitespace() {
+        build.flag(flag);
+    }
     if let Err(e) = build.try_compile("ordo_kernels") {
         eprintln!("ordo-kernels: nvcc failed: {e}");
         return ExitCode::FAILURE;

@@ -15,13 +15,19 @@ cu123_pins=("nvidia-cuda-runtime-cu12==12.3.101" "nvidia-cuda-nvcc-cu12==12.3.10
 
 log() { echo "setup: $*" >&2; }
 
-# libclang for bindgen.
-# (libclang-cpp is a different library: bindgen needs libclang.so itself.)
+# libclang for bindgen (libclang-cpp is a different library: bindgen needs libclang.so itself);
+# pkg-config and binutils' readelf for the check of the C/C++ package (scripts/package.sh).
+missing=()
 if [ -z "${LIBCLANG_PATH:-}" ] && ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*-linux-gnu/libclang-[0-9]*.so* >/dev/null 2>&1; then
-  log "installing libclang-dev with apt-get"
+  missing+=(libclang-dev)
+fi
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+command -v readelf >/dev/null 2>&1 || missing+=(binutils)
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing ${missing[*]} with apt-get"
   if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq libclang-dev >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 # install_wheels DIR STAMP PINS...: a venv in DIR/venv with the pinned wheels; STAMP records the pins.

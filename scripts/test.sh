@@ -31,6 +31,21 @@ CUDA_HOME=$CUDA13_HOME cargo build -p ordo --lib --locked
 g++ -std=c++17 -Wall -Wextra -Werror -Iinclude -Iffi-tests/cpp ffi-tests/cpp/link_main.cpp target/debug/libordo.a \
   -L"$CUDA13_HOME/lib" -lcudart_static -lpthread -ldl -lrt -lm -o target/ffi-link-check
 target/ffi-link-check
+step "CUDA 13.0: the C/C++ package (scripts/package.sh): only ordo_* exported, SONAME, programs linked through pkg-config"
+CUDA_HOME=$CUDA13_HOME bash scripts/package.sh --debug target/package/ordo
+pkg=target/package/ordo
+leaked=$(readelf -Ws --wide "$pkg/lib/libordo.a" | awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" && $8 != "" { print $8 }' | grep -v '^ordo_' || true)
+[ -z "$leaked" ] || { echo "libordo.a exports more than ordo_*: $leaked" | head -5; exit 1; }
+readelf -d "$pkg/lib/libordo.so" | grep -q 'SONAME.*\[libordo.so.0\]' || { echo "libordo.so: no SONAME libordo.so.0"; exit 1; }
+readelf -d "$pkg/lib/libordo.so" | grep -q 'NEEDED.*libcudart.so' || { echo "libordo.so is not linked to libcudart.so"; exit 1; }
+g++ -std=c++17 -Wall -Wextra -Werror -Iffi-tests/cpp ffi-tests/cpp/link_main.cpp \
+  $(PKG_CONFIG_PATH=$pkg/lib/pkgconfig pkg-config --cflags --libs ordo-static) -L"$CUDA13_HOME/lib" -lcudart_static \
+  -o target/package-static-check
+target/package-static-check
+g++ -std=c++17 -Wall -Wextra -Werror -Iffi-tests/cpp ffi-tests/cpp/link_main.cpp \
+  $(PKG_CONFIG_PATH=$pkg/lib/pkgconfig pkg-config --cflags --libs ordo) -Wl,-rpath-link,"$CUDA13_HOME/lib" \
+  -o target/package-shared-check
+LD_LIBRARY_PATH="$pkg/lib:$CUDA13_HOME/lib" target/package-shared-check
 step "CUDA 12.9: tests, ordo-cuda-sys and ordo-core"
 CUDA_HOME=$CUDA12_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.9" cargo test -p ordo-cuda-sys -p ordo-core --locked
 step "CUDA 12.3, the oldest supported: tests, ordo-cuda-sys and ordo-core (its wheel has no static runtime: linked to libcudart.so)"

@@ -77,10 +77,17 @@ fn main() -> ExitCode {
         println!("cargo::metadata=nvcc={}", nvcc.display());
     }
     println!("cargo::metadata=has_device={}", u8::from(has_device));
+    println!("cargo::metadata=gencode={GENCODE}");
     println!("cargo::rustc-env=ORDO_CUDA_VERSION={}", toolkit.version);
     println!("cargo::rustc-env=ORDO_CUDA_INCLUDE={}", toolkit.include_dir().display());
     ExitCode::SUCCESS
 }
+
+/// The GPU targets every crate of the workspace compiles its CUDA C for, published once
+/// (`DEP_CUDART_GENCODE`, nvcc flags separated by spaces): sm_80 and sm_90 machine code, and
+/// compute_90 PTX that the driver compiles for later GPUs.
+const GENCODE: &str =
+    "-gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90";
 
 fn version_string(v: u32) -> String {
     format!("{}.{}", v / 1000, (v % 1000) / 10)

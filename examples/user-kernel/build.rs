@@ -8,15 +8,18 @@ fn main() {
         std::process::exit(1);
     };
     std::env::set_var("NVCC", nvcc);
-    let built = cc::Build::new()
+    let mut build = cc::Build::new();
+    // The GPU targets ordo's own kernels are built for (DEP_ORDO_GENCODE).
+    for flag in std::env::var("DEP_ORDO_GENCODE").unwrap_or_default().split_whitespace() {
+        build.flag(flag);
+    }
+    let built = build
         .cuda(true)
         .cudart("none") // ordo links the runtime
         .debug(false)
         .opt_level(3)
         .flag("-std=c++17")
         .include(include)
-        .flag("-gencode=arch=compute_90,code=sm_90")
-        .flag("-gencode=arch=compute_80,code=sm_80")
         .file("saxpy.cu")
         .try_compile("user_kernels");
     if let Err(e) = built {

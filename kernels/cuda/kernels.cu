@@ -1,20 +1,21 @@
 // ordo's kernels: the ones from the source articles, each checked against a CPU reference in
-// kernels/tests. Every kernel is extern "C" so Rust can name its host stub.
+// kernels/tests. Every kernel is extern "C" so Rust can name its host stub, and named ordok_*: the
+// ordo_* names belong to the C ABI alone (scripts/package.sh keeps only those global).
 #include <stdint.h>
 #include "ordo/pdl.cuh"
 
 extern "C" {
 
-__global__ void ordo_empty() {}
+__global__ void ordok_empty() {}
 
 // x[i] += 1
-__global__ void ordo_add_one(float* x, int n) {
+__global__ void ordok_add_one(float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] += 1.0f;
 }
 
 // 64 dependent fused multiply-adds per element: enough arithmetic to be worth overlapping with copies.
-__global__ void ordo_heavy(float* x, int n) {
+__global__ void ordok_heavy(float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
         float v = x[i];
@@ -25,7 +26,7 @@ __global__ void ordo_heavy(float* x, int n) {
 }
 
 // out[i] = heavy(in[i]): the 64-step loop from one buffer into another.
-__global__ void ordo_heavy_into(const float* in, float* out, int n) {
+__global__ void ordok_heavy_into(const float* in, float* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
         float v = in[i];
@@ -36,13 +37,13 @@ __global__ void ordo_heavy_into(const float* in, float* out, int n) {
 }
 
 // out[i] = in[i]^2
-__global__ void ordo_square(const float* in, float* out, int n) {
+__global__ void ordok_square(const float* in, float* out, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) out[i] = in[i] * in[i];
 }
 
 // y = A x, A row-major rows x cols: one warp per row.
-__global__ void ordo_gemv(const float* a, const float* x, float* y, int rows, int cols) {
+__global__ void ordok_gemv(const float* a, const float* x, float* y, int rows, int cols) {
     int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
     int lane = threadIdx.x % 32;
     if (warp >= rows) return;
@@ -54,7 +55,7 @@ __global__ void ordo_gemv(const float* a, const float* x, float* y, int rows, in
 }
 
 // *sum_sq += sum of y[i]^2 (block reduction, one atomic per block). *sum_sq starts at 0.
-__global__ void ordo_sum_squares(const float* y, float* sum_sq, int n) {
+__global__ void ordok_sum_squares(const float* y, float* sum_sq, int n) {
     __shared__ float warp_sums[32];
     float acc = 0.0f;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) acc = fmaf(y[i], y[i], acc);
@@ -70,14 +71,14 @@ __global__ void ordo_sum_squares(const float* y, float* sum_sq, int n) {
 }
 
 // y[i] /= sqrt(*sum_sq) (y unchanged when the norm is zero)
-__global__ void ordo_normalize(float* y, const float* sum_sq, int n) {
+__global__ void ordok_normalize(float* y, const float* sum_sq, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float s = *sum_sq;
     if (i < n && s > 0.0f) y[i] = y[i] * rsqrtf(s);
 }
 
 // Interleaved RGB (3 bytes a pixel) to grayscale floats: 0.299 R + 0.587 G + 0.114 B.
-__global__ void ordo_grayscale(const uint8_t* rgb, float* gray, int width, int height) {
+__global__ void ordok_grayscale(const uint8_t* rgb, float* gray, int width, int height) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;
@@ -87,7 +88,7 @@ __global__ void ordo_grayscale(const uint8_t* rgb, float* gray, int width, int h
 }
 
 // 5x5 Gaussian blur (binomial weights 1 4 6 4 1, /256) with clamped edges, rounded to bytes.
-__global__ void ordo_blur5(const float* gray, uint8_t* out, int width, int height) {
+__global__ void ordok_blur5(const float* gray, uint8_t* out, int width, int height) {
     const float w[5] = {1.0f, 4.0f, 6.0f, 4.0f, 1.0f};
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
@@ -110,8 +111,8 @@ __global__ void ordo_blur5(const float* gray, uint8_t* out, int width, int heigh
 
 // One step of a dependent chain: out[i] = prev[i] * scale[i] + 1, as a grid-stride loop (correct
 // over any grid: the full one-element-a-thread grid or one wave). Compiled twice by
-// ORDO_PDL_KERNELS: ordo_chain_step (plain, no griddepcontrol instruction) and
-// ordo_chain_step_pdl. The PDL form triggers at its start (the next kernel may begin launching:
+// ORDO_PDL_KERNELS: ordok_chain_step (plain, no griddepcontrol instruction) and
+// ordok_chain_step_pdl. The PDL form triggers at its start (the next kernel may begin launching:
 // best in grids of at most one wave, the only grids ordo's rule gives it), loads its first
 // scale[i] before the wait (overlapping the previous kernel's tail), and reads prev after it.
 // Loading scale early is right only where nothing the kernel may overlap writes scale: inside a
@@ -121,7 +122,7 @@ __global__ void ordo_blur5(const float* gray, uint8_t* out, int width, int heigh
 // kernel that starts after its predecessor completed keeps every later prologue after it).
 // Indices are unsigned: i < n <= 2^31 - 1 and a stride of at most 2^31 threads never wrap.
 template <class Pdl>
-__device__ __forceinline__ void ordo_chain_step_body(const float* prev, float* out, const float* scale, int n) {
+__device__ __forceinline__ void ordok_chain_step_body(const float* prev, float* out, const float* scale, int n) {
     const unsigned count = (unsigned)n;
     const unsigned stride = gridDim.x * blockDim.x;
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -131,13 +132,13 @@ __device__ __forceinline__ void ordo_chain_step_body(const float* prev, float* o
     if (i < count) out[i] = fmaf(prev[i], s, 1.0f);
     for (i += stride; i < count; i += stride) out[i] = fmaf(prev[i], scale[i], 1.0f);
 }
-ORDO_PDL_KERNELS(ordo_chain_step, (const float* prev, float* out, const float* scale, int n), (prev, out, scale, n))
+ORDO_PDL_KERNELS(ordok_chain_step, (const float* prev, float* out, const float* scale, int n), (prev, out, scale, n))
 
 extern "C" {
 
 // Fault injection for tests: writes 1 at base[offset]. An offset far outside any allocation makes
 // an illegal-address fault, a sticky error.
-__global__ void ordo_write_at(float* base, long long offset) {
+__global__ void ordok_write_at(float* base, long long offset) {
     if (blockIdx.x == 0 && threadIdx.x == 0) base[offset] = 1.0f;
 }
 

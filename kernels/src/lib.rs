@@ -42,19 +42,19 @@ use ordo_core::{DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
 pub mod ffi {
     #![allow(missing_docs)]
     extern "C" {
-        pub fn ordo_empty();
-        pub fn ordo_add_one(x: *mut f32, n: i32);
-        pub fn ordo_heavy(x: *mut f32, n: i32);
-        pub fn ordo_heavy_into(input: *const f32, out: *mut f32, n: i32);
-        pub fn ordo_square(input: *const f32, out: *mut f32, n: i32);
-        pub fn ordo_gemv(a: *const f32, x: *const f32, y: *mut f32, rows: i32, cols: i32);
-        pub fn ordo_sum_squares(y: *const f32, sum_sq: *mut f32, n: i32);
-        pub fn ordo_normalize(y: *mut f32, sum_sq: *const f32, n: i32);
-        pub fn ordo_grayscale(rgb: *const u8, gray: *mut f32, width: i32, height: i32);
-        pub fn ordo_blur5(gray: *const f32, out: *mut u8, width: i32, height: i32);
-        pub fn ordo_write_at(base: *mut f32, offset: i64);
-        pub fn ordo_chain_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
-        pub fn ordo_chain_step_pdl(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
+        pub fn ordok_empty();
+        pub fn ordok_add_one(x: *mut f32, n: i32);
+        pub fn ordok_heavy(x: *mut f32, n: i32);
+        pub fn ordok_heavy_into(input: *const f32, out: *mut f32, n: i32);
+        pub fn ordok_square(input: *const f32, out: *mut f32, n: i32);
+        pub fn ordok_gemv(a: *const f32, x: *const f32, y: *mut f32, rows: i32, cols: i32);
+        pub fn ordok_sum_squares(y: *const f32, sum_sq: *mut f32, n: i32);
+        pub fn ordok_normalize(y: *mut f32, sum_sq: *const f32, n: i32);
+        pub fn ordok_grayscale(rgb: *const u8, gray: *mut f32, width: i32, height: i32);
+        pub fn ordok_blur5(gray: *const f32, out: *mut u8, width: i32, height: i32);
+        pub fn ordok_write_at(base: *mut f32, offset: i64);
+        pub fn ordok_chain_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
+        pub fn ordok_chain_step_pdl(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
     }
 }
 
@@ -63,58 +63,58 @@ pub mod kernel {
     use super::ffi;
     use ordo_core::launch::{Kernel, PdlKernel};
 
-    /// `ordo_empty()`: does nothing (launch-latency measurements).
+    /// `ordok_empty()`: does nothing (launch-latency measurements).
     pub fn empty() -> Kernel<()> {
-        Kernel::new(ffi::ordo_empty as unsafe extern "C" fn())
+        Kernel::new(ffi::ordok_empty as unsafe extern "C" fn())
     }
-    /// `ordo_add_one(x, n)`: `x[i] += 1`.
+    /// `ordok_add_one(x, n)`: `x[i] += 1`.
     pub fn add_one() -> Kernel<(*mut f32, i32)> {
-        Kernel::new(ffi::ordo_add_one as unsafe extern "C" fn(*mut f32, i32))
+        Kernel::new(ffi::ordok_add_one as unsafe extern "C" fn(*mut f32, i32))
     }
-    /// `ordo_heavy(x, n)`: 64 dependent FMAs an element, `v = fma(v, 0.999, 0.001)`.
+    /// `ordok_heavy(x, n)`: 64 dependent FMAs an element, `v = fma(v, 0.999, 0.001)`.
     pub fn heavy() -> Kernel<(*mut f32, i32)> {
-        Kernel::new(ffi::ordo_heavy as unsafe extern "C" fn(*mut f32, i32))
+        Kernel::new(ffi::ordok_heavy as unsafe extern "C" fn(*mut f32, i32))
     }
-    /// `ordo_heavy_into(in, out, n)`: the 64-step loop from `in` into `out`.
+    /// `ordok_heavy_into(in, out, n)`: the 64-step loop from `in` into `out`.
     pub fn heavy_into() -> Kernel<(*const f32, *mut f32, i32)> {
-        Kernel::new(ffi::ordo_heavy_into as unsafe extern "C" fn(*const f32, *mut f32, i32))
+        Kernel::new(ffi::ordok_heavy_into as unsafe extern "C" fn(*const f32, *mut f32, i32))
     }
-    /// `ordo_square(in, out, n)`: `out[i] = in[i]^2`.
+    /// `ordok_square(in, out, n)`: `out[i] = in[i]^2`.
     pub fn square() -> Kernel<(*const f32, *mut f32, i32)> {
-        Kernel::new(ffi::ordo_square as unsafe extern "C" fn(*const f32, *mut f32, i32))
+        Kernel::new(ffi::ordok_square as unsafe extern "C" fn(*const f32, *mut f32, i32))
     }
-    /// `ordo_gemv(a, x, y, rows, cols)`: `y = A x`, A row-major, one warp a row.
+    /// `ordok_gemv(a, x, y, rows, cols)`: `y = A x`, A row-major, one warp a row.
     pub fn gemv() -> Kernel<(*const f32, *const f32, *mut f32, i32, i32)> {
-        Kernel::new(ffi::ordo_gemv as unsafe extern "C" fn(*const f32, *const f32, *mut f32, i32, i32))
+        Kernel::new(ffi::ordok_gemv as unsafe extern "C" fn(*const f32, *const f32, *mut f32, i32, i32))
     }
-    /// `ordo_sum_squares(y, sum_sq, n)`: `*sum_sq += Σ y[i]²` (one atomic a block).
+    /// `ordok_sum_squares(y, sum_sq, n)`: `*sum_sq += Σ y[i]²` (one atomic a block).
     pub fn sum_squares() -> Kernel<(*const f32, *mut f32, i32)> {
-        Kernel::new(ffi::ordo_sum_squares as unsafe extern "C" fn(*const f32, *mut f32, i32))
+        Kernel::new(ffi::ordok_sum_squares as unsafe extern "C" fn(*const f32, *mut f32, i32))
     }
-    /// `ordo_normalize(y, sum_sq, n)`: `y[i] /= sqrt(*sum_sq)`.
+    /// `ordok_normalize(y, sum_sq, n)`: `y[i] /= sqrt(*sum_sq)`.
     pub fn normalize() -> Kernel<(*mut f32, *const f32, i32)> {
-        Kernel::new(ffi::ordo_normalize as unsafe extern "C" fn(*mut f32, *const f32, i32))
+        Kernel::new(ffi::ordok_normalize as unsafe extern "C" fn(*mut f32, *const f32, i32))
     }
-    /// `ordo_grayscale(rgb, gray, width, height)`.
+    /// `ordok_grayscale(rgb, gray, width, height)`.
     pub fn grayscale() -> Kernel<(*const u8, *mut f32, i32, i32)> {
-        Kernel::new(ffi::ordo_grayscale as unsafe extern "C" fn(*const u8, *mut f32, i32, i32))
+        Kernel::new(ffi::ordok_grayscale as unsafe extern "C" fn(*const u8, *mut f32, i32, i32))
     }
-    /// `ordo_blur5(gray, out, width, height)`: 5x5 binomial blur, clamped edges, rounded to bytes.
+    /// `ordok_blur5(gray, out, width, height)`: 5x5 binomial blur, clamped edges, rounded to bytes.
     pub fn blur5() -> Kernel<(*const f32, *mut u8, i32, i32)> {
-        Kernel::new(ffi::ordo_blur5 as unsafe extern "C" fn(*const f32, *mut u8, i32, i32))
+        Kernel::new(ffi::ordok_blur5 as unsafe extern "C" fn(*const f32, *mut u8, i32, i32))
     }
-    /// `ordo_write_at(base, offset)`: writes `base[offset] = 1` (fault injection for tests).
+    /// `ordok_write_at(base, offset)`: writes `base[offset] = 1` (fault injection for tests).
     pub fn write_at() -> Kernel<(*mut f32, i64)> {
-        Kernel::new(ffi::ordo_write_at as unsafe extern "C" fn(*mut f32, i64))
+        Kernel::new(ffi::ordok_write_at as unsafe extern "C" fn(*mut f32, i64))
     }
-    /// `ordo_chain_step(prev, out, scale, n)` and its PDL form `ordo_chain_step_pdl`:
+    /// `ordok_chain_step(prev, out, scale, n)` and its PDL form `ordok_chain_step_pdl`:
     /// `out[i] = prev[i] * scale[i] + 1` as a grid-stride loop. The PDL form triggers at its
     /// start and loads `scale` before its wait (so a PDL launch of it must not overlap a kernel
     /// that writes `scale`: see [`chain`](crate::chain())); the plain form has no `griddepcontrol`
     /// instruction.
     pub fn chain_step() -> PdlKernel<(*const f32, *mut f32, *const f32, i32)> {
         type Step = unsafe extern "C" fn(*const f32, *mut f32, *const f32, i32);
-        PdlKernel::new(Kernel::new(ffi::ordo_chain_step as Step), Kernel::new(ffi::ordo_chain_step_pdl as Step))
+        PdlKernel::new(Kernel::new(ffi::ordok_chain_step as Step), Kernel::new(ffi::ordok_chain_step_pdl as Step))
     }
 }
 

@@ -36,10 +36,10 @@ fn only_the_pdl_forms_carry_griddepcontrol() {
     let entries = ptx_entries();
     let with: Vec<&str> =
         entries.iter().filter(|(_, body)| body.contains("griddepcontrol")).map(|(name, _)| *name).collect();
-    assert_eq!(with, ["ordo_chain_step_pdl"], "kernels with griddepcontrol");
-    let pdl = entries.iter().find(|(n, _)| *n == "ordo_chain_step_pdl").unwrap().1;
+    assert_eq!(with, ["ordok_chain_step_pdl"], "kernels with griddepcontrol");
+    let pdl = entries.iter().find(|(n, _)| *n == "ordok_chain_step_pdl").unwrap().1;
     assert!(pdl.contains("griddepcontrol.wait") && pdl.contains("griddepcontrol.launch_dependents"));
-    assert!(entries.iter().any(|(n, _)| *n == "ordo_chain_step"), "the plain form is compiled");
+    assert!(entries.iter().any(|(n, _)| *n == "ordok_chain_step"), "the plain form is compiled");
 }
 
 #[test]

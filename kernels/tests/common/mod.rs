@@ -33,7 +33,7 @@ pub fn random_f32(n: usize, seed: u64) -> Vec<f32> {
     Rng(seed | 1).f32s(n, -1.0, 1.0)
 }
 
-/// The 64-step loop of `ordo_heavy`, on the CPU (the same fused multiply-adds, bit for bit).
+/// The 64-step loop of `ordok_heavy`, on the CPU (the same fused multiply-adds, bit for bit).
 pub fn heavy_cpu(v: f32) -> f32 {
     (0..64).fold(v, |v, _| v.mul_add(0.999, 0.001))
 }
