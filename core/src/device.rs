@@ -18,7 +18,7 @@ static_assertions::assert_eq_size!(Device, c_int);
 pub fn count() -> Result<usize> {
     let mut n: c_int = 0;
     // SAFETY: `n` is writable.
-    check(unsafe { sys::cudaGetDeviceCount(&mut n) }, "cudaGetDeviceCount")?;
+    cuda_call!(unsafe { sys::cudaGetDeviceCount(&mut n) })?;
     Ok(n.max(0) as usize)
 }
 
@@ -26,7 +26,7 @@ pub fn count() -> Result<usize> {
 pub fn runtime_version() -> Result<u32> {
     let mut v: c_int = 0;
     // SAFETY: `v` is writable.
-    check(unsafe { sys::cudaRuntimeGetVersion(&mut v) }, "cudaRuntimeGetVersion")?;
+    cuda_call!(unsafe { sys::cudaRuntimeGetVersion(&mut v) })?;
     Ok(v as u32)
 }
 
@@ -35,7 +35,7 @@ pub fn runtime_version() -> Result<u32> {
 pub fn driver_version() -> Result<u32> {
     let mut v: c_int = 0;
     // SAFETY: `v` is writable.
-    check(unsafe { sys::cudaDriverGetVersion(&mut v) }, "cudaDriverGetVersion")?;
+    cuda_call!(unsafe { sys::cudaDriverGetVersion(&mut v) })?;
     Ok(v as u32)
 }
 
@@ -92,7 +92,7 @@ impl Device {
     pub fn current() -> Result<Device> {
         let mut d: c_int = 0;
         // SAFETY: `d` is writable.
-        check(unsafe { sys::cudaGetDevice(&mut d) }, "cudaGetDevice")?;
+        cuda_call!(unsafe { sys::cudaGetDevice(&mut d) })?;
         Ok(Device(d))
     }
 
@@ -100,7 +100,7 @@ impl Device {
     /// allocations made afterwards on this thread belong to it.
     pub fn set_current(self) -> Result<()> {
         // SAFETY: plain value.
-        check(unsafe { sys::cudaSetDevice(self.0) }, "cudaSetDevice")
+        cuda_call!(unsafe { sys::cudaSetDevice(self.0) })
     }
 
     /// Runs `f` with this device current, then restores the previous current device, on every
@@ -126,7 +126,7 @@ impl Device {
     pub fn attribute(self, attr: sys::cudaDeviceAttr) -> Result<i32> {
         let mut v: c_int = 0;
         // SAFETY: `v` is writable.
-        check(unsafe { sys::cudaDeviceGetAttribute(&mut v, attr, self.0) }, "cudaDeviceGetAttribute")?;
+        cuda_call!(unsafe { sys::cudaDeviceGetAttribute(&mut v, attr, self.0) })?;
         Ok(v)
     }
 
@@ -183,10 +183,7 @@ impl Device {
         self.with_current(|| {
             let (mut least, mut greatest) = (0, 0);
             // SAFETY: both are writable.
-            check(
-                unsafe { sys::cudaDeviceGetStreamPriorityRange(&mut least, &mut greatest) },
-                "cudaDeviceGetStreamPriorityRange",
-            )?;
+            cuda_call!(unsafe { sys::cudaDeviceGetStreamPriorityRange(&mut least, &mut greatest) })?;
             Ok((least, greatest))
         })
     }
@@ -195,7 +192,7 @@ impl Device {
     pub fn can_access_peer(self, peer: Device) -> Result<bool> {
         let mut v: c_int = 0;
         // SAFETY: `v` is writable.
-        check(unsafe { sys::cudaDeviceCanAccessPeer(&mut v, self.0, peer.0) }, "cudaDeviceCanAccessPeer")?;
+        cuda_call!(unsafe { sys::cudaDeviceCanAccessPeer(&mut v, self.0, peer.0) })?;
         Ok(v != 0)
     }
 

@@ -334,13 +334,13 @@ fn failure(code: sys::cudaError_t, call: &'static str) -> CudaError {
 /// error is not cleared: it stays for every later call.
 pub fn take_last_error() -> Result<()> {
     // SAFETY: no arguments.
-    check(unsafe { sys::cudaGetLastError() }, "cudaGetLastError")
+    cuda_call!(unsafe { sys::cudaGetLastError() })
 }
 
 /// The runtime's last error without clearing it (`cudaPeekAtLastError`).
 pub fn peek_last_error() -> Result<()> {
     // SAFETY: no arguments.
-    check(unsafe { sys::cudaPeekAtLastError() }, "cudaPeekAtLastError")
+    cuda_call!(unsafe { sys::cudaPeekAtLastError() })
 }
 
 /// The error for a call that reported success but returned a null handle or a value CUDA does

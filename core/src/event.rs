@@ -58,7 +58,7 @@ impl Event {
     pub fn with_flags(flags: EventFlags) -> Result<Event> {
         let mut raw: sys::cudaEvent_t = core::ptr::null_mut();
         // SAFETY: `raw` is writable.
-        check(unsafe { sys::cudaEventCreateWithFlags(&mut raw, flags.bits()) }, "cudaEventCreateWithFlags")?;
+        cuda_call!(unsafe { sys::cudaEventCreateWithFlags(&mut raw, flags.bits()) })?;
         NonNull::new(raw).map(|raw| Event { raw }).ok_or_else(|| crate::error::null_handle("cudaEventCreateWithFlags"))
     }
 
@@ -80,7 +80,7 @@ impl Event {
     #[inline(always)]
     pub fn record(&self, stream: StreamRef<'_>) -> Result<()> {
         // SAFETY: a live event and a live stream.
-        check(unsafe { sys::cudaEventRecord(self.as_raw(), stream.as_raw()) }, "cudaEventRecord")
+        cuda_call!(unsafe { sys::cudaEventRecord(self.as_raw(), stream.as_raw()) })
     }
 
     /// Records the event as an external event node when `stream` is capturing
@@ -93,10 +93,9 @@ impl Event {
     #[inline]
     pub fn record_external(&self, stream: StreamRef<'_>) -> Result<()> {
         // SAFETY: a live event and a live stream.
-        check(
-            unsafe { sys::cudaEventRecordWithFlags(self.as_raw(), stream.as_raw(), sys::cudaEventRecordExternal) },
-            "cudaEventRecordWithFlags",
-        )
+        cuda_call!(unsafe {
+            sys::cudaEventRecordWithFlags(self.as_raw(), stream.as_raw(), sys::cudaEventRecordExternal)
+        })
     }
 
     /// Whether the recorded work has completed (`cudaEventQuery`). Never blocks.
@@ -113,7 +112,7 @@ impl Event {
     /// Blocks until the recorded work has completed (`cudaEventSynchronize`): the caller's explicit choice.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: a live event. Synchronising is what the caller asked for by name.
-        check(unsafe { sys::cudaEventSynchronize(self.as_raw()) }, "cudaEventSynchronize")
+        cuda_call!(unsafe { sys::cudaEventSynchronize(self.as_raw()) })
     }
 }
 

@@ -127,10 +127,9 @@ where
             // contract (nobody else ends it during this call) keeps so.
             let data = unsafe { crate::graph::user_object::give_to_graph(graph, Box::new(f))? };
             // SAFETY: a live stream; `call_shared::<F>` reads `data` while the graph holds it.
-            check(
-                unsafe { sys::cudaLaunchHostFunc(stream.as_raw(), Some(call_shared::<F>), data.as_ptr().cast()) },
-                "cudaLaunchHostFunc",
-            )
+            cuda_call!(unsafe {
+                sys::cudaLaunchHostFunc(stream.as_raw(), Some(call_shared::<F>), data.as_ptr().cast())
+            })
         }
         CaptureTarget::Invalidated => Err(invalidated("cudaLaunchHostFunc")),
     }

@@ -83,6 +83,17 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+/// One CUDA runtime call, its status turned into a [`Result`] that names the call:
+/// `cuda_call!(unsafe { sys::cudaEventRecord(e, s) })` is
+/// `check(unsafe { sys::cudaEventRecord(e, s) }, "cudaEventRecord")` with the name taken from the
+/// call, so that it cannot disagree with it. The `unsafe` block stays at the call site, under its
+/// `// SAFETY:` comment.
+macro_rules! cuda_call {
+    ($unsafe:tt { sys::$f:ident($($arg:expr),* $(,)?) }) => {
+        $crate::error::check($unsafe { sys::$f($($arg),*) }, stringify!($f))
+    };
+}
+
 #[cfg(feature = "std")]
 pub mod context;
 pub mod device;

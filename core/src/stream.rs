@@ -157,7 +157,7 @@ impl<'a> StreamRef<'a> {
     #[inline]
     pub fn synchronize(self) -> Result<()> {
         // SAFETY: a live stream. Synchronising is what the caller asked for by name.
-        check(unsafe { sys::cudaStreamSynchronize(self.as_raw()) }, "cudaStreamSynchronize")
+        cuda_call!(unsafe { sys::cudaStreamSynchronize(self.as_raw()) })
     }
 
     /// Makes work enqueued after this call wait until `event`'s last recorded work has completed
@@ -165,7 +165,7 @@ impl<'a> StreamRef<'a> {
     #[inline(always)]
     pub fn wait_event(self, event: &Event) -> Result<()> {
         // SAFETY: a live stream and a live event.
-        check(unsafe { sys::cudaStreamWaitEvent(self.as_raw(), event.as_raw(), 0) }, "cudaStreamWaitEvent")
+        cuda_call!(unsafe { sys::cudaStreamWaitEvent(self.as_raw(), event.as_raw(), 0) })
     }
 
     /// Records `event` at this point of the stream (`cudaEventRecord`).
@@ -180,7 +180,7 @@ impl<'a> StreamRef<'a> {
     pub(crate) fn is_capturing(self) -> Result<bool> {
         let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
         // SAFETY: a live stream; `status` is writable.
-        check(unsafe { sys::cudaStreamIsCapturing(self.as_raw(), &mut status) }, "cudaStreamIsCapturing")?;
+        cuda_call!(unsafe { sys::cudaStreamIsCapturing(self.as_raw(), &mut status) })?;
         Ok(status != sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone)
     }
 
@@ -188,7 +188,7 @@ impl<'a> StreamRef<'a> {
     pub fn priority(self) -> Result<i32> {
         let mut p: c_int = 0;
         // SAFETY: a live stream; `p` is writable.
-        check(unsafe { sys::cudaStreamGetPriority(self.as_raw(), &mut p) }, "cudaStreamGetPriority")?;
+        cuda_call!(unsafe { sys::cudaStreamGetPriority(self.as_raw(), &mut p) })?;
         Ok(p)
     }
 
@@ -198,7 +198,7 @@ impl<'a> StreamRef<'a> {
         self.refuse_while_capturing("cudaStreamGetFlags")?;
         let mut f: c_uint = 0;
         // SAFETY: a live stream; `f` is writable.
-        check(unsafe { sys::cudaStreamGetFlags(self.as_raw(), &mut f) }, "cudaStreamGetFlags")?;
+        cuda_call!(unsafe { sys::cudaStreamGetFlags(self.as_raw(), &mut f) })?;
         Ok(StreamFlags::from_bits_retain(f))
     }
 
@@ -208,7 +208,7 @@ impl<'a> StreamRef<'a> {
         self.refuse_while_capturing("cudaStreamGetId")?;
         let mut id: core::ffi::c_ulonglong = 0;
         // SAFETY: a live stream; `id` is writable.
-        check(unsafe { sys::cudaStreamGetId(self.as_raw(), &mut id) }, "cudaStreamGetId")?;
+        cuda_call!(unsafe { sys::cudaStreamGetId(self.as_raw(), &mut id) })?;
         Ok(id)
     }
 
@@ -296,7 +296,7 @@ impl Stream {
     pub fn with_flags(flags: StreamFlags) -> Result<Stream> {
         let mut raw: sys::cudaStream_t = core::ptr::null_mut();
         // SAFETY: `raw` is writable.
-        check(unsafe { sys::cudaStreamCreateWithFlags(&mut raw, flags.bits()) }, "cudaStreamCreateWithFlags")?;
+        cuda_call!(unsafe { sys::cudaStreamCreateWithFlags(&mut raw, flags.bits()) })?;
         Stream::from_created(raw, "cudaStreamCreateWithFlags")
     }
 
@@ -314,10 +314,7 @@ impl Stream {
         }
         let mut raw: sys::cudaStream_t = core::ptr::null_mut();
         // SAFETY: `raw` is writable.
-        check(
-            unsafe { sys::cudaStreamCreateWithPriority(&mut raw, flags.bits(), priority) },
-            "cudaStreamCreateWithPriority",
-        )?;
+        cuda_call!(unsafe { sys::cudaStreamCreateWithPriority(&mut raw, flags.bits(), priority) })?;
         Stream::from_created(raw, "cudaStreamCreateWithPriority")
     }
 

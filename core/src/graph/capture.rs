@@ -113,7 +113,7 @@ impl<'a> StreamRef<'a> {
     /// enforces this here, as the handle [`capture`] gives its function does.
     pub unsafe fn begin_capture(self, mode: CaptureMode) -> Result<()> {
         // SAFETY: a live stream; the capture's contract is forwarded to the caller.
-        check(unsafe { sys::cudaStreamBeginCapture(self.as_raw(), mode.to_raw()) }, "cudaStreamBeginCapture")
+        cuda_call!(unsafe { sys::cudaStreamBeginCapture(self.as_raw(), mode.to_raw()) })
     }
 
     /// Ends the capture and returns the graph (`cudaStreamEndCapture`). A capture invalidated by an

@@ -95,7 +95,7 @@ impl GraphExec {
     #[inline(always)]
     pub fn launch(&self, stream: StreamRef<'_>) -> Result<()> {
         // SAFETY: live handles. What the replayed work touches is owed by the capture contract.
-        check(unsafe { sys::cudaGraphLaunch(self.as_raw(), stream.as_raw()) }, "cudaGraphLaunch")
+        cuda_call!(unsafe { sys::cudaGraphLaunch(self.as_raw(), stream.as_raw()) })
     }
 
     /// Updates this executable graph in place to match `graph` (`cudaGraphExecUpdate`): same
@@ -169,16 +169,13 @@ impl GraphExec {
         };
         // SAFETY: live handles; CUDA copies the argument values during the call. What they point
         // to at each later launch is the caller's contract.
-        check(
-            unsafe { sys::cudaGraphExecKernelNodeSetParams(self.as_raw(), node.node.as_raw(), &params) },
-            "cudaGraphExecKernelNodeSetParams",
-        )
+        cuda_call!(unsafe { sys::cudaGraphExecKernelNodeSetParams(self.as_raw(), node.node.as_raw(), &params) })
     }
 
     /// Uploads the graph's work to the device on `stream` ahead of its first launch (`cudaGraphUpload`).
     pub fn upload(&self, stream: StreamRef<'_>) -> Result<()> {
         // SAFETY: live handles.
-        check(unsafe { sys::cudaGraphUpload(self.as_raw(), stream.as_raw()) }, "cudaGraphUpload")
+        cuda_call!(unsafe { sys::cudaGraphUpload(self.as_raw(), stream.as_raw()) })
     }
 }
 

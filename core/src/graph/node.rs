@@ -2,7 +2,7 @@
 //! whose arguments an executable graph can replace.
 
 use super::Graph;
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::launch::Kernel;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -84,7 +84,7 @@ impl<'g> Node<'g> {
     pub fn kind(self) -> Result<NodeKind> {
         let mut t = sys::cudaGraphNodeType::cudaGraphNodeTypeEmpty;
         // SAFETY: a live node; `t` is writable.
-        check(unsafe { sys::cudaGraphNodeGetType(self.as_raw(), &mut t) }, "cudaGraphNodeGetType")?;
+        cuda_call!(unsafe { sys::cudaGraphNodeGetType(self.as_raw(), &mut t) })?;
         Ok(NodeKind::from_raw(t))
     }
 
@@ -92,7 +92,7 @@ impl<'g> Node<'g> {
     pub fn kernel_function(self) -> Result<*const core::ffi::c_void> {
         let mut p = sys::cudaKernelNodeParams::default();
         // SAFETY: a live node; `p` is writable.
-        check(unsafe { sys::cudaGraphKernelNodeGetParams(self.as_raw(), &mut p) }, "cudaGraphKernelNodeGetParams")?;
+        cuda_call!(unsafe { sys::cudaGraphKernelNodeGetParams(self.as_raw(), &mut p) })?;
         Ok(p.func)
     }
 }

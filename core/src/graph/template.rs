@@ -40,7 +40,7 @@ impl Graph {
     pub fn new() -> Result<Graph> {
         let mut raw: sys::cudaGraph_t = core::ptr::null_mut();
         // SAFETY: `raw` is writable.
-        check(unsafe { sys::cudaGraphCreate(&mut raw, 0) }, "cudaGraphCreate")?;
+        cuda_call!(unsafe { sys::cudaGraphCreate(&mut raw, 0) })?;
         NonNull::new(raw).map(|raw| Graph { raw }).ok_or_else(|| crate::error::null_handle("cudaGraphCreate"))
     }
 
@@ -56,7 +56,7 @@ impl Graph {
     pub fn try_clone(&self) -> Result<Graph> {
         let mut raw: sys::cudaGraph_t = core::ptr::null_mut();
         // SAFETY: a live graph; `raw` is writable.
-        check(unsafe { sys::cudaGraphClone(&mut raw, self.as_raw()) }, "cudaGraphClone")?;
+        cuda_call!(unsafe { sys::cudaGraphClone(&mut raw, self.as_raw()) })?;
         NonNull::new(raw).map(|raw| Graph { raw }).ok_or_else(|| crate::error::null_handle("cudaGraphClone"))
     }
 
@@ -70,7 +70,7 @@ impl Graph {
     pub fn node_count(&self) -> Result<usize> {
         let mut n = 0usize;
         // SAFETY: a live graph; a null array asks for the count.
-        check(unsafe { sys::cudaGraphGetNodes(self.as_raw(), core::ptr::null_mut(), &mut n) }, "cudaGraphGetNodes")?;
+        cuda_call!(unsafe { sys::cudaGraphGetNodes(self.as_raw(), core::ptr::null_mut(), &mut n) })?;
         Ok(n)
     }
 
@@ -164,10 +164,7 @@ impl Graph {
         }
         let mut raw: sys::cudaGraphExec_t = core::ptr::null_mut();
         // SAFETY: a live graph; `raw` is writable.
-        check(
-            unsafe { sys::cudaGraphInstantiateWithFlags(&mut raw, self.as_raw(), flags.bits() as _) },
-            "cudaGraphInstantiateWithFlags",
-        )?;
+        cuda_call!(unsafe { sys::cudaGraphInstantiateWithFlags(&mut raw, self.as_raw(), flags.bits() as _) })?;
         GraphExec::from_instantiated(raw, "cudaGraphInstantiateWithFlags")
     }
 
@@ -183,26 +180,20 @@ impl Graph {
         };
         let mut raw: sys::cudaGraphExec_t = core::ptr::null_mut();
         // SAFETY: a live graph and stream; `params` and `raw` are writable.
-        check(
-            unsafe { sys::cudaGraphInstantiateWithParams(&mut raw, self.as_raw(), &mut params) },
-            "cudaGraphInstantiateWithParams",
-        )?;
+        cuda_call!(unsafe { sys::cudaGraphInstantiateWithParams(&mut raw, self.as_raw(), &mut params) })?;
         GraphExec::from_instantiated(raw, "cudaGraphInstantiateWithParams")
     }
 
     /// Writes a Graphviz DOT description to `path` (`cudaGraphDebugDotPrint`), verbose.
     pub fn debug_dot(&self, path: &core::ffi::CStr) -> Result<()> {
         // SAFETY: a live graph; a NUL-terminated path.
-        check(
-            unsafe {
-                sys::cudaGraphDebugDotPrint(
-                    self.as_raw(),
-                    path.as_ptr(),
-                    sys::cudaGraphDebugDotFlags::cudaGraphDebugDotFlagsVerbose.0 as core::ffi::c_uint,
-                )
-            },
-            "cudaGraphDebugDotPrint",
-        )
+        cuda_call!(unsafe {
+            sys::cudaGraphDebugDotPrint(
+                self.as_raw(),
+                path.as_ptr(),
+                sys::cudaGraphDebugDotFlags::cudaGraphDebugDotFlagsVerbose.0 as core::ffi::c_uint,
+            )
+        })
     }
 }
 
@@ -221,13 +212,13 @@ impl Drop for Graph {
 pub(crate) fn raw_nodes(graph: sys::cudaGraph_t) -> Result<alloc::vec::Vec<sys::cudaGraphNode_t>> {
     let mut n = 0usize;
     // SAFETY: a live graph (the caller's); a null array asks for the count.
-    check(unsafe { sys::cudaGraphGetNodes(graph, core::ptr::null_mut(), &mut n) }, "cudaGraphGetNodes")?;
+    cuda_call!(unsafe { sys::cudaGraphGetNodes(graph, core::ptr::null_mut(), &mut n) })?;
     if n == 0 {
         return Ok(alloc::vec::Vec::new());
     }
     let mut raw = alloc::vec![core::ptr::null_mut(); n];
     // SAFETY: an array of `n` elements; CUDA writes at most `n` and stores the count in `n`.
-    check(unsafe { sys::cudaGraphGetNodes(graph, raw.as_mut_ptr(), &mut n) }, "cudaGraphGetNodes")?;
+    cuda_call!(unsafe { sys::cudaGraphGetNodes(graph, raw.as_mut_ptr(), &mut n) })?;
     raw.truncate(n);
     Ok(raw)
 }

@@ -35,7 +35,7 @@
 pub mod pdl;
 pub use pdl::{BeyondOneWave, PdlKernel, PdlMode, PdlPlan};
 
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::stream::StreamRef;
 use core::ffi::{c_int, c_void};
 use core::marker::PhantomData;
@@ -423,16 +423,13 @@ impl<Args: KernelArgs> Kernel<Args> {
         let bytes =
             c_int::try_from(bytes).map_err(|_| Error::invalid(CALL, "shared memory size over i32::MAX bytes"))?;
         // SAFETY: a kernel stub; plain values.
-        check(
-            unsafe {
-                sys::cudaFuncSetAttribute(
-                    self.as_raw(),
-                    sys::cudaFuncAttribute::cudaFuncAttributeMaxDynamicSharedMemorySize,
-                    bytes,
-                )
-            },
-            "cudaFuncSetAttribute",
-        )
+        cuda_call!(unsafe {
+            sys::cudaFuncSetAttribute(
+                self.as_raw(),
+                sys::cudaFuncAttribute::cudaFuncAttributeMaxDynamicSharedMemorySize,
+                bytes,
+            )
+        })
     }
 
     /// The kernel's attributes (`cudaFuncGetAttributes`): registers, static shared memory, the
@@ -440,7 +437,7 @@ impl<Args: KernelArgs> Kernel<Args> {
     pub fn attributes(self) -> Result<sys::cudaFuncAttributes> {
         let mut attrs = sys::cudaFuncAttributes::default();
         // SAFETY: `attrs` is writable; a kernel stub.
-        check(unsafe { sys::cudaFuncGetAttributes(&mut attrs, self.as_raw()) }, "cudaFuncGetAttributes")?;
+        cuda_call!(unsafe { sys::cudaFuncGetAttributes(&mut attrs, self.as_raw()) })?;
         Ok(attrs)
     }
 
@@ -449,17 +446,14 @@ impl<Args: KernelArgs> Kernel<Args> {
     pub fn max_active_blocks_per_sm(self, block_threads: u32, shared_mem_bytes: u32) -> Result<u32> {
         let mut n: c_int = 0;
         // SAFETY: `n` is writable; a kernel stub.
-        check(
-            unsafe {
-                sys::cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                    &mut n,
-                    self.as_raw(),
-                    block_threads as c_int,
-                    shared_mem_bytes as usize,
-                )
-            },
-            "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
-        )?;
+        cuda_call!(unsafe {
+            sys::cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut n,
+                self.as_raw(),
+                block_threads as c_int,
+                shared_mem_bytes as usize,
+            )
+        })?;
         Ok(n.max(0) as u32)
     }
 }

@@ -43,7 +43,7 @@
 //! [`DeviceBuffer`]: super::DeviceBuffer
 
 use super::{order, DeviceCopy, DeviceSlice, DeviceSliceMut, PinnedSlice, PinnedSliceMut};
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::stream::StreamRef;
 use ordo_cuda_sys as sys;
 use sys::cudaMemcpyKind as Kind;
@@ -73,7 +73,7 @@ unsafe fn memcpy(
     stream: StreamRef<'_>,
 ) -> Result<()> {
     // SAFETY: forwarded to the caller.
-    check(unsafe { sys::cudaMemcpyAsync(dst, src, bytes, kind, stream.as_raw()) }, "cudaMemcpyAsync")
+    cuda_call!(unsafe { sys::cudaMemcpyAsync(dst, src, bytes, kind, stream.as_raw()) })
 }
 
 /// Host to device on `stream` (`cudaMemcpyAsync`).
@@ -143,19 +143,16 @@ pub unsafe fn peer_async<T: DeviceCopy>(
 ) -> Result<()> {
     same_len(dst.len(), src.len(), "copy::peer_async")?;
     // SAFETY: lengths checked; lifetimes owed by the caller.
-    check(
-        unsafe {
-            sys::cudaMemcpyPeerAsync(
-                dst.as_mut_ptr().cast(),
-                dst_device.ordinal(),
-                src.as_ptr().cast(),
-                src_device.ordinal(),
-                src.byte_len(),
-                stream.as_raw(),
-            )
-        },
-        "cudaMemcpyPeerAsync",
-    )
+    cuda_call!(unsafe {
+        sys::cudaMemcpyPeerAsync(
+            dst.as_mut_ptr().cast(),
+            dst_device.ordinal(),
+            src.as_ptr().cast(),
+            src_device.ordinal(),
+            src.byte_len(),
+            stream.as_raw(),
+        )
+    })
 }
 
 /// Sets every byte of `dst` to `value` on `stream` (`cudaMemsetAsync`).
@@ -168,10 +165,9 @@ pub unsafe fn memset_async<T: DeviceCopy>(dst: DeviceSliceMut<'_, T>, value: u8,
         return Err(Error::invalid("copy::memset_async", "zero-length memset"));
     }
     // SAFETY: our view; lifetime owed by the caller.
-    check(
-        unsafe { sys::cudaMemsetAsync(dst.as_mut_ptr().cast(), i32::from(value), dst.byte_len(), stream.as_raw()) },
-        "cudaMemsetAsync",
-    )
+    cuda_call!(unsafe {
+        sys::cudaMemsetAsync(dst.as_mut_ptr().cast(), i32::from(value), dst.byte_len(), stream.as_raw())
+    })
 }
 
 /// Runs a blocking copy with `stream`'s device current. CUDA refuses a copy of pageable memory

@@ -1,7 +1,7 @@
 //! [`DeviceBuffer`]: device memory allocated on a stream and freed on a stream.
 
 use super::{byte_len, DeviceCopy, DeviceSlice, DeviceSliceMut, MemPoolRef};
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::stream::StreamRef;
 use core::ffi::c_void;
 use core::ops::RangeBounds;
@@ -54,7 +54,7 @@ impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
         let bytes = byte_len::<T>(len, "DeviceBuffer::alloc_async")?;
         let mut ptr: *mut c_void = core::ptr::null_mut();
         // SAFETY: `ptr` is writable; `stream` is live for 's.
-        check(unsafe { sys::cudaMallocAsync(&mut ptr, bytes, stream.as_raw()) }, "cudaMallocAsync")?;
+        cuda_call!(unsafe { sys::cudaMallocAsync(&mut ptr, bytes, stream.as_raw()) })?;
         Self::from_allocated(ptr, len, stream, "cudaMallocAsync")
     }
 
@@ -65,10 +65,7 @@ impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
         let bytes = byte_len::<T>(len, "DeviceBuffer::alloc_from_pool_async")?;
         let mut ptr: *mut c_void = core::ptr::null_mut();
         // SAFETY: `ptr` is writable; pool and stream are live.
-        check(
-            unsafe { sys::cudaMallocFromPoolAsync(&mut ptr, bytes, pool.as_raw(), stream.as_raw()) },
-            "cudaMallocFromPoolAsync",
-        )?;
+        cuda_call!(unsafe { sys::cudaMallocFromPoolAsync(&mut ptr, bytes, pool.as_raw(), stream.as_raw()) })?;
         Self::from_allocated(ptr, len, stream, "cudaMallocFromPoolAsync")
     }
 
@@ -76,10 +73,7 @@ impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
     pub fn zeroed_async(len: usize, stream: StreamRef<'s>) -> Result<Self> {
         let mut buf = Self::alloc_async(len, stream)?;
         // SAFETY: the buffer is ours and the memset is ordered on its stream.
-        check(
-            unsafe { sys::cudaMemsetAsync(buf.as_mut_ptr().cast(), 0, buf.byte_len(), stream.as_raw()) },
-            "cudaMemsetAsync",
-        )?;
+        cuda_call!(unsafe { sys::cudaMemsetAsync(buf.as_mut_ptr().cast(), 0, buf.byte_len(), stream.as_raw()) })?;
         Ok(buf)
     }
 
@@ -173,7 +167,7 @@ impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
         core::mem::forget(self);
         super::order::after_origin(Some(own), stream)?;
         // SAFETY: our allocation, given up here; the free is ordered after the buffer's stream.
-        check(unsafe { sys::cudaFreeAsync(ptr.cast(), stream.as_raw()) }, "cudaFreeAsync")
+        cuda_call!(unsafe { sys::cudaFreeAsync(ptr.cast(), stream.as_raw()) })
     }
 
     /// Frees the buffer on its own stream, reporting the result (`Drop` keeps it for

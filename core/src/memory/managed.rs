@@ -77,7 +77,7 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
             flags.contains(ManagedFlags::ATTACH_HOST) || Device::current()?.concurrent_managed_access()?;
         let mut raw: *mut core::ffi::c_void = core::ptr::null_mut();
         // SAFETY: `raw` is writable.
-        check(unsafe { sys::cudaMallocManaged(&mut raw, bytes, flags.bits()) }, "cudaMallocManaged")?;
+        cuda_call!(unsafe { sys::cudaMallocManaged(&mut raw, bytes, flags.bits()) })?;
         let ptr = NonNull::new(raw.cast::<T>()).ok_or_else(|| crate::error::null_handle("cudaMallocManaged"))?;
         // Owned from here: an error below frees it.
         let buf = ManagedBuffer { ptr, len };
@@ -89,7 +89,7 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
             let stream = Stream::new()?;
             // SAFETY: `bytes` of our managed allocation; the stream is live until it is
             // synchronised below.
-            check(unsafe { sys::cudaMemsetAsync(raw, 0, bytes, stream.as_raw()) }, "cudaMemsetAsync")?;
+            cuda_call!(unsafe { sys::cudaMemsetAsync(raw, 0, bytes, stream.as_raw()) })?;
             stream.synchronize()?; // blocking, as documented: the memory must be zero before it is handed out
         }
         Ok(buf)

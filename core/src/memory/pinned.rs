@@ -2,7 +2,7 @@
 //! memory registered with CUDA for as long as it is borrowed).
 
 use super::{byte_len, DeviceCopy, PinnedSlice, PinnedSliceMut};
-use crate::error::{check, Result};
+use crate::error::Result;
 use core::ffi::c_uint;
 use core::ops::{Deref, DerefMut, RangeBounds};
 use core::ptr::NonNull;
@@ -60,7 +60,7 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
         let bytes = byte_len::<T>(len, "PinnedBuffer::zeroed")?;
         let mut ptr: *mut core::ffi::c_void = core::ptr::null_mut();
         // SAFETY: `ptr` is writable.
-        check(unsafe { sys::cudaHostAlloc(&mut ptr, bytes, flags.bits()) }, "cudaHostAlloc")?;
+        cuda_call!(unsafe { sys::cudaHostAlloc(&mut ptr, bytes, flags.bits()) })?;
         let ptr = NonNull::new(ptr.cast::<T>()).ok_or_else(|| crate::error::null_handle("cudaHostAlloc"))?;
         // SAFETY: `bytes` of fresh host memory; zero is a valid `T` (DeviceCopy).
         unsafe { core::ptr::write_bytes(ptr.as_ptr().cast::<u8>(), 0, bytes) };
@@ -137,7 +137,7 @@ impl<'a, T: DeviceCopy> RegisteredHost<'a, T> {
     pub fn new(data: &'a mut [T], flags: HostRegisterFlags) -> Result<Self> {
         let bytes = byte_len::<T>(data.len(), "RegisteredHost::new")?;
         // SAFETY: `data` is live host memory of `bytes` bytes, borrowed for as long as it stays registered.
-        check(unsafe { sys::cudaHostRegister(data.as_mut_ptr().cast(), bytes, flags.bits()) }, "cudaHostRegister")?;
+        cuda_call!(unsafe { sys::cudaHostRegister(data.as_mut_ptr().cast(), bytes, flags.bits()) })?;
         Ok(RegisteredHost { data })
     }
 

@@ -14,7 +14,7 @@
 //! does both for the common case.
 
 use crate::device::Device;
-use crate::error::{check, Result};
+use crate::error::Result;
 use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::ptr::NonNull;
@@ -91,7 +91,7 @@ impl MemPool {
     pub fn device_current_raw(device: Device) -> Result<sys::cudaMemPool_t> {
         let mut raw: sys::cudaMemPool_t = core::ptr::null_mut();
         // SAFETY: `raw` is writable.
-        check(unsafe { sys::cudaDeviceGetMemPool(&mut raw, device.ordinal()) }, "cudaDeviceGetMemPool")?;
+        cuda_call!(unsafe { sys::cudaDeviceGetMemPool(&mut raw, device.ordinal()) })?;
         if raw.is_null() {
             return Err(crate::error::null_handle("cudaDeviceGetMemPool"));
         }
@@ -102,7 +102,7 @@ impl MemPool {
     pub fn device_default(device: Device) -> Result<MemPoolRef<'static>> {
         let mut raw: sys::cudaMemPool_t = core::ptr::null_mut();
         // SAFETY: `raw` is writable.
-        check(unsafe { sys::cudaDeviceGetDefaultMemPool(&mut raw, device.ordinal()) }, "cudaDeviceGetDefaultMemPool")?;
+        cuda_call!(unsafe { sys::cudaDeviceGetDefaultMemPool(&mut raw, device.ordinal()) })?;
         // SAFETY: the default pool lives as long as the device's context.
         unsafe { MemPoolRef::from_raw(raw) }.ok_or_else(|| crate::error::null_handle("cudaDeviceGetDefaultMemPool"))
     }
@@ -120,7 +120,7 @@ impl MemPool {
         };
         let mut raw: sys::cudaMemPool_t = core::ptr::null_mut();
         // SAFETY: `props` is initialised; `raw` is writable.
-        check(unsafe { sys::cudaMemPoolCreate(&mut raw, &props) }, "cudaMemPoolCreate")?;
+        cuda_call!(unsafe { sys::cudaMemPoolCreate(&mut raw, &props) })?;
         NonNull::new(raw).map(|raw| MemPool { raw }).ok_or_else(|| crate::error::null_handle("cudaMemPoolCreate"))
     }
 
@@ -156,19 +156,17 @@ impl<'a> MemPoolRef<'a> {
 
     fn set_u64(self, attr: sys::cudaMemPoolAttr, mut value: u64) -> Result<()> {
         // SAFETY: a live pool; this attribute takes a cuuint64_t.
-        check(
-            unsafe { sys::cudaMemPoolSetAttribute(self.as_raw(), attr, (&mut value as *mut u64).cast::<c_void>()) },
-            "cudaMemPoolSetAttribute",
-        )
+        cuda_call!(unsafe {
+            sys::cudaMemPoolSetAttribute(self.as_raw(), attr, (&mut value as *mut u64).cast::<c_void>())
+        })
     }
 
     fn get_u64(self, attr: sys::cudaMemPoolAttr) -> Result<u64> {
         let mut value = 0u64;
         // SAFETY: a live pool; this attribute is a cuuint64_t.
-        check(
-            unsafe { sys::cudaMemPoolGetAttribute(self.as_raw(), attr, (&mut value as *mut u64).cast::<c_void>()) },
-            "cudaMemPoolGetAttribute",
-        )?;
+        cuda_call!(unsafe {
+            sys::cudaMemPoolGetAttribute(self.as_raw(), attr, (&mut value as *mut u64).cast::<c_void>())
+        })?;
         Ok(value)
     }
 
@@ -201,7 +199,7 @@ impl<'a> MemPoolRef<'a> {
     pub fn set_access(self, device: Device, access: PoolAccess) -> Result<()> {
         let desc = sys::cudaMemAccessDesc { location: device_location(device), flags: access.to_raw() };
         // SAFETY: a live pool; one initialised descriptor.
-        check(unsafe { sys::cudaMemPoolSetAccess(self.as_raw(), &desc, 1) }, "cudaMemPoolSetAccess")
+        cuda_call!(unsafe { sys::cudaMemPoolSetAccess(self.as_raw(), &desc, 1) })
     }
 
     /// The access `device` has to the pool's memory (`cudaMemPoolGetAccess`).
@@ -209,13 +207,13 @@ impl<'a> MemPoolRef<'a> {
         let mut flags = sys::cudaMemAccessFlags::cudaMemAccessFlagsProtNone;
         let mut location = device_location(device);
         // SAFETY: a live pool; `flags` and `location` are writable and initialised.
-        check(unsafe { sys::cudaMemPoolGetAccess(&mut flags, self.as_raw(), &mut location) }, "cudaMemPoolGetAccess")?;
+        cuda_call!(unsafe { sys::cudaMemPoolGetAccess(&mut flags, self.as_raw(), &mut location) })?;
         PoolAccess::from_raw(flags).ok_or_else(|| crate::error::null_handle("cudaMemPoolGetAccess"))
     }
 
     /// Releases unused memory until the pool holds at most `keep_bytes` (`cudaMemPoolTrimTo`).
     pub fn trim_to(self, keep_bytes: usize) -> Result<()> {
         // SAFETY: a live pool.
-        check(unsafe { sys::cudaMemPoolTrimTo(self.as_raw(), keep_bytes) }, "cudaMemPoolTrimTo")
+        cuda_call!(unsafe { sys::cudaMemPoolTrimTo(self.as_raw(), keep_bytes) })
     }
 }
