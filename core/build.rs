@@ -12,6 +12,11 @@ fn main() {
     if version.is_some_and(|v| v >= 12040) {
         println!("cargo::rustc-cfg=cuda_library_api");
     }
+    // The preferred-cluster launch attribute: CUDA 12.8 and later headers.
+    println!("cargo::rustc-check-cfg=cfg(cuda_12_8)");
+    if version.is_some_and(|v| v >= 12080) {
+        println!("cargo::rustc-cfg=cuda_12_8");
+    }
     let include = std::env::var_os("DEP_CUDART_INCLUDE").unwrap_or_default();
     if let Some(first) = std::env::split_paths(&include).next() {
         println!("cargo::rustc-env=ORDO_CUDA_INCLUDE={}", first.display());

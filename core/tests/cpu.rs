@@ -199,6 +199,23 @@ fn launch_configurations_are_checked_before_cuda() {
     assert!(LaunchConfig::for_elements(usize::MAX, 1).is_err());
     let c = LaunchConfig::new(1, 1).with_pdl(true).with_priority(-2).with_shared_mem(1024);
     assert!(c.pdl && c.priority == Some(-2) && c.shared_mem_bytes == 1024);
+    // Cooperative launches and clusters exclude each other; preferred clusters need clusters,
+    // whose multiple they must be, and divide the grid.
+    bad(LaunchConfig::new(8, 32).with_cooperative(true).with_cluster(2), "cooperative launch with clusters");
+    let domain = LaunchConfig::new(8, 32).with_cooperative(true).with_mem_sync_domain(launch::MemSyncDomain::Remote);
+    assert!(domain.validate().is_ok() && domain.cooperative);
+    if cfg!(cuda_12_8) {
+        assert!(LaunchConfig::new(16, 32).with_cluster(2).with_preferred_cluster(4).validate().is_ok());
+        bad(LaunchConfig::new(16, 32).with_preferred_cluster(4), "without cluster dimensions");
+        bad(LaunchConfig::new(16, 32).with_cluster(2).with_preferred_cluster(3), "not a multiple of the cluster");
+        bad(
+            LaunchConfig::new(12, 32).with_cluster(2).with_preferred_cluster(8),
+            "grid not a multiple of the preferred",
+        );
+    } else {
+        let e = LaunchConfig::new(16, 32).with_cluster(2).with_preferred_cluster(4).validate().unwrap_err();
+        assert!(matches!(e, Error::Usage(UsageError { kind: UsageKind::NotSupported, .. })), "{e:?}");
+    }
 }
 
 #[test]

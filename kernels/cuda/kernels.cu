@@ -1,6 +1,7 @@
 // ordo's kernels: the ones from the source articles, each checked against a CPU reference in
 // kernels/tests. Every kernel is extern "C" so Rust can name its host stub, and named ordok_*: the
 // ordo_* names belong to the C ABI alone (scripts/package.sh keeps only those global).
+#include <cooperative_groups.h>
 #include <stdint.h>
 #include "ordo/pdl.cuh"
 
@@ -135,6 +136,30 @@ __device__ __forceinline__ void ordok_chain_step_body(const float* prev, float* 
 ORDO_PDL_KERNELS(ordok_chain_step, (const float* prev, float* out, const float* scale, int n), (prev, out, scale, n))
 
 extern "C" {
+
+// The sum of x[0..n) into *out, in one cooperative launch: each block sums a grid-stride share into
+// partial[blockIdx.x], the grid synchronises (cooperative_groups::this_grid().sync(), which needs
+// every block resident at once: a cooperative launch), and block 0 adds the partials in order.
+// blockDim.x must be a power of two up to 1024.
+__global__ void ordok_grid_sum(const float* x, float* partial, float* out, int n) {
+    cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+    __shared__ float s[1024];
+    float acc = 0.0f;
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)n; i += gridDim.x * blockDim.x) acc += x[i];
+    s[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
+        if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
+    grid.sync();
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        float total = 0.0f;
+        for (unsigned b = 0; b < gridDim.x; ++b) total += partial[b];
+        *out = total;
+    }
+}
 
 // Fault injection for tests: writes 1 at base[offset]. An offset far outside any allocation makes
 // an illegal-address fault, a sticky error.

@@ -53,6 +53,7 @@ pub mod ffi {
         pub fn ordok_grayscale(rgb: *const u8, gray: *mut f32, width: i32, height: i32);
         pub fn ordok_blur5(gray: *const f32, out: *mut u8, width: i32, height: i32);
         pub fn ordok_write_at(base: *mut f32, offset: i64);
+        pub fn ordok_grid_sum(x: *const f32, partial: *mut f32, out: *mut f32, n: i32);
         pub fn ordok_chain_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
         pub fn ordok_chain_step_pdl(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
     }
@@ -102,6 +103,12 @@ pub mod kernel {
     /// `ordok_blur5(gray, out, width, height)`: 5x5 binomial blur, clamped edges, rounded to bytes.
     pub fn blur5() -> Kernel<(*const f32, *mut u8, i32, i32)> {
         Kernel::new(ffi::ordok_blur5 as unsafe extern "C" fn(*const f32, *mut u8, i32, i32))
+    }
+    /// `ordok_grid_sum(x, partial, out, n)`: `*out = Σ x[i]` in one cooperative launch (blocks
+    /// of a power-of-two size up to 1024, `partial` one float a block; launch it with
+    /// [`LaunchConfig::with_cooperative`](ordo_core::launch::LaunchConfig::with_cooperative)).
+    pub fn grid_sum() -> Kernel<(*const f32, *mut f32, *mut f32, i32)> {
+        Kernel::new(ffi::ordok_grid_sum as unsafe extern "C" fn(*const f32, *mut f32, *mut f32, i32))
     }
     /// `ordok_write_at(base, offset)`: writes `base[offset] = 1` (fault injection for tests).
     pub fn write_at() -> Kernel<(*mut f32, i64)> {

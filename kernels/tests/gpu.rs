@@ -363,3 +363,39 @@ fn cublas_gemv_normalize_matches_the_cpu_and_captures() {
     g.instantiate(InstantiateFlags::empty()).unwrap().launch(other.as_stream()).unwrap();
     assert_close(&download(&y2, other.as_stream()), &expect, 2e-3, "cublas gemv_normalize in a graph");
 }
+
+/// A cooperative launch: the grid-wide sync of `ordok_grid_sum` gives the exact sum of small
+/// integers (so no rounding) over a one-wave grid; a grid larger than the device holds at once is
+/// refused before CUDA with a clear error; launched in a memory-synchronisation domain, the same.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_cooperative_launch_syncs_the_grid_and_an_oversized_one_is_refused() {
+    let _gpu = gpu_lock::shared();
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let d = Device::current().unwrap();
+    const N: usize = 1 << 20;
+    let x: Vec<f32> = (0..N).map(|i| (i % 7) as f32).collect();
+    let expect: f32 = x.iter().map(|&v| v as u64).sum::<u64>() as f32; // 3M, exact in f32
+    let dx = upload(&x, s);
+    let k = kernel::grid_sum();
+    let per_sm = k.max_active_blocks_per_sm(256, 0).unwrap();
+    let wave = per_sm * d.sm_count().unwrap();
+    let mut partial = DeviceBuffer::<f32>::zeroed_async(wave as usize + 1, s).unwrap();
+    let mut out = DeviceBuffer::<f32>::zeroed_async(1, s).unwrap();
+    for config in [
+        LaunchConfig::new(wave, 256).with_cooperative(true),
+        LaunchConfig::new(wave / 2, 256).with_cooperative(true).with_mem_sync_domain(launch::MemSyncDomain::Remote),
+    ] {
+        // SAFETY: x holds N floats, partial one a block, out one; all freed on `s` after the kernel.
+        unsafe { k.launch(s, &config, (dx.as_ptr(), partial.as_mut_ptr(), out.as_mut_ptr(), N as i32)).unwrap() };
+        assert_eq!(download(&out, s), vec![expect], "{config:?}");
+    }
+    // One block more than fits at once: refused before CUDA, nothing launched.
+    let too_many = LaunchConfig::new(wave + 1, 256).with_cooperative(true);
+    // SAFETY: refused before the launch.
+    let e =
+        unsafe { k.launch(s, &too_many, (dx.as_ptr(), partial.as_mut_ptr(), out.as_mut_ptr(), N as i32)) }.unwrap_err();
+    assert!(matches!(e, Error::Usage(_)) && e.to_string().contains("cooperative grid larger"), "{e}");
+    s.synchronize().unwrap();
+}

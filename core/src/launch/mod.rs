@@ -1,5 +1,6 @@
 //! Typed kernel launch: a [`Kernel`] handle made from an `extern "C" __global__` function's host
-//! stub, a [`LaunchConfig`] with launch attributes (PDL, priority, cluster dimensions), and a launch
+//! stub, a [`LaunchConfig`] with launch attributes (PDL, priority, cluster and preferred cluster
+//! dimensions, cooperative launch, memory-synchronisation domain), and a launch
 //! that calls `cudaLaunchKernelExC` with the arguments and attributes on the stack: no heap
 //! allocation, no lock, nothing the raw call does not need beyond integer checks of the
 //! configuration.
@@ -104,10 +105,41 @@ pub struct LaunchConfig {
     pub priority: Option<i32>,
     /// Thread-block cluster dimensions (`cudaLaunchAttributeClusterDimension`, sm_90 and later).
     pub cluster: Option<Dim3>,
+    /// A cooperative launch (`cudaLaunchAttributeCooperative`): every block is resident at once,
+    /// so blocks may synchronise across the grid (`cooperative_groups::this_grid().sync()`). The
+    /// grid is checked against what the device holds at once before the launch.
+    pub cooperative: bool,
+    /// The memory-synchronisation domain (`cudaLaunchAttributeMemSyncDomain`, sm_90 and later).
+    pub mem_sync_domain: Option<MemSyncDomain>,
+    /// Preferred cluster dimensions (`cudaLaunchAttributePreferredClusterDimension`, CUDA 12.8
+    /// headers and sm_90 or later): the hardware uses them where it can, else `cluster`, of which
+    /// they must be a multiple.
+    pub preferred_cluster: Option<Dim3>,
 }
 
-/// The most attributes one launch sets (PDL, priority, cluster).
-const MAX_ATTRIBUTES: usize = 3;
+/// A memory-synchronisation domain (`cudaLaunchMemSyncDomain`): a kernel's memory fences order
+/// only with work of its own domain, so that, say, a communication kernel in `Remote` does not
+/// wait for the fences of compute kernels in `Default`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemSyncDomain {
+    /// `cudaLaunchMemSyncDomainDefault`.
+    Default,
+    /// `cudaLaunchMemSyncDomainRemote`.
+    Remote,
+}
+
+impl MemSyncDomain {
+    fn to_raw(self) -> sys::cudaLaunchMemSyncDomain {
+        match self {
+            MemSyncDomain::Default => sys::cudaLaunchMemSyncDomain::cudaLaunchMemSyncDomainDefault,
+            MemSyncDomain::Remote => sys::cudaLaunchMemSyncDomain::cudaLaunchMemSyncDomainRemote,
+        }
+    }
+}
+
+/// The most attributes one launch sets (PDL, priority, cluster, cooperative, memory-sync domain,
+/// preferred cluster): an array of this many on the stack.
+const MAX_ATTRIBUTES: usize = 6;
 
 /// Largest dynamic shared memory a block gets without opting in.
 pub const DEFAULT_MAX_DYNAMIC_SHARED_MEMORY: u32 = 48 * 1024;
@@ -122,6 +154,9 @@ impl LaunchConfig {
             pdl: false,
             priority: None,
             cluster: None,
+            cooperative: false,
+            mem_sync_domain: None,
+            preferred_cluster: None,
         }
     }
 
@@ -186,6 +221,25 @@ impl LaunchConfig {
         self
     }
 
+    /// As a cooperative launch or not (see [`cooperative`](Self::cooperative)).
+    pub fn with_cooperative(mut self, on: bool) -> LaunchConfig {
+        self.cooperative = on;
+        self
+    }
+
+    /// In the memory-synchronisation domain `domain`.
+    pub fn with_mem_sync_domain(mut self, domain: MemSyncDomain) -> LaunchConfig {
+        self.mem_sync_domain = Some(domain);
+        self
+    }
+
+    /// With preferred cluster dimensions (a multiple of the cluster dimensions, which must be
+    /// set too).
+    pub fn with_preferred_cluster(mut self, preferred: impl Into<Dim3>) -> LaunchConfig {
+        self.preferred_cluster = Some(preferred.into());
+        self
+    }
+
     /// Checks what can be checked without the device: non-zero dimensions within CUDA's limits,
     /// at most 1024 threads a block, a grid divisible by its cluster.
     pub fn validate(&self) -> Result<()> {
@@ -210,6 +264,27 @@ impl LaunchConfig {
             if g.x % c.x != 0 || g.y % c.y != 0 || g.z % c.z != 0 {
                 return Err(Error::invalid(CALL, "grid not a multiple of the cluster dimensions"));
             }
+        }
+        if let Some(p) = self.preferred_cluster {
+            if !cfg!(cuda_12_8) {
+                return Err(Error::usage(
+                    crate::UsageKind::NotSupported,
+                    CALL,
+                    "preferred cluster dimensions need CUDA 12.8 or later headers",
+                ));
+            }
+            let Some(c) = self.cluster else {
+                return Err(Error::invalid(CALL, "preferred cluster dimensions without cluster dimensions"));
+            };
+            if p.x == 0 || p.y == 0 || p.z == 0 || p.x % c.x != 0 || p.y % c.y != 0 || p.z % c.z != 0 {
+                return Err(Error::invalid(CALL, "preferred cluster dimensions not a multiple of the cluster's"));
+            }
+            if g.x % p.x != 0 || g.y % p.y != 0 || g.z % p.z != 0 {
+                return Err(Error::invalid(CALL, "grid not a multiple of the preferred cluster dimensions"));
+            }
+        }
+        if self.cooperative && self.cluster.is_some() {
+            return Err(Error::invalid(CALL, "a cooperative launch with clusters: CUDA allows only one of the two"));
         }
         Ok(())
     }
@@ -349,6 +424,9 @@ impl<Args: KernelArgs> Kernel<Args> {
     #[inline]
     pub unsafe fn launch(self, stream: StreamRef<'_>, config: &LaunchConfig, mut args: Args) -> Result<()> {
         config.validate()?;
+        if config.cooperative {
+            self.check_co_resident(stream, config)?;
+        }
         // Only the attributes asked for are written; with none, CUDA gets a null array.
         let mut attrs = [core::mem::MaybeUninit::<sys::cudaLaunchAttribute>::uninit(); MAX_ATTRIBUTES];
         let mut n = 0;
@@ -373,6 +451,24 @@ impl<Args: KernelArgs> Kernel<Args> {
             val.clusterDim.z = c.z;
             push(sys::cudaLaunchAttributeID::cudaLaunchAttributeClusterDimension, val);
         }
+        if config.cooperative {
+            let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+            val.cooperative = 1;
+            push(sys::cudaLaunchAttributeID::cudaLaunchAttributeCooperative, val);
+        }
+        if let Some(domain) = config.mem_sync_domain {
+            let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+            val.memSyncDomain = domain.to_raw();
+            push(sys::cudaLaunchAttributeID::cudaLaunchAttributeMemSyncDomain, val);
+        }
+        #[cfg(cuda_12_8)]
+        if let Some(p) = config.preferred_cluster {
+            let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+            val.preferredClusterDim.x = p.x;
+            val.preferredClusterDim.y = p.y;
+            val.preferredClusterDim.z = p.z;
+            push(sys::cudaLaunchAttributeID::cudaLaunchAttributePreferredClusterDimension, val);
+        }
         let raw = sys::cudaLaunchConfig_t {
             gridDim: config.grid.to_raw(),
             blockDim: config.block.to_raw(),
@@ -389,6 +485,30 @@ impl<Args: KernelArgs> Kernel<Args> {
             return Ok(());
         }
         launch_error(code, config)
+    }
+
+    /// For a cooperative launch: the device supports it (`cudaDevAttrCooperativeLaunch`) and the
+    /// whole grid fits on it at once (resident blocks a SM x SMs), else a clear error before CUDA
+    /// is asked. Out of the hot path: only cooperative launches come here.
+    #[cold]
+    fn check_co_resident(self, stream: StreamRef<'_>, config: &LaunchConfig) -> Result<()> {
+        const CALL: &str = "Kernel::launch (cooperative)";
+        let device = stream.device_or_current()?;
+        device.with_current(|| {
+            if device.attribute(sys::cudaDeviceAttr::cudaDevAttrCooperativeLaunch)? == 0 {
+                return Err(Error::usage(crate::UsageKind::NotSupported, CALL, "the device has no cooperative launch"));
+            }
+            let threads = u32::try_from(config.block.volume()).unwrap_or(u32::MAX);
+            let per_sm = self.max_active_blocks_per_sm(threads, config.shared_mem_bytes)?;
+            let at_once = u128::from(per_sm) * u128::from(device.sm_count()?);
+            if config.grid.volume() > at_once {
+                return Err(Error::invalid(
+                    CALL,
+                    "a cooperative grid larger than the device holds at once (resident blocks a SM x SMs)",
+                ));
+            }
+            Ok(())
+        })
     }
 
     /// Allows up to `bytes` of dynamic shared memory a block (`cudaFuncSetAttribute` with
