@@ -1,6 +1,14 @@
 //! A cache of graphs per shape bucket, as inference engines keep for decode: one graph for each
 //! batch-size bucket, captured over fixed input and output buffers; at run time the real size is
 //! rounded up to its bucket and that bucket's graph is replayed.
+//!
+//! As vLLM, SGLang and PyTorch do: [`capture_all`](GraphCache::capture_all) captures from the
+//! largest bucket to the smallest (allocations the body makes reach their largest size first); an
+//! optional warm-up run of the body before each capture ([`CacheOptions::warmup`]: lazy
+//! initialisation, such as a library's workspace, happens outside the capture); the capture mode
+//! is the caller's ([`CacheOptions::mode`]: global by default, thread-local for servers whose other
+//! threads allocate meanwhile); the size-to-bucket lookup is a table, one load, for buckets up to
+//! [`TABLE_MAX`].
 
 use crate::error::{Error, Result, UsageKind};
 use crate::graph::{capture, CaptureMode, GraphExec, InstantiateFlags};
@@ -15,6 +23,29 @@ pub enum Overflow {
     /// Run the body eagerly (not captured) for the real size.
     Eager,
 }
+
+/// How a [`GraphCache`] captures its buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheOptions {
+    /// The capture mode (default [`CaptureMode::Global`], in which a hidden synchronise in the
+    /// body makes the capture fail, cleanly).
+    pub mode: CaptureMode,
+    /// Run the body once, eagerly (not captured), on the capture's stream before each capture:
+    /// its work runs as an ordinary run of that bucket would (default false).
+    pub warmup: bool,
+    /// Flags for instantiating each bucket's graph (default none).
+    pub instantiate: InstantiateFlags,
+}
+
+impl Default for CacheOptions {
+    fn default() -> CacheOptions {
+        CacheOptions { mode: CaptureMode::Global, warmup: false, instantiate: InstantiateFlags::empty() }
+    }
+}
+
+/// The largest bucket for which the size-to-bucket lookup is a table (one `u32` a size); larger
+/// bucket lists are searched (a binary search over the buckets).
+pub const TABLE_MAX: usize = 1 << 16;
 
 /// The default buckets: 1, 2, 4, 8, ... 256.
 pub fn default_buckets() -> Vec<usize> {
@@ -35,19 +66,31 @@ pub fn bucket_index(buckets: &[usize], n: usize) -> Option<usize> {
 /// them. Making a cache is `unsafe` for that reason: see [`GraphCache::new`].
 pub struct GraphCache<F> {
     buckets: Vec<usize>,
+    /// `table[n]`: the index of `n`'s bucket, for `n` up to the largest bucket (when that is at
+    /// most [`TABLE_MAX`]; empty otherwise).
+    table: Vec<u32>,
     execs: Vec<Option<GraphExec>>,
     body: F,
     overflow: Overflow,
-    mode: CaptureMode,
+    options: CacheOptions,
 }
 
 impl<F> GraphCache<F>
 where
     F: FnMut(StreamRef<'_>, usize) -> Result<()>,
 {
-    /// A cache over `buckets` (strictly increasing, non-zero; a clear error otherwise). Captures use
-    /// global mode, in which a hidden synchronise in `body` makes the capture fail (cleanly: the
-    /// capture is ended and the error returned).
+    /// A cache over `buckets` (strictly increasing, non-zero; a clear error otherwise) with the
+    /// default [`CacheOptions`]: global-mode captures, no warm-up, no instantiate flags.
+    ///
+    /// # Safety
+    /// As [`with_options`](Self::with_options).
+    pub unsafe fn new(buckets: Vec<usize>, overflow: Overflow, body: F) -> Result<Self> {
+        // SAFETY: the caller's contract, the same.
+        unsafe { GraphCache::with_options(buckets, overflow, CacheOptions::default(), body) }
+    }
+
+    /// A cache over `buckets` (strictly increasing, non-zero; a clear error otherwise) that
+    /// captures as `options` say.
     ///
     /// # Safety
     /// Every call of `body` made by [`run`](Self::run) or [`capture_all`](Self::capture_all) to
@@ -57,8 +100,14 @@ where
     /// every `run` and until the replay it enqueues has completed; and while `run` or
     /// `capture_all` captures on a stream, nothing else uses that stream and nothing but the
     /// cache ends the capture. Host functions and staging slots `body` enqueues are owned by the
-    /// graphs (see [`capture`]).
-    pub unsafe fn new(buckets: Vec<usize>, overflow: Overflow, body: F) -> Result<Self> {
+    /// graphs (see [`capture`]). With [`CaptureMode::Relaxed`] the caller also vouches that no
+    /// capture-unsafe call is made meanwhile (see [`CaptureMode`]).
+    pub unsafe fn with_options(
+        buckets: Vec<usize>,
+        overflow: Overflow,
+        options: CacheOptions,
+        body: F,
+    ) -> Result<Self> {
         const CALL: &str = "GraphCache::new";
         if buckets.is_empty() {
             return Err(Error::invalid(CALL, "no buckets"));
@@ -66,8 +115,35 @@ where
         if buckets[0] == 0 || buckets.windows(2).any(|w| w[0] >= w[1]) {
             return Err(Error::invalid(CALL, "buckets must be non-zero and strictly increasing"));
         }
+        let largest = buckets[buckets.len() - 1];
+        let mut table = Vec::new();
+        if largest <= TABLE_MAX && u32::try_from(buckets.len()).is_ok() {
+            table.try_reserve_exact(largest + 1).map_err(|_| Error::invalid(CALL, "no memory for the bucket table"))?;
+            let mut i = 0;
+            for n in 0..=largest {
+                while buckets[i] < n {
+                    i += 1;
+                }
+                table.push(i as u32);
+            }
+        }
         let execs = buckets.iter().map(|_| None).collect();
-        Ok(GraphCache { buckets, execs, body, overflow, mode: CaptureMode::Global })
+        Ok(GraphCache { buckets, table, execs, body, overflow, options })
+    }
+
+    /// The options the cache captures with.
+    pub fn options(&self) -> CacheOptions {
+        self.options
+    }
+
+    /// The index of `n`'s bucket: a table load, or a binary search over large bucket lists.
+    #[inline]
+    fn index(&self, n: usize) -> Option<usize> {
+        if self.table.is_empty() {
+            bucket_index(&self.buckets, n)
+        } else {
+            self.table.get(n).map(|&i| i as usize)
+        }
     }
 
     /// The buckets.
@@ -77,7 +153,7 @@ where
 
     /// The bucket `n` rounds up to, or `None` over the largest.
     pub fn bucket_for(&self, n: usize) -> Option<usize> {
-        bucket_index(&self.buckets, n).map(|i| self.buckets[i])
+        self.index(n).map(|i| self.buckets[i])
     }
 
     /// How many buckets have a graph.
@@ -89,18 +165,22 @@ where
         if self.execs[i].is_none() {
             let bucket = self.buckets[i];
             let body = &mut self.body;
+            if self.options.warmup {
+                body(stream, bucket)?;
+            }
             // SAFETY: the contract of `GraphCache::new` is this capture's, for every later `run`.
-            let graph = unsafe { capture(stream, self.mode, |s| body(s, bucket))? };
-            let exec = graph.instantiate(InstantiateFlags::empty())?;
+            let graph = unsafe { capture(stream, self.options.mode, |s| body(s, bucket))? };
+            let exec = graph.instantiate(self.options.instantiate)?;
             exec.upload(stream)?;
             self.execs[i] = Some(exec);
         }
         self.execs[i].as_ref().ok_or_else(|| crate::error::null_handle("cudaGraphInstantiateWithFlags"))
     }
 
-    /// Captures and instantiates every bucket's graph now, on `stream`.
+    /// Captures and instantiates every bucket's graph now, on `stream`, from the largest bucket
+    /// to the smallest.
     pub fn capture_all(&mut self, stream: StreamRef<'_>) -> Result<()> {
-        for i in 0..self.buckets.len() {
+        for i in (0..self.buckets.len()).rev() {
             self.ensure(i, stream)?;
         }
         Ok(())
@@ -111,7 +191,7 @@ where
     /// fixed buffers on `stream` before this call. Returns the bucket size used; over the largest
     /// bucket, the [`Overflow`] policy decides (an eager run returns `n`).
     pub fn run(&mut self, stream: StreamRef<'_>, n: usize) -> Result<usize> {
-        match bucket_index(&self.buckets, n) {
+        match self.index(n) {
             Some(i) => {
                 let bucket = self.buckets[i];
                 self.ensure(i, stream)?.launch(stream)?;

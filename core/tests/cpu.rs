@@ -292,6 +292,21 @@ fn bucket_round_up_and_its_edges() {
     assert_eq!(eager.captured(), 0);
     drop(eager);
     assert_eq!(calls, vec![100]);
+    // The table lookup agrees with the binary search, for tabled and searched bucket lists, at
+    // every size up to past the largest bucket.
+    for buckets in [default_buckets(), vec![1], vec![3, 10, 1000], vec![7, 1 << 16], vec![5, (1 << 16) + 1]] {
+        let largest = *buckets.last().unwrap();
+        let cache = new(buckets.clone(), Overflow::Error).unwrap();
+        let sizes = (0..=largest.min(5000) + 2).chain([largest - 1, largest, largest + 1, usize::MAX]);
+        for n in sizes {
+            assert_eq!(cache.bucket_for(n), bucket_index(&buckets, n).map(|i| buckets[i]), "{buckets:?} n {n}");
+        }
+    }
+    // SAFETY: as above.
+    let options =
+        graph_cache::CacheOptions { mode: graph::CaptureMode::ThreadLocal, warmup: true, ..Default::default() };
+    let cache = unsafe { GraphCache::with_options(vec![2, 4], Overflow::Error, options, body) }.unwrap();
+    assert_eq!(cache.options(), options);
 }
 
 #[test]

@@ -190,3 +190,52 @@ fn the_bucket_cache_gives_eager_results_for_random_sizes() {
     cache.capture_all(s).unwrap();
     assert_eq!(cache.captured(), cache.buckets().len());
 }
+
+/// A cache with options: thread-local captures, a warm-up run before each capture, and
+/// `capture_all` from the largest bucket to the smallest. The body counts its calls on the host
+/// and adds one to the first `bucket` elements: after `capture_all` each element was added to once
+/// per warm-up of a bucket that covers it (the captures themselves run nothing), and one replay
+/// adds one more.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_cache_with_options_warms_up_and_captures_largest_first() {
+    let _gpu = gpu_lock::shared(); // thread-local captures: other tests' calls do not disturb them
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let buckets = vec![4usize, 16, 64];
+    let mut x = DeviceBuffer::<f32>::zeroed_async(64, s).unwrap();
+    let xp = x.as_mut_ptr();
+    let calls = std::cell::RefCell::new(Vec::new());
+    let options = ordo_core::graph_cache::CacheOptions {
+        mode: CaptureMode::ThreadLocal,
+        warmup: true,
+        instantiate: InstantiateFlags::empty(),
+    };
+    // SAFETY: `x` is declared before the cache, so it outlives it and every replay (synchronised
+    // below); the captures run on `s`, which nothing else uses; views in bounds (n <= 64).
+    let mut cache = unsafe {
+        GraphCache::with_options(buckets.clone(), Overflow::Error, options, |cs, n| {
+            calls.borrow_mut().push(n);
+            ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(xp, n))
+        })
+    }
+    .unwrap();
+    cache.capture_all(s).unwrap();
+    assert_eq!(*calls.borrow(), vec![64, 64, 16, 16, 4, 4], "largest first, each warmed up then captured");
+    let expect: Vec<f32> = (0..64)
+        .map(|i| {
+            if i < 4 {
+                3.0
+            } else if i < 16 {
+                2.0
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    assert_eq!(download(&x, s), expect, "one eager warm-up a bucket");
+    assert_eq!(cache.run(s, 10).unwrap(), 16);
+    let expect: Vec<f32> = expect.iter().enumerate().map(|(i, v)| if i < 16 { v + 1.0 } else { *v }).collect();
+    assert_eq!(download(&x, s), expect, "a replay of bucket 16");
+    assert_eq!(calls.borrow().len(), 6, "replays call no body");
+}
