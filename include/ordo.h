@@ -270,6 +270,28 @@ ordo_status ordo_pipeline_run(struct CUstream_st* stream, const float* host_in, 
 typedef struct OrdoGraphCache ordo_graph_cache;
 typedef ordo_status (*ordo_capture_fn)(struct CUstream_st* stream, size_t bucket, void* user);
 ordo_status ordo_graph_cache_create(const size_t* buckets, size_t n_buckets, int overflow_eager, ordo_capture_fn body, void* user, ordo_graph_cache** out);
+
+/* Options of a graph cache, for ordo_graph_cache_create_with_options (NULL: the defaults, as
+ * ordo_graph_cache_create with overflow_eager 0). Set size to sizeof(ordo_graph_cache_options).
+ * capture_mode: how the cache's own captures run (ORDO_CAPTURE_GLOBAL, the default: a capture-unsafe
+ * call from any thread fails the capture; ORDO_CAPTURE_THREAD_LOCAL: from this thread only, for
+ * servers whose other threads allocate meanwhile; ORDO_CAPTURE_RELAXED: the caller vouches that
+ * nothing capture-unsafe runs). warmup non-zero: the body runs once, eagerly, before each capture
+ * (lazy initialisation happens outside the capture; its work runs as a run of that bucket would).
+ * instantiate_flags: cudaGraphInstantiateFlagAutoFreeOnLaunch, cudaGraphInstantiateFlagUseNodePriority
+ * or 0. capture_all captures from the largest bucket to the smallest. A bad value:
+ * ORDO_ERROR_INVALID_ARGUMENT. */
+#define ORDO_CAPTURE_GLOBAL 0
+#define ORDO_CAPTURE_THREAD_LOCAL 1
+#define ORDO_CAPTURE_RELAXED 2
+typedef struct ordo_graph_cache_options {
+    size_t size;
+    int capture_mode;
+    int warmup;
+    int overflow_eager;
+    uint64_t instantiate_flags;
+} ordo_graph_cache_options;
+ordo_status ordo_graph_cache_create_with_options(const size_t* buckets, size_t n_buckets, const ordo_graph_cache_options* options, ordo_capture_fn body, void* user, ordo_graph_cache** out);
 ordo_status ordo_graph_cache_capture_all(ordo_graph_cache* cache, struct CUstream_st* stream);
 ordo_status ordo_graph_cache_run(ordo_graph_cache* cache, struct CUstream_st* stream, size_t n, size_t* bucket_out);
 void ordo_graph_cache_destroy(ordo_graph_cache* cache);

@@ -222,14 +222,16 @@ public:
     using body_fn = std::function<void(stream_ref, size_t)>;
     graph_cache(std::vector<size_t> buckets, bool overflow_eager, body_fn body)
         : body_(std::make_unique<body_fn>(std::move(body))) {
-        ordo_capture_fn trampoline = [](CUstream_st* s, size_t bucket, void* user) {
-            return detail::guarded([&] {
-                (*static_cast<body_fn*>(user))(stream_ref(s), bucket);
-                return ordo_status(ORDO_SUCCESS);
-            });
-        };
         detail::finish(ordo_graph_cache_create(buckets.empty() ? nullptr : buckets.data(), buckets.size(),
-                                               overflow_eager ? 1 : 0, trampoline, body_.get(), &c_));
+                                               overflow_eager ? 1 : 0, trampoline(), body_.get(), &c_));
+    }
+    // With options (capture mode, warm-up, overflow, instantiate flags); `size` is set here.
+    graph_cache(std::vector<size_t> buckets, ordo_graph_cache_options options, body_fn body)
+        : body_(std::make_unique<body_fn>(std::move(body))) {
+        options.size = sizeof options;
+        detail::finish(ordo_graph_cache_create_with_options(buckets.empty() ? nullptr : buckets.data(),
+                                                            buckets.size(), &options, trampoline(), body_.get(),
+                                                            &c_));
     }
     graph_cache(graph_cache&& o) noexcept : c_(std::exchange(o.c_, nullptr)), body_(std::move(o.body_)) {}
     graph_cache& operator=(graph_cache&& o) noexcept {
@@ -251,6 +253,14 @@ public:
     ordo_graph_cache* get() const noexcept { return c_; }
 
 private:
+    static ordo_capture_fn trampoline() noexcept {
+        return [](CUstream_st* s, size_t bucket, void* user) {
+            return detail::guarded([&] {
+                (*static_cast<body_fn*>(user))(stream_ref(s), bucket);
+                return ordo_status(ORDO_SUCCESS);
+            });
+        };
+    }
     ordo_graph_cache* c_ = nullptr;
     std::unique_ptr<body_fn> body_;
 };

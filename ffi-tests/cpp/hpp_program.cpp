@@ -74,5 +74,21 @@ extern "C" int ffi_hpp_main(int driver_present) {
     } catch (const ordo::error& e) {
         expect_true("bucket status", e.status() == ORDO_ERROR_INVALID_ARGUMENT);
     }
+    // Options are checked: an unknown capture mode throws.
+    try {
+        ordo_graph_cache_options o{};
+        o.capture_mode = 7;
+        ordo::graph_cache c({1, 2}, o, [](ordo::stream_ref, size_t) {});
+        expect_true("a bad capture mode throws", false);
+    } catch (const ordo::error& e) {
+        expect_true("capture mode status", e.status() == ORDO_ERROR_INVALID_ARGUMENT);
+    }
+    {
+        ordo_graph_cache_options o{};
+        o.capture_mode = ORDO_CAPTURE_THREAD_LOCAL;
+        o.warmup = 1;
+        ordo::graph_cache c({1, 2}, o, [](ordo::stream_ref, size_t) {});
+        expect_true("a cache with options", c.get() != nullptr);
+    }
     return fails;
 }

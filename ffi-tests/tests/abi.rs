@@ -138,6 +138,7 @@ fn c_type(ty: &Type, abi: &RustAbi) -> String {
                 "f32" => "float".into(),
                 "u8" => "uint8_t".into(),
                 "u32" => "uint32_t".into(),
+                "u64" => "uint64_t".into(),
                 "OrdoStatus" => "ordo_status".into(),
                 "cudaStream_t" => "struct CUstream_st*".into(),
                 _ if abi.handles.contains(&name) => snake(&name),
@@ -336,10 +337,13 @@ fn parse_header(header: &str) -> HeaderAbi {
         text.replace_range(start..=end, "");
     }
     // Structs with fields come out first: `typedef struct x { type name; type name[N]; } x;`.
-    while let Some(start) = text.find("typedef struct").filter(|&i| {
-        let rest = &text[i..];
-        rest.find('{').is_some_and(|b| rest.find(';').is_none_or(|e| b < e))
-    }) {
+    let with_fields = |text: &str| {
+        text.match_indices("typedef struct").map(|(i, _)| i).find(|&i| {
+            let rest = &text[i..];
+            rest.find('{').is_some_and(|b| rest.find(';').is_none_or(|e| b < e))
+        })
+    };
+    while let Some(start) = with_fields(&text) {
         let open = text[start..].find('{').unwrap() + start;
         let close = text[open..].find('}').expect("unterminated struct") + open;
         let end = text[close..].find(';').expect("no ; after the struct") + close;

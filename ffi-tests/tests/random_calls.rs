@@ -335,6 +335,43 @@ fn staging_ring_sizes_past_the_cap_are_refused_before_cuda() {
     assert!(ring.is_null());
 }
 
+/// The graph cache's options are checked before anything is made: a struct of an older, smaller
+/// size, an unknown capture mode, instantiate flags ordo does not take (Upload needs the stream
+/// the cache uploads on itself; unknown bits); NULL options are the defaults.
+#[test]
+fn graph_cache_options_are_checked_before_anything_is_made() {
+    let ia = ORDO_ERROR_INVALID_ARGUMENT;
+    let good = OrdoGraphCacheOptions {
+        size: core::mem::size_of::<OrdoGraphCacheOptions>(),
+        capture_mode: ORDO_CAPTURE_THREAD_LOCAL,
+        warmup: 1,
+        overflow_eager: 1,
+        instantiate_flags: sys::cudaGraphInstantiateFlags::cudaGraphInstantiateFlagAutoFreeOnLaunch.0 as u64,
+    };
+    let upload = sys::cudaGraphInstantiateFlags::cudaGraphInstantiateFlagUpload.0 as u64;
+    let create = |o: *const OrdoGraphCacheOptions| {
+        let mut cache: *mut OrdoGraphCache = null_mut();
+        let st = unsafe { ordo_graph_cache_create_with_options(null(), 0, o, Some(nop_body), null_mut(), &mut cache) };
+        assert_eq!(st == ORDO_SUCCESS, !cache.is_null(), "a handle exactly on success");
+        ordo_graph_cache_destroy(cache);
+        st
+    };
+    assert_eq!(create(&good), ORDO_SUCCESS);
+    assert_eq!(create(core::ptr::null()), ORDO_SUCCESS, "NULL: the defaults");
+    for (what, bad) in [
+        ("older size", OrdoGraphCacheOptions { size: good.size - 1, ..good }),
+        ("capture mode", OrdoGraphCacheOptions { capture_mode: 3, ..good }),
+        ("negative capture mode", OrdoGraphCacheOptions { capture_mode: -1, ..good }),
+        ("upload flag", OrdoGraphCacheOptions { instantiate_flags: upload, ..good }),
+        ("unknown flag", OrdoGraphCacheOptions { instantiate_flags: 1 << 40, ..good }),
+    ] {
+        assert_eq!(create(&bad), ia, "{what}");
+    }
+    let mut raw = [0u64; 8];
+    let misaligned = unsafe { raw.as_mut_ptr().cast::<u8>().add(4).cast::<OrdoGraphCacheOptions>() };
+    assert_eq!(create(misaligned), ia, "misaligned");
+}
+
 #[test]
 fn graph_cache_create_checks_buckets_before_reading_them() {
     let ia = ORDO_ERROR_INVALID_ARGUMENT;

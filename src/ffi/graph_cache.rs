@@ -22,7 +22,8 @@ use super::status::{
     callback_error, guard, guard_void, invalid, Failure, OrdoStatus, Outcome, ORDO_ERROR_STREAM_CAPTURING, ORDO_SUCCESS,
 };
 use core::ffi::{c_int, c_void};
-use ordo_core::graph_cache::{bucket_index, default_buckets, GraphCache, Overflow};
+use ordo_core::graph::{CaptureMode, InstantiateFlags};
+use ordo_core::graph_cache::{bucket_index, default_buckets, CacheOptions, GraphCache, Overflow};
 use ordo_core::{sys, StreamRef};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -54,6 +55,52 @@ struct CacheObject {
     /// thread that calls the cache, until the cache is destroyed.
     user: usize,
     overflow_eager: bool,
+    /// How each bucket is captured (mode, warm-up, instantiate flags).
+    options: CacheOptions,
+}
+
+/// Options of a graph cache (`ordo_graph_cache_options` in ordo.h). The caller sets `size` to
+/// `sizeof(ordo_graph_cache_options)` of its header, so that later versions can add fields.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct OrdoGraphCacheOptions {
+    /// `sizeof(ordo_graph_cache_options)`, set by the caller.
+    pub size: usize,
+    /// The capture mode of the cache's own captures: `ORDO_CAPTURE_GLOBAL` (the default),
+    /// `ORDO_CAPTURE_THREAD_LOCAL` or `ORDO_CAPTURE_RELAXED`.
+    pub capture_mode: c_int,
+    /// Non-zero: run the body once, eagerly, before each capture.
+    pub warmup: c_int,
+    /// Non-zero: sizes over the largest bucket run the body eagerly instead of failing.
+    pub overflow_eager: c_int,
+    /// `cudaGraphInstantiateFlags` for each bucket's graph: `cudaGraphInstantiateFlagAutoFreeOnLaunch`
+    /// and `cudaGraphInstantiateFlagUseNodePriority`, or 0.
+    pub instantiate_flags: u64,
+}
+
+/// `capture_mode` of [`OrdoGraphCacheOptions`]: `cudaStreamCaptureModeGlobal`.
+pub const ORDO_CAPTURE_GLOBAL: c_int = 0;
+/// `cudaStreamCaptureModeThreadLocal`.
+pub const ORDO_CAPTURE_THREAD_LOCAL: c_int = 1;
+/// `cudaStreamCaptureModeRelaxed`.
+pub const ORDO_CAPTURE_RELAXED: c_int = 2;
+
+/// The Rust options for C's (checked).
+fn cache_options(o: &OrdoGraphCacheOptions) -> Outcome<(CacheOptions, bool)> {
+    if o.size < core::mem::size_of::<OrdoGraphCacheOptions>() {
+        return Err(invalid("options.size below this version's sizeof(ordo_graph_cache_options)"));
+    }
+    let mode = match o.capture_mode {
+        ORDO_CAPTURE_GLOBAL => CaptureMode::Global,
+        ORDO_CAPTURE_THREAD_LOCAL => CaptureMode::ThreadLocal,
+        ORDO_CAPTURE_RELAXED => CaptureMode::Relaxed,
+        _ => return Err(invalid("unknown capture mode")),
+    };
+    let allowed = InstantiateFlags::AUTO_FREE_ON_LAUNCH | InstantiateFlags::USE_NODE_PRIORITY;
+    let instantiate = InstantiateFlags::from_bits(o.instantiate_flags)
+        .filter(|f| allowed.contains(*f))
+        .ok_or_else(|| invalid("instantiate flags other than AutoFreeOnLaunch and UseNodePriority"))?;
+    Ok((CacheOptions { mode, warmup: o.warmup != 0, instantiate }, o.overflow_eager != 0))
 }
 
 impl CacheObject {
@@ -94,7 +141,7 @@ impl CacheObject {
         // SAFETY: the C contract of `ordo_graph_cache_create`, passed on: the memory the body's
         // captured work uses stays valid for every replay of this graph, until the cache (which
         // owns it) is destroyed; the cache ends its own capture.
-        let mut graph = unsafe { GraphCache::new(vec![bucket], Overflow::Error, self.body()) }?;
+        let mut graph = unsafe { GraphCache::with_options(vec![bucket], Overflow::Error, self.options, self.body()) }?;
         graph.capture_all(s)?;
         let graph = InContext::made_in(Context::of(device)?, graph);
         let spare = {
@@ -135,7 +182,7 @@ fn call_body(body: CaptureFnPtr, s: StreamRef<'_>, size: usize, user: usize) -> 
 
 /// Creates a graph bucket cache over `buckets` (strictly increasing, non-zero; `n_buckets` 0 for
 /// 1, 2, 4, ... 256). `body` captures the work for a bucket; `overflow_eager` runs sizes over the
-/// largest bucket eagerly instead of failing.
+/// largest bucket eagerly instead of failing. Captures are global-mode, without warm-up.
 ///
 /// # Safety
 /// The C contract: `buckets` points to `n_buckets` values when `n_buckets` is not 0; `out` is
@@ -151,29 +198,72 @@ pub unsafe extern "C" fn ordo_graph_cache_create(
     out: *mut *mut OrdoGraphCache,
 ) -> OrdoStatus {
     guard("ordo_graph_cache_create", || {
-        non_null(out.cast_const(), "null out")?;
-        let body = body.ok_or_else(|| invalid("null capture callback"))?;
-        let list = if n_buckets == 0 {
-            default_buckets()
-        } else {
-            non_null(buckets, "null buckets with a non-zero count")?;
-            super::check::byte_len::<usize>(n_buckets)?;
-            // SAFETY: checked non-null, aligned, and a byte length that fits; the C contract
-            // promises `n_buckets` readable values.
-            unsafe { core::slice::from_raw_parts(buckets, n_buckets) }.to_vec()
-        };
-        // The Rust API's checks of the buckets (non-empty, non-zero, strictly increasing).
-        let no_body = |_: StreamRef<'_>, _: usize| -> ordo_core::Result<()> { Ok(()) };
-        // SAFETY: nothing is captured: this cache is dropped unused.
-        let list = unsafe { GraphCache::new(list, Overflow::Error, no_body) }?.buckets().to_vec();
-        let graphs = Mutex::new(list.iter().map(|_| None).collect());
-        let object =
-            CacheObject { buckets: list, graphs, body, user: user as usize, overflow_eager: overflow_eager != 0 };
-        let handle = handles::register(object)?;
-        // SAFETY: checked non-null and aligned; writable by the C contract.
-        unsafe { out.write(handle) };
-        Ok(())
+        // SAFETY: the caller's contract, passed on.
+        unsafe { create(buckets, n_buckets, (CacheOptions::default(), overflow_eager != 0), body, user, out) }
     })
+}
+
+/// As [`ordo_graph_cache_create`], with `options` (NULL for the defaults: global-mode captures,
+/// no warm-up, no overflow, no instantiate flags). A bad option is `ORDO_ERROR_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// As [`ordo_graph_cache_create`]; a non-null `options` points to `options->size` readable bytes.
+/// With `ORDO_CAPTURE_RELAXED`, the caller vouches that nothing capture-unsafe runs meanwhile.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_graph_cache_create_with_options(
+    buckets: *const usize,
+    n_buckets: usize,
+    options: *const OrdoGraphCacheOptions,
+    body: OrdoCaptureFn,
+    user: *mut c_void,
+    out: *mut *mut OrdoGraphCache,
+) -> OrdoStatus {
+    guard("ordo_graph_cache_create_with_options", || {
+        let options = if options.is_null() {
+            (CacheOptions::default(), false)
+        } else {
+            non_null(options, "options")?;
+            // SAFETY: checked non-null and aligned; readable by the C contract.
+            cache_options(unsafe { &*options })?
+        };
+        // SAFETY: the caller's contract, passed on.
+        unsafe { create(buckets, n_buckets, options, body, user, out) }
+    })
+}
+
+/// The body of both creates.
+///
+/// # Safety
+/// As [`ordo_graph_cache_create`].
+unsafe fn create(
+    buckets: *const usize,
+    n_buckets: usize,
+    (options, overflow_eager): (CacheOptions, bool),
+    body: OrdoCaptureFn,
+    user: *mut c_void,
+    out: *mut *mut OrdoGraphCache,
+) -> Outcome {
+    non_null(out.cast_const(), "null out")?;
+    let body = body.ok_or_else(|| invalid("null capture callback"))?;
+    let list = if n_buckets == 0 {
+        default_buckets()
+    } else {
+        non_null(buckets, "null buckets with a non-zero count")?;
+        super::check::byte_len::<usize>(n_buckets)?;
+        // SAFETY: checked non-null, aligned, and a byte length that fits; the C contract promises
+        // `n_buckets` readable values.
+        unsafe { core::slice::from_raw_parts(buckets, n_buckets) }.to_vec()
+    };
+    // The Rust API's checks of the buckets (non-empty, non-zero, strictly increasing).
+    let no_body = |_: StreamRef<'_>, _: usize| -> ordo_core::Result<()> { Ok(()) };
+    // SAFETY: nothing is captured: this cache is dropped unused.
+    let list = unsafe { GraphCache::new(list, Overflow::Error, no_body) }?.buckets().to_vec();
+    let graphs = Mutex::new(list.iter().map(|_| None).collect());
+    let object = CacheObject { buckets: list, graphs, body, user: user as usize, overflow_eager, options };
+    let handle = handles::register(object)?;
+    // SAFETY: checked non-null and aligned; writable by the C contract.
+    unsafe { out.write(handle) };
+    Ok(())
 }
 
 /// Captures every bucket's graph now, on `stream` (buckets already captured are kept). Refused
@@ -195,7 +285,8 @@ pub unsafe extern "C" fn ordo_graph_cache_capture_all(
         }
         let _call = enter_call(cache)?;
         c.check()?;
-        for i in 0..c.buckets.len() {
+        // Largest first, as the Rust API does.
+        for i in (0..c.buckets.len()).rev() {
             c.ensure(i, s)?;
         }
         Ok(())
