@@ -68,8 +68,10 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
         None,
         format!("{:.1} GB/s total; duplex {:.2}", 2.0 * (N * 4) as f64 / bound / 1e6, machine.duplex),
     );
-    let planned = choose_plan(times, &machine, 128);
-    let planned_untimed = choose_plan(times, &Machine { stage_timing: false, ..machine }, 128);
+    // Stage timing is off by default (a pipeline's own setting); the sweep below times stages.
+    let machine = Machine { stage_timing: true, ..machine };
+    let planned_timed = choose_plan(times, &machine, 128);
+    let planned = choose_plan(times, &Machine { stage_timing: false, ..machine }, 128);
     let pipe = std::cell::RefCell::new(pipe);
     // One run of `plan`, GPU ms; `timing`: stage timing events on.
     let run_with = |plan: Plan, timing: bool| -> Result<f64> {
@@ -149,32 +151,42 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
     let m = interleave(
         rounds.min(9),
         &mut [
-            &mut || run(planned),
-            &mut || run_with(planned_untimed, false),
+            &mut || run_with(planned, false),
+            &mut || run_with(planned_timed, true),
             &mut || Ok(unsafe { cpp::bl_pipeline_ms(ip, dip, op, N, 32, 8) }),
             &mut || Ok(unsafe { cpp::bl_pipeline_ms(ip, dip, op, N, 8, 4) }),
         ],
     )?;
     r.add(
         "pipeline",
-        format!("planned ({:?}, {} chunks) vs C++ 32 chunks x 8 streams", planned.schedule, planned.chunks),
+        format!(
+            "planned ({:?}, {} chunks, default: no stage timing) vs C++ 32 chunks x 8 streams",
+            planned.schedule, planned.chunks
+        ),
         "ms",
         m[0],
         Some(m[2]),
         format!("C++ 8 x 4: {:.3} ms", m[3]),
     );
-    r.add("pipeline", "planned vs both-directions bound", "ms", m[0], Some(bound), "target within 5%");
     r.add(
         "pipeline",
-        format!("planned, stage timing off ({} chunks), vs both-directions bound", planned_untimed.chunks),
+        "planned (default: no stage timing) vs both-directions bound",
+        "ms",
+        m[0],
+        Some(bound),
+        "only the events the waits need; target at most 1.04x",
+    );
+    r.add(
+        "pipeline",
+        format!("planned with stage timing on ({} chunks) vs both-directions bound", planned_timed.chunks),
         "ms",
         m[1],
         Some(bound),
-        "only the events the waits need; target within 5%",
+        "timing events around each stage (opt-in)",
     );
     where_the_time_goes(r, rounds, bound, [ip.cast_mut(), op, dip, dop])?;
-    // A timeline of the planned run for the SVG.
-    run(planned)?;
+    // A timeline of the planned run for the SVG (stage timing on).
+    run(planned_timed)?;
     r.timeline = pipe.borrow().chunk_times()?;
     Ok(())
 }
