@@ -174,6 +174,16 @@ impl<'a> StreamRef<'a> {
         event.record(self)
     }
 
+    /// Makes this stream wait for everything enqueued on `other` so far: records `via` on
+    /// `other`, then waits on it here (two calls, no allocation; `via` may be reused once this
+    /// returns, since the wait takes the record as it is now). Captured, it joins `other`'s
+    /// capture into this one's, as forks and joins do.
+    #[inline]
+    pub fn join(self, other: StreamRef<'_>, via: &Event) -> Result<()> {
+        via.record(other)?;
+        self.wait_event(via)
+    }
+
     /// Whether the stream is capturing, or was and the capture was invalidated
     /// (`cudaStreamIsCapturing`): what a blocking call checks before it enqueues anything.
     #[inline]

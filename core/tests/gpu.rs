@@ -297,3 +297,33 @@ fn a_context_tag_is_alive_on_a_thread_new_to_cuda() {
     assert!(tag.alive());
     assert!(std::thread::spawn(move || tag.alive()).join().unwrap(), "a fresh thread saw the context as destroyed");
 }
+
+/// Pinned buffers made without zeroing first hold exactly what was asked for; a panic while
+/// filling frees the memory and propagates; `join` orders one stream after another.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn pinned_buffers_without_zeroing_and_a_join_between_streams() {
+    let _gpu = gpu_lock::shared();
+    let data = random_u32(1 << 20, 31);
+    let a = PinnedBuffer::from_slice(&data).unwrap();
+    assert_eq!(&a[..], &data[..]);
+    let b = PinnedBuffer::from_fn(data.len(), HostAllocFlags::empty(), |i| data[i] ^ 0x5555_5555).unwrap();
+    assert!(b.iter().zip(&data).all(|(x, y)| *x == y ^ 0x5555_5555));
+    let panicked = std::panic::catch_unwind(|| {
+        PinnedBuffer::<u32>::from_fn(1024, HostAllocFlags::empty(), |i| if i == 500 { panic!("filling") } else { 1 })
+    });
+    assert!(panicked.is_err(), "the panic propagates (the half-filled allocation is freed on the way)");
+    // Stream 2 joins stream 1: its copy of the device buffer sees stream 1's upload.
+    let (s1, s2) = (Stream::new().unwrap(), Stream::new().unwrap());
+    let via = Event::new().unwrap();
+    let mut dev = DeviceBuffer::<u32>::zeroed_async(data.len(), s1.as_stream()).unwrap();
+    unsafe { copy::h2d_async(dev.as_mut_slice(), a.pinned(), s1.as_stream()).unwrap() };
+    s2.as_stream().join(s1.as_stream(), &via).unwrap();
+    let mut back = PinnedBuffer::<u32>::zeroed(data.len(), HostAllocFlags::empty()).unwrap();
+    unsafe { copy::d2h_async(back.pinned_mut(), dev.as_slice(), s2.as_stream()).unwrap() };
+    s2.synchronize().unwrap();
+    assert_eq!(&back[..], &data[..]);
+    s1.as_stream().join(s2.as_stream(), &via).unwrap();
+    drop(dev);
+    s1.synchronize().unwrap();
+}

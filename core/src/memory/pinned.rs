@@ -57,21 +57,30 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
     /// `len` zeroed elements (`cudaHostAlloc` with `flags`, then zeroed by the CPU). Zero `len`, a
     /// zero-sized `T` or a byte size that overflows is a usage error, before CUDA is called.
     pub fn zeroed(len: usize, flags: HostAllocFlags) -> Result<Self> {
-        let bytes = byte_len::<T>(len, "PinnedBuffer::zeroed")?;
-        let mut ptr: *mut core::ffi::c_void = core::ptr::null_mut();
-        // SAFETY: `ptr` is writable.
-        cuda_call!(unsafe { sys::cudaHostAlloc(&mut ptr, bytes, flags.bits()) })?;
-        let ptr = NonNull::new(ptr.cast::<T>()).ok_or_else(|| crate::error::null_handle("cudaHostAlloc"))?;
-        // SAFETY: `bytes` of fresh host memory; zero is a valid `T` (DeviceCopy).
-        unsafe { core::ptr::write_bytes(ptr.as_ptr().cast::<u8>(), 0, bytes) };
-        Ok(PinnedBuffer { ptr, len })
+        let raw = RawPinned::<T>::alloc(len, flags, "PinnedBuffer::zeroed")?;
+        // SAFETY: `raw.bytes` of fresh host memory; zero is a valid `T` (DeviceCopy).
+        unsafe { core::ptr::write_bytes(raw.ptr.as_ptr().cast::<u8>(), 0, raw.bytes) };
+        Ok(raw.into_buffer(len))
     }
 
-    /// A pinned copy of `data` (default flags).
+    /// A pinned copy of `data` (default flags), copied once: no zeroing first.
     pub fn from_slice(data: &[T]) -> Result<Self> {
-        let mut buf = Self::zeroed(data.len(), HostAllocFlags::empty())?;
-        buf.copy_from_slice(data);
-        Ok(buf)
+        let raw = RawPinned::<T>::alloc(data.len(), HostAllocFlags::empty(), "PinnedBuffer::from_slice")?;
+        // SAFETY: `data.len()` fresh elements, not overlapping `data`.
+        unsafe { core::ptr::copy_nonoverlapping(data.as_ptr(), raw.ptr.as_ptr(), data.len()) };
+        Ok(raw.into_buffer(data.len()))
+    }
+
+    /// `len` elements, element `i` being `f(i)`, written once: no zeroing first (filling gigabytes
+    /// of pinned frames costs one pass, not two). A panic in `f` frees the memory and propagates.
+    /// Errors as [`zeroed`](Self::zeroed).
+    pub fn from_fn(len: usize, flags: HostAllocFlags, mut f: impl FnMut(usize) -> T) -> Result<Self> {
+        let raw = RawPinned::<T>::alloc(len, flags, "PinnedBuffer::from_fn")?;
+        for i in 0..len {
+            // SAFETY: `i < len`, inside the fresh allocation; T is Copy (no drop to skip).
+            unsafe { raw.ptr.as_ptr().add(i).write(f(i)) };
+        }
+        Ok(raw.into_buffer(len))
     }
 
     /// A view for asynchronous copies.
@@ -111,6 +120,39 @@ impl<T: DeviceCopy> DerefMut for PinnedBuffer<T> {
     fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: `len` initialised elements, borrowed exclusively.
         unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+/// A fresh `cudaHostAlloc` allocation not yet a [`PinnedBuffer`] (its elements not yet written):
+/// freed on drop, also when a fill panics.
+struct RawPinned<T> {
+    ptr: NonNull<T>,
+    bytes: usize,
+}
+
+impl<T: DeviceCopy> RawPinned<T> {
+    fn alloc(len: usize, flags: HostAllocFlags, call: &'static str) -> Result<Self> {
+        let bytes = byte_len::<T>(len, call)?;
+        let mut ptr: *mut core::ffi::c_void = core::ptr::null_mut();
+        // SAFETY: `ptr` is writable.
+        cuda_call!(unsafe { sys::cudaHostAlloc(&mut ptr, bytes, flags.bits()) })?;
+        let ptr = NonNull::new(ptr.cast::<T>()).ok_or_else(|| crate::error::null_handle("cudaHostAlloc"))?;
+        Ok(RawPinned { ptr, bytes })
+    }
+
+    /// The buffer, once its `len` elements are written.
+    fn into_buffer(self, len: usize) -> PinnedBuffer<T> {
+        let ptr = self.ptr;
+        core::mem::forget(self);
+        PinnedBuffer { ptr, len }
+    }
+}
+
+impl<T> Drop for RawPinned<T> {
+    fn drop(&mut self) {
+        // SAFETY: our allocation, never handed out.
+        let code = unsafe { sys::cudaFreeHost(self.ptr.as_ptr().cast()) };
+        crate::error::record_drop_error(code, "cudaFreeHost");
     }
 }
 
