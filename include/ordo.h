@@ -219,6 +219,48 @@ ordo_status ordo_gemv_normalize(struct CUstream_st* stream, const float* a, cons
 /* Grayscale + 5x5 Gaussian blur of an interleaved-RGB frame (device memory). Capturable. */
 ordo_status ordo_frame_filter(struct CUstream_st* stream, const uint8_t* rgb, uint8_t* out, size_t width, size_t height);
 
+/* Launching your own kernels with ordo's launch configuration. kernel: the __global__ function's
+ * address (as cudaLaunchKernel takes it); args: one pointer to each argument, in order (NULL for a
+ * kernel without parameters). The configuration is checked as ordo's Rust API checks it (zero or
+ * oversized grid or block, a grid not a multiple of its cluster, a cooperative grid larger than the
+ * device holds at once, a cooperative launch with clusters: ORDO_ERROR_INVALID_ARGUMENT before CUDA
+ * is called). Set size to sizeof(ordo_launch_config); cluster all 0 for none. Capturable. */
+typedef struct ordo_launch_config {
+    size_t size;
+    unsigned int grid[3];
+    unsigned int block[3];
+    unsigned int shared_mem_bytes;
+    int pdl;           /* programmatic stream serialization (PDL) */
+    int has_priority;  /* non-zero: priority applies */
+    int priority;      /* lower is higher, as for streams */
+    unsigned int cluster[3];
+    int cooperative;   /* every block resident at once: grid-wide sync allowed */
+} ordo_launch_config;
+ordo_status ordo_launch_kernel(struct CUstream_st* stream, const void* kernel, void** args, const ordo_launch_config* config);
+
+/* The PDL rule for a kernel compiled in two forms by ORDO_PDL_KERNELS (ordo/pdl.cuh), ordo_pdl_plan_launch: plain and
+ * pdl are NAME and NAME_pdl. For n elements in blocks of `block` threads on `device`, out says
+ * which form to launch (use_pdl_form: NAME_pdl with pdl set in its ordo_launch_config, except for
+ * a chain's first kernel; else NAME without PDL) over how many blocks (grid; the body is a
+ * grid-stride loop). mode: ORDO_PDL_AUTO (ordo's rule: PDL within one wave of blocks, a one-wave
+ * grid-stride PDL grid beyond), ORDO_PDL_AUTO_PLAIN_BEYOND_ONE_WAVE (the plain full grid beyond
+ * one wave), or one form forced for measuring. A few occupancy queries: once per size, not per
+ * launch. Set out->size to sizeof(ordo_pdl_plan). */
+#define ORDO_PDL_AUTO 0
+#define ORDO_PDL_PLAIN 1
+#define ORDO_PDL_PLAIN_ONE_WAVE 2
+#define ORDO_PDL_FULL_GRID 3
+#define ORDO_PDL_ONE_WAVE 4
+#define ORDO_PDL_AUTO_PLAIN_BEYOND_ONE_WAVE 5
+typedef struct ordo_pdl_plan {
+    size_t size;
+    int use_pdl_form;
+    unsigned int grid;
+    unsigned int full_blocks;
+    unsigned int one_wave_blocks;
+} ordo_pdl_plan;
+ordo_status ordo_pdl_plan_launch(const void* plain, const void* pdl, int device, size_t n, unsigned int block, int mode, ordo_pdl_plan* out);
+
 /* `steps` dependent kernels out = prev * scale + 1, ping-ponging a -> b -> a ... (the result is
  * in b after an odd number of steps, in a after an even one); pdl: 0 off (the step compiled
  * without griddepcontrol, one element a thread), 1 ordo's rule (Programmatic Dependent Launch

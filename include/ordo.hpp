@@ -112,6 +112,45 @@ ordo_status guarded(F&& f) noexcept {
 }
 }  // namespace detail
 
+// A launch configuration of `grid` x `block` (1-D), size set; change the other fields as needed.
+inline ordo_launch_config launch_config(unsigned grid, unsigned block) noexcept {
+    ordo_launch_config c{};
+    c.size = sizeof c;
+    c.grid[0] = grid;
+    c.grid[1] = c.grid[2] = 1;
+    c.block[0] = block;
+    c.block[1] = c.block[2] = 1;
+    return c;
+}
+
+namespace detail {
+template <class T>
+struct same {
+    using type = T;
+};
+}  // namespace detail
+
+// Launches the program's own kernel with ordo's checked configuration: the arguments are typed by
+// the kernel's own parameters (ordo_launch_kernel).
+template <class... Params>
+void launch(stream_ref s, void (*kernel)(Params...), const ordo_launch_config& config,
+            typename detail::same<Params>::type... args) {
+    void* ptrs[sizeof...(Params) + 1] = {static_cast<void*>(&args)..., nullptr};
+    check(ordo_launch_kernel(s, reinterpret_cast<const void*>(kernel), sizeof...(Params) ? ptrs : nullptr, &config));
+}
+
+// The PDL rule's plan for a kernel compiled in two forms by ORDO_PDL_KERNELS (`plain` = NAME,
+// `pdl` = NAME_pdl) over n elements in blocks of `block` threads on `device`.
+template <class... Params>
+ordo_pdl_plan pdl_plan(void (*plain)(Params...), void (*pdl)(Params...), int device, size_t n, unsigned block,
+                       int mode = ORDO_PDL_AUTO) {
+    ordo_pdl_plan plan{};
+    plan.size = sizeof plan;
+    check(ordo_pdl_plan_launch(reinterpret_cast<const void*>(plain), reinterpret_cast<const void*>(pdl), device, n,
+                               block, mode, &plan));
+    return plan;
+}
+
 // Version and build information.
 inline int version_number() noexcept { return ordo_version_number(); }
 inline bool header_matches_library() noexcept { return ordo_version_number() == ORDO_VERSION_NUMBER; }

@@ -3,6 +3,7 @@
 // succeeds and one that throws (the exception comes back to the caller after ordo has joined its
 // workers). Returns the number of failed checks.
 #include "ordo.hpp"
+#include "ordo/pdl.cuh"
 
 #include <cstdio>
 #include <cstring>
@@ -27,6 +28,16 @@ __global__ void hpp_twice(const float* in, float* out, int n) {
     if (i < n) out[i] = 2.0f * in[i] + 1.0f;
 }
 }  // namespace
+
+// A user's kernel in two forms (plain and PDL), grid-stride: x = x * 0.5 + 1.
+template <class Pdl>
+__device__ __forceinline__ void hpp_step_body(float* x, int n) {
+    Pdl::trigger();
+    Pdl::wait();
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)n; i += gridDim.x * blockDim.x)
+        x[i] = fmaf(x[i], 0.5f, 1.0f);
+}
+ORDO_PDL_KERNELS(hpp_step, (float* x, int n), (x, n))
 
 extern "C" int ffi_hpp_gpu_main() {
     fails = 0;
@@ -94,6 +105,34 @@ extern "C" int ffi_hpp_gpu_main() {
             expect_true("the compute's own exception", std::strcmp(e.what(), "compute says no") == 0 && chunk == 2);
         }
         cudaStreamSynchronize(raw);
+
+        // The program's own kernel through ordo_launch_kernel, typed by ordo.hpp, and a chain of
+        // its two PDL forms as ordo's rule plans them, at a size within one wave and one beyond.
+        for (size_t m : {size_t(4096), size_t(1) << 22}) {
+            float* y = nullptr;
+            cudaMalloc(&y, m * sizeof(float));
+            cudaMemsetAsync(y, 0, m * sizeof(float), raw);
+            int dev = 0;
+            cudaGetDevice(&dev);
+            ordo_pdl_plan plan = ordo::pdl_plan(hpp_step, hpp_step_pdl, dev, m, 256);
+            for (int k = 0; k < 10; ++k) {
+                ordo_launch_config c = ordo::launch_config(plan.grid, 256);
+                c.pdl = plan.use_pdl_form && k > 0;
+                ordo::launch(s, plan.use_pdl_form ? hpp_step_pdl : hpp_step, c, y, (int)m);
+            }
+            std::vector<float> got(m);
+            cudaMemcpyAsync(got.data(), y, m * sizeof(float), cudaMemcpyDeviceToHost, raw);
+            cudaStreamSynchronize(raw);
+            float want = 0.0f;
+            for (int k = 0; k < 10; ++k) want = fmaf(want, 0.5f, 1.0f);
+            bool same = true;
+            for (float v : got) same = same && v == want;
+            std::printf("hpp: %zu elements: PDL form %d over %u of %u blocks (one wave %u)\n", m, plan.use_pdl_form,
+                        plan.grid, plan.full_blocks, plan.one_wave_blocks);
+            expect_true("a PDL chain of the program's own kernel", same);
+            expect_true("PDL within one wave", m != 4096 || (plan.use_pdl_form && plan.grid == plan.full_blocks));
+            cudaFree(y);
+        }
         cudaFreeHost(h_in);
         cudaFreeHost(h_out);
         cudaFree(d_in);

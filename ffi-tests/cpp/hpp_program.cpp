@@ -90,5 +90,19 @@ extern "C" int ffi_hpp_main(int driver_present) {
         ordo::graph_cache c({1, 2}, o, [](ordo::stream_ref, size_t) {});
         expect_true("a cache with options", c.get() != nullptr);
     }
+    // Launch configurations are checked before CUDA: a zero grid, a NULL kernel.
+    {
+        ordo_launch_config c = ordo::launch_config(0, 256);
+        expect_true("zero grid", ordo_launch_kernel(legacy.get(), reinterpret_cast<const void*>(&ffi_hpp_main), nullptr, &c) == ORDO_ERROR_INVALID_ARGUMENT);
+        c = ordo::launch_config(1, 256);
+        expect_true("null kernel", ordo_launch_kernel(legacy.get(), nullptr, nullptr, &c) == ORDO_ERROR_INVALID_ARGUMENT);
+        c.size = 4;
+        expect_true("old config size", ordo_launch_kernel(legacy.get(), reinterpret_cast<const void*>(&ffi_hpp_main), nullptr, &c) == ORDO_ERROR_INVALID_ARGUMENT);
+        ordo_pdl_plan plan{};
+        plan.size = sizeof plan;
+        expect_true("pdl plan, zero elements", ordo_pdl_plan_launch(nullptr, nullptr, 0, 0, 256, ORDO_PDL_AUTO, &plan) == ORDO_ERROR_INVALID_ARGUMENT);
+        expect_true("pdl plan, bad mode", ordo_pdl_plan_launch(nullptr, nullptr, 0, 16, 256, 9, &plan) == ORDO_ERROR_INVALID_ARGUMENT);
+        expect_true("pdl plan, null kernels", ordo_pdl_plan_launch(nullptr, nullptr, 0, 16, 256, ORDO_PDL_AUTO, &plan) == ORDO_ERROR_INVALID_ARGUMENT);
+    }
     return fails;
 }

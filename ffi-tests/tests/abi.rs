@@ -132,6 +132,7 @@ fn c_type(ty: &Type, abi: &RustAbi) -> String {
             let name = last.ident.to_string();
             match name.as_str() {
                 "c_int" | "i32" => "int".into(),
+                "c_uint" => "unsigned int".into(),
                 "c_char" => "char".into(),
                 "c_void" => "void".into(),
                 "usize" => "size_t".into(),

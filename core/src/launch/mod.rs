@@ -423,92 +423,10 @@ impl<Args: KernelArgs> Kernel<Args> {
     /// [`DeviceBuffer`]: crate::memory::DeviceBuffer
     #[inline]
     pub unsafe fn launch(self, stream: StreamRef<'_>, config: &LaunchConfig, mut args: Args) -> Result<()> {
-        config.validate()?;
-        if config.cooperative {
-            self.check_co_resident(stream, config)?;
-        }
-        // Only the attributes asked for are written; with none, CUDA gets a null array.
-        let mut attrs = [core::mem::MaybeUninit::<sys::cudaLaunchAttribute>::uninit(); MAX_ATTRIBUTES];
-        let mut n = 0;
-        let mut push = |id: sys::cudaLaunchAttributeID, val: sys::cudaLaunchAttributeValue| {
-            attrs[n].write(sys::cudaLaunchAttribute { id, pad: [0; 4], val });
-            n += 1;
-        };
-        if config.pdl {
-            let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
-            val.programmaticStreamSerializationAllowed = 1;
-            push(sys::cudaLaunchAttributeID::cudaLaunchAttributeProgrammaticStreamSerialization, val);
-        }
-        if let Some(priority) = config.priority {
-            let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
-            val.priority = priority;
-            push(sys::cudaLaunchAttributeID::cudaLaunchAttributePriority, val);
-        }
-        if let Some(c) = config.cluster {
-            let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
-            val.clusterDim.x = c.x;
-            val.clusterDim.y = c.y;
-            val.clusterDim.z = c.z;
-            push(sys::cudaLaunchAttributeID::cudaLaunchAttributeClusterDimension, val);
-        }
-        if config.cooperative {
-            let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
-            val.cooperative = 1;
-            push(sys::cudaLaunchAttributeID::cudaLaunchAttributeCooperative, val);
-        }
-        if let Some(domain) = config.mem_sync_domain {
-            let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
-            val.memSyncDomain = domain.to_raw();
-            push(sys::cudaLaunchAttributeID::cudaLaunchAttributeMemSyncDomain, val);
-        }
-        #[cfg(cuda_12_8)]
-        if let Some(p) = config.preferred_cluster {
-            let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
-            val.preferredClusterDim.x = p.x;
-            val.preferredClusterDim.y = p.y;
-            val.preferredClusterDim.z = p.z;
-            push(sys::cudaLaunchAttributeID::cudaLaunchAttributePreferredClusterDimension, val);
-        }
-        let raw = sys::cudaLaunchConfig_t {
-            gridDim: config.grid.to_raw(),
-            blockDim: config.block.to_raw(),
-            dynamicSmemBytes: config.shared_mem_bytes as usize,
-            stream: stream.as_raw(),
-            attrs: if n == 0 { core::ptr::null_mut() } else { attrs.as_mut_ptr().cast::<sys::cudaLaunchAttribute>() },
-            numAttrs: n as core::ffi::c_uint,
-        };
         let mut ptrs = args.arg_ptrs();
-        // SAFETY: `raw` and the attribute and argument arrays live across the call; the caller owes
-        // the validity of what the arguments point to.
-        let code = unsafe { sys::cudaLaunchKernelExC(&raw, self.as_raw(), ptrs.as_mut().as_mut_ptr()) };
-        if code == sys::cudaError::cudaSuccess {
-            return Ok(());
-        }
-        launch_error(code, config)
-    }
-
-    /// For a cooperative launch: the device supports it (`cudaDevAttrCooperativeLaunch`) and the
-    /// whole grid fits on it at once (resident blocks a SM x SMs), else a clear error before CUDA
-    /// is asked. Out of the hot path: only cooperative launches come here.
-    #[cold]
-    fn check_co_resident(self, stream: StreamRef<'_>, config: &LaunchConfig) -> Result<()> {
-        const CALL: &str = "Kernel::launch (cooperative)";
-        let device = stream.device_or_current()?;
-        device.with_current(|| {
-            if device.attribute(sys::cudaDeviceAttr::cudaDevAttrCooperativeLaunch)? == 0 {
-                return Err(Error::usage(crate::UsageKind::NotSupported, CALL, "the device has no cooperative launch"));
-            }
-            let threads = u32::try_from(config.block.volume()).unwrap_or(u32::MAX);
-            let per_sm = self.max_active_blocks_per_sm(threads, config.shared_mem_bytes)?;
-            let at_once = u128::from(per_sm) * u128::from(device.sm_count()?);
-            if config.grid.volume() > at_once {
-                return Err(Error::invalid(
-                    CALL,
-                    "a cooperative grid larger than the device holds at once (resident blocks a SM x SMs)",
-                ));
-            }
-            Ok(())
-        })
+        // SAFETY: the stub of a kernel whose parameters are `Args` (by construction), their
+        // addresses in order (`KernelArgs`); the rest is the caller's contract.
+        unsafe { launch_raw(self.as_raw(), stream, config, ptrs.as_mut().as_mut_ptr()) }
     }
 
     /// Allows up to `bytes` of dynamic shared memory a block (`cudaFuncSetAttribute` with
@@ -564,18 +482,123 @@ impl<Args: KernelArgs> Kernel<Args> {
     /// How many blocks of `block_threads` threads with `shared_mem_bytes` dynamic shared memory fit
     /// on one SM at once (`cudaOccupancyMaxActiveBlocksPerMultiprocessor`).
     pub fn max_active_blocks_per_sm(self, block_threads: u32, shared_mem_bytes: u32) -> Result<u32> {
-        let mut n: c_int = 0;
-        // SAFETY: `n` is writable; a kernel stub.
-        cuda_call!(unsafe {
-            sys::cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                &mut n,
-                self.as_raw(),
-                block_threads as c_int,
-                shared_mem_bytes as usize,
-            )
-        })?;
-        Ok(n.max(0) as u32)
+        max_active_blocks_raw(self.as_raw(), block_threads, shared_mem_bytes)
     }
+}
+
+/// Launches the kernel whose host stub is `func` on `stream` with the argument addresses `args`
+/// (`cudaLaunchKernelExC`), as [`Kernel::launch`] does for a typed kernel (the same checks of the
+/// configuration, the same attributes on the stack): for callers that hold a kernel only as an
+/// address, the C ABI's `ordo_launch_kernel`.
+///
+/// # Safety
+/// `func` is the host stub of a kernel (or, as for any runtime launch, a function CUDA can launch)
+/// and `args` points to one pointer to each of its arguments, in order, each pointing to a value of
+/// that parameter's type (null for a kernel without parameters); the rest as [`Kernel::launch`].
+#[inline]
+pub unsafe fn launch_raw(
+    func: *const c_void,
+    stream: StreamRef<'_>,
+    config: &LaunchConfig,
+    args: *mut *mut c_void,
+) -> Result<()> {
+    config.validate()?;
+    if config.cooperative {
+        check_co_resident(func, stream, config)?;
+    }
+    // Only the attributes asked for are written; with none, CUDA gets a null array.
+    let mut attrs = [core::mem::MaybeUninit::<sys::cudaLaunchAttribute>::uninit(); MAX_ATTRIBUTES];
+    let mut n = 0;
+    let mut push = |id: sys::cudaLaunchAttributeID, val: sys::cudaLaunchAttributeValue| {
+        attrs[n].write(sys::cudaLaunchAttribute { id, pad: [0; 4], val });
+        n += 1;
+    };
+    if config.pdl {
+        let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+        val.programmaticStreamSerializationAllowed = 1;
+        push(sys::cudaLaunchAttributeID::cudaLaunchAttributeProgrammaticStreamSerialization, val);
+    }
+    if let Some(priority) = config.priority {
+        let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+        val.priority = priority;
+        push(sys::cudaLaunchAttributeID::cudaLaunchAttributePriority, val);
+    }
+    if let Some(c) = config.cluster {
+        let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+        val.clusterDim.x = c.x;
+        val.clusterDim.y = c.y;
+        val.clusterDim.z = c.z;
+        push(sys::cudaLaunchAttributeID::cudaLaunchAttributeClusterDimension, val);
+    }
+    if config.cooperative {
+        let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+        val.cooperative = 1;
+        push(sys::cudaLaunchAttributeID::cudaLaunchAttributeCooperative, val);
+    }
+    if let Some(domain) = config.mem_sync_domain {
+        let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+        val.memSyncDomain = domain.to_raw();
+        push(sys::cudaLaunchAttributeID::cudaLaunchAttributeMemSyncDomain, val);
+    }
+    #[cfg(cuda_12_8)]
+    if let Some(p) = config.preferred_cluster {
+        let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+        val.preferredClusterDim.x = p.x;
+        val.preferredClusterDim.y = p.y;
+        val.preferredClusterDim.z = p.z;
+        push(sys::cudaLaunchAttributeID::cudaLaunchAttributePreferredClusterDimension, val);
+    }
+    let raw = sys::cudaLaunchConfig_t {
+        gridDim: config.grid.to_raw(),
+        blockDim: config.block.to_raw(),
+        dynamicSmemBytes: config.shared_mem_bytes as usize,
+        stream: stream.as_raw(),
+        attrs: if n == 0 { core::ptr::null_mut() } else { attrs.as_mut_ptr().cast::<sys::cudaLaunchAttribute>() },
+        numAttrs: n as core::ffi::c_uint,
+    };
+    // SAFETY: `raw` and the attribute array live across the call; the caller owes `func`, `args`
+    // and the validity of what the arguments point to.
+    let code = unsafe { sys::cudaLaunchKernelExC(&raw, func, args) };
+    if code == sys::cudaError::cudaSuccess {
+        return Ok(());
+    }
+    launch_error(code, config)
+}
+
+/// Blocks of `threads` threads with `shared_mem_bytes` of dynamic shared memory that fit on one SM
+/// at once for the kernel `func` on the current device (`cudaOccupancyMaxActiveBlocksPerMultiprocessor`).
+fn max_active_blocks_raw(func: *const c_void, threads: u32, shared_mem_bytes: u32) -> Result<u32> {
+    let mut n: c_int = 0;
+    let threads = c_int::try_from(threads).unwrap_or(c_int::MAX);
+    // SAFETY: `n` is writable; `func` is a kernel stub (the callers' contract).
+    cuda_call!(unsafe {
+        sys::cudaOccupancyMaxActiveBlocksPerMultiprocessor(&mut n, func, threads, shared_mem_bytes as usize)
+    })?;
+    Ok(n.max(0) as u32)
+}
+
+/// For a cooperative launch: the device supports it (`cudaDevAttrCooperativeLaunch`) and the whole
+/// grid fits on it at once (resident blocks a SM x SMs), else a clear error before CUDA is asked
+/// to launch. Out of the hot path: only cooperative launches come here.
+#[cold]
+fn check_co_resident(func: *const c_void, stream: StreamRef<'_>, config: &LaunchConfig) -> Result<()> {
+    const CALL: &str = "Kernel::launch (cooperative)";
+    let device = stream.device_or_current()?;
+    device.with_current(|| {
+        if device.attribute(sys::cudaDeviceAttr::cudaDevAttrCooperativeLaunch)? == 0 {
+            return Err(Error::usage(crate::UsageKind::NotSupported, CALL, "the device has no cooperative launch"));
+        }
+        let threads = u32::try_from(config.block.volume()).unwrap_or(u32::MAX);
+        let per_sm = max_active_blocks_raw(func, threads, config.shared_mem_bytes)?;
+        let at_once = u128::from(per_sm) * u128::from(device.sm_count()?);
+        if config.grid.volume() > at_once {
+            return Err(Error::invalid(
+                CALL,
+                "a cooperative grid larger than the device holds at once (resident blocks a SM x SMs)",
+            ));
+        }
+        Ok(())
+    })
 }
 
 /// The error path of a launch, out of line: clears a non-sticky launch error from the runtime's
