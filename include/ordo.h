@@ -326,12 +326,17 @@ ordo_status ordo_graph_cache_create(const size_t* buckets, size_t n_buckets, int
 #define ORDO_CAPTURE_GLOBAL 0
 #define ORDO_CAPTURE_THREAD_LOCAL 1
 #define ORDO_CAPTURE_RELAXED 2
+typedef void (*ordo_user_free_fn)(void* user);
 typedef struct ordo_graph_cache_options {
     size_t size;
     int capture_mode;
     int warmup;
     int overflow_eager;
     uint64_t instantiate_flags;
+    /* Called exactly once with `user`: after the cache is destroyed and no call of it runs any
+     * more, or when the create fails (once the options could be read). NULL for none. It must not
+     * throw and must not call ordo. */
+    ordo_user_free_fn user_free;
 } ordo_graph_cache_options;
 ordo_status ordo_graph_cache_create_with_options(const size_t* buckets, size_t n_buckets, const ordo_graph_cache_options* options, ordo_capture_fn body, void* user, ordo_graph_cache** out);
 ordo_status ordo_graph_cache_capture_all(ordo_graph_cache* cache, struct CUstream_st* stream);

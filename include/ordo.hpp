@@ -268,6 +268,7 @@ public:
     graph_cache(std::vector<size_t> buckets, ordo_graph_cache_options options, body_fn body)
         : body_(std::make_unique<body_fn>(std::move(body))) {
         options.size = sizeof options;
+        options.user_free = nullptr;  // the body is owned here
         detail::finish(ordo_graph_cache_create_with_options(buckets.empty() ? nullptr : buckets.data(),
                                                             buckets.size(), &options, trampoline(), body_.get(),
                                                             &c_));

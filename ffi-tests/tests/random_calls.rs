@@ -335,9 +335,16 @@ fn staging_ring_sizes_past_the_cap_are_refused_before_cuda() {
     assert!(ring.is_null());
 }
 
+static FREED: AtomicUsize = AtomicUsize::new(0);
+unsafe extern "C" fn count_free(user: *mut c_void) {
+    assert_eq!(user as usize, 0x5eed, "the finalizer gets the user pointer");
+    FREED.fetch_add(1, Ordering::SeqCst);
+}
+
 /// The graph cache's options are checked before anything is made: a struct of an older, smaller
 /// size, an unknown capture mode, instantiate flags ordo does not take (Upload needs the stream
-/// the cache uploads on itself; unknown bits); NULL options are the defaults.
+/// the cache uploads on itself; unknown bits); NULL options are the defaults. The `user`
+/// finalizer runs exactly once: at destroy, or on a failed create whose options could be read.
 #[test]
 fn graph_cache_options_are_checked_before_anything_is_made() {
     let ia = ORDO_ERROR_INVALID_ARGUMENT;
@@ -347,7 +354,29 @@ fn graph_cache_options_are_checked_before_anything_is_made() {
         warmup: 1,
         overflow_eager: 1,
         instantiate_flags: sys::cudaGraphInstantiateFlags::cudaGraphInstantiateFlagAutoFreeOnLaunch.0 as u64,
+        user_free: Some(count_free),
     };
+    let user = 0x5eed as *mut c_void;
+    let mut cache: *mut OrdoGraphCache = null_mut();
+    let before = FREED.load(Ordering::SeqCst);
+    assert_eq!(
+        unsafe { ordo_graph_cache_create_with_options(null(), 0, &good, Some(nop_body), user, &mut cache) },
+        ORDO_SUCCESS
+    );
+    assert_eq!(FREED.load(Ordering::SeqCst), before, "not while the cache lives");
+    ordo_graph_cache_destroy(cache);
+    ordo_graph_cache_destroy(cache);
+    assert_eq!(FREED.load(Ordering::SeqCst), before + 1, "once, at destroy");
+    let bad_mode = OrdoGraphCacheOptions { capture_mode: 9, ..good };
+    let st = unsafe { ordo_graph_cache_create_with_options(null(), 0, &bad_mode, Some(nop_body), user, &mut cache) };
+    assert_eq!(st, ia);
+    assert_eq!(FREED.load(Ordering::SeqCst), before + 2, "once, on a failed create");
+    let st = unsafe {
+        ordo_graph_cache_create_with_options([4usize, 2].as_ptr(), 2, &good, Some(nop_body), user, &mut cache)
+    };
+    assert_eq!(st, ia);
+    assert_eq!(FREED.load(Ordering::SeqCst), before + 3, "once, on bad buckets");
+    let good = OrdoGraphCacheOptions { user_free: None, ..good };
     let upload = sys::cudaGraphInstantiateFlags::cudaGraphInstantiateFlagUpload.0 as u64;
     let create = |o: *const OrdoGraphCacheOptions| {
         let mut cache: *mut OrdoGraphCache = null_mut();

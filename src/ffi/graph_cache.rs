@@ -57,6 +57,25 @@ struct CacheObject {
     overflow_eager: bool,
     /// How each bucket is captured (mode, warm-up, instantiate flags).
     options: CacheOptions,
+    /// Called with `user` once the cache is destroyed and no call uses it any more.
+    user_free: OrdoUserFreeFn,
+}
+
+/// A finalizer for a callback's `user` pointer: called once, with `user`, when nothing of ordo's
+/// will call the callback again.
+pub type OrdoUserFreeFn = Option<unsafe extern "C" fn(user: *mut c_void)>;
+
+impl Drop for CacheObject {
+    fn drop(&mut self) {
+        // The last handle of the cache is gone: no call runs the body any more (replays of
+        // captured graphs never call it). Graphs go first, then the finalizer.
+        drop(core::mem::take(&mut *self.graphs.get_mut().unwrap_or_else(PoisonError::into_inner)));
+        if let Some(free) = self.user_free {
+            // SAFETY: the caller's finalizer with its own pointer, once (the C contract: it does
+            // not unwind).
+            unsafe { free(self.user as *mut c_void) };
+        }
+    }
 }
 
 /// Options of a graph cache (`ordo_graph_cache_options` in ordo.h). The caller sets `size` to
@@ -76,6 +95,9 @@ pub struct OrdoGraphCacheOptions {
     /// `cudaGraphInstantiateFlags` for each bucket's graph: `cudaGraphInstantiateFlagAutoFreeOnLaunch`
     /// and `cudaGraphInstantiateFlagUseNodePriority`, or 0.
     pub instantiate_flags: u64,
+    /// Called exactly once with `user`: after the cache is destroyed and no call of it runs any
+    /// more, or when the create fails (once `options` itself could be read); NULL for none.
+    pub user_free: OrdoUserFreeFn,
 }
 
 /// `capture_mode` of [`OrdoGraphCacheOptions`]: `cudaStreamCaptureModeGlobal`.
@@ -86,7 +108,7 @@ pub const ORDO_CAPTURE_THREAD_LOCAL: c_int = 1;
 pub const ORDO_CAPTURE_RELAXED: c_int = 2;
 
 /// The Rust options for C's (checked).
-fn cache_options(o: &OrdoGraphCacheOptions) -> Outcome<(CacheOptions, bool)> {
+fn cache_options(o: &OrdoGraphCacheOptions) -> Outcome<(CacheOptions, bool, OrdoUserFreeFn)> {
     if o.size < core::mem::size_of::<OrdoGraphCacheOptions>() {
         return Err(invalid("options.size below this version's sizeof(ordo_graph_cache_options)"));
     }
@@ -100,7 +122,7 @@ fn cache_options(o: &OrdoGraphCacheOptions) -> Outcome<(CacheOptions, bool)> {
     let instantiate = InstantiateFlags::from_bits(o.instantiate_flags)
         .filter(|f| allowed.contains(*f))
         .ok_or_else(|| invalid("instantiate flags other than AutoFreeOnLaunch and UseNodePriority"))?;
-    Ok((CacheOptions { mode, warmup: o.warmup != 0, instantiate }, o.overflow_eager != 0))
+    Ok((CacheOptions { mode, warmup: o.warmup != 0, instantiate }, o.overflow_eager != 0, o.user_free))
 }
 
 impl CacheObject {
@@ -199,7 +221,7 @@ pub unsafe extern "C" fn ordo_graph_cache_create(
 ) -> OrdoStatus {
     guard("ordo_graph_cache_create", || {
         // SAFETY: the caller's contract, passed on.
-        unsafe { create(buckets, n_buckets, (CacheOptions::default(), overflow_eager != 0), body, user, out) }
+        unsafe { create(buckets, n_buckets, (CacheOptions::default(), overflow_eager != 0, None), body, user, out) }
     })
 }
 
@@ -220,11 +242,22 @@ pub unsafe extern "C" fn ordo_graph_cache_create_with_options(
 ) -> OrdoStatus {
     guard("ordo_graph_cache_create_with_options", || {
         let options = if options.is_null() {
-            (CacheOptions::default(), false)
+            (CacheOptions::default(), false, None)
         } else {
             non_null(options, "options")?;
-            // SAFETY: checked non-null and aligned; readable by the C contract.
-            cache_options(unsafe { &*options })?
+            // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes, so the
+            // size field first, then (when it covers this version's struct) the whole.
+            if unsafe { options.cast::<usize>().read() } < core::mem::size_of::<OrdoGraphCacheOptions>() {
+                return Err(invalid("options.size below this version's sizeof(ordo_graph_cache_options)"));
+            }
+            // SAFETY: as above: at least this version's struct is readable.
+            let o = unsafe { options.read() };
+            cache_options(&o).inspect_err(|_| {
+                if let Some(free) = o.user_free {
+                    // SAFETY: the caller's finalizer with its own pointer, once.
+                    unsafe { free(user) };
+                }
+            })?
         };
         // SAFETY: the caller's contract, passed on.
         unsafe { create(buckets, n_buckets, options, body, user, out) }
@@ -238,18 +271,26 @@ pub unsafe extern "C" fn ordo_graph_cache_create_with_options(
 unsafe fn create(
     buckets: *const usize,
     n_buckets: usize,
-    (options, overflow_eager): (CacheOptions, bool),
+    (options, overflow_eager, user_free): (CacheOptions, bool, OrdoUserFreeFn),
     body: OrdoCaptureFn,
     user: *mut c_void,
     out: *mut *mut OrdoGraphCache,
 ) -> Outcome {
-    non_null(out.cast_const(), "null out")?;
-    let body = body.ok_or_else(|| invalid("null capture callback"))?;
+    // From here on the finalizer runs exactly once: by the cache's drop, or here on a failure.
+    let fail = |f: super::status::Failure| {
+        if let Some(free) = user_free {
+            // SAFETY: the caller's finalizer with its own pointer, once.
+            unsafe { free(user) };
+        }
+        f
+    };
+    non_null(out.cast_const(), "null out").map_err(fail)?;
+    let body = body.ok_or_else(|| invalid("null capture callback")).map_err(fail)?;
     let list = if n_buckets == 0 {
         default_buckets()
     } else {
-        non_null(buckets, "null buckets with a non-zero count")?;
-        super::check::byte_len::<usize>(n_buckets)?;
+        non_null(buckets, "null buckets with a non-zero count").map_err(fail)?;
+        super::check::byte_len::<usize>(n_buckets).map_err(fail)?;
         // SAFETY: checked non-null, aligned, and a byte length that fits; the C contract promises
         // `n_buckets` readable values.
         unsafe { core::slice::from_raw_parts(buckets, n_buckets) }.to_vec()
@@ -257,9 +298,11 @@ unsafe fn create(
     // The Rust API's checks of the buckets (non-empty, non-zero, strictly increasing).
     let no_body = |_: StreamRef<'_>, _: usize| -> ordo_core::Result<()> { Ok(()) };
     // SAFETY: nothing is captured: this cache is dropped unused.
-    let list = unsafe { GraphCache::new(list, Overflow::Error, no_body) }?.buckets().to_vec();
+    let list =
+        unsafe { GraphCache::new(list, Overflow::Error, no_body) }.map_err(|e| fail(e.into()))?.buckets().to_vec();
     let graphs = Mutex::new(list.iter().map(|_| None).collect());
-    let object = CacheObject { buckets: list, graphs, body, user: user as usize, overflow_eager, options };
+    let object = CacheObject { buckets: list, graphs, body, user: user as usize, overflow_eager, options, user_free };
+    // A failed registration drops the object, which calls the finalizer.
     let handle = handles::register(object)?;
     // SAFETY: checked non-null and aligned; writable by the C contract.
     unsafe { out.write(handle) };

@@ -80,8 +80,13 @@ pub unsafe extern "C" fn ordo_launch_kernel(
         if config.is_null() || !config.is_aligned() {
             return Err(invalid("null or misaligned config"));
         }
-        // SAFETY: checked non-null and aligned; readable by the C contract.
-        let config = launch_config(unsafe { &*config })?;
+        // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes: the size
+        // field first, then (when it covers this version's struct) the whole.
+        if unsafe { config.cast::<usize>().read() } < core::mem::size_of::<OrdoLaunchConfig>() {
+            return Err(invalid("config.size below this version's sizeof(ordo_launch_config)"));
+        }
+        // SAFETY: as above.
+        let config = launch_config(&unsafe { config.read() })?;
         // SAFETY: the C contract: a kernel, its arguments, their lifetimes.
         unsafe { launch::launch_raw(kernel, s, &config, args) }?;
         Ok(())
