@@ -740,8 +740,9 @@ impl Fuzz<'_> {
 
     fn record(&mut self, status: OrdoStatus, what: &str) -> OrdoStatus {
         check(status, what);
-        if status != ORDO_SUCCESS {
-            // Every failing export records its status as this thread's last error.
+        if ordo::ffi::status::failed(status) {
+            // Every failing export records its status as this thread's last error (ORDO_NOT_READY
+            // is no failure: it leaves the record as it was).
             let mut info = core::mem::MaybeUninit::<OrdoErrorInfo>::zeroed();
             // SAFETY: zeroed is a valid OrdoErrorInfo; size set before the call.
             let info = unsafe {

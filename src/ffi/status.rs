@@ -159,10 +159,11 @@ pub(crate) fn guard(export: &'static str, f: impl FnOnce() -> Outcome) -> OrdoSt
         Ok(Err(Failure(status))) => status,
         Err(_) => ORDO_ERROR_PANIC,
     };
-    if status == ORDO_SUCCESS {
-        super::last_error::discard_pending();
-    } else {
+    if failed(status) {
         super::last_error::record(export, status);
+    } else {
+        // Success, or ORDO_NOT_READY ("not yet", not a failure): the record stays as it was.
+        super::last_error::discard_pending();
     }
     status
 }
@@ -218,6 +219,26 @@ mod tests {
         assert_eq!(guard("test", || Err(cuda.into())), 1, "CUDA's codes pass through unchanged");
         let pageable = Error::usage(UsageKind::PageableMemory, "test", "x");
         assert_eq!(guard("test", || Err(pageable.into())), ORDO_ERROR_PAGEABLE_MEMORY);
+    }
+
+    /// `ORDO_NOT_READY` is no failure (ordo.h): a poll that answers "not yet" must not overwrite
+    /// the detail of the last real failure (before the fix the record became status 600).
+    #[test]
+    fn not_ready_leaves_the_last_error_as_it_was() {
+        super::super::last_error::ordo_clear_last_error();
+        assert_eq!(guard("first", || Err(invalid("the real failure"))), ORDO_ERROR_INVALID_ARGUMENT);
+        let not_ready = Error::Cuda(ordo_core::CudaError::new(sys::cudaError::cudaErrorNotReady, "cudaEventQuery"));
+        assert_eq!(guard("poll", || Err(not_ready.into())), ORDO_NOT_READY);
+        assert_eq!(guard("poll", || Err(Failure(ORDO_NOT_READY))), ORDO_NOT_READY);
+        let mut info = core::mem::MaybeUninit::<super::super::last_error::OrdoErrorInfo>::zeroed();
+        // SAFETY: a zeroed record of the right size, `size` set before the call.
+        let info = unsafe {
+            (*info.as_mut_ptr()).size = core::mem::size_of::<super::super::last_error::OrdoErrorInfo>();
+            assert_eq!(super::super::last_error::ordo_last_error(info.as_mut_ptr()), ORDO_SUCCESS);
+            info.assume_init()
+        };
+        assert_eq!(info.status, ORDO_ERROR_INVALID_ARGUMENT, "the record is still the real failure");
+        super::super::last_error::ordo_clear_last_error();
     }
 
     #[test]

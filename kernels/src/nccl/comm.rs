@@ -8,6 +8,7 @@ use super::{Nccl, UniqueId};
 use core::cell::Cell;
 use core::ffi::c_int;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, Ordering};
 use core::time::Duration;
 use ordo_core::{Device, Error, Result, StreamRef, StreamStatus, UsageKind};
 use std::time::Instant;
@@ -71,8 +72,6 @@ pub struct Communicator {
     device: Device,
     rank: Cell<usize>,
     ranks: Cell<usize>,
-    /// Whether `rank` and `ranks` are known (not yet for a non-blocking split still in progress).
-    known: Cell<bool>,
 }
 
 // SAFETY: a communicator may be used from another thread than the one that made it; one thread
@@ -114,14 +113,7 @@ impl Communicator {
         rank: usize,
         ranks: usize,
     ) -> Option<Communicator> {
-        NonNull::new(raw).map(|raw| Communicator {
-            raw,
-            nccl,
-            device,
-            rank: Cell::new(rank),
-            ranks: Cell::new(ranks),
-            known: Cell::new(true),
-        })
+        NonNull::new(raw).map(|raw| Communicator { raw, nccl, device, rank: Cell::new(rank), ranks: Cell::new(ranks) })
     }
 
     #[inline(always)]
@@ -194,39 +186,67 @@ impl Communicator {
     /// ranks that pass the same `color` form a new communicator, ordered by `key` (then by their
     /// rank here). `color: None` (`NCCL_SPLIT_NOCOLOR`) takes part without joining one: `Ok(None)`.
     /// `config: None` inherits this communicator's. Blocks like [`init_rank`](Self::init_rank)
-    /// unless non-blocking.
+    /// until the new communicator is made, also when this communicator is non-blocking: NCCL hands
+    /// the new communicator out only once its split has completed. A usage error, before NCCL is
+    /// called, inside an open [`Group`](super::Group) (NCCL would make it only when the group ends).
     pub fn split(&self, color: Option<u32>, key: i32, config: Option<&CommConfig>) -> Result<Option<Communicator>> {
         const CALL: &str = "ncclCommSplit";
         let split = self.nccl.api().split.ok_or_else(|| missing("Communicator::split"))?;
+        if super::group::open_on_this_thread() {
+            return Err(Error::invalid(
+                "Communicator::split",
+                "not inside an open Group: NCCL hands the new communicator out only when the group ends",
+            ));
+        }
         let color = match color {
             None => SPLIT_NOCOLOR,
             Some(c) => c_int::try_from(c).map_err(|_| Error::invalid("Communicator::split", "color above i32::MAX"))?,
         };
         let mut raw_config = config.map(CommConfig::raw);
         let config_ptr = raw_config.as_mut().map_or(core::ptr::null_mut(), |c| c as *mut RawConfig);
-        let mut raw: RawComm = core::ptr::null_mut();
+        // NCCL writes the new communicator into this slot when the split completes: for a
+        // non-blocking communicator that is after the call returns, on NCCL's own thread. So the
+        // slot is on the heap, read once NCCL says the split is done, and leaked where that is
+        // not known (an error), so that a late write never lands in freed memory.
+        let slot: *mut AtomicPtr<core::ffi::c_void> = Box::into_raw(Box::new(AtomicPtr::new(core::ptr::null_mut())));
         let status = self.device.with_current(|| {
-            // SAFETY: a live communicator; `raw` writable; the config null or live for the call.
-            Ok(unsafe { split(self.as_raw(), color, key, &mut raw, config_ptr) })
-        })?;
-        if status != SUCCESS && status != IN_PROGRESS {
-            return Err(self.error(CALL, status));
-        }
+            // SAFETY: a live communicator; `slot` writable, live until NCCL is done with it (see
+            // above); the config null or live for the call (NCCL copies it).
+            Ok(unsafe { split(self.as_raw(), color, key, AtomicPtr::as_ptr(&*slot), config_ptr) })
+        });
+        let done = match status {
+            Ok(SUCCESS) => Ok(()),
+            // A non-blocking split runs on NCCL's thread, which marks this communicator in
+            // progress until the split has completed and written the slot.
+            Ok(IN_PROGRESS) => self.wait_done(),
+            Ok(status) => Err(self.error(CALL, status)),
+            Err(e) => Err(e),
+        };
+        // On an error the slot is leaked: NCCL may still write it.
+        done?;
+        // SAFETY: made by Box::into_raw above; NCCL has finished with it.
+        let slot = unsafe { Box::from_raw(slot) };
+        let raw = slot.load(Ordering::Acquire);
         let Some(c) = Communicator::from_raw(raw, self.nccl.clone(), self.device, 0, 1) else {
             return Ok(None);
         };
-        // A non-blocking split still in progress has no rank yet: known after `wait_ready`.
-        c.known.set(false);
-        if status == SUCCESS {
-            c.learn_ranks()?;
-        }
+        c.learn_ranks()?;
         Ok(Some(c))
+    }
+
+    /// Waits until no call of a non-blocking communicator is running in the background.
+    fn wait_done(&self) -> Result<()> {
+        let mut pause = Duration::from_micros(20);
+        while self.state()? == CommState::InProgress {
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
+        Ok(())
     }
 
     fn learn_ranks(&self) -> Result<()> {
         self.ranks.set(self.query_count()?);
         self.rank.set(self.query_rank()?);
-        self.known.set(true);
         Ok(())
     }
 
@@ -250,14 +270,13 @@ impl Communicator {
         usize::try_from(v).map_err(|_| self.error("ncclCommUserRank", INTERNAL_ERROR))
     }
 
-    /// This rank, from 0. (A non-blocking [`split`](Self::split)'s communicator knows it once
-    /// [`wait_ready`](Self::wait_ready) has returned; 0 before.)
+    /// This rank, from 0.
     #[inline]
     pub fn rank(&self) -> usize {
         self.rank.get()
     }
 
-    /// The number of ranks (1 before a non-blocking split's `wait_ready`, as for [`rank`](Self::rank)).
+    /// The number of ranks.
     #[inline]
     pub fn ranks(&self) -> usize {
         self.ranks.get()
@@ -294,9 +313,6 @@ impl Communicator {
         let mut pause = Duration::from_micros(20);
         loop {
             if self.state()? == CommState::Ready {
-                if !self.known.get() {
-                    self.learn_ranks()?;
-                }
                 return Ok(());
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {

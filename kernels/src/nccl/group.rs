@@ -3,8 +3,21 @@
 use super::api::{IN_PROGRESS, SUCCESS};
 use super::error::nccl_error;
 use super::Nccl;
+use core::cell::Cell;
 use core::marker::PhantomData;
 use ordo_core::Result;
+
+thread_local! {
+    /// How many of ordo's groups are open on this thread (NCCL's group depth, as far as ordo
+    /// opened it): calls whose result NCCL hands out only when the group ends refuse to run inside one.
+    static OPEN: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Whether a [`Group`] is open on the calling thread (also one that was `mem::forget`ten: NCCL's
+/// group then stays open too).
+pub(crate) fn open_on_this_thread() -> bool {
+    OPEN.with(|o| o.get() > 0)
+}
 
 /// An open NCCL group (`ncclGroupStart`), ended by [`Group::end`] or, on every other path out (an
 /// early return, a panic), when dropped. Needed around point-to-point calls that must progress
@@ -24,6 +37,7 @@ impl<'a> Group<'a> {
         if status != SUCCESS {
             return Err(nccl_error(nccl.api(), core::ptr::null_mut(), "ncclGroupStart", status));
         }
+        OPEN.with(|o| o.set(o.get().saturating_add(1)));
         Ok(Group { nccl, _per_thread: PhantomData })
     }
 
@@ -38,6 +52,7 @@ impl<'a> Group<'a> {
 }
 
 fn end(nccl: &Nccl) -> Result<()> {
+    OPEN.with(|o| o.set(o.get().saturating_sub(1)));
     // SAFETY: closes the group this value opened.
     let status = unsafe { (nccl.api().group_end)() };
     if status != SUCCESS && status != IN_PROGRESS {
