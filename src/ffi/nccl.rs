@@ -128,10 +128,27 @@ pub unsafe extern "C" fn ordo_nccl_comm_wait(
     guard("ordo_nccl_comm_wait", || {
         let s = stream_ref(stream)?;
         let c = handles::get::<CommObject, _>(comm)?;
-        let held = lock(&c);
-        let comm = held.as_ref().ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
-        comm.wait(s, Duration::from_millis(u64::from(timeout_ms)))?;
-        Ok(())
+        // Polled with the handle's lock taken per poll, not for the whole wait: an
+        // ordo_nccl_comm_abort from another thread (a watchdog) gets in between two polls, and
+        // this wait then ends with ORDO_ERROR_INVALID_HANDLE.
+        let deadline = std::time::Instant::now().checked_add(Duration::from_millis(u64::from(timeout_ms)));
+        let mut pause = Duration::from_micros(20);
+        loop {
+            {
+                let held = lock(&c);
+                let comm = held.as_ref().ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
+                // One poll: the communicator's health, then the stream (a zero timeout).
+                if comm.wait(s, Duration::ZERO).is_ok() {
+                    return Ok(());
+                }
+                comm.state()?;
+            }
+            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                return Err(Failure::from(ordo_kernels::nccl::timeout_error("ordo_nccl_comm_wait")));
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
     })
 }
 

@@ -41,6 +41,7 @@ impl Communicator {
         if send.len() != recv.len() {
             return Err(Error::invalid("Communicator::all_reduce", "send and receive buffers differ in length"));
         }
+        let _lock = super::comm::device_lock(self.device());
         // SAFETY: lengths checked; lifetimes and the other ranks' calls owed by the caller.
         let status = unsafe {
             (self.nccl_library().api().all_reduce)(
@@ -67,6 +68,7 @@ impl Communicator {
         stream: StreamRef<'_>,
     ) -> Result<()> {
         let p = buf.as_mut_ptr();
+        let _lock = super::comm::device_lock(self.device());
         // SAFETY: in place, as NCCL allows (send == recv); the rest owed by the caller.
         let status = unsafe {
             (self.nccl_library().api().all_reduce)(
@@ -101,6 +103,7 @@ impl Communicator {
         }
         let dst = recv.as_mut_ptr();
         let src = send.map_or(dst.cast_const(), |s| s.as_ptr());
+        let _lock = super::comm::device_lock(self.device());
         // SAFETY: lengths and root checked; the rest owed by the caller.
         let status = unsafe {
             (self.nccl_library().api().broadcast)(
@@ -138,6 +141,7 @@ impl Communicator {
             return Err(Error::invalid(CALL, "send and receive buffers differ in length"));
         }
         let dst = recv.map_or(core::ptr::null_mut(), |r| r.as_mut_ptr());
+        let _lock = super::comm::device_lock(self.device());
         // SAFETY: lengths and root checked; the rest owed by the caller.
         let status = unsafe {
             (self.nccl_library().api().reduce)(
@@ -168,6 +172,7 @@ impl Communicator {
         if send.len().checked_mul(self.ranks()) != Some(recv.len()) {
             return Err(Error::invalid("Communicator::all_gather", "the receive buffer must hold ranks x send length"));
         }
+        let _lock = super::comm::device_lock(self.device());
         // SAFETY: lengths checked; the rest owed by the caller.
         let status = unsafe {
             (self.nccl_library().api().all_gather)(
@@ -200,6 +205,7 @@ impl Communicator {
                 "the send buffer must hold ranks x receive length",
             ));
         }
+        let _lock = super::comm::device_lock(self.device());
         // SAFETY: lengths checked; the rest owed by the caller.
         let status = unsafe {
             (self.nccl_library().api().reduce_scatter)(
@@ -224,6 +230,7 @@ impl Communicator {
     pub unsafe fn send<T: NcclType>(&self, buf: DeviceSlice<'_, T>, peer: usize, stream: StreamRef<'_>) -> Result<()> {
         let peer = self.rank_arg("Communicator::send", peer)?;
         let send = self.nccl_library().api().send.ok_or_else(|| too_old("Communicator::send"))?;
+        let _lock = super::comm::device_lock(self.device());
         // SAFETY: peer checked; the rest owed by the caller.
         let status =
             unsafe { send(buf.as_ptr().cast(), buf.len(), T::DATA_TYPE.raw(), peer, self.as_raw(), stream.as_raw()) };
@@ -242,6 +249,7 @@ impl Communicator {
     ) -> Result<()> {
         let peer = self.rank_arg("Communicator::recv", peer)?;
         let recv = self.nccl_library().api().recv.ok_or_else(|| too_old("Communicator::recv"))?;
+        let _lock = super::comm::device_lock(self.device());
         // SAFETY: peer checked; the rest owed by the caller.
         let status = unsafe {
             recv(buf.as_mut_ptr().cast(), buf.len(), T::DATA_TYPE.raw(), peer, self.as_raw(), stream.as_raw())

@@ -11,6 +11,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use core::time::Duration;
 use ordo_core::{Device, Error, Result, StreamRef, StreamStatus, UsageKind};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 /// How a communicator is made (`ncclConfig_t`); `Default` is NCCL's default for every field.
@@ -100,6 +101,16 @@ fn rank_args(call: &'static str, ranks: usize, rank: usize) -> Result<(c_int, c_
     Ok((ranks, rank as c_int))
 }
 
+/// NCCL allows no two threads to make calls on communicators of one device at once (nor on one
+/// communicator): ordo's calls on a communicator hold its device's lock for the NCCL call itself
+/// (never across a wait or a callback), so that safe code on several threads cannot race inside
+/// NCCL. Devices past the table share a lock (more serial, never less safe).
+pub(crate) fn device_lock(device: Device) -> MutexGuard<'static, ()> {
+    static LOCKS: [Mutex<()>; 64] = [const { Mutex::new(()) }; 64];
+    let i = usize::try_from(device.ordinal()).unwrap_or(0) % LOCKS.len();
+    LOCKS[i].lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 fn missing(call: &'static str) -> Error {
     Error::usage(UsageKind::NotSupported, call, "the loaded NCCL is too old for this call (a symbol is missing)")
 }
@@ -140,6 +151,7 @@ impl Communicator {
         let (n, r) = rank_args("Communicator::init_rank", ranks, rank)?;
         let mut raw: RawComm = core::ptr::null_mut();
         let status = device.with_current(|| {
+            let _lock = device_lock(device);
             // SAFETY: `raw` is writable; the id is passed by value; ranks checked.
             Ok(unsafe { (nccl.api().init_rank)(&mut raw, n, id.to_raw(), r) })
         })?;
@@ -167,12 +179,14 @@ impl Communicator {
         let mut raw_config = config.raw();
         let mut raw: RawComm = core::ptr::null_mut();
         let status = device.with_current(|| {
+            let _lock = device_lock(device);
             // SAFETY: `raw` and `raw_config` are writable and live for the call (NCCL copies the
             // config); the id is passed by value; ranks checked.
             Ok(unsafe { init(&mut raw, n, id.to_raw(), r, &mut raw_config) })
         })?;
         if status != SUCCESS && status != IN_PROGRESS {
             if let Some(c) = NonNull::new(raw) {
+                let _lock = device_lock(device);
                 // SAFETY: a communicator NCCL handed out before failing; nobody else has it.
                 unsafe { (nccl.api().abort)(c.as_ptr()) };
             }
@@ -210,6 +224,7 @@ impl Communicator {
         // not known (an error), so that a late write never lands in freed memory.
         let slot: *mut AtomicPtr<core::ffi::c_void> = Box::into_raw(Box::new(AtomicPtr::new(core::ptr::null_mut())));
         let status = self.device.with_current(|| {
+            let _lock = device_lock(self.device);
             // SAFETY: a live communicator; `slot` writable, live until NCCL is done with it (see
             // above); the config null or live for the call (NCCL copies it).
             Ok(unsafe { split(self.as_raw(), color, key, AtomicPtr::as_ptr(&*slot), config_ptr) })
@@ -252,8 +267,10 @@ impl Communicator {
 
     fn query_count(&self) -> Result<usize> {
         let mut v: c_int = 0;
+        let lock = device_lock(self.device);
         // SAFETY: a live communicator; `v` writable.
         let status = unsafe { (self.nccl.api().count)(self.as_raw(), &mut v) };
+        drop(lock);
         if status != SUCCESS {
             return Err(self.error("ncclCommCount", status));
         }
@@ -262,8 +279,10 @@ impl Communicator {
 
     fn query_rank(&self) -> Result<usize> {
         let mut v: c_int = 0;
+        let lock = device_lock(self.device);
         // SAFETY: a live communicator; `v` writable.
         let status = unsafe { (self.nccl.api().user_rank)(self.as_raw(), &mut v) };
+        drop(lock);
         if status != SUCCESS {
             return Err(self.error("ncclCommUserRank", status));
         }
@@ -293,8 +312,10 @@ impl Communicator {
     /// network failure), after which only [`abort`](Self::abort) is left.
     pub fn state(&self) -> Result<CommState> {
         let mut state: Status = SUCCESS;
+        let lock = device_lock(self.device);
         // SAFETY: a live communicator; `state` writable.
         let status = unsafe { (self.nccl.api().async_error)(self.as_raw(), &mut state) };
+        drop(lock);
         if status != SUCCESS {
             return Err(self.error("ncclCommGetAsyncError", status));
         }
@@ -350,8 +371,10 @@ impl Communicator {
     /// where dropping it (`ncclCommDestroy`) could wait forever.
     pub fn abort(self) -> Result<()> {
         let this = core::mem::ManuallyDrop::new(self);
+        let lock = device_lock(this.device);
         // SAFETY: our communicator, not used again (not dropped).
         let status = unsafe { (this.nccl.api().abort)(this.as_raw()) };
+        drop(lock);
         // SAFETY: the library handle is moved out once, the communicator is forgotten.
         let nccl = unsafe { core::ptr::read(&this.nccl) };
         let result = if status != SUCCESS {
@@ -371,8 +394,10 @@ fn timeout_error() -> Error {
 impl Drop for Communicator {
     /// Waits for the queued collectives (see [`Communicator`]).
     fn drop(&mut self) {
+        let lock = device_lock(self.device);
         // SAFETY: our communicator; the library stays loaded until `self.nccl` drops after this.
         let status = unsafe { (self.nccl.api().destroy)(self.as_raw()) };
+        drop(lock);
         if status != SUCCESS && status != IN_PROGRESS {
             ordo_core::error::record_drop_error_value(nccl_error(
                 self.nccl.api(),

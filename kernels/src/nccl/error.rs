@@ -76,8 +76,8 @@ pub(crate) fn nccl_error(api: &Api, comm: RawComm, call: &'static str, status: S
     detailed(call, status, text.as_deref())
 }
 
-/// The error of a wait whose deadline passed (`ncclTimeout`, named by ordo).
-pub(crate) fn timeout(call: &'static str) -> Error {
+/// The error of a wait on NCCL work whose deadline passed (`ncclTimeout`, named by ordo).
+pub fn timeout(call: &'static str) -> Error {
     Error::Library(LibraryError {
         library: "NCCL",
         call,

@@ -33,7 +33,17 @@
 //! - every rank makes the matching call, in the same order on the communicator, with the same
 //!   element type, operation, count and root: NCCL cannot check other ranks' sizes, and a
 //!   mismatch reads or writes past a buffer or waits forever;
-//! - `stream` belongs to the communicator's device.
+//! - `stream` belongs to the communicator's device;
+//! - the calls of one [`Group`] are all made by the thread that opened it (a group is per thread),
+//!   and no other thread issues NCCL calls for communicators of the same devices while it is open
+//!   (NCCL's rule for grouped calls).
+//!
+//! # Threads
+//! NCCL forbids calls on one communicator, or on communicators of one device, from several
+//! threads at once. A [`Communicator`] is `Send` but not `Sync` (one thread at a time), and every
+//! NCCL call ordo makes for a communicator holds that device's lock for the call itself, so safe
+//! code on several threads cannot race inside NCCL. Grouped calls are the caller's to keep on one
+//! thread (above).
 //!
 //! ordo checks what one rank can: the lengths against each other and the count of ranks, roots
 //! and peers below the number of ranks. A non-blocking communicator's `ncclInProgress` is success
@@ -59,7 +69,7 @@ mod types;
 pub use all::Communicators;
 pub use api::UNIQUE_ID_BYTES;
 pub use comm::{CommConfig, CommState, Communicator};
-pub use error::status_name;
+pub use error::{status_name, timeout as timeout_error};
 pub use group::Group;
 pub use id::UniqueId;
 pub use types::{Bf16, DataType, NcclType, ReduceOp, F16};
