@@ -397,9 +397,12 @@ void ordo_timer_destroy(ordo_timer* timer);
  * work completes, and every rank must make the matching call with the same count, dtype, op and
  * root (NCCL cannot check other ranks' sizes). A NULL or misaligned buffer, a byte count that
  * overflows, a root not below nranks, an unknown dtype or op: ORDO_ERROR_INVALID_ARGUMENT, before
- * NCCL. One thread at a time uses a communicator (ordo serialises calls on one handle).
+ * NCCL. Any thread may call; ordo serialises the calls on one handle, and NCCL calls for
+ * communicators of one device (NCCL forbids them at once from several threads).
  * wait: waits at most timeout_ms for the work on `stream`, polling the communicator's health, so
- * that a dead peer gives ORDO_ERROR_LIBRARY instead of a hang; then abort the communicator.
+ * that a dead peer gives ORDO_ERROR_LIBRARY instead of a hang; then abort the communicator. An
+ * abort from another thread (a watchdog) gets in between two polls; the wait then returns
+ * ORDO_ERROR_INVALID_HANDLE.
  * abort: stops the communicator's work and frees it without the other ranks, ending the handle.
  * destroy: waits for the queued collectives on every rank (use abort when a peer may be gone). */
 #define ORDO_NCCL_UNIQUE_ID_BYTES 128
