@@ -124,4 +124,4 @@ pub use memory::{
     ManagedFlags, MemPool, MemPoolRef, PinnedBuffer, PinnedSlice, PinnedSliceMut, PoolAccess, RegisteredHost,
 };
 pub use ordo_cuda_sys as sys;
-pub use stream::{AsStream, Stream, StreamFlags, StreamRef, StreamStatus};
+pub use stream::{Stream, StreamFlags, StreamRef, StreamStatus};

@@ -60,26 +60,6 @@ unsafe impl Send for StreamRef<'_> {}
 // SAFETY: as above.
 unsafe impl Sync for StreamRef<'_> {}
 
-/// Something that can lend a [`StreamRef`]: a [`Stream`], a `StreamRef`, or a reference to either.
-pub trait AsStream {
-    /// The borrowed stream.
-    fn as_stream(&self) -> StreamRef<'_>;
-}
-
-impl AsStream for StreamRef<'_> {
-    #[inline(always)]
-    fn as_stream(&self) -> StreamRef<'_> {
-        *self
-    }
-}
-
-impl<T: AsStream + ?Sized> AsStream for &T {
-    #[inline(always)]
-    fn as_stream(&self) -> StreamRef<'_> {
-        (**self).as_stream()
-    }
-}
-
 impl<'a> StreamRef<'a> {
     /// Borrows a raw stream that someone else owns. `None` for a null handle (the legacy default
     /// stream): ask for that one by name with [`StreamRef::legacy_default`].
@@ -401,13 +381,6 @@ impl Stream {
     /// See [`StreamRef::flags`].
     pub fn flags(&self) -> Result<StreamFlags> {
         self.as_stream().flags()
-    }
-}
-
-impl AsStream for Stream {
-    #[inline(always)]
-    fn as_stream(&self) -> StreamRef<'_> {
-        Stream::as_stream(self)
     }
 }
 
