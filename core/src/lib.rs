@@ -29,21 +29,25 @@
 //!   stream); instantiating, launching, updating and uploading graphs (their work was captured
 //!   under the capture's contract, which covers every replay). None of these can make Rust code
 //!   read freed or uninitialised memory: device buffers hold [`DeviceCopy`] types, which have no
-//!   invalid bit patterns, host buffers start zeroed, and a [`DeviceBuffer`] cannot outlive its
+//!   invalid bit patterns, host buffers start zeroed or written (`PinnedBuffer::from_slice`,
+//!   `from_fn`), and a [`DeviceBuffer`] cannot outlive its
 //!   stream (`DeviceBuffer<'s>`). Work that ordo enqueues on a stream other than a device view's
 //!   own ([`DeviceSlice::origin`]) is ordered after that stream, and that stream's later free after
 //!   the work ([`memory::order`]).
 //! - **`unsafe`**, and why:
 //!   - *asynchronous copies and memsets* ([`memory::copy`]): the memory must outlive the copy,
 //!     which a borrow ending at the call's return cannot show;
-//!   - *kernel launches* ([`Kernel::launch`], [`GraphExec::set_kernel_node_args`]): the kernel's
-//!     use of its pointer arguments is invisible to Rust;
+//!   - *kernel launches* ([`Kernel::launch`], [`launch::launch_raw`], [`PdlKernel::launch`],
+//!     [`GraphExec::set_kernel_node_args`]): the kernel's use of its pointer arguments is
+//!     invisible to Rust (and, for `launch_raw`, that the arguments match the kernel's
+//!     parameters);
 //!   - *the pipeline run* (`pipeline::Pipeline::run`): it enqueues asynchronous copies of the
 //!     caller's pinned buffers, so it owes what the copies owe until `main` has passed the run
 //!     (it joins its worker streams back to `main` on every path out, errors included, so
 //!     synchronising `main` is enough);
 //!   - *captures* ([`capture`], [`capture_into`], [`StreamRef::begin_capture`],
-//!     [`StreamRef::end_capture`], [`graph_cache::GraphCache::new`]): captured work runs at every
+//!     [`StreamRef::end_capture`], [`graph_cache::GraphCache::new`],
+//!     [`graph_cache::GraphCache::with_options`]): captured work runs at every
 //!     launch of every executable graph made from the graph, long after the call; the caller owes
 //!     that everything the work uses (memory, events recorded with `record_external`, raw handles,
 //!     kernel arguments) is valid at every replay, and that nothing else uses the stream, or ends
