@@ -31,17 +31,15 @@ pub enum EventStatus {
     Pending,
 }
 
-/// An owned CUDA event, destroyed on drop (a failure is kept for
-/// [`take_drop_errors`](crate::error::take_drop_errors)). Recording and waiting are safe from any
-/// thread.
-#[derive(Debug)]
-#[repr(transparent)]
-pub struct Event {
-    raw: NonNull<sys::CUevent_st>,
+owned_handle! {
+    /// An owned CUDA event, destroyed on drop (a failure is kept for
+    /// [`take_drop_errors`](crate::error::take_drop_errors)). Recording and waiting are safe from any
+    /// thread.
+    ///
+    /// Dropping an event with pending records is allowed: CUDA releases it once the work completes.
+    #[derive(Debug)]
+    pub struct Event(sys::CUevent_st) = sys::cudaEvent_t, destroyed by cudaEventDestroy;
 }
-
-static_assertions::assert_eq_size!(Event, sys::cudaEvent_t);
-static_assertions::assert_eq_align!(Event, sys::cudaEvent_t);
 
 // SAFETY: CUDA events may be recorded, queried and waited on from any thread, concurrently.
 unsafe impl Send for Event {}
@@ -60,20 +58,6 @@ impl Event {
         // SAFETY: `raw` is writable.
         cuda_call!(unsafe { sys::cudaEventCreateWithFlags(&mut raw, flags.bits()) })?;
         NonNull::new(raw).map(|raw| Event { raw }).ok_or_else(|| crate::error::null_handle("cudaEventCreateWithFlags"))
-    }
-
-    /// Takes ownership of a raw event.
-    ///
-    /// # Safety
-    /// `raw` is a live event that nothing else will destroy; `None` for null.
-    pub unsafe fn from_raw(raw: sys::cudaEvent_t) -> Option<Event> {
-        NonNull::new(raw).map(|raw| Event { raw })
-    }
-
-    /// The raw handle.
-    #[inline(always)]
-    pub fn as_raw(&self) -> sys::cudaEvent_t {
-        self.raw.as_ptr()
     }
 
     /// Records the event at this point of `stream` (`cudaEventRecord`). No allocation, no lock.
@@ -113,15 +97,6 @@ impl Event {
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: a live event. Synchronising is what the caller asked for by name.
         cuda_call!(unsafe { sys::cudaEventSynchronize(self.as_raw()) })
-    }
-}
-
-impl Drop for Event {
-    fn drop(&mut self) {
-        // SAFETY: owned, live event. Destroying an event with pending records is allowed: CUDA
-        // releases it once the work completes.
-        let code = unsafe { sys::cudaEventDestroy(self.raw.as_ptr()) };
-        crate::error::record_drop_error(code, "cudaEventDestroy");
     }
 }
 

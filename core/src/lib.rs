@@ -98,6 +98,9 @@ macro_rules! cuda_call {
     };
 }
 
+#[macro_use]
+mod handle;
+
 #[cfg(feature = "std")]
 pub mod context;
 pub mod device;

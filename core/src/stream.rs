@@ -260,16 +260,13 @@ impl<'a> StreamRef<'a> {
     }
 }
 
-/// An owned CUDA stream, destroyed on drop (`cudaStreamDestroy`; work already enqueued still runs;
-/// a failure is kept for [`take_drop_errors`](crate::error::take_drop_errors)).
-#[derive(Debug)]
-#[repr(transparent)]
-pub struct Stream {
-    raw: NonNull<sys::CUstream_st>,
+owned_handle! {
+    /// An owned CUDA stream, destroyed on drop (`cudaStreamDestroy`: work already enqueued still
+    /// runs, and the call does not block; a failure is kept for
+    /// [`take_drop_errors`](crate::error::take_drop_errors)).
+    #[derive(Debug)]
+    pub struct Stream(sys::CUstream_st) = sys::cudaStream_t, destroyed by cudaStreamDestroy;
 }
-
-static_assertions::assert_eq_size!(Stream, sys::cudaStream_t);
-static_assertions::assert_eq_align!(Stream, sys::cudaStream_t);
 
 // SAFETY: CUDA streams may be used and destroyed from any thread.
 unsafe impl Send for Stream {}
@@ -312,31 +309,10 @@ impl Stream {
         NonNull::new(raw).map(|raw| Stream { raw }).ok_or_else(|| crate::error::null_handle(call))
     }
 
-    /// Takes ownership of a raw stream.
-    ///
-    /// # Safety
-    /// `raw` is a live stream that nothing else will destroy; `None` for null.
-    pub unsafe fn from_raw(raw: sys::cudaStream_t) -> Option<Stream> {
-        NonNull::new(raw).map(|raw| Stream { raw })
-    }
-
-    /// Gives up ownership: the caller destroys the stream.
-    pub fn into_raw(self) -> sys::cudaStream_t {
-        let raw = self.raw.as_ptr();
-        core::mem::forget(self);
-        raw
-    }
-
     /// The borrowed handle, for every stream operation.
     #[inline(always)]
     pub fn as_stream(&self) -> StreamRef<'_> {
         StreamRef { raw: self.raw, _stream: PhantomData }
-    }
-
-    /// The raw handle.
-    #[inline(always)]
-    pub fn as_raw(&self) -> sys::cudaStream_t {
-        self.raw.as_ptr()
     }
 
     /// See [`StreamRef::query`].
@@ -381,13 +357,5 @@ impl Stream {
     /// See [`StreamRef::flags`].
     pub fn flags(&self) -> Result<StreamFlags> {
         self.as_stream().flags()
-    }
-}
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        // SAFETY: owned, live stream. Work already enqueued completes; the call does not block.
-        let code = unsafe { sys::cudaStreamDestroy(self.raw.as_ptr()) };
-        crate::error::record_drop_error(code, "cudaStreamDestroy");
     }
 }

@@ -9,21 +9,21 @@ use crate::stream::StreamRef;
 use core::ptr::NonNull;
 use ordo_cuda_sys as sys;
 
-/// An owned executable graph (`cudaGraphExec_t`), destroyed on drop (a failure is kept for
-/// [`take_drop_errors`](crate::error::take_drop_errors)).
-///
-/// Its launches replay the work captured into the graph it was instantiated from (or last
-/// [updated](GraphExec::update) with): the same pointers, events and kernels. Launching is safe
-/// because making such a graph is not: the contract of [`capture`](super::capture) covers every
-/// launch. It holds its own reference to the host state ordo put into that graph (host-function
-/// closures, staging slots), so dropping the graph first is fine.
-#[derive(Debug)]
-#[repr(transparent)]
-pub struct GraphExec {
-    raw: NonNull<sys::CUgraphExec_st>,
+owned_handle! {
+    /// An owned executable graph (`cudaGraphExec_t`), destroyed on drop (a failure is kept for
+    /// [`take_drop_errors`](crate::error::take_drop_errors)).
+    ///
+    /// Its launches replay the work captured into the graph it was instantiated from (or last
+    /// [updated](GraphExec::update) with): the same pointers, events and kernels. Launching is safe
+    /// because making such a graph is not: the contract of [`capture`](super::capture) covers every
+    /// launch. It holds its own reference to the host state ordo put into that graph (host-function
+    /// closures, staging slots), so dropping the graph first is fine.
+    ///
+    /// Dropping it destroys it; CUDA defers the release of what launches still running use (their user
+    /// objects included) until those launches complete.
+    #[derive(Debug)]
+    pub struct GraphExec(sys::CUgraphExec_st) = sys::cudaGraphExec_t, destroyed by cudaGraphExecDestroy;
 }
-
-static_assertions::assert_eq_size!(GraphExec, sys::cudaGraphExec_t);
 
 // SAFETY: executable graphs may be launched and destroyed from any thread (not `Sync`: updates
 // take `&mut`, and CUDA does not synchronise calls on one executable graph).
@@ -82,12 +82,6 @@ impl GraphExec {
     /// Owns an executable graph that an instantiate call (`call`) returned.
     pub(crate) fn from_instantiated(raw: sys::cudaGraphExec_t, call: &'static str) -> Result<GraphExec> {
         NonNull::new(raw).map(|raw| GraphExec { raw }).ok_or_else(|| crate::error::null_handle(call))
-    }
-
-    /// The raw handle.
-    #[inline(always)]
-    pub fn as_raw(&self) -> sys::cudaGraphExec_t {
-        self.raw.as_ptr()
     }
 
     /// Launches the graph on `stream` (`cudaGraphLaunch`): one call, no allocation. The launch
@@ -176,14 +170,5 @@ impl GraphExec {
     pub fn upload(&self, stream: StreamRef<'_>) -> Result<()> {
         // SAFETY: live handles.
         cuda_call!(unsafe { sys::cudaGraphUpload(self.as_raw(), stream.as_raw()) })
-    }
-}
-
-impl Drop for GraphExec {
-    fn drop(&mut self) {
-        // SAFETY: owned executable graph. CUDA defers the release of what launches still running
-        // use (their user objects included) until those launches complete.
-        let code = unsafe { sys::cudaGraphExecDestroy(self.raw.as_ptr()) };
-        crate::error::record_drop_error(code, "cudaGraphExecDestroy");
     }
 }

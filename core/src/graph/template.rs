@@ -11,25 +11,25 @@ use crate::stream::StreamRef;
 use core::ptr::NonNull;
 use ordo_cuda_sys as sys;
 
-/// An owned graph (`cudaGraph_t`), destroyed on drop (a failure is kept for
-/// [`take_drop_errors`](crate::error::take_drop_errors)).
-///
-/// A graph does not borrow what its work uses: the raw pointers, events and kernels of its nodes
-/// are what [`capture`](super::capture) recorded, and the `unsafe` capture's contract is what keeps
-/// them valid at every launch of an executable graph made from it. The exception is the host state
-/// ordo itself puts in a graph (the closures of [`launch_host_fn`](crate::host_fn::launch_host_fn),
-/// the staging slots of [`StagingRing::submit`](crate::staging::StagingRing::submit)): the graph
-/// owns it through CUDA user objects, and so does every executable graph instantiated from it; it
-/// is freed once the last of them is destroyed.
-///
-/// [`Graph::new`] makes an empty graph; the only way to add work is a capture.
-#[derive(Debug)]
-#[repr(transparent)]
-pub struct Graph {
-    raw: NonNull<sys::CUgraph_st>,
+owned_handle! {
+    /// An owned graph (`cudaGraph_t`), destroyed on drop (a failure is kept for
+    /// [`take_drop_errors`](crate::error::take_drop_errors)).
+    ///
+    /// A graph does not borrow what its work uses: the raw pointers, events and kernels of its nodes
+    /// are what [`capture`](super::capture) recorded, and the `unsafe` capture's contract is what keeps
+    /// them valid at every launch of an executable graph made from it. The exception is the host state
+    /// ordo itself puts in a graph (the closures of [`launch_host_fn`](crate::host_fn::launch_host_fn),
+    /// the staging slots of [`StagingRing::submit`](crate::staging::StagingRing::submit)): the graph
+    /// owns it through CUDA user objects, and so does every executable graph instantiated from it; it
+    /// is freed once the last of them is destroyed.
+    ///
+    /// [`Graph::new`] makes an empty graph; the only way to add work is a capture.
+    ///
+    /// Dropping it destroys the graph; executable graphs made from it keep working, and the user
+    /// objects it holds are released (their host state freed once nothing else holds them).
+    #[derive(Debug)]
+    pub struct Graph(sys::CUgraph_st) = sys::cudaGraph_t, destroyed by cudaGraphDestroy;
 }
-
-static_assertions::assert_eq_size!(Graph, sys::cudaGraph_t);
 
 // SAFETY: graphs may be used from any thread, one thread at a time (`&mut` for changes; not
 // `Sync`: CUDA does not synchronise calls on one graph, read-only ones included).
@@ -58,12 +58,6 @@ impl Graph {
         // SAFETY: a live graph; `raw` is writable.
         cuda_call!(unsafe { sys::cudaGraphClone(&mut raw, self.as_raw()) })?;
         NonNull::new(raw).map(|raw| Graph { raw }).ok_or_else(|| crate::error::null_handle("cudaGraphClone"))
-    }
-
-    /// The raw handle.
-    #[inline(always)]
-    pub fn as_raw(&self) -> sys::cudaGraph_t {
-        self.raw.as_ptr()
     }
 
     /// Number of nodes (`cudaGraphGetNodes`).
@@ -194,15 +188,6 @@ impl Graph {
                 sys::cudaGraphDebugDotFlags::cudaGraphDebugDotFlagsVerbose.0 as core::ffi::c_uint,
             )
         })
-    }
-}
-
-impl Drop for Graph {
-    fn drop(&mut self) {
-        // SAFETY: owned graph. Executable graphs made from it keep working; the user objects it
-        // holds are released (their host state freed once nothing else holds them).
-        let code = unsafe { sys::cudaGraphDestroy(self.raw.as_ptr()) };
-        crate::error::record_drop_error(code, "cudaGraphDestroy");
     }
 }
 

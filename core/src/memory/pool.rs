@@ -35,15 +35,12 @@ unsafe impl Send for MemPoolRef<'_> {}
 // SAFETY: as above.
 unsafe impl Sync for MemPoolRef<'_> {}
 
-/// An owned pool, destroyed on drop (`cudaMemPoolDestroy`; CUDA defers it until outstanding
-/// allocations are freed; a failure is kept for [`take_drop_errors`](crate::error::take_drop_errors)).
-#[derive(Debug)]
-#[repr(transparent)]
-pub struct MemPool {
-    raw: NonNull<sys::CUmemPoolHandle_st>,
+owned_handle! {
+    /// An owned pool, destroyed on drop (`cudaMemPoolDestroy`; CUDA defers it until outstanding
+    /// allocations are freed; a failure is kept for [`take_drop_errors`](crate::error::take_drop_errors)).
+    #[derive(Debug)]
+    pub struct MemPool(sys::CUmemPoolHandle_st) = sys::cudaMemPool_t, destroyed by cudaMemPoolDestroy;
 }
-
-static_assertions::assert_eq_size!(MemPool, sys::cudaMemPool_t);
 
 // SAFETY: pools are usable from any thread.
 unsafe impl Send for MemPool {}
@@ -128,14 +125,6 @@ impl MemPool {
     #[inline(always)]
     pub fn as_pool(&self) -> MemPoolRef<'_> {
         MemPoolRef { raw: self.raw, _pool: PhantomData }
-    }
-}
-
-impl Drop for MemPool {
-    fn drop(&mut self) {
-        // SAFETY: owned pool.
-        let code = unsafe { sys::cudaMemPoolDestroy(self.raw.as_ptr()) };
-        crate::error::record_drop_error(code, "cudaMemPoolDestroy");
     }
 }
 
