@@ -211,6 +211,80 @@ fn all_reduce(r: &mut Report, rounds: usize, d0: Device, d1: Device) -> Result<(
         );
         bytes *= 8;
     }
+    // An all-reduce of 128 MiB a rank overlapped with compute on other streams of each device (the
+    // source material's pattern): each alone, then both at once, host-timed to both done.
+    const OVERLAP: usize = 32 << 20; // floats
+    const WORK: usize = 8 << 20;
+    let compute: Vec<Stream> = devices.iter().map(|d| d.with_current(Stream::new)).collect::<Result<Vec<_>>>()?;
+    let mut work = Vec::new();
+    for (d, cs) in devices.iter().zip(&compute) {
+        work.push(d.with_current(|| DeviceBuffer::<f32>::zeroed_async(WORK, cs.as_stream()))?);
+    }
+    let work_ptrs: Vec<*mut f32> = work.iter_mut().map(|b| b.as_mut_ptr()).collect();
+    let sync_all = || -> Result<()> {
+        for s in streams.iter().copied().chain(compute.iter().map(|c| c.as_stream())) {
+            s.synchronize()?;
+        }
+        Ok(())
+    };
+    let comms = std::cell::RefCell::new(comms);
+    let phase = |collective: bool, kernels: bool| -> Result<f64> {
+        sync_all()?;
+        let t0 = Instant::now();
+        if collective {
+            // SAFETY: the buffers hold MAX >= OVERLAP floats of their devices and are waited for.
+            unsafe {
+                let sends = [
+                    DeviceSlice::from_raw_parts(send_ptrs[0].cast_const(), OVERLAP),
+                    DeviceSlice::from_raw_parts(send_ptrs[1].cast_const(), OVERLAP),
+                ];
+                let mut recvs = [
+                    DeviceSliceMut::from_raw_parts(recv_ptrs[0], OVERLAP),
+                    DeviceSliceMut::from_raw_parts(recv_ptrs[1], OVERLAP),
+                ];
+                comms.borrow_mut().all_reduce_sum_f32(&sends, &mut recvs, &streams)?;
+            }
+        }
+        if kernels {
+            for (i, d) in devices.iter().enumerate() {
+                d.with_current(|| {
+                    for _ in 0..10 {
+                        // SAFETY: the work buffer holds WORK floats and is waited for.
+                        unsafe {
+                            ordo_kernels::heavy(
+                                compute[i].as_stream(),
+                                DeviceSliceMut::from_raw_parts(work_ptrs[i], WORK),
+                            )?
+                        };
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+        sync_all()?;
+        Ok(t0.elapsed().as_secs_f64() * 1e3)
+    };
+    let m = interleave(
+        rounds.min(7),
+        &mut [&mut || phase(true, false), &mut || phase(false, true), &mut || phase(true, true)],
+    )?;
+    r.add(
+        "multi",
+        "all-reduce 128 MiB a rank + 10 compute kernels on other streams, at once vs one after the other",
+        "ms",
+        m[2],
+        Some(m[0] + m[1]),
+        format!(
+            "all-reduce alone {:.3} ms, compute alone {:.3} ms; perfect overlap would be {:.3} ms",
+            m[0],
+            m[1],
+            m[0].max(m[1])
+        ),
+    );
+    drop(work);
+    for c in &compute {
+        c.synchronize()?;
+    }
     // SAFETY: the C++ communicators, idle (every call waited for its work).
     unsafe { cpp::bl_nccl_close(cpp_comms) };
     drop(comms);
