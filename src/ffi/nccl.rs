@@ -194,43 +194,43 @@ fn typed<T: NcclType>(
 macro_rules! with_type {
     ($dtype:expr, $t:ident => $body:expr) => {
         match $dtype {
-            0 => {
+            ORDO_NCCL_INT8 => {
                 type $t = i8;
                 $body
             }
-            1 => {
+            ORDO_NCCL_UINT8 => {
                 type $t = u8;
                 $body
             }
-            2 => {
+            ORDO_NCCL_INT32 => {
                 type $t = i32;
                 $body
             }
-            3 => {
+            ORDO_NCCL_UINT32 => {
                 type $t = u32;
                 $body
             }
-            4 => {
+            ORDO_NCCL_INT64 => {
                 type $t = i64;
                 $body
             }
-            5 => {
+            ORDO_NCCL_UINT64 => {
                 type $t = u64;
                 $body
             }
-            6 => {
+            ORDO_NCCL_FLOAT16 => {
                 type $t = F16;
                 $body
             }
-            7 => {
+            ORDO_NCCL_FLOAT32 => {
                 type $t = f32;
                 $body
             }
-            8 => {
+            ORDO_NCCL_FLOAT64 => {
                 type $t = f64;
                 $body
             }
-            9 => {
+            ORDO_NCCL_BFLOAT16 => {
                 type $t = Bf16;
                 $body
             }
