@@ -242,8 +242,9 @@ ordo_status ordo_launch_kernel(struct CUstream_st* stream, const void* kernel, v
  * pdl are NAME and NAME_pdl. For n elements in blocks of `block` threads on `device`, out says
  * which form to launch (use_pdl_form: NAME_pdl with pdl set in its ordo_launch_config, except for
  * a chain's first kernel; else NAME without PDL) over how many blocks (grid; the body is a
- * grid-stride loop). mode: ORDO_PDL_AUTO (ordo's rule: PDL within one wave of blocks, a one-wave
- * grid-stride PDL grid beyond), ORDO_PDL_AUTO_PLAIN_BEYOND_ONE_WAVE (the plain full grid beyond
+ * grid-stride loop). mode: ORDO_PDL_AUTO (ordo's rule: PDL within one wave of blocks; beyond, a
+ * one-wave grid-stride grid, with PDL up to four waves of work and without past them),
+ * ORDO_PDL_AUTO_PLAIN_BEYOND_ONE_WAVE (the plain full grid beyond
  * one wave), or one form forced for measuring. A few occupancy queries: once per size, not per
  * launch. Set out->size to sizeof(ordo_pdl_plan). */
 #define ORDO_PDL_AUTO 0
@@ -264,7 +265,8 @@ ordo_status ordo_pdl_plan_launch(const void* plain, const void* pdl, int device,
 /* `steps` dependent kernels out = prev * scale + 1, ping-ponging a -> b -> a ... (the result is
  * in b after an odd number of steps, in a after an even one); pdl: 0 off (the step compiled
  * without griddepcontrol, one element a thread), 1 ordo's rule (Programmatic Dependent Launch
- * within one wave of blocks, a one-wave grid-stride PDL grid beyond; see ordo/pdl.cuh). steps 1 to 2^24 (16777216); a and
+ * within one wave of blocks; beyond, a one-wave grid-stride grid, with PDL up to four waves of
+ * work; see ordo/pdl.cuh). steps 1 to 2^24 (16777216); a and
  * b are the same pointer (each step in place) or n-float ranges that do not overlap; scale's range
  * overlaps neither (each step reads scale before waiting for the previous step). Otherwise
  * ORDO_ERROR_INVALID_ARGUMENT, before anything is enqueued. Capturable. */

@@ -2,8 +2,8 @@
 //! stream of device 1 runs on device 1 (the stream's device) with device 1's memory, results
 //! checked; memory of device 0 passed with a stream of device 1 is ORDO_ERROR_INVALID_ARGUMENT
 //! before anything runs; a timer of device 0 started on a stream of device 1 returns CUDA's
-//! cudaErrorInvalidResourceHandle, not sticky; afterwards both devices work. Needs two CUDA devices; on a
-//! one-GPU machine run the bundle with `--skip two_gpus`.
+//! cudaErrorInvalidResourceHandle, not sticky; afterwards both devices work. Needs two CUDA devices: with
+//! fewer it says so and passes, unless `ORDO_REQUIRE_GPUS` says the machine has two.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use core::ptr::null_mut;
@@ -47,7 +47,13 @@ fn heavy(mut v: f32) -> f32 {
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn two_gpus_c_api_with_streams_and_memory_of_two_devices() {
     let count = device::count().unwrap();
-    assert!(count >= 2, "needs two CUDA devices, found {count}");
+    if count < 2 {
+        // With fewer than two devices: nothing to check, unless the machine should have two.
+        let required: usize = std::env::var("ORDO_REQUIRE_GPUS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        assert!(required < 2, "ORDO_REQUIRE_GPUS={required} but CUDA sees {count} device(s)");
+        println!("skipped, needs two CUDA devices, found {count}");
+        return;
+    }
     let (d0, d1) = (Device::from_ordinal(0), Device::from_ordinal(1));
     let host: Vec<f32> = (0..N).map(|i| 0.25 + (i % 97) as f32 * 0.01).collect();
     d1.set_current().unwrap();

@@ -3,9 +3,10 @@
 //!
 //! Each step is `out[i] = prev[i] * scale[i] + 1`, one body compiled in two forms
 //! ([`kernel::chain_step`]): the plain form has no `griddepcontrol`
-//! instruction, the PDL form waits and triggers. [`PdlMode::Auto`] launches the PDL form only in
-//! grids of at most one wave, and larger work as a one-wave grid-stride grid (the rule and the
-//! measurements behind it: [`ordo_core::launch::pdl`]).
+//! instruction, the PDL form waits and triggers. [`PdlMode::Auto`] launches the PDL form over the
+//! full grid when it fits in one wave, and larger work as a one-wave grid-stride grid: the PDL
+//! form up to four waves of work, the plain form past them (the rule and the measurements behind
+//! it: [`ordo_core::launch::pdl`]).
 //!
 //! The baseline of every PDL figure is the plain form, launched as a user launches it without PDL
 //! ([`PdlMode::Plain`], one element a thread) or as a one-wave grid-stride grid

@@ -53,9 +53,13 @@ fn chain_plan_follows_the_pdl_rule() {
     assert_eq!((small.n(), small.blocks(), small.one_wave_blocks()), (4096, 16, wave));
     let edge = plan(wave as usize * 256, PdlMode::Auto);
     assert!(edge.pdl() && edge.blocks() == wave, "exactly one wave is still PDL over the full grid");
-    // Beyond: the PDL form over one wave, grid-stride.
+    // Beyond, up to four waves of work (1M elements: 4096 blocks): the PDL form over one wave,
+    // grid-stride.
+    let mid = plan(1 << 20, PdlMode::Auto);
+    assert!(mid.pdl() && mid.blocks() == wave && mid.launch_plan().grid_stride());
+    // Past four waves (4M elements): the plain form over one wave, grid-stride, no PDL.
     let large = plan(4 << 20, PdlMode::Auto);
-    assert!(large.pdl() && large.blocks() == wave && large.launch_plan().grid_stride());
+    assert!(!large.pdl() && large.blocks() == wave && large.launch_plan().grid_stride());
     assert_eq!(large.launch_plan().full_blocks(), 16384);
     // The baselines: the plain form (no griddepcontrol), full grid or one wave.
     let plain = plan(4 << 20, PdlMode::Plain);

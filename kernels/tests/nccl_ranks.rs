@@ -31,6 +31,8 @@ fn child_rank() -> Option<usize> {
 fn can_run(test: &str) -> Option<()> {
     let n = device::count().unwrap_or(0);
     if n < RANKS {
+        let required: usize = std::env::var("ORDO_REQUIRE_GPUS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        assert!(required < RANKS, "{test}: ORDO_REQUIRE_GPUS={required} but CUDA sees {n} device(s)");
         println!("{test}: skipped, needs {RANKS} CUDA devices, found {n}");
         return None;
     }

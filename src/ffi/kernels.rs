@@ -89,7 +89,8 @@ pub unsafe extern "C" fn ordo_frame_filter(
 
 /// `steps` dependent kernels out = prev * scale + 1 ping-ponging between `a` and `b` on `stream`.
 /// `pdl`: 0 off (the step compiled without `griddepcontrol`, one element a thread: what a caller
-/// writes without PDL), 1 ordo's rule (PDL within one wave, a one-wave grid-stride PDL grid beyond). `steps` 1 to 2^24;
+/// writes without PDL), 1 ordo's rule (PDL within one wave; beyond, a one-wave grid-stride grid, with PDL up to four
+/// waves of work). `steps` 1 to 2^24;
 /// `a` and `b` one buffer or disjoint; `scale` disjoint from both (the Rust API's checks,
 /// [`ordo_kernels::chain::check_chain`], made before anything reaches CUDA).
 ///

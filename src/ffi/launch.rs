@@ -110,8 +110,8 @@ pub struct OrdoPdlPlan {
     pub one_wave_blocks: c_uint,
 }
 
-/// `mode` of `ordo_pdl_plan_launch`: ordo's rule (PDL within one wave, a one-wave grid-stride PDL grid
-/// beyond).
+/// `mode` of `ordo_pdl_plan_launch`: ordo's rule (PDL within one wave; beyond, a one-wave
+/// grid-stride grid, with PDL up to four waves of work and without past them).
 pub const ORDO_PDL_AUTO: c_int = 0;
 /// The plain form over the full grid, without PDL (the baseline a user writes without PDL).
 pub const ORDO_PDL_PLAIN: c_int = 1;
@@ -152,11 +152,11 @@ pub unsafe extern "C" fn ordo_pdl_plan_launch(
             return Err(invalid("out.size below this version's sizeof(ordo_pdl_plan)"));
         }
         let (mode, beyond) = match mode {
-            ORDO_PDL_AUTO => (PdlMode::Auto, BeyondOneWave::GridStridePdl),
-            ORDO_PDL_PLAIN => (PdlMode::Plain, BeyondOneWave::GridStridePdl),
-            ORDO_PDL_PLAIN_ONE_WAVE => (PdlMode::PlainOneWave, BeyondOneWave::GridStridePdl),
-            ORDO_PDL_FULL_GRID => (PdlMode::PdlFullGrid, BeyondOneWave::GridStridePdl),
-            ORDO_PDL_ONE_WAVE => (PdlMode::PdlOneWave, BeyondOneWave::GridStridePdl),
+            ORDO_PDL_AUTO => (PdlMode::Auto, BeyondOneWave::default()),
+            ORDO_PDL_PLAIN => (PdlMode::Plain, BeyondOneWave::default()),
+            ORDO_PDL_PLAIN_ONE_WAVE => (PdlMode::PlainOneWave, BeyondOneWave::default()),
+            ORDO_PDL_FULL_GRID => (PdlMode::PdlFullGrid, BeyondOneWave::default()),
+            ORDO_PDL_ONE_WAVE => (PdlMode::PdlOneWave, BeyondOneWave::default()),
             ORDO_PDL_AUTO_PLAIN_BEYOND_ONE_WAVE => (PdlMode::Auto, BeyondOneWave::Plain),
             _ => return Err(invalid("unknown PDL mode")),
         };

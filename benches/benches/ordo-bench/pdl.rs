@@ -120,7 +120,7 @@ pub(crate) fn pdl_group(r: &mut Report, rounds: usize) -> Result<()> {
         let choice = if auto.pdl() {
             format!("ordo's choice: PDL form over {} of {} blocks ({} a wave)", auto.blocks(), full, wave)
         } else {
-            format!("ordo's choice: plain form over {} blocks", auto.blocks())
+            format!("ordo's choice: plain form over {} of {} blocks ({} a wave)", auto.blocks(), full, wave)
         };
         for (what, plain_full, plain_wave, ordo_plain, pdl_full, pdl_wave, ordo_auto) in
             [("eager", m[0], m[1], m[3], m[4], m[5], m[6]), ("graph", m[7], m[8], m[9], m[10], m[11], m[12])]

@@ -27,10 +27,13 @@
 //! # The rule ([`PdlMode::Auto`])
 //! - The full grid (one element a thread) fits in one wave: the PDL form over the full grid, with
 //!   the PDL attribute. PDL hides the launch latency and prologue (0.63x at 4096 elements above).
-//! - It does not: by default the PDL form over a one-wave grid-stride grid, with the PDL attribute
-//!   ([`BeyondOneWave::GridStridePdl`]); for a kernel whose own measurement shows its
-//!   one-element-a-thread grid faster than its one-wave grid-stride grid, the plain form over the
-//!   full grid without PDL ([`BeyondOneWave::Plain`]): exactly what a user writes without PDL.
+//! - It does not: by default a one-wave grid-stride grid ([`BeyondOneWave::GridStride`]), with
+//!   the PDL form and attribute for work of up to [`PDL_MAX_WAVES`] waves, and the plain form
+//!   without PDL for more (where the kernel's own time dwarfs the launch gap PDL hides; measured
+//!   1.03x the best plain form at 4M elements in a graph with PDL). For a kernel whose own
+//!   measurement shows its one-element-a-thread grid faster than its one-wave grid-stride grid,
+//!   the plain form over the full grid without PDL ([`BeyondOneWave::Plain`]): exactly what a
+//!   user writes without PDL.
 //!
 //! The other modes force one form and grid, for measuring the rule against its baselines: the
 //! report (`ordo-bench`, group `pdl`) times every mode side by side and prints the ratio of the
@@ -58,15 +61,34 @@ pub enum PdlMode {
     PdlOneWave,
 }
 
+/// The most waves of work (blocks of the one-element-a-thread grid over blocks the device runs at
+/// once) for which [`BeyondOneWave::GridStride`] launches the PDL form by default. Measured on an
+/// H200 (2026-11-30, `ordo-bench` group `pdl`, three runs, 1056 blocks a wave): at 1M elements (3.9
+/// waves) the PDL one-wave grid was 0.88x the best plain form in a graph and 0.80x eagerly; at 4M
+/// (15.5 waves) it was 1.03x in a graph (0.96x eagerly), and at 16M 0.98x: past a few waves the
+/// kernel's own time dwarfs the launch gap PDL hides, and the overlap can cost more than it saves.
+pub const PDL_MAX_WAVES: u32 = 4;
+
 /// What [`PdlMode::Auto`] does with work larger than one wave.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BeyondOneWave {
-    /// The PDL form over a one-wave grid-stride grid, with PDL (the default: measured faster than
-    /// the plain one-element-a-thread grid for ordo's chain step).
-    #[default]
-    GridStridePdl,
-    /// The plain form over the full grid, without PDL.
+    /// A one-wave grid-stride grid: the PDL form with PDL for work of up to `pdl_max_waves`
+    /// waves, the plain form without PDL for more (the default, with [`PDL_MAX_WAVES`]: measured
+    /// the fastest for ordo's chain step; the one-wave plain grid beat the one-element-a-thread
+    /// grid there from 1M elements on). `pdl_max_waves: 1` never uses PDL beyond one wave.
+    GridStride {
+        /// The most waves of work launched with PDL.
+        pdl_max_waves: u32,
+    },
+    /// The plain form over the full grid, without PDL (for a kernel whose one-element-a-thread
+    /// grid is faster than its grid-stride loop).
     Plain,
+}
+
+impl Default for BeyondOneWave {
+    fn default() -> BeyondOneWave {
+        BeyondOneWave::GridStride { pdl_max_waves: PDL_MAX_WAVES }
+    }
 }
 
 /// A planned launch of a [`PdlKernel`]: which form, how many blocks. Made by [`PdlPlan::new`] and
@@ -114,7 +136,9 @@ impl PdlPlan {
             PdlMode::PdlOneWave => (true, one_wave),
             PdlMode::Auto if fits => (true, full_blocks),
             PdlMode::Auto => match beyond {
-                BeyondOneWave::GridStridePdl => (true, one_wave),
+                BeyondOneWave::GridStride { pdl_max_waves } => {
+                    (full_blocks <= one_wave_blocks.saturating_mul(pdl_max_waves), one_wave)
+                }
                 BeyondOneWave::Plain => (false, full_blocks),
             },
         };
@@ -310,13 +334,23 @@ mod tests {
     }
 
     #[test]
-    fn the_rule_uses_pdl_only_within_one_wave() {
-        let g = BeyondOneWave::GridStridePdl;
+    fn the_rule_uses_pdl_within_one_wave_and_a_few_waves_grid_stride() {
+        let g = BeyondOneWave::default();
+        assert_eq!(g, BeyondOneWave::GridStride { pdl_max_waves: PDL_MAX_WAVES });
         // 4096 elements (16 blocks) on an H200-like 1056-block wave: PDL over the full grid.
         assert_eq!(plan(16, 1056, PdlMode::Auto, g), (true, 16));
         assert_eq!(plan(1056, 1056, PdlMode::Auto, g), (true, 1056), "exactly one wave");
-        // 4M elements (16384 blocks): the PDL form over one wave, grid-stride.
-        assert_eq!(plan(16384, 1056, PdlMode::Auto, g), (true, 1056));
+        // 1M elements (4096 blocks, 3.9 waves): the PDL form over one wave, grid-stride.
+        assert_eq!(plan(4096, 1056, PdlMode::Auto, g), (true, 1056));
+        assert_eq!(plan(4 * 1056, 1056, PdlMode::Auto, g), (true, 1056), "exactly four waves");
+        // Past four waves (4M elements: 16384 blocks): the plain form over one wave, no PDL.
+        assert_eq!(plan(4 * 1056 + 1, 1056, PdlMode::Auto, g), (false, 1056));
+        assert_eq!(plan(16384, 1056, PdlMode::Auto, g), (false, 1056));
+        // Another cap: one wave only, or every size.
+        let one = BeyondOneWave::GridStride { pdl_max_waves: 1 };
+        assert_eq!(plan(1057, 1056, PdlMode::Auto, one), (false, 1056));
+        let all = BeyondOneWave::GridStride { pdl_max_waves: u32::MAX };
+        assert_eq!(plan(u32::MAX, 1056, PdlMode::Auto, all), (true, 1056), "no overflow");
         // Or, for a kernel that says so, the plain full grid.
         assert_eq!(plan(16384, 1056, PdlMode::Auto, BeyondOneWave::Plain), (false, 16384));
         assert_eq!(plan(16, 1056, PdlMode::Auto, BeyondOneWave::Plain), (true, 16), "within a wave still PDL");
@@ -324,7 +358,7 @@ mod tests {
 
     #[test]
     fn forced_modes_give_their_form_and_grid() {
-        let g = BeyondOneWave::GridStridePdl;
+        let g = BeyondOneWave::default();
         assert_eq!(plan(16384, 1056, PdlMode::Plain, g), (false, 16384));
         assert_eq!(plan(16384, 1056, PdlMode::PlainOneWave, g), (false, 1056));
         assert_eq!(plan(16384, 1056, PdlMode::PdlFullGrid, g), (true, 16384));
@@ -338,7 +372,7 @@ mod tests {
 
     #[test]
     fn bad_plans_are_usage_errors() {
-        let g = BeyondOneWave::GridStridePdl;
+        let g = BeyondOneWave::default();
         assert!(PdlPlan::new(0, 256, 1056, PdlMode::Auto, g).is_err());
         assert!(PdlPlan::new(16, 0, 1056, PdlMode::Auto, g).is_err());
         assert!(PdlPlan::new(16, 1025, 1056, PdlMode::Auto, g).is_err());

@@ -229,11 +229,13 @@ impl Communicator {
             // above); the config null or live for the call (NCCL copies it).
             Ok(unsafe { split(self.as_raw(), color, key, AtomicPtr::as_ptr(&*slot), config_ptr) })
         });
+        // A split of a non-blocking communicator runs on NCCL's thread, which marks this
+        // communicator in progress until the split has completed and written the slot. NCCL
+        // returns `ncclSuccess` for it, not `ncclInProgress` (NCCL 2.28: `ncclCommSplit` returns
+        // the status of queueing the job), so the wait follows either: on a communicator with
+        // nothing in the background it is one `ncclCommGetAsyncError`.
         let done = match status {
-            Ok(SUCCESS) => Ok(()),
-            // A non-blocking split runs on NCCL's thread, which marks this communicator in
-            // progress until the split has completed and written the slot.
-            Ok(IN_PROGRESS) => self.wait_done(),
+            Ok(SUCCESS | IN_PROGRESS) => self.wait_done(),
             Ok(status) => Err(self.error(CALL, status)),
             Err(e) => Err(e),
         };
