@@ -1284,7 +1284,10 @@ impl Fuzz<'_> {
             || (c.cluster != [0, 0, 0] && c.cooperative != 0);
         // A capture is only given launches that ordo refuses or CUDA takes, so that the caller's
         // capture stays valid (the fuzz checks it after each call).
-        if capturing && !bad && (c.shared_mem_bytes != 0 || c.cluster != [0, 0, 0] || c.grid[1] > 65_535 || c.grid[2] > 65_535) {
+        if capturing
+            && !bad
+            && (c.shared_mem_bytes != 0 || c.cluster != [0, 0, 0] || c.grid[1] > 65_535 || c.grid[2] > 65_535)
+        {
             return;
         }
         let st = self.record(unsafe { ordo_launch_kernel(stream, kernel, args.as_mut_ptr(), ptr) }, "launch_kernel");

@@ -19,9 +19,10 @@ pub const TEXT_BYTES: usize = 480;
 
 static TEXTS: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
 
-/// `text` as a `&'static str`: the kept copy, a new one while there is room, or `None`.
-fn keep(text: &str) -> Option<&'static str> {
-    let mut texts = TEXTS.lock().unwrap_or_else(PoisonError::into_inner);
+/// `text` as a `&'static str` from `texts`: the kept copy, a new one while there is room, or
+/// `None`.
+fn keep(texts: &Mutex<Vec<&'static str>>, text: &str) -> Option<&'static str> {
+    let mut texts = texts.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(&kept) = texts.iter().find(|&&t| t == text) {
         return Some(kept);
     }
@@ -50,11 +51,16 @@ fn cut(text: &str, max: usize) -> &str {
 /// The error for `status` returned by `call`, with `name: text` as its detail (the status's name
 /// and NCCL's last error text).
 pub(crate) fn detailed(call: &'static str, status: Status, text: Option<&str>) -> Error {
+    detailed_in(&TEXTS, call, status, text)
+}
+
+/// [`detailed`] with its texts kept in `texts`.
+fn detailed_in(texts: &Mutex<Vec<&'static str>>, call: &'static str, status: Status, text: Option<&str>) -> Error {
     let name = status_name(status);
     let detail = match text.map(str::trim).filter(|t| !t.is_empty()) {
         Some(t) => {
             let joined = format!("{name}: {}", cut(t, TEXT_BYTES));
-            keep(&joined).or(Some(name))
+            keep(texts, &joined).or(Some(name))
         }
         None => Some(name),
     };
@@ -119,13 +125,20 @@ mod tests {
         let d = l.detail.unwrap();
         assert!(d.len() <= "ncclInternalError: ".len() + TEXT_BYTES && d.ends_with('é'), "{d}");
         assert_eq!(cut("aé", 2), "a");
+        // A table of its own: the process-wide one is shared with the other tests, which run
+        // at the same time and must find room in it.
+        let table = Mutex::new(Vec::new());
         for i in 0..KEPT_TEXTS + 5 {
-            let e = detailed("x", 2, Some(&format!("text number {i}")));
+            let e = detailed_in(&table, "x", 2, Some(&format!("text number {i}")));
             let Error::Library(l) = e else { panic!() };
             assert!(l.detail.is_some(), "at least the status name");
         }
-        assert!(TEXTS.lock().unwrap().len() <= KEPT_TEXTS);
-        let Error::Library(l) = detailed("x", 2, Some("a text never seen, past the bound")) else { panic!() };
+        assert_eq!(table.lock().unwrap().len(), KEPT_TEXTS);
+        let Error::Library(l) = detailed_in(&table, "x", 2, Some("a text never seen, past the bound")) else {
+            panic!()
+        };
         assert_eq!(l.detail, Some("ncclSystemError"), "past the bound: the name alone");
+        let Error::Library(l) = detailed_in(&table, "x", 2, Some("text number 3")) else { panic!() };
+        assert_eq!(l.detail, Some("ncclSystemError: text number 3"), "a kept text is still found");
     }
 }

@@ -1,0 +1,272 @@
+//! NCCL through the C ABI (`ordo_nccl_*`) on the GPU, results checked against the CPU:
+//! - one rank on device 0 (any GPU machine): every collective of a one-rank communicator is a copy
+//!   (or, for average, a division by one), and a stream of its own waits on it;
+//! - two ranks on two devices, one thread each (the calls a process per rank makes, in one
+//!   process): sum and max all-reduce, broadcast from rank 1, reduce to rank 0, all-gather and
+//!   reduce-scatter, then `ordo_nccl_comm_wait` and destroy.
+//!
+//! Without libnccl.so.2 the tests say so and pass without checking anything. The two-rank test
+//! needs two devices: with fewer it says so and passes, unless `ORDO_REQUIRE_GPUS` says the
+//! machine has two.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use core::ffi::c_void;
+use core::ptr::null_mut;
+use ordo::ffi::*;
+use ordo::memory::copy;
+use ordo::*;
+
+/// A unique id, or `None` (after saying why) where NCCL cannot be loaded.
+fn unique_id(test: &str) -> Option<[u8; ORDO_NCCL_UNIQUE_ID_BYTES]> {
+    let mut id = [0u8; ORDO_NCCL_UNIQUE_ID_BYTES];
+    let st = unsafe { ordo_nccl_get_unique_id(id.as_mut_ptr(), id.len()) };
+    if st == ORDO_ERROR_NOT_SUPPORTED {
+        println!("{test}: skipped, NCCL not loadable");
+        return None;
+    }
+    assert_eq!(st, ORDO_SUCCESS, "ordo_nccl_get_unique_id");
+    Some(id)
+}
+
+fn ok(st: OrdoStatus, what: &str) {
+    if st != ORDO_SUCCESS {
+        let mut buf = [0 as core::ffi::c_char; 256];
+        unsafe { ordo_last_error_message(buf.as_mut_ptr(), buf.len()) };
+        let message = unsafe { core::ffi::CStr::from_ptr(buf.as_ptr()) };
+        panic!("{what}: status {st}: {message:?}");
+    }
+}
+
+/// Rank `rank`'s data: never zero, different on each rank.
+fn data(rank: usize, n: usize) -> Vec<f32> {
+    (0..n).map(|i| 0.5 + ((i * 7 + rank * 13) % 31) as f32 + rank as f32 * 0.25).collect()
+}
+
+fn upload(s: StreamRef<'_>, host: &[f32]) -> DeviceBuffer<'static, f32> {
+    let s: StreamRef<'static> = unsafe { StreamRef::from_raw(s.as_raw()).unwrap() };
+    let mut d = DeviceBuffer::<f32>::alloc_async(host.len(), s).unwrap();
+    copy::h2d_blocking(d.as_mut_slice(), host, s).unwrap();
+    d
+}
+
+fn download(s: StreamRef<'_>, d: &DeviceBuffer<'_, f32>) -> Vec<f32> {
+    let mut out = vec![0f32; d.len()];
+    copy::d2h_blocking(&mut out, d.as_slice(), s).unwrap();
+    out
+}
+
+/// Fills `d` with -1 (blocking), so that a collective that writes nothing is seen.
+fn poison(s: StreamRef<'_>, d: &mut DeviceBuffer<'_, f32>) {
+    let minus_one = vec![-1.0; d.len()];
+    copy::h2d_blocking(d.as_mut_slice(), &minus_one, s).unwrap();
+}
+
+fn cv(p: *const f32) -> *const c_void {
+    p.cast()
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_nccl_c_api_one_rank_collectives_are_copies() {
+    const TEST: &str = "gpu_nccl_c_api_one_rank_collectives_are_copies";
+    let Some(id) = unique_id(TEST) else { return };
+    const N: usize = 4099;
+    Device::from_ordinal(0).set_current().unwrap();
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let mut comm = null_mut();
+    ok(unsafe { ordo_nccl_comm_init_rank(0, 1, id.as_ptr(), id.len(), 0, &mut comm) }, "init one rank");
+    assert!(!comm.is_null());
+    let input = data(0, N);
+    let send = upload(s, &input);
+    let mut recv = upload(s, &vec![-1.0; N]);
+    let f32t = ORDO_NCCL_FLOAT32;
+    unsafe {
+        for op in [ORDO_NCCL_SUM, ORDO_NCCL_PROD, ORDO_NCCL_MAX, ORDO_NCCL_MIN, ORDO_NCCL_AVG] {
+            poison(s, &mut recv);
+            ok(
+                ordo_nccl_all_reduce(comm, cv(send.as_ptr()), recv.as_mut_ptr().cast(), N, f32t, op, s.as_raw()),
+                "all_reduce",
+            );
+            ok(ordo_nccl_comm_wait(comm, s.as_raw(), 60_000), "wait");
+            assert!(download(s, &recv) == input, "one-rank all-reduce (op {op}) is a copy");
+        }
+        for (what, st) in [
+            (
+                "broadcast",
+                ordo_nccl_broadcast(comm, cv(send.as_ptr()), recv.as_mut_ptr().cast(), N, f32t, 0, s.as_raw()),
+            ),
+            (
+                "reduce",
+                ordo_nccl_reduce(
+                    comm,
+                    cv(send.as_ptr()),
+                    recv.as_mut_ptr().cast(),
+                    N,
+                    f32t,
+                    ORDO_NCCL_SUM,
+                    0,
+                    s.as_raw(),
+                ),
+            ),
+            (
+                "all_gather",
+                ordo_nccl_all_gather(comm, cv(send.as_ptr()), recv.as_mut_ptr().cast(), N, f32t, s.as_raw()),
+            ),
+            (
+                "reduce_scatter",
+                ordo_nccl_reduce_scatter(
+                    comm,
+                    cv(send.as_ptr()),
+                    recv.as_mut_ptr().cast(),
+                    N,
+                    f32t,
+                    ORDO_NCCL_SUM,
+                    s.as_raw(),
+                ),
+            ),
+        ] {
+            ok(st, what);
+            ok(ordo_nccl_comm_wait(comm, s.as_raw(), 60_000), "wait");
+            assert!(download(s, &recv) == input, "one-rank {what} is a copy");
+        }
+        // A root past the one rank, a count whose bytes overflow: refused before NCCL.
+        let st = ordo_nccl_broadcast(comm, cv(send.as_ptr()), recv.as_mut_ptr().cast(), N, f32t, 1, s.as_raw());
+        assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT, "root 1 of one rank");
+        let st = ordo_nccl_all_reduce(
+            comm,
+            cv(send.as_ptr()),
+            recv.as_mut_ptr().cast(),
+            usize::MAX / 2,
+            f32t,
+            0,
+            s.as_raw(),
+        );
+        assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT, "count * 4 overflows");
+        ordo_nccl_comm_destroy(comm);
+        assert_eq!(ordo_nccl_comm_wait(comm, s.as_raw(), 10), ORDO_ERROR_INVALID_HANDLE, "destroyed");
+    }
+    stream.synchronize().unwrap();
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn two_gpus_nccl_c_api_two_ranks_on_two_threads() {
+    const TEST: &str = "two_gpus_nccl_c_api_two_ranks_on_two_threads";
+    const N: usize = 1 << 16; // elements a rank
+    const RANKS: usize = 2;
+    let count = device::count().unwrap();
+    if count < RANKS {
+        let required: usize = std::env::var("ORDO_REQUIRE_GPUS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        assert!(required < RANKS, "ORDO_REQUIRE_GPUS={required} but CUDA sees {count} device(s)");
+        println!("{TEST}: skipped, needs two CUDA devices, found {count}");
+        return;
+    }
+    let Some(id) = unique_id(TEST) else { return };
+    let inputs: Vec<Vec<f32>> = (0..RANKS).map(|r| data(r, N)).collect();
+    let sum: Vec<f32> = (0..N).map(|i| inputs[0][i] + inputs[1][i]).collect();
+    let max: Vec<f32> = (0..N).map(|i| inputs[0][i].max(inputs[1][i])).collect();
+    let gathered: Vec<f32> = inputs.concat();
+    std::thread::scope(|scope| {
+        for rank in 0..RANKS {
+            let (inputs, sum, max, gathered) = (&inputs, &sum, &max, &gathered);
+            scope.spawn(move || {
+                let device = Device::from_ordinal(rank as i32);
+                device.set_current().unwrap();
+                let stream = Stream::new().unwrap();
+                let s = stream.as_stream();
+                let mut comm = null_mut();
+                // Blocks until both ranks have joined: each thread is one rank.
+                ok(
+                    unsafe { ordo_nccl_comm_init_rank(rank as i32, RANKS, id.as_ptr(), id.len(), rank, &mut comm) },
+                    "init",
+                );
+                let send = upload(s, &inputs[rank]);
+                let mut recv = upload(s, &vec![-1.0; N]);
+                let mut all = upload(s, &vec![-1.0; N * RANKS]);
+                let f32t = ORDO_NCCL_FLOAT32;
+                let sr = s.as_raw();
+                unsafe {
+                    ok(
+                        ordo_nccl_all_reduce(
+                            comm,
+                            cv(send.as_ptr()),
+                            recv.as_mut_ptr().cast(),
+                            N,
+                            f32t,
+                            ORDO_NCCL_SUM,
+                            sr,
+                        ),
+                        "sum",
+                    );
+                    ok(ordo_nccl_comm_wait(comm, sr, 60_000), "wait");
+                    assert!(download(s, &recv) == *sum, "rank {rank}: all-reduce sum");
+                    ok(
+                        ordo_nccl_all_reduce(
+                            comm,
+                            cv(send.as_ptr()),
+                            recv.as_mut_ptr().cast(),
+                            N,
+                            f32t,
+                            ORDO_NCCL_MAX,
+                            sr,
+                        ),
+                        "max",
+                    );
+                    ok(ordo_nccl_comm_wait(comm, sr, 60_000), "wait");
+                    assert!(download(s, &recv) == *max, "rank {rank}: all-reduce max");
+                    ok(
+                        ordo_nccl_broadcast(comm, cv(send.as_ptr()), recv.as_mut_ptr().cast(), N, f32t, 1, sr),
+                        "broadcast",
+                    );
+                    ok(ordo_nccl_comm_wait(comm, sr, 60_000), "wait");
+                    assert!(download(s, &recv) == inputs[1], "rank {rank}: broadcast from rank 1");
+                    poison(s, &mut recv);
+                    ok(
+                        ordo_nccl_reduce(
+                            comm,
+                            cv(send.as_ptr()),
+                            recv.as_mut_ptr().cast(),
+                            N,
+                            f32t,
+                            ORDO_NCCL_SUM,
+                            0,
+                            sr,
+                        ),
+                        "reduce",
+                    );
+                    ok(ordo_nccl_comm_wait(comm, sr, 60_000), "wait");
+                    if rank == 0 {
+                        assert!(download(s, &recv) == *sum, "rank 0: reduce to rank 0");
+                    }
+                    ok(
+                        ordo_nccl_all_gather(comm, cv(send.as_ptr()), all.as_mut_ptr().cast(), N, f32t, sr),
+                        "all_gather",
+                    );
+                    ok(ordo_nccl_comm_wait(comm, sr, 60_000), "wait");
+                    assert!(download(s, &all) == *gathered, "rank {rank}: all-gather");
+                    // Reduce-scatter: each rank's N elements summed over the ranks, rank r
+                    // keeping the r-th half.
+                    let half = N / RANKS;
+                    ok(
+                        ordo_nccl_reduce_scatter(
+                            comm,
+                            cv(send.as_ptr()),
+                            recv.as_mut_ptr().cast(),
+                            half,
+                            f32t,
+                            ORDO_NCCL_SUM,
+                            sr,
+                        ),
+                        "reduce_scatter",
+                    );
+                    ok(ordo_nccl_comm_wait(comm, sr, 60_000), "wait");
+                    let got = download(s, &recv);
+                    assert!(got[..half] == sum[rank * half..(rank + 1) * half], "rank {rank}: reduce-scatter");
+                    ordo_nccl_comm_destroy(comm);
+                }
+                stream.synchronize().unwrap();
+            });
+        }
+    });
+}
