@@ -224,7 +224,8 @@ ordo_status ordo_frame_filter(struct CUstream_st* stream, const uint8_t* rgb, ui
  * kernel without parameters). The configuration is checked as ordo's Rust API checks it (zero or
  * oversized grid or block, a grid not a multiple of its cluster, a cooperative grid larger than the
  * device holds at once, a cooperative launch with clusters: ORDO_ERROR_INVALID_ARGUMENT before CUDA
- * is called). Set size to sizeof(ordo_launch_config); cluster all 0 for none. Capturable. */
+ * is called). Set size to sizeof(ordo_launch_config) (the size of the first layout, up to and
+ * including cooperative, is accepted too); cluster all 0 for none. Capturable. */
 typedef struct ordo_launch_config {
     size_t size;
     unsigned int grid[3];
@@ -235,6 +236,15 @@ typedef struct ordo_launch_config {
     int priority;      /* lower is higher, as for streams */
     unsigned int cluster[3];
     int cooperative;   /* every block resident at once: grid-wide sync allowed */
+    /* Since 0.1.0's second layout (a caller whose size ends before these gets none of them):
+     * events the launch records, each NULL for none, each made with cudaEventDisableTiming on the
+     * stream's device and alive at the launch. programmatic_event fires once every block has
+     * called cudaTriggerProgrammaticLaunchCompletion() (or at its end), or as each block starts
+     * when programmatic_event_at_block_start is non-zero; launch_completion_event once every
+     * block has started. Work that waits on them may overlap the kernel. */
+    struct CUevent_st* programmatic_event;
+    int programmatic_event_at_block_start;
+    struct CUevent_st* launch_completion_event;
 } ordo_launch_config;
 ordo_status ordo_launch_kernel(struct CUstream_st* stream, const void* kernel, void** args, const ordo_launch_config* config);
 

@@ -142,6 +142,7 @@ fn c_type(ty: &Type, abi: &RustAbi) -> String {
                 "u64" => "uint64_t".into(),
                 "OrdoStatus" => "ordo_status".into(),
                 "cudaStream_t" => "struct CUstream_st*".into(),
+                "cudaEvent_t" => "struct CUevent_st*".into(),
                 _ if abi.handles.contains(&name) => snake(&name),
                 _ if abi.pending_records.iter().any(|(r, _)| *r == name) || abi.records.contains_key(&name) => {
                     snake(&name)

@@ -1262,7 +1262,24 @@ impl Fuzz<'_> {
             priority: self.rng.below(12) as i32 - 6,
             cluster,
             cooperative,
+            programmatic_event: null_mut(),
+            programmatic_event_at_block_start: i32::from(self.rng.chance(2)),
+            launch_completion_event: null_mut(),
         }; 2];
+        // Real events (without timing, as CUDA wants), outside captures: a forged handle would be
+        // the C caller's broken contract, not input ordo can check.
+        let event = if !capturing && self.gpu && self.rng.chance(4) {
+            let mut e = null_mut();
+            cuda(raw(|| unsafe { sys::cudaEventCreateWithFlags(&mut e, sys::cudaEventDisableTiming) }), "event");
+            if self.rng.chance(2) {
+                config[0].programmatic_event = e;
+            } else {
+                config[0].launch_completion_event = e;
+            }
+            e
+        } else {
+            null_mut()
+        };
         if self.rng.chance(10) {
             config[0].size = self.rng.below(core::mem::size_of::<OrdoLaunchConfig>() as u64) as usize;
         }
@@ -1276,7 +1293,7 @@ impl Fuzz<'_> {
         let bad = bad_ptr
             || kernel.is_null()
             || stream.is_null()
-            || c.size < core::mem::size_of::<OrdoLaunchConfig>()
+            || c.size < ORDO_LAUNCH_CONFIG_FIRST_SIZE
             || c.grid.contains(&0)
             || c.block.contains(&0)
             || threads > 1024
@@ -1291,6 +1308,11 @@ impl Fuzz<'_> {
             return;
         }
         let st = self.record(unsafe { ordo_launch_kernel(stream, kernel, args.as_mut_ptr(), ptr) }, "launch_kernel");
+        if !event.is_null() {
+            // Destroying an event with its record still pending is allowed: CUDA releases it when
+            // the record completes.
+            raw(|| unsafe { sys::cudaEventDestroy(event) });
+        }
         if bad {
             assert_eq!(st, ia, "launch_kernel: bad argument ({c:?})");
         } else if st != ORDO_SUCCESS {

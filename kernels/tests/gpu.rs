@@ -399,3 +399,58 @@ fn a_cooperative_launch_syncs_the_grid_and_an_oversized_one_is_refused() {
     assert!(matches!(e, Error::Usage(_)) && e.to_string().contains("cooperative grid larger"), "{e}");
     s.synchronize().unwrap();
 }
+
+/// The event attributes of a launch: a programmatic event (fired as each block starts, or when
+/// every block has triggered, here at its end) and a launch-completion event, each waited on by
+/// another stream whose kernel then runs; both kernels' results checked against the CPU and each
+/// event complete afterwards. An event with timing (CUDA wants it without) is CUDA's error, not
+/// sticky, and the stream still works.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn launch_events_fire_and_order_work_on_another_stream() {
+    let _gpu = gpu_lock::shared();
+    let (sa, sb) = (Stream::new().unwrap(), Stream::new().unwrap());
+    let (a, b) = (sa.as_stream(), sb.as_stream());
+    let mut rng = Rng(0x51a7_e0e1_2345_6789);
+    let n = (1 << 20) + 3;
+    let x = rng.f32s(n, -2.0, 2.0);
+    let y = rng.f32s(n, -2.0, 2.0);
+    let mut dx = upload(&x, a);
+    let dy = upload(&y, b);
+    let base = LaunchConfig::for_elements(n, 256).unwrap();
+    let mut adds = 0;
+    for what in ["programmatic, fired at block start", "programmatic, fired at the end", "launch completion"] {
+        let ev = Event::new().unwrap();
+        let config = match what {
+            "programmatic, fired at block start" => base.with_programmatic_event(&ev, true),
+            "programmatic, fired at the end" => base.with_programmatic_event(&ev, false),
+            _ => base.with_launch_completion_event(&ev),
+        };
+        unsafe { kernel::add_one().launch(a, &config, (dx.as_mut_ptr(), n as i32)) }
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        adds += 1;
+        b.wait_event(&ev).unwrap();
+        let mut out = poisoned(n, b);
+        unsafe { kernel::square().launch(b, &base, (dy.as_ptr(), out.as_mut_ptr(), n as i32)) }.unwrap();
+        let expect: Vec<f32> = y.iter().map(|v| v * v).collect();
+        assert!(download(&out, b) == expect, "{what}: the waiting stream's kernel");
+        sa.synchronize().unwrap();
+        assert_eq!(ev.query().unwrap(), EventStatus::Complete, "{what}: the event fired");
+    }
+    let timing = Event::with_flags(EventFlags::empty()).unwrap();
+    match unsafe {
+        kernel::add_one().launch(a, &base.with_launch_completion_event(&timing), (dx.as_mut_ptr(), n as i32))
+    } {
+        Ok(()) => {
+            println!("CUDA accepted a launch-completion event with timing");
+            adds += 1;
+        }
+        Err(e) => {
+            println!("a launch-completion event with timing: {e}");
+            assert!(!e.is_sticky(), "{e}");
+        }
+    }
+    let expect: Vec<f32> = x.iter().map(|&v| (0..adds).fold(v, |v, _| v + 1.0)).collect();
+    assert!(download(&dx, a) == expect, "add_one {adds} times");
+    sb.synchronize().unwrap();
+}

@@ -6,7 +6,9 @@
 use super::check::stream_ref;
 use super::status::{guard, invalid, OrdoStatus};
 use core::ffi::{c_int, c_uint, c_void};
-use ordo_core::launch::{self, BeyondOneWave, Dim3, Kernel, LaunchConfig, PdlKernel, PdlMode, PdlPlan};
+use ordo_core::launch::{
+    self, BeyondOneWave, Dim3, Kernel, LaunchConfig, LaunchEvent, PdlKernel, PdlMode, PdlPlan, ProgrammaticEvent,
+};
 use ordo_core::{sys, Device};
 
 /// How `ordo_launch_kernel` launches (`ordo_launch_config` in ordo.h). The caller sets `size` to
@@ -32,12 +34,45 @@ pub struct OrdoLaunchConfig {
     pub cluster: [c_uint; 3],
     /// Non-zero: a cooperative launch (the grid is checked against what the device holds at once).
     pub cooperative: c_int,
+    /// An event the kernel's blocks fire (`cudaLaunchAttributeProgrammaticEvent`); null for none.
+    /// Not read when `size` ends before it (the first layout).
+    pub programmatic_event: sys::cudaEvent_t,
+    /// Non-zero: each block fires `programmatic_event` as it starts.
+    pub programmatic_event_at_block_start: c_int,
+    /// An event recorded once every block has started
+    /// (`cudaLaunchAttributeLaunchCompletionEvent`); null for none.
+    pub launch_completion_event: sys::cudaEvent_t,
+}
+
+/// The size of the first layout of `ordo_launch_config` (up to and including `cooperative`),
+/// which callers built against it still pass.
+pub const ORDO_LAUNCH_CONFIG_FIRST_SIZE: usize = core::mem::offset_of!(OrdoLaunchConfig, programmatic_event);
+
+impl OrdoLaunchConfig {
+    /// All zero: no attributes, no events, a zero grid and block (refused until set).
+    fn zeroed() -> OrdoLaunchConfig {
+        OrdoLaunchConfig {
+            size: 0,
+            grid: [0; 3],
+            block: [0; 3],
+            shared_mem_bytes: 0,
+            pdl: 0,
+            has_priority: 0,
+            priority: 0,
+            cluster: [0; 3],
+            cooperative: 0,
+            programmatic_event: core::ptr::null_mut(),
+            programmatic_event_at_block_start: 0,
+            launch_completion_event: core::ptr::null_mut(),
+        }
+    }
 }
 
 /// The Rust configuration for C's (the size checked; the rest by `LaunchConfig::validate`).
+/// Events are taken by handle: the C contract says they are alive at the launch.
 fn launch_config(c: &OrdoLaunchConfig) -> Result<LaunchConfig, super::status::Failure> {
-    if c.size < core::mem::size_of::<OrdoLaunchConfig>() {
-        return Err(invalid("config.size below this version's sizeof(ordo_launch_config)"));
+    if c.size < ORDO_LAUNCH_CONFIG_FIRST_SIZE {
+        return Err(invalid("config.size below sizeof(ordo_launch_config) of its first layout"));
     }
     let dim = |d: [c_uint; 3]| Dim3::new(d[0], d[1], d[2]);
     let mut config = LaunchConfig::new(dim(c.grid), dim(c.block))
@@ -50,6 +85,12 @@ fn launch_config(c: &OrdoLaunchConfig) -> Result<LaunchConfig, super::status::Fa
     if c.cluster != [0, 0, 0] {
         config = config.with_cluster(dim(c.cluster));
     }
+    // The handles are used at the launch: the C contract says the events are alive then.
+    if let Some(event) = LaunchEvent::from_raw(c.programmatic_event) {
+        let trigger_at_block_start = c.programmatic_event_at_block_start != 0;
+        config.programmatic_event = Some(ProgrammaticEvent { event, trigger_at_block_start });
+    }
+    config.launch_completion_event = LaunchEvent::from_raw(c.launch_completion_event);
     config.validate()?;
     Ok(config)
 }
@@ -81,12 +122,22 @@ pub unsafe extern "C" fn ordo_launch_kernel(
             return Err(invalid("null or misaligned config"));
         }
         // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes: the size
-        // field first, then (when it covers this version's struct) the whole.
-        if unsafe { config.cast::<usize>().read() } < core::mem::size_of::<OrdoLaunchConfig>() {
-            return Err(invalid("config.size below this version's sizeof(ordo_launch_config)"));
+        // field first, then as many bytes of the struct as it says (at most this version's; the
+        // fields past a shorter size stay zero: no events).
+        let size = unsafe { config.cast::<usize>().read() };
+        if size < ORDO_LAUNCH_CONFIG_FIRST_SIZE {
+            return Err(invalid("config.size below sizeof(ordo_launch_config) of its first layout"));
         }
-        // SAFETY: as above.
-        let config = launch_config(&unsafe { config.read() })?;
+        let mut copy = OrdoLaunchConfig::zeroed();
+        // SAFETY: as above; `copy` is a plain struct of integers and pointers, any bytes valid.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                config.cast::<u8>(),
+                (&raw mut copy).cast::<u8>(),
+                size.min(core::mem::size_of::<OrdoLaunchConfig>()),
+            );
+        }
+        let config = launch_config(&copy)?;
         // SAFETY: the C contract: a kernel, its arguments, their lifetimes.
         unsafe { launch::launch_raw(kernel, s, &config, args) }?;
         Ok(())
@@ -200,6 +251,9 @@ mod tests {
             priority: -1,
             cluster: [0, 0, 0],
             cooperative: 0,
+            programmatic_event: core::ptr::null_mut(),
+            programmatic_event_at_block_start: 0,
+            launch_completion_event: core::ptr::null_mut(),
         }
     }
 
@@ -209,8 +263,22 @@ mod tests {
         assert!(c.pdl && c.priority == Some(-1) && c.cluster.is_none() && c.grid == Dim3::new(4, 1, 1));
         let with_cluster = launch_config(&OrdoLaunchConfig { cluster: [2, 1, 1], ..config() }).unwrap();
         assert_eq!(with_cluster.cluster, Some(Dim3::new(2, 1, 1)));
+        let first = launch_config(&OrdoLaunchConfig { size: ORDO_LAUNCH_CONFIG_FIRST_SIZE, ..config() }).unwrap();
+        assert!(first.programmatic_event.is_none() && first.launch_completion_event.is_none());
+        let forged = 0x1000 as sys::cudaEvent_t;
+        let with_events = launch_config(&OrdoLaunchConfig {
+            programmatic_event: forged,
+            programmatic_event_at_block_start: 1,
+            launch_completion_event: forged,
+            ..config()
+        })
+        .unwrap();
+        let p = with_events.programmatic_event.unwrap();
+        assert!(p.trigger_at_block_start && p.event.as_raw() == forged);
+        assert_eq!(with_events.launch_completion_event.unwrap().as_raw(), forged);
         for bad in [
             OrdoLaunchConfig { size: 8, ..config() },
+            OrdoLaunchConfig { size: ORDO_LAUNCH_CONFIG_FIRST_SIZE - 1, ..config() },
             OrdoLaunchConfig { grid: [0, 1, 1], ..config() },
             OrdoLaunchConfig { block: [2048, 1, 1], ..config() },
             OrdoLaunchConfig { cluster: [3, 1, 1], ..config() },

@@ -34,7 +34,7 @@
 //! [`PdlPlan`]'s rule picks (see [`pdl`]).
 
 pub mod pdl;
-pub use pdl::{BeyondOneWave, PdlKernel, PdlMode, PdlPlan};
+pub use pdl::{BeyondOneWave, PdlKernel, PdlMode, PdlPlan, PDL_MAX_WAVES};
 
 use crate::error::{Error, Result};
 use crate::stream::StreamRef;
@@ -115,6 +115,58 @@ pub struct LaunchConfig {
     /// headers and sm_90 or later): the hardware uses them where it can, else `cluster`, of which
     /// they must be a multiple.
     pub preferred_cluster: Option<Dim3>,
+    /// An event the kernel's blocks fire (`cudaLaunchAttributeProgrammaticEvent`): once every
+    /// block has called `cudaTriggerProgrammaticLaunchCompletion()` (or, with
+    /// `trigger_at_block_start`, as each block starts). Work on another stream that waits on it
+    /// may overlap the kernel; what it reads of the kernel's writes is not ordered by it.
+    pub programmatic_event: Option<ProgrammaticEvent>,
+    /// An event recorded once every block of the kernel has started
+    /// (`cudaLaunchAttributeLaunchCompletionEvent`): work waiting on it may start while the
+    /// kernel still runs.
+    pub launch_completion_event: Option<LaunchEvent>,
+}
+
+/// An event named in a [`LaunchConfig`]: the handle of an [`Event`](crate::Event), taken when
+/// the configuration was built. The launch that uses it owes that the event is still alive then
+/// and belongs to the stream's device (see [`Kernel::launch`]'s contract).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchEvent {
+    raw: sys::cudaEvent_t,
+}
+
+// SAFETY: a handle value; nothing is done with it but the launch, which is `unsafe` and owes that
+// the event is alive.
+unsafe impl Send for LaunchEvent {}
+// SAFETY: as above.
+unsafe impl Sync for LaunchEvent {}
+
+impl LaunchEvent {
+    /// The event `event`.
+    pub fn of(event: &crate::Event) -> LaunchEvent {
+        LaunchEvent { raw: event.as_raw() }
+    }
+
+    /// A raw event handle; `None` for null. Nothing is done with the handle here: the launch that
+    /// uses it owes that it is a live event made with `cudaEventDisableTiming` on the stream's
+    /// device (see [`Kernel::launch`]).
+    pub fn from_raw(raw: sys::cudaEvent_t) -> Option<LaunchEvent> {
+        (!raw.is_null()).then_some(LaunchEvent { raw })
+    }
+
+    /// The raw handle.
+    pub fn as_raw(self) -> sys::cudaEvent_t {
+        self.raw
+    }
+}
+
+/// A [`LaunchConfig::programmatic_event`]: the event, and whether each block fires it as it
+/// starts rather than when it calls `cudaTriggerProgrammaticLaunchCompletion()`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProgrammaticEvent {
+    /// The event.
+    pub event: LaunchEvent,
+    /// Each block triggers the event as it starts.
+    pub trigger_at_block_start: bool,
 }
 
 /// A memory-synchronisation domain (`cudaLaunchMemSyncDomain`): a kernel's memory fences order
@@ -138,8 +190,9 @@ impl MemSyncDomain {
 }
 
 /// The most attributes one launch sets (PDL, priority, cluster, cooperative, memory-sync domain,
-/// preferred cluster): an array of this many on the stack.
-const MAX_ATTRIBUTES: usize = 6;
+/// preferred cluster, programmatic event, launch-completion event): an array of this many on the
+/// stack.
+const MAX_ATTRIBUTES: usize = 8;
 
 /// Largest dynamic shared memory a block gets without opting in.
 pub const DEFAULT_MAX_DYNAMIC_SHARED_MEMORY: u32 = 48 * 1024;
@@ -157,6 +210,8 @@ impl LaunchConfig {
             cooperative: false,
             mem_sync_domain: None,
             preferred_cluster: None,
+            programmatic_event: None,
+            launch_completion_event: None,
         }
     }
 
@@ -237,6 +292,21 @@ impl LaunchConfig {
     /// set too).
     pub fn with_preferred_cluster(mut self, preferred: impl Into<Dim3>) -> LaunchConfig {
         self.preferred_cluster = Some(preferred.into());
+        self
+    }
+
+    /// With `event` fired by the kernel's blocks (see [`programmatic_event`](Self::programmatic_event)):
+    /// as each block starts when `trigger_at_block_start`, else once every block has called
+    /// `cudaTriggerProgrammaticLaunchCompletion()`.
+    pub fn with_programmatic_event(mut self, event: &crate::Event, trigger_at_block_start: bool) -> LaunchConfig {
+        self.programmatic_event = Some(ProgrammaticEvent { event: LaunchEvent::of(event), trigger_at_block_start });
+        self
+    }
+
+    /// With `event` recorded once every block has started (see
+    /// [`launch_completion_event`](Self::launch_completion_event)).
+    pub fn with_launch_completion_event(mut self, event: &crate::Event) -> LaunchConfig {
+        self.launch_completion_event = Some(LaunchEvent::of(event));
         self
     }
 
@@ -419,6 +489,10 @@ impl<Args: KernelArgs> Kernel<Args> {
     /// it, not at this call: the capture's contract ([`capture`](crate::graph::capture)) extends the
     /// above to every such launch.
     ///
+    /// The events the configuration names ([`LaunchConfig::programmatic_event`],
+    /// [`LaunchConfig::launch_completion_event`]) are alive at the launch (not yet destroyed:
+    /// the configuration keeps their handles, not the events) and belong to the stream's device.
+    ///
     /// [`Device::enable_peer_access`]: crate::Device::enable_peer_access
     /// [`DeviceBuffer`]: crate::memory::DeviceBuffer
     #[inline]
@@ -547,6 +621,19 @@ pub unsafe fn launch_raw(
         val.preferredClusterDim.y = p.y;
         val.preferredClusterDim.z = p.z;
         push(sys::cudaLaunchAttributeID::cudaLaunchAttributePreferredClusterDimension, val);
+    }
+    if let Some(e) = config.programmatic_event {
+        let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+        val.programmaticEvent.event = e.event.raw;
+        val.programmaticEvent.flags = 0;
+        val.programmaticEvent.triggerAtBlockStart = c_int::from(e.trigger_at_block_start);
+        push(sys::cudaLaunchAttributeID::cudaLaunchAttributeProgrammaticEvent, val);
+    }
+    if let Some(e) = config.launch_completion_event {
+        let mut val = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+        val.launchCompletionEvent.event = e.raw;
+        val.launchCompletionEvent.flags = 0;
+        push(sys::cudaLaunchAttributeID::cudaLaunchAttributeLaunchCompletionEvent, val);
     }
     let raw = sys::cudaLaunchConfig_t {
         gridDim: config.grid.to_raw(),
