@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing ordo needs, when missing: libclang (for bindgen) with apt-get,
 # and pinned CUDA toolkits from NVIDIA's Python wheels into a cache outside the checkout:
-#   $ORDO_CUDA_CACHE/cuda-13.0   compiler, headers, static runtime (default cache: ~/.cache/ordo)
+#   $ORDO_CUDA_CACHE/cuda-13.0   compiler, headers, static runtime, NVRTC (default cache: ~/.cache/ordo)
 #   $ORDO_CUDA_CACHE/cuda-12.9   headers and static runtime (no nvcc driver in the 12.x wheels)
 #   $ORDO_CUDA_CACHE/cuda-12.3   the same for the oldest CUDA ordo-cuda-sys supports
 # Idempotent: when everything is present it checks and returns in well under a second.
@@ -60,6 +60,13 @@ cuobjdump_pin="nvidia-cuda-cuobjdump==13.2.78"
 if [ ! -x "$cu13/bin/cuobjdump" ]; then
   log "installing $cuobjdump_pin"
   "$cache/cuda-13.0/venv/bin/pip" install -q --disable-pip-version-check --no-deps "$cuobjdump_pin"
+fi
+
+# NVRTC (ordo_kernels::nvrtc compiles CUDA C at run time; its tests compile without a GPU).
+nvrtc_pin="nvidia-cuda-nvrtc==13.0.88"
+if [ ! -e "$cu13/lib/libnvrtc.so.13" ]; then
+  log "installing $nvrtc_pin"
+  "$cache/cuda-13.0/venv/bin/pip" install -q --disable-pip-version-check --no-deps "$nvrtc_pin"
 fi
 
 # CUDA 12.9: runtime headers + static runtime in nvidia/cuda_runtime, crt headers in nvidia/cuda_nvcc.

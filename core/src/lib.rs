@@ -112,6 +112,8 @@ pub mod graph_cache;
 #[cfg(feature = "std")]
 pub mod host_fn;
 pub mod launch;
+#[cfg(all(feature = "alloc", cuda_library_api))]
+pub mod library;
 pub mod memory;
 #[cfg(feature = "alloc")]
 pub mod pipeline;

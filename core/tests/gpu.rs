@@ -327,3 +327,95 @@ fn pinned_buffers_without_zeroing_and_a_join_between_streams() {
     drop(dev);
     s1.synchronize().unwrap();
 }
+
+/// `ordo_add_const(float* x, float c, int n)`: `x[i] += c`, hand-written PTX (checked with ptxas
+/// for sm_90).
+#[cfg(cuda_library_api)]
+const ADD_CONST_PTX: &str = "\
+.version 7.0
+.target sm_75
+.address_size 64
+
+.visible .entry ordo_add_const(
+    .param .u64 p_x,
+    .param .f32 p_c,
+    .param .u32 p_n
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<6>;
+    .reg .f32 %f<4>;
+    .reg .b64 %rd<5>;
+
+    ld.param.u64 %rd1, [p_x];
+    ld.param.f32 %f1, [p_c];
+    ld.param.u32 %r1, [p_n];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    setp.ge.s32 %p1, %r5, %r1;
+    @%p1 bra $L_done;
+    cvta.to.global.u64 %rd2, %rd1;
+    mul.wide.s32 %rd3, %r5, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    ld.global.f32 %f2, [%rd4];
+    add.f32 %f3, %f2, %f1;
+    st.global.f32 [%rd4], %f3;
+$L_done:
+    ret;
+}
+";
+
+/// A kernel loaded at run time from PTX: launched with the typed launch, checked against the
+/// CPU; still launchable after every `Library` handle is dropped (its kernel keeps it loaded); a
+/// name the image lacks and PTX CUDA refuses are CUDA's errors, not sticky; the same image with
+/// its NUL through `from_image`.
+#[cfg(cuda_library_api)]
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn kernels_load_at_run_time_from_ptx_and_keep_their_library() {
+    use ordo_core::library::Library;
+    let _gpu = gpu_lock::shared();
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let n = 100_003usize;
+    let host: Vec<f32> = random_u32(n, 77).iter().map(|&v| (v % 1000) as f32 * 0.5 - 250.0).collect();
+    let mut d = DeviceBuffer::<f32>::alloc_async(n, s).unwrap();
+    copy::h2d_blocking(d.as_mut_slice(), &host, s).unwrap();
+    let library = Library::from_ptx(ADD_CONST_PTX).unwrap();
+    // SAFETY: ordo_add_const takes (float*, float, int).
+    let add = unsafe { library.kernel::<(*mut f32, f32, i32)>(c"ordo_add_const") }.unwrap();
+    drop(library);
+    let config = launch::LaunchConfig::for_elements(n, 256).unwrap();
+    // SAFETY: `d` holds n floats on this stream's device, alive until the synchronise below; the
+    // kernel keeps its library loaded.
+    unsafe { add.launch(s, &config, (d.as_mut_ptr(), 1.5, n as i32)) }.unwrap();
+    unsafe { add.launch(s, &config, (d.as_mut_ptr(), -0.25, n as i32)) }.unwrap();
+    let mut got = vec![0f32; n];
+    copy::d2h_blocking(&mut got, d.as_slice(), s).unwrap();
+    let expect: Vec<f32> = host.iter().map(|&v| v + 1.5 - 0.25).collect();
+    assert!(got == expect, "the loaded kernel's result");
+    assert!(add.as_kernel().max_active_blocks_per_sm(256, 0).unwrap() >= 1, "occupancy of a loaded kernel");
+
+    let other = add.library().clone();
+    // SAFETY: the signature is never used: the lookup fails.
+    let missing = unsafe { other.kernel::<()>(c"no_such_kernel") }.unwrap_err();
+    println!("missing kernel: {missing}");
+    assert!(matches!(missing, Error::Cuda(ref e) if !e.is_sticky()), "{missing}");
+    let bad = Library::from_ptx(".version 7.0\n.target sm_75\nthis is not PTX\n").unwrap_err();
+    println!("bad PTX: {bad}");
+    assert!(matches!(bad, Error::Cuda(ref e) if !e.is_sticky()), "{bad}");
+    let with_nul = format!("{ADD_CONST_PTX}\0");
+    // SAFETY: NUL-terminated PTX.
+    let again = unsafe { Library::from_image(with_nul.as_bytes()) }.unwrap();
+    // SAFETY: as above.
+    let add2 = unsafe { again.kernel::<(*mut f32, f32, i32)>(c"ordo_add_const") }.unwrap();
+    // SAFETY: as above.
+    unsafe { add2.launch(s, &config, (d.as_mut_ptr(), 0.25, n as i32)) }.unwrap();
+    copy::d2h_blocking(&mut got, d.as_slice(), s).unwrap();
+    let expect: Vec<f32> = expect.iter().map(|&v| v + 0.25).collect();
+    assert!(got == expect, "the second load");
+    drop(d);
+    stream.synchronize().unwrap();
+}

@@ -28,6 +28,33 @@ impl Library {
         Ok(Library { handle, call })
     }
 
+    /// Opens the file at `path` (no search, no environment variable), or `None`.
+    #[cfg(feature = "nvrtc")]
+    pub(crate) fn open_path(path: &CStr, call: &'static str) -> Option<Library> {
+        // SAFETY: a NUL-terminated path; dlopen runs the library's initialisers, as any load does.
+        let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        (!handle.is_null()).then_some(Library { handle, call })
+    }
+
+    /// The file the loaded library holding `symbol` came from (`dladdr`).
+    #[cfg(feature = "nvrtc")]
+    pub(crate) fn file_of(symbol: *const c_void) -> Option<std::path::PathBuf> {
+        let mut info = core::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+        // SAFETY: `info` is writable; dladdr only reads the loader's tables.
+        if unsafe { libc::dladdr(symbol, info.as_mut_ptr()) } == 0 {
+            return None;
+        }
+        // SAFETY: dladdr filled it (non-zero return).
+        let info = unsafe { info.assume_init() };
+        if info.dli_fname.is_null() {
+            return None;
+        }
+        // SAFETY: a NUL-terminated path of the loader's, read now.
+        let name = unsafe { CStr::from_ptr(info.dli_fname) };
+        use std::os::unix::ffi::OsStrExt;
+        Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes())))
+    }
+
     /// The address of `name`.
     pub(crate) fn symbol(&self, name: &CStr) -> Result<*mut c_void> {
         // SAFETY: a live handle and a NUL-terminated name.

@@ -23,12 +23,14 @@
 pub mod chain;
 #[cfg(feature = "cublas")]
 pub mod cublas;
-#[cfg(any(feature = "cublas", feature = "nccl"))]
+#[cfg(any(feature = "cublas", feature = "nccl", feature = "nvrtc"))]
 mod dl;
 mod frame;
 mod gemv;
 #[cfg(feature = "nccl")]
 pub mod nccl;
+#[cfg(feature = "nvrtc")]
+pub mod nvrtc;
 
 pub use chain::{chain, ChainPlan};
 pub use frame::frame_filter;
