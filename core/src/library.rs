@@ -7,6 +7,10 @@
 //! then). The library is unloaded (`cudaLibraryUnload`) when the last [`Library`] handle and the
 //! last [`LibraryKernel`] of it are dropped.
 //!
+//! CUDA may load an image lazily (`CUDA_MODULE_LOADING=LAZY`, the default since CUDA 12.2): an
+//! error in it (PTX that does not compile, say) may then show at the kernel's lookup or at its
+//! first launch rather than at the load, as CUDA's error either way.
+//!
 //! PTX is text read up to its NUL, so [`Library::from_ptx`] is safe. A cubin or fatbin carries its
 //! own length in its header, which CUDA trusts: loading one is `unsafe`
 //! ([`Library::from_image`]).

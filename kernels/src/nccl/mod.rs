@@ -107,7 +107,17 @@ impl Nccl {
     /// Loads NCCL: the file `ORDO_NCCL` names, else `libnccl.so.2` (or `libnccl.so`) from the
     /// loader's path. Not found: [`UsageKind::NotSupported`](ordo_core::UsageKind::NotSupported);
     /// a library older than 2.7 (a function every call needs is missing): the same.
+    ///
+    /// Once loaded, NCCL stays loaded for the life of the process, and later calls return the
+    /// same library (whatever `ORDO_NCCL` says by then): NCCL runs threads of its own that
+    /// outlive any call (`ncclGetUniqueId` starts the bootstrap root's, which waits for every
+    /// rank), and unloading the library under them crashes the process (the C ABI's NCCL test,
+    /// each of whose calls loaded and unloaded NCCL, died with SIGSEGV on the H200s).
     pub fn load() -> Result<Nccl> {
+        static LOADED: std::sync::OnceLock<Nccl> = std::sync::OnceLock::new();
+        if let Some(nccl) = LOADED.get() {
+            return Ok(nccl.clone());
+        }
         let lib = Library::open(
             "ORDO_NCCL",
             &[c"libnccl.so.2", c"libnccl.so"],
@@ -115,7 +125,10 @@ impl Nccl {
             "libnccl.so.2 not found by dlopen (set ORDO_NCCL to its path)",
         )?;
         let api = Api::load(&lib)?;
-        Ok(Nccl { inner: Arc::new(Loaded { api, _lib: lib }) })
+        let loaded = Nccl { inner: Arc::new(Loaded { api, _lib: lib }) };
+        // A thread that lost a race drops its own handle: dlclose then only lowers the loader's
+        // count of a library the kept handle holds open.
+        Ok(LOADED.get_or_init(|| loaded).clone())
     }
 
     #[inline(always)]
