@@ -454,3 +454,44 @@ fn launch_events_fire_and_order_work_on_another_stream() {
     assert!(download(&dx, a) == expect, "add_one {adds} times");
     sb.synchronize().unwrap();
 }
+
+/// The driver launch path (`Kernel::for_driver`, `cuLaunchKernelEx`): results checked against the
+/// CPU, with attributes (PDL, priority); a bad configuration is ordo's usage error before the
+/// driver; a launch the driver refuses (shared memory over the device's limit) comes back as the
+/// runtime's error, not sticky; the stream works afterwards.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn driver_launch_path_matches_the_runtime_launch() {
+    let _gpu = gpu_lock::shared();
+    let device = Device::current().unwrap();
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let mut rng = Rng(0xd21e_0000_1111_2222);
+    let n = 300_007;
+    let x = rng.f32s(n, -8.0, 8.0);
+    let mut d = upload(&x, s);
+    let add = kernel::add_one().for_driver(device).unwrap();
+    assert_eq!(add.device(), device);
+    let config = LaunchConfig::for_elements(n, 256).unwrap();
+    // SAFETY: `d` holds n floats on this device and outlives the synchronise below.
+    unsafe {
+        add.launch(s, &config, (d.as_mut_ptr(), n as i32)).unwrap();
+        add.launch(s, &config.with_pdl(true).with_priority(0), (d.as_mut_ptr(), n as i32)).unwrap();
+        kernel::empty().for_driver(device).unwrap().launch(s, &LaunchConfig::new(1, 1), ()).unwrap();
+    }
+    let expect: Vec<f32> = x.iter().map(|v| v + 1.0 + 1.0).collect();
+    assert!(download(&d, s) == expect, "two add_one through the driver");
+    // SAFETY: refused before the driver.
+    let e = unsafe { add.launch(s, &LaunchConfig::new(1, 2048), (d.as_mut_ptr(), n as i32)) }.unwrap_err();
+    assert!(matches!(e, Error::Usage(_)), "{e}");
+    // SAFETY: refused by the driver (no block gets 1 GiB of shared memory), then by the runtime.
+    let e = unsafe { add.launch(s, &config.with_shared_mem(1 << 30), (d.as_mut_ptr(), n as i32)) }.unwrap_err();
+    println!("1 GiB of shared memory through the driver path: {e}");
+    assert!(matches!(e, Error::Cuda(ref c) if !c.is_sticky()), "{e}");
+    // SAFETY: as above.
+    unsafe { add.launch(s, &config, (d.as_mut_ptr(), n as i32)) }.unwrap();
+    let expect: Vec<f32> = expect.iter().map(|v| v + 1.0).collect();
+    assert!(download(&d, s) == expect, "the stream works after the refusal");
+    drop(d);
+    stream.synchronize().unwrap();
+}

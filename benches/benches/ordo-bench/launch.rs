@@ -23,6 +23,25 @@ pub(crate) fn launch_group(r: &mut Report, rounds: usize) -> Result<()> {
     let empty = Kernel::new(bl_empty as unsafe extern "C" fn());
     let ptr_int = Kernel::new(bl_ptr_int as unsafe extern "C" fn(*mut f32, i32));
     let (one, warp) = (LaunchConfig::new(1, 1), LaunchConfig::new(1, 32));
+    let device = Device::current()?;
+    let (empty_drv, ptr_int_drv) = (empty.for_driver(device)?, ptr_int.for_driver(device)?);
+    let driver_submit = |ptr_kernel: bool| -> Result<f64> {
+        s.synchronize()?;
+        let t0 = Instant::now();
+        for i in 0..ITERS as i32 {
+            // SAFETY: as below.
+            unsafe {
+                if ptr_kernel {
+                    ptr_int_drv.launch(s, &warp, (pp, i))?
+                } else {
+                    empty_drv.launch(s, &one, ())?
+                }
+            }
+        }
+        let us = t0.elapsed().as_secs_f64() * 1e6 / ITERS as f64;
+        s.synchronize()?;
+        Ok(us)
+    };
     let ordo_submit = |ptr_kernel: bool| -> Result<f64> {
         s.synchronize()?;
         let t0 = Instant::now();
@@ -50,6 +69,7 @@ pub(crate) fn launch_group(r: &mut Report, rounds: usize) -> Result<()> {
                 &mut || Ok(unsafe { cpp::bl_submit_us(s.as_raw(), 1, ptr_kernel as i32, pp, ITERS as i32) }),
                 &mut || Ok(unsafe { cpp::bl_submit_us(s.as_raw(), 0, ptr_kernel as i32, pp, ITERS as i32) }),
                 &mut || cudarc.submit_us(ptr_kernel, ITERS),
+                &mut || driver_submit(ptr_kernel),
             ],
         )?;
         r.add(
@@ -69,6 +89,14 @@ pub(crate) fn launch_group(r: &mut Report, rounds: usize) -> Result<()> {
             m[0],
             Some(m[3]),
             "target at most 0.90x",
+        );
+        r.add(
+            "launch",
+            format!("host submit, {label}: ordo's driver path (cuLaunchKernelEx) vs cudaLaunchKernelEx"),
+            "us",
+            m[4],
+            Some(m[1]),
+            format!("adopt at most 0.95x; ordo's runtime path {:.3} us", m[0]),
         );
     }
     let mut ordo_rt = Vec::new();

@@ -33,7 +33,11 @@
 //! attribute: [`PdlKernel`] holds a plain form and a PDL form of one body and launches the one
 //! [`PdlPlan`]'s rule picks (see [`pdl`]).
 
+#[cfg(cuda_12_8)]
+pub mod driver;
 pub mod pdl;
+#[cfg(cuda_12_8)]
+pub use driver::DriverKernel;
 pub use pdl::{BeyondOneWave, PdlKernel, PdlMode, PdlPlan, PDL_MAX_WAVES};
 
 use crate::error::{Error, Result};
@@ -560,28 +564,10 @@ impl<Args: KernelArgs> Kernel<Args> {
     }
 }
 
-/// Launches the kernel whose host stub is `func` on `stream` with the argument addresses `args`
-/// (`cudaLaunchKernelExC`), as [`Kernel::launch`] does for a typed kernel (the same checks of the
-/// configuration, the same attributes on the stack): for callers that hold a kernel only as an
-/// address, the C ABI's `ordo_launch_kernel`.
-///
-/// # Safety
-/// `func` is the host stub of a kernel (or, as for any runtime launch, a function CUDA can launch)
-/// and `args` points to one pointer to each of its arguments, in order, each pointing to a value of
-/// that parameter's type (null for a kernel without parameters); the rest as [`Kernel::launch`].
-#[inline]
-pub unsafe fn launch_raw(
-    func: *const c_void,
-    stream: StreamRef<'_>,
-    config: &LaunchConfig,
-    args: *mut *mut c_void,
-) -> Result<()> {
-    config.validate()?;
-    if config.cooperative {
-        check_co_resident(func, stream, config)?;
-    }
-    // Only the attributes asked for are written; with none, CUDA gets a null array.
-    let mut attrs = [core::mem::MaybeUninit::<sys::cudaLaunchAttribute>::uninit(); MAX_ATTRIBUTES];
+/// The launch attributes `config` asks for, written to the front of `attrs`; how many. Only those
+/// are written (the rest stay uninitialised): with none, CUDA gets a null array.
+#[inline(always)]
+pub(crate) fn write_attributes(config: &LaunchConfig, attrs: &mut Attributes) -> usize {
     let mut n = 0;
     let mut push = |id: sys::cudaLaunchAttributeID, val: sys::cudaLaunchAttributeValue| {
         attrs[n].write(sys::cudaLaunchAttribute { id, pad: [0; 4], val });
@@ -635,6 +621,34 @@ pub unsafe fn launch_raw(
         val.launchCompletionEvent.flags = 0;
         push(sys::cudaLaunchAttributeID::cudaLaunchAttributeLaunchCompletionEvent, val);
     }
+    n
+}
+
+/// The stack array [`write_attributes`] fills.
+pub(crate) type Attributes = [core::mem::MaybeUninit<sys::cudaLaunchAttribute>; MAX_ATTRIBUTES];
+
+/// Launches the kernel whose host stub is `func` on `stream` with the argument addresses `args`
+/// (`cudaLaunchKernelExC`), as [`Kernel::launch`] does for a typed kernel (the same checks of the
+/// configuration, the same attributes on the stack): for callers that hold a kernel only as an
+/// address, the C ABI's `ordo_launch_kernel`.
+///
+/// # Safety
+/// `func` is the host stub of a kernel (or, as for any runtime launch, a function CUDA can launch)
+/// and `args` points to one pointer to each of its arguments, in order, each pointing to a value of
+/// that parameter's type (null for a kernel without parameters); the rest as [`Kernel::launch`].
+#[inline]
+pub unsafe fn launch_raw(
+    func: *const c_void,
+    stream: StreamRef<'_>,
+    config: &LaunchConfig,
+    args: *mut *mut c_void,
+) -> Result<()> {
+    config.validate()?;
+    if config.cooperative {
+        check_co_resident(func, stream, config)?;
+    }
+    let mut attrs: Attributes = [core::mem::MaybeUninit::uninit(); MAX_ATTRIBUTES];
+    let n = write_attributes(config, &mut attrs);
     let raw = sys::cudaLaunchConfig_t {
         gridDim: config.grid.to_raw(),
         blockDim: config.block.to_raw(),
