@@ -128,6 +128,8 @@ pub use event::{Event, EventFlags, EventStatus, TimingEvent};
 pub use graph::capture_into;
 pub use graph::{capture, CaptureMode, CaptureStatus, Graph, GraphExec, InstantiateFlags, NodeKind};
 pub use launch::{Dim3, Kernel, LaunchConfig, PdlKernel, PdlMode, PdlPlan};
+#[cfg(feature = "alloc")]
+pub use memory::SharedStreamBuffer;
 pub use memory::{
     DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, HostAllocFlags, HostRegisterFlags, Location, ManagedBuffer,
     ManagedFlags, MemPool, MemPoolRef, PinnedBuffer, PinnedSlice, PinnedSliceMut, PoolAccess, RegisteredHost,

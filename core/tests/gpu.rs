@@ -424,3 +424,43 @@ fn kernels_load_at_run_time_from_ptx_and_keep_their_library() {
     drop(d);
     stream.synchronize().unwrap();
 }
+
+/// Streams and their buffers in one struct: `SharedStreamBuffer`s beside the `Arc<Stream>` they
+/// keep, the struct moved to another thread and used there, the caller's own `Arc` dropped first
+/// (the buffers keep the stream alive until their frees are enqueued); contents checked.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn shared_stream_buffers_live_beside_their_stream_in_a_struct() {
+    use std::sync::Arc;
+    struct Engine {
+        stream: Arc<Stream>,
+        input: SharedStreamBuffer<u32>,
+        output: SharedStreamBuffer<u32>,
+    }
+    let _gpu = gpu_lock::shared();
+    let device = Device::current().unwrap();
+    let stream = Arc::new(Stream::new().unwrap());
+    let n = 65_537;
+    let data = random_u32(n, 91);
+    let mut engine = Engine {
+        stream: Arc::clone(&stream),
+        input: SharedStreamBuffer::alloc_async(n, &stream).unwrap(),
+        output: SharedStreamBuffer::zeroed_async(n, &stream).unwrap(),
+    };
+    drop(stream); // the engine's buffers and its own Arc keep the stream
+    let back = std::thread::spawn(move || {
+        device.set_current().unwrap();
+        let s = engine.stream.as_stream();
+        copy::h2d_blocking(engine.input.as_mut_slice(), &data, s).unwrap();
+        // SAFETY: both buffers live on `s` until the blocking copy below returns.
+        unsafe { copy::d2d_async(engine.output.as_mut_slice(), engine.input.as_slice(), s) }.unwrap();
+        let mut back = vec![0u32; n];
+        copy::d2h_blocking(&mut back, engine.output.as_slice(), engine.output.stream_ref()).unwrap();
+        assert_eq!(engine.input.len(), n);
+        assert!(Arc::strong_count(engine.input.stream()) >= 3, "each buffer and the engine hold the stream");
+        (back, data)
+    })
+    .join()
+    .unwrap();
+    assert!(back.0 == back.1, "the round trip through two shared-stream buffers");
+}

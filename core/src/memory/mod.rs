@@ -14,12 +14,16 @@ mod managed;
 pub mod order;
 mod pinned;
 mod pool;
+#[cfg(feature = "alloc")]
+mod shared_buffer;
 mod slice;
 
 pub use device_buffer::DeviceBuffer;
 pub use managed::{Location, ManagedBuffer, ManagedFlags};
 pub use pinned::{HostAllocFlags, HostRegisterFlags, PinnedBuffer, RegisteredHost};
 pub use pool::{MemPool, MemPoolRef, PoolAccess};
+#[cfg(feature = "alloc")]
+pub use shared_buffer::SharedStreamBuffer;
 pub use slice::{DeviceSlice, DeviceSliceMut, PinnedSlice, PinnedSliceMut};
 
 use crate::error::{Error, Result};
