@@ -41,6 +41,9 @@
 //!     [`GraphExec::set_kernel_node_args`]): the kernel's use of its pointer arguments is
 //!     invisible to Rust (and, for `launch_raw`, that the arguments match the kernel's
 //!     parameters);
+//!   - *retargeted copy and memset nodes* ([`GraphExec::set_memcpy_node`],
+//!     [`GraphExec::set_memset_node`]): the node reads and writes the new memory at every later
+//!     launch of the executable graph, which has no lifetime to tie that memory to;
 //!   - *the pipeline run* (`pipeline::Pipeline::run`): it enqueues asynchronous copies of the
 //!     caller's pinned buffers, so it owes what the copies owe until `main` has passed the run
 //!     (it joins its worker streams back to `main` on every path out, errors included, so
