@@ -624,3 +624,28 @@ fn update_outcomes_name_each_refused_change() {
     assert_eq!(outcome(R::cudaGraphExecUpdateErrorTopologyChanged).nodes(), None);
     assert!(!outcome(R::cudaGraphExecUpdateErrorTopologyChanged).reason().is_empty());
 }
+
+#[test]
+fn a_conditional_handle_is_passed_to_kernels_as_cudas_64_bit_handle() {
+    use ordo_core::graph::ConditionalHandle;
+    use ordo_cuda_sys as sys;
+    // `ordo_conditional_handle` in include/ordo/graph.cuh: the kernel parameter is 8 bytes.
+    assert_eq!(std::mem::size_of::<ConditionalHandle>(), std::mem::size_of::<sys::cudaGraphConditionalHandle>());
+    assert_eq!(std::mem::size_of::<ConditionalHandle>(), 8);
+    assert_eq!(std::mem::align_of::<ConditionalHandle>(), 8);
+}
+
+#[test]
+fn while_nodes_return_err_without_a_driver() {
+    // With a driver and no device, or no driver at all, making a graph fails; with a device the
+    // WHILE node is made (its GPU test runs it).
+    match Graph::new() {
+        Ok(g) => {
+            let c = g.conditional_handle(Some(1)).unwrap();
+            let (node, _body) = g.add_while_node(&[], c).unwrap();
+            assert_eq!(node.kind().unwrap(), NodeKind::Conditional);
+            assert_eq!(g.root_nodes().unwrap(), vec![node]);
+        }
+        Err(e) => assert!(e.cuda().is_some(), "{e}"),
+    }
+}

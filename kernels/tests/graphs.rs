@@ -429,3 +429,42 @@ fn a_device_launchable_graph_reports_its_flag_and_replays_from_the_host() {
     assert!(download(&y, s) == x2.iter().map(|v| v * v).collect::<Vec<_>>());
     error::peek_last_error().unwrap();
 }
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_while_node_runs_its_body_until_the_countdown_kernel_sets_the_condition_to_zero() {
+    let _gpu = gpu_lock::shared(); // no capture here; other tests capture in global mode
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let n = 1000;
+    let x0 = random_f32(n, 51);
+    let mut x = upload(&x0, s);
+    let mut counter = upload(&[7u32], s);
+    let g = Graph::new().unwrap();
+    // The condition starts at 1 at every launch; the body (add_one, then countdown) runs while it
+    // is non-zero, and countdown sets it to 0 when the counter reaches 0.
+    let condition = g.conditional_handle(Some(1)).unwrap();
+    let (node, body) = g.add_while_node(&[], condition).unwrap();
+    assert_eq!(node.kind().unwrap(), NodeKind::Conditional);
+    assert_eq!(g.root_nodes().unwrap(), vec![node]);
+    let config = LaunchConfig::for_elements(n, ordo_kernels::BLOCK).unwrap();
+    // SAFETY: `x` and `counter` are declared before the graph and the executable graph, so they
+    // outlive them and their launches (each read back after it); countdown runs on one thread,
+    // the only writer of the condition.
+    unsafe {
+        let add = body.add_kernel_node(&[], kernel::add_one(), &config, (x.as_mut_ptr(), n as i32)).unwrap();
+        let step = (condition, counter.as_mut_ptr());
+        body.add_kernel_node(&[add], kernel::countdown(), &LaunchConfig::new(1, 1), step).unwrap();
+    }
+    let exec = g.instantiate(InstantiateFlags::empty()).unwrap();
+    let plus = |k: usize| -> Vec<f32> { x0.iter().map(|v| (0..k).fold(*v, |v, _| v + 1.0)).collect() };
+    exec.launch(s).unwrap();
+    assert_eq!(download(&counter, s), vec![0], "the loop stopped before the counter reached 0");
+    assert!(download(&x, s) == plus(7), "the body did not run exactly 7 times");
+    // Replayed with another count: the default value restarts the loop at each launch.
+    copy::h2d_blocking(counter.as_mut_slice(), &[3], s).unwrap();
+    exec.launch(s).unwrap();
+    assert_eq!(download(&counter, s), vec![0]);
+    assert!(download(&x, s) == plus(10), "the second launch did not run the body exactly 3 times");
+    error::peek_last_error().unwrap();
+}

@@ -2,9 +2,9 @@
 //! place without re-instantiating: whole-graph update ([`UpdateOutcome`]), kernel arguments, copy
 //! and memset nodes pointed at other memory, nodes enabled and disabled.
 
-use super::node::{KernelNode, MemcpyNode, MemsetParams, Node};
+use super::node::{kernel_node_params, KernelNode, MemcpyNode, MemsetParams, Node};
 use super::Graph;
-use crate::error::{check, Error, Result, UsageKind};
+use crate::error::{check, Error, Result};
 use crate::launch::{KernelArgs, LaunchConfig};
 use crate::memory::DeviceCopy;
 use crate::stream::StreamRef;
@@ -219,23 +219,13 @@ impl GraphExec {
         config: &LaunchConfig,
         mut args: Args,
     ) -> Result<()> {
-        config.validate()?;
-        if config.cluster.is_some() || config.pdl || config.priority.is_some() {
-            return Err(Error::usage(
-                UsageKind::InvalidArgument,
-                "GraphExec::set_kernel_node_args",
-                "only grid, block, shared memory and arguments can be set on a node; attributes stay as captured",
-            ));
-        }
         let mut ptrs = args.arg_ptrs();
-        let params = sys::cudaKernelNodeParams {
-            func: node.kernel.as_raw().cast_mut(),
-            gridDim: sys::dim3 { x: config.grid.x, y: config.grid.y, z: config.grid.z },
-            blockDim: sys::dim3 { x: config.block.x, y: config.block.y, z: config.block.z },
-            sharedMemBytes: config.shared_mem_bytes,
-            kernelParams: ptrs.as_mut().as_mut_ptr(),
-            extra: core::ptr::null_mut(),
-        };
+        let params = kernel_node_params(
+            node.kernel.as_raw(),
+            config,
+            ptrs.as_mut().as_mut_ptr(),
+            "GraphExec::set_kernel_node_args",
+        )?;
         // SAFETY: live handles; CUDA copies the argument values during the call. What they point
         // to at each later launch is the caller's contract.
         cuda_call!(unsafe { sys::cudaGraphExecKernelNodeSetParams(self.as_raw(), node.node.as_raw(), &params) })

@@ -3,8 +3,8 @@
 //! ([`LinearCopy`], [`MemcpyNode`], [`MemsetParams`]), which an executable graph can retarget.
 
 use super::Graph;
-use crate::error::{Error, Result};
-use crate::launch::Kernel;
+use crate::error::{Error, Result, UsageKind};
+use crate::launch::{Kernel, LaunchConfig};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use ordo_cuda_sys as sys;
@@ -69,8 +69,8 @@ pub struct Node<'g> {
 impl<'g> Node<'g> {
     /// A node of a graph borrowed for `'g`.
     ///
-    /// Crate-internal: `raw` must be a node of that graph.
-    #[cfg(feature = "alloc")]
+    /// Crate-internal: `raw` must be a node of that graph (or of a body of one of its conditional
+    /// nodes).
     pub(crate) fn new(raw: NonNull<sys::CUgraphNode_st>) -> Node<'g> {
         Node { raw, _graph: PhantomData }
     }
@@ -140,6 +140,33 @@ impl<'g, Args> KernelNode<'g, Args> {
     pub fn node(&self) -> Node<'g> {
         self.node
     }
+}
+
+/// A kernel node's parameters for `kernel` with `config` and the argument addresses `args`, after
+/// ordo's checks: a valid configuration without launch attributes (a kernel node's parameters
+/// carry none; those of a captured node stay as captured).
+pub(crate) fn kernel_node_params(
+    kernel: *const core::ffi::c_void,
+    config: &LaunchConfig,
+    args: *mut *mut core::ffi::c_void,
+    call: &'static str,
+) -> Result<sys::cudaKernelNodeParams> {
+    config.validate()?;
+    if config.cluster.is_some() || config.pdl || config.priority.is_some() {
+        return Err(Error::usage(
+            UsageKind::InvalidArgument,
+            call,
+            "only grid, block, shared memory and arguments can be set on a node; attributes stay as captured",
+        ));
+    }
+    Ok(sys::cudaKernelNodeParams {
+        func: kernel.cast_mut(),
+        gridDim: sys::dim3 { x: config.grid.x, y: config.grid.y, z: config.grid.z },
+        blockDim: sys::dim3 { x: config.block.x, y: config.block.y, z: config.block.z },
+        sharedMemBytes: config.shared_mem_bytes,
+        kernelParams: args,
+        extra: core::ptr::null_mut(),
+    })
 }
 
 /// One edge of a graph: from, to, and CUDA's edge data.

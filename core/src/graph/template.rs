@@ -23,7 +23,9 @@ owned_handle! {
     /// owns it through CUDA user objects, and so does every executable graph instantiated from it; it
     /// is freed once the last of them is destroyed.
     ///
-    /// [`Graph::new`] makes an empty graph; the only way to add work is a capture.
+    /// [`Graph::new`] makes an empty graph; work is added by a capture, or, for a WHILE loop, with
+    /// [`Graph::add_while_node`] and [`BodyGraph::add_kernel_node`](super::BodyGraph::add_kernel_node)
+    /// (`unsafe`, with the capture's replay contract).
     ///
     /// Dropping it destroys the graph; executable graphs made from it keep working, and the user
     /// objects it holds are released (their host state freed once nothing else holds them).
