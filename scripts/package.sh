@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds ordo's C/C++ package into PREFIX (default: target/package/ordo), as an install tree:
 #
-#   PREFIX/include/ordo.h, ordo.hpp, ordo/pdl.cuh
+#   PREFIX/include/ordo.h, ordo.hpp, ordo/pdl.cuh, ordo/graph.cuh
 #   PREFIX/lib/libordo.a                  static library: only the C ABI's ordo_* symbols global
 #   PREFIX/lib/libordo.so.MAJOR.MINOR.PATCH, .so.MAJOR (its SONAME), .so
 #                                         shared library, linked to libcudart.so (not carrying the
@@ -36,7 +36,7 @@ cuda_major=$((cuda_version / 1000))
 rm -rf "$prefix"
 mkdir -p "$prefix/include/ordo" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/ordo"
 cp include/ordo.h include/ordo.hpp "$prefix/include/"
-cp include/ordo/pdl.cuh "$prefix/include/ordo/"
+cp include/ordo/pdl.cuh include/ordo/graph.cuh "$prefix/include/ordo/"
 
 # The static library, prelinked into one object whose only global definitions are the C ABI's:
 # Rust's own symbols (hundreds) and the kernels' host stubs become local, so they can clash with

@@ -38,9 +38,12 @@
 //!   - *asynchronous copies and memsets* ([`memory::copy`]): the memory must outlive the copy,
 //!     which a borrow ending at the call's return cannot show;
 //!   - *kernel launches* ([`Kernel::launch`], [`launch::launch_raw`], [`PdlKernel::launch`],
-//!     [`GraphExec::set_kernel_node_args`]): the kernel's use of its pointer arguments is
-//!     invisible to Rust (and, for `launch_raw`, that the arguments match the kernel's
-//!     parameters);
+//!     [`GraphExec::set_kernel_node_args`], [`graph::BodyGraph::add_kernel_node`]): the kernel's
+//!     use of its pointer arguments is invisible to Rust (and, for `launch_raw`, that the
+//!     arguments match the kernel's parameters);
+//!   - *retargeted copy and memset nodes* ([`GraphExec::set_memcpy_node`],
+//!     [`GraphExec::set_memset_node`]): the node reads and writes the new memory at every later
+//!     launch of the executable graph, which has no lifetime to tie that memory to;
 //!   - *the pipeline run* (`pipeline::Pipeline::run`): it enqueues asynchronous copies of the
 //!     caller's pinned buffers, so it owes what the copies owe until `main` has passed the run
 //!     (it joins its worker streams back to `main` on every path out, errors included, so

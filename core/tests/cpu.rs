@@ -534,3 +534,118 @@ fn grids_cover_2d_and_3d_extents() {
     assert!(LaunchConfig::for_extent((10u32, 10u32), (64u32, 32u32)).is_err(), "2048 threads a block");
     assert!(LaunchConfig::for_extent((1u32, u32::MAX), (1u32, 1u32)).is_err(), "grid y over 65535");
 }
+
+#[test]
+fn instantiate_flags_are_the_headers_values() {
+    use ordo_core::graph::InstantiateFlags;
+    let text = include_str!(concat!(env!("ORDO_CUDA_INCLUDE"), "/driver_types.h"));
+    let value = |name: &str| -> u64 {
+        let at = text.find(&format!("{name} ")).unwrap() + name.len();
+        let rest = text[at..].trim_start().strip_prefix('=').unwrap().trim_start();
+        rest[..rest.find(|c: char| !c.is_ascii_digit()).unwrap()].parse().unwrap()
+    };
+    assert_eq!(InstantiateFlags::AUTO_FREE_ON_LAUNCH.bits(), value("cudaGraphInstantiateFlagAutoFreeOnLaunch"));
+    assert_eq!(InstantiateFlags::UPLOAD.bits(), value("cudaGraphInstantiateFlagUpload"));
+    assert_eq!(InstantiateFlags::DEVICE_LAUNCH.bits(), value("cudaGraphInstantiateFlagDeviceLaunch"));
+    assert_eq!(InstantiateFlags::USE_NODE_PRIORITY.bits(), value("cudaGraphInstantiateFlagUseNodePriority"));
+}
+
+#[test]
+fn device_launch_with_auto_free_is_refused_before_cuda() {
+    use ordo_core::graph::InstantiateFlags;
+    let both = InstantiateFlags::DEVICE_LAUNCH | InstantiateFlags::AUTO_FREE_ON_LAUNCH;
+    if let Ok(g) = Graph::new() {
+        let e = g.instantiate(both).unwrap_err();
+        assert!(e.to_string().contains("AUTO_FREE_ON_LAUNCH"), "{e}");
+    } else {
+        // Without a driver even an empty graph cannot be made; the check is in-crate tested too.
+        assert!(Graph::new().unwrap_err().cuda().unwrap().is_no_driver());
+    }
+}
+
+#[test]
+fn a_captured_one_dimensional_copy_reads_as_a_linear_copy() {
+    use ordo_core::graph::LinearCopy;
+    use ordo_cuda_sys as sys;
+    let (mut src, mut dst) = ([1u8; 64], [2u8; 64]);
+    // The form CUDA stores for a captured `cudaMemcpyAsync` of 48 bytes at offsets 8 and 16.
+    let p = sys::cudaMemcpy3DParms {
+        srcPtr: sys::cudaPitchedPtr { ptr: src.as_mut_ptr().cast(), pitch: 64, xsize: 64, ysize: 1 },
+        dstPtr: sys::cudaPitchedPtr { ptr: dst.as_mut_ptr().cast(), pitch: 64, xsize: 64, ysize: 1 },
+        srcPos: sys::cudaPos { x: 8, y: 0, z: 0 },
+        dstPos: sys::cudaPos { x: 16, y: 0, z: 0 },
+        extent: sys::cudaExtent { width: 48, height: 1, depth: 1 },
+        kind: sys::cudaMemcpyKind::cudaMemcpyHostToDevice,
+        ..Default::default()
+    };
+    let c = LinearCopy::from_params(&p).unwrap();
+    assert_eq!(c.src, src[8..].as_ptr().cast());
+    assert_eq!(c.dst, dst[16..].as_mut_ptr().cast());
+    assert_eq!((c.bytes, c.kind), (48, sys::cudaMemcpyKind::cudaMemcpyHostToDevice));
+    // Two rows, a row offset, an array, or nothing at all: not linear.
+    let mut rows = p;
+    rows.extent.height = 2;
+    let mut offset = p;
+    offset.dstPos.y = 1;
+    let mut array = p;
+    array.srcArray = 8 as sys::cudaArray_t;
+    let mut empty = p;
+    empty.extent.width = 0;
+    for q in [rows, offset, array, empty] {
+        assert_eq!(LinearCopy::from_params(&q), None);
+    }
+}
+
+#[test]
+fn update_outcomes_name_each_refused_change() {
+    use ordo_core::graph::{UpdateNodes, UpdateOutcome};
+    use ordo_cuda_sys as sys;
+    use sys::cudaGraphExecUpdateResult as R;
+    let (node, from) = (16 as sys::cudaGraphNode_t, 32 as sys::cudaGraphNode_t);
+    let nodes = UpdateNodes { node, from_node: from };
+    let outcome = |result| {
+        UpdateOutcome::from_info(&sys::cudaGraphExecUpdateResultInfo { result, errorNode: node, errorFromNode: from })
+    };
+    assert_eq!(outcome(R::cudaGraphExecUpdateSuccess), UpdateOutcome::Updated);
+    assert!(outcome(R::cudaGraphExecUpdateSuccess).is_updated());
+    assert_eq!(outcome(R::cudaGraphExecUpdateErrorTopologyChanged), UpdateOutcome::TopologyChanged);
+    assert_eq!(outcome(R::cudaGraphExecUpdateErrorNodeTypeChanged), UpdateOutcome::NodeTypeChanged(nodes));
+    assert_eq!(outcome(R::cudaGraphExecUpdateErrorFunctionChanged), UpdateOutcome::FunctionChanged(nodes));
+    assert_eq!(outcome(R::cudaGraphExecUpdateErrorParametersChanged), UpdateOutcome::ParametersChanged(nodes));
+    assert_eq!(outcome(R::cudaGraphExecUpdateErrorNotSupported), UpdateOutcome::NotSupported(nodes));
+    assert_eq!(
+        outcome(R::cudaGraphExecUpdateErrorUnsupportedFunctionChange),
+        UpdateOutcome::UnsupportedFunctionChange(nodes)
+    );
+    assert_eq!(outcome(R::cudaGraphExecUpdateErrorAttributesChanged), UpdateOutcome::AttributesChanged(nodes));
+    assert_eq!(outcome(R::cudaGraphExecUpdateError), UpdateOutcome::Other(R::cudaGraphExecUpdateError, nodes));
+    assert_eq!(outcome(R(999)), UpdateOutcome::Other(R(999), nodes));
+    assert_eq!(outcome(R::cudaGraphExecUpdateErrorParametersChanged).nodes(), Some(nodes));
+    assert_eq!(outcome(R::cudaGraphExecUpdateErrorTopologyChanged).nodes(), None);
+    assert!(!outcome(R::cudaGraphExecUpdateErrorTopologyChanged).reason().is_empty());
+}
+
+#[test]
+fn a_conditional_handle_is_passed_to_kernels_as_cudas_64_bit_handle() {
+    use ordo_core::graph::ConditionalHandle;
+    use ordo_cuda_sys as sys;
+    // `ordo_conditional_handle` in include/ordo/graph.cuh: the kernel parameter is 8 bytes.
+    assert_eq!(std::mem::size_of::<ConditionalHandle>(), std::mem::size_of::<sys::cudaGraphConditionalHandle>());
+    assert_eq!(std::mem::size_of::<ConditionalHandle>(), 8);
+    assert_eq!(std::mem::align_of::<ConditionalHandle>(), 8);
+}
+
+#[test]
+fn while_nodes_return_err_without_a_driver() {
+    // With a driver and no device, or no driver at all, making a graph fails; with a device the
+    // WHILE node is made (its GPU test runs it).
+    match Graph::new() {
+        Ok(g) => {
+            let c = g.conditional_handle(Some(1)).unwrap();
+            let (node, _body) = g.add_while_node(&[], c).unwrap();
+            assert_eq!(node.kind().unwrap(), NodeKind::Conditional);
+            assert_eq!(g.root_nodes().unwrap(), vec![node]);
+        }
+        Err(e) => assert!(e.cuda().is_some(), "{e}"),
+    }
+}

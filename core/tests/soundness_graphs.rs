@@ -100,7 +100,7 @@ fn defect_01_update_hands_the_new_graphs_host_fn_to_the_exec() {
     };
     let (ga, gb) = (counting(&a), counting(&b));
     let mut exec = ga.instantiate(InstantiateFlags::empty()).unwrap();
-    exec.update(&gb).unwrap().unwrap();
+    assert!(exec.update(&gb).unwrap().is_updated());
     drop(ga);
     drop(gb);
     exec.launch(s).unwrap();

@@ -3,6 +3,7 @@
 // ordo_* names belong to the C ABI alone (scripts/package.sh keeps only those global).
 #include <cooperative_groups.h>
 #include <stdint.h>
+#include "ordo/graph.cuh"
 #include "ordo/pdl.cuh"
 
 extern "C" {
@@ -165,6 +166,20 @@ __global__ void ordok_grid_sum(const float* x, float* partial, float* out, int n
 // an illegal-address fault, a sticky error.
 __global__ void ordok_write_at(float* base, long long offset) {
     if (blockIdx.x == 0 && threadIdx.x == 0) base[offset] = 1.0f;
+}
+
+// One step of a counted loop in a graph's WHILE node: *counter -= 1 (left at 0 when already 0), and
+// the loop's condition set to 0 once it reaches 0. Launched with one thread (one writer of the
+// condition).
+__global__ void ordok_countdown(ordo_conditional_handle loop, unsigned int* counter) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        unsigned int left = *counter;
+        if (left > 0) {
+            left -= 1;
+            *counter = left;
+        }
+        if (left == 0) ordo_set_condition(loop, 0);
+    }
 }
 
 }  // extern "C"

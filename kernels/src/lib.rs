@@ -58,12 +58,14 @@ pub mod ffi {
         pub fn ordok_grid_sum(x: *const f32, partial: *mut f32, out: *mut f32, n: i32);
         pub fn ordok_chain_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
         pub fn ordok_chain_step_pdl(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
+        pub fn ordok_countdown(condition: ordo_core::graph::ConditionalHandle, counter: *mut u32);
     }
 }
 
 /// Typed handles of the kernels.
 pub mod kernel {
     use super::ffi;
+    use ordo_core::graph::ConditionalHandle;
     use ordo_core::launch::{Kernel, PdlKernel};
 
     /// `ordok_empty()`: does nothing (launch-latency measurements).
@@ -116,6 +118,14 @@ pub mod kernel {
     pub fn write_at() -> Kernel<(*mut f32, i64)> {
         Kernel::new(ffi::ordok_write_at as unsafe extern "C" fn(*mut f32, i64))
     }
+
+    /// One step of a counted WHILE loop in a graph: `*counter -= 1` (staying at 0), and the
+    /// condition set to 0 once the counter is 0. Launch it with one thread, in the body of the
+    /// WHILE node that `condition` belongs to.
+    pub fn countdown() -> Kernel<(ConditionalHandle, *mut u32)> {
+        Kernel::new(ffi::ordok_countdown as unsafe extern "C" fn(ConditionalHandle, *mut u32))
+    }
+
     /// `ordok_chain_step(prev, out, scale, n)` and its PDL form `ordok_chain_step_pdl`:
     /// `out[i] = prev[i] * scale[i] + 1` as a grid-stride loop. The PDL form triggers at its
     /// start and loads `scale` before its wait (so a PDL launch of it must not overlap a kernel

@@ -3,7 +3,7 @@
 //! kinds including allocation nodes, the bucket cache against eager on random sizes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::graph::{capture, capture_into, CaptureMode, InstantiateFlags, NodeKind};
+use ordo_core::graph::{capture, capture_into, CaptureMode, InstantiateFlags, NodeKind, UpdateOutcome};
 use ordo_core::graph_cache::{GraphCache, Overflow};
 use ordo_core::launch::LaunchConfig;
 use ordo_core::memory::copy;
@@ -65,7 +65,7 @@ fn exec_update_succeeds_for_new_pointers_and_reports_a_changed_topology() {
     let mut exec = ga.instantiate(InstantiateFlags::empty()).unwrap();
     // Same topology, another buffer: updates in place.
     let gb = unsafe { capture(s, CaptureMode::Global, |cs| ordo_kernels::add_one(cs, b.as_mut_slice())) }.unwrap();
-    exec.update(&gb).unwrap().unwrap();
+    assert_eq!(exec.update(&gb).unwrap(), UpdateOutcome::Updated);
     exec.launch(s).unwrap();
     assert!(download(&a, s) == a0, "the old buffer must be untouched");
     assert!(download(&b, s) == b0.iter().map(|v| v + 1.0).collect::<Vec<_>>());
@@ -77,9 +77,9 @@ fn exec_update_succeeds_for_new_pointers_and_reports_a_changed_topology() {
         })
     }
     .unwrap();
-    let failure = exec.update(&gc).unwrap().unwrap_err();
-    println!("update refused: {:?}: {}", failure.result, failure.reason());
-    assert_eq!(failure.result, sys::cudaGraphExecUpdateResult::cudaGraphExecUpdateErrorTopologyChanged);
+    let outcome = exec.update(&gc).unwrap();
+    println!("update refused: {outcome:?}: {}", outcome.reason());
+    assert_eq!(outcome, UpdateOutcome::TopologyChanged);
     // Still launchable as before.
     exec.launch(s).unwrap();
     assert!(download(&b, s) == b0.iter().map(|v| v + 2.0).collect::<Vec<_>>());
@@ -238,4 +238,233 @@ fn a_cache_with_options_warms_up_and_captures_largest_first() {
     let expect: Vec<f32> = expect.iter().enumerate().map(|(i, v)| if i < 16 { v + 1.0 } else { *v }).collect();
     assert_eq!(download(&x, s), expect, "a replay of bucket 16");
     assert_eq!(calls.borrow().len(), 6, "replays call no body");
+}
+
+/// `(v + 1)^2` for each element: what `add_one` then `square` leave (the same two f32 operations).
+fn add_one_squared(x: &[f32]) -> Vec<f32> {
+    x.iter().map(|v| (v + 1.0) * (v + 1.0)).collect()
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_captured_frame_is_replayed_for_other_host_and_device_buffers_by_retargeting_its_nodes() {
+    use ordo_core::graph::NodeKind;
+    let _gpu = gpu_lock::exclusive(); // captures in global mode
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let n = 5000;
+    let input = [random_f32(n, 21), random_f32(n, 22)];
+    let host_in = [PinnedBuffer::from_slice(&input[0]).unwrap(), PinnedBuffer::from_slice(&input[1]).unwrap()];
+    let poison = vec![common::POISON; n];
+    let mut host_out = [PinnedBuffer::from_slice(&poison).unwrap(), PinnedBuffer::from_slice(&poison).unwrap()];
+    let mut dev_in = [common::poisoned(n, s), common::poisoned(n, s)];
+    let mut dev_out = [common::poisoned(n, s), common::poisoned(n, s)];
+    // One frame: copy in, add_one, square, copy out, captured with the buffers of frame 0.
+    // SAFETY: every buffer is declared before the graph and the executable graph, so it outlives
+    // them and their launches (each synchronised before the buffers are read); nothing else uses
+    // `s` during the capture (exclusive GPU lock).
+    let g = unsafe {
+        capture(s, CaptureMode::Global, |cs| {
+            copy::h2d_async(dev_in[0].as_mut_slice(), host_in[0].pinned(), cs)?;
+            ordo_kernels::add_one(cs, dev_in[0].as_mut_slice())?;
+            ordo_kernels::square(cs, dev_in[0].as_slice(), dev_out[0].as_mut_slice())?;
+            copy::d2h_async(host_out[0].pinned_mut(), dev_out[0].as_slice(), cs)
+        })
+    }
+    .unwrap();
+    assert_eq!(g.node_count().unwrap(), 4);
+    // The copy nodes as captured: the copy in is the graph's only root.
+    let copies = g.memcpy_nodes().unwrap();
+    assert_eq!(copies.len(), 2);
+    let copy_in = *copies.iter().find(|c| c.copy().src == host_in[0].as_ptr().cast()).unwrap();
+    let copy_out = *copies.iter().find(|c| c.copy().dst == host_out[0].as_mut_ptr().cast()).unwrap();
+    assert_eq!(copy_in.copy().dst, dev_in[0].as_mut_ptr().cast());
+    assert_eq!(copy_out.copy().src, dev_out[0].as_ptr().cast());
+    assert_eq!((copy_in.copy().bytes, copy_out.copy().bytes), (n * 4, n * 4));
+    let roots = g.root_nodes().unwrap();
+    assert_eq!(roots, vec![copy_in.node()]);
+    assert_eq!(roots[0].kind().unwrap(), NodeKind::Memcpy);
+    let add = g.kernel_nodes(kernel::add_one()).unwrap()[0];
+    let sq = g.kernel_nodes(kernel::square()).unwrap()[0];
+    let config = LaunchConfig::for_elements(n, ordo_kernels::BLOCK).unwrap();
+    let mut exec = g.instantiate(InstantiateFlags::empty()).unwrap();
+    // Frame 1 first (every node retargeted), then frame 0 (back to the captured buffers).
+    for k in [1, 0] {
+        // SAFETY: as for the capture: the buffers outlive the executable graph and its launches.
+        unsafe {
+            exec.set_memcpy_node(copy_in, dev_in[k].as_mut_ptr(), host_in[k].as_ptr(), n).unwrap();
+            exec.set_kernel_node_args(add, &config, (dev_in[k].as_mut_ptr(), n as i32)).unwrap();
+            exec.set_kernel_node_args(sq, &config, (dev_in[k].as_ptr(), dev_out[k].as_mut_ptr(), n as i32)).unwrap();
+            exec.set_memcpy_node(copy_out, host_out[k].as_mut_ptr(), dev_out[k].as_ptr(), n).unwrap();
+        }
+        exec.launch(s).unwrap();
+        stream.synchronize().unwrap();
+        assert!(host_out[k][..] == add_one_squared(&input[k])[..], "frame {k}");
+        if k == 1 {
+            // Frame 0's buffers were not touched by frame 1's replay.
+            assert!(host_out[0].iter().all(|v| v.is_nan()), "frame 1 wrote frame 0's host output");
+            assert!(download(&dev_out[0], s).iter().all(|v| v.is_nan()), "frame 1 wrote frame 0's device output");
+        }
+    }
+    assert!(host_out[1][..] == add_one_squared(&input[1])[..], "frame 0 overwrote frame 1's output");
+    // A zero-length copy is refused by ordo before CUDA.
+    // SAFETY: refused before anything is set.
+    let e = unsafe { exec.set_memcpy_node(copy_in, dev_in[0].as_mut_ptr(), host_in[0].as_ptr(), 0) }.unwrap_err();
+    assert!(e.to_string().contains("empty copy"), "{e}");
+    error::peek_last_error().unwrap();
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_captured_memset_is_pointed_at_another_buffer_with_another_value() {
+    use ordo_core::graph::MemsetParams;
+    let _gpu = gpu_lock::exclusive(); // captures in global mode
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let n = 3000;
+    let (mut a, mut b) = (common::poisoned(n, s), common::poisoned(n, s));
+    // SAFETY: `a` and `b` are declared before the graph and the executable graph, so they outlive
+    // them and their launches (read back after each); nothing else uses `s` during the capture.
+    let g = unsafe {
+        capture(s, CaptureMode::Global, |cs| {
+            copy::memset_async(a.as_mut_slice(), 0x3f, cs)?;
+            ordo_kernels::add_one(cs, a.as_mut_slice())
+        })
+    }
+    .unwrap();
+    let memset = g.root_nodes().unwrap()[0];
+    assert_eq!(g.root_nodes().unwrap().len(), 1);
+    assert_eq!(memset.kind().unwrap(), NodeKind::Memset);
+    let p = memset.memset_params().unwrap();
+    assert_eq!(p.dst, a.as_mut_ptr().cast());
+    assert_eq!(p.element_size as usize * p.width * p.height, n * 4);
+    // CUDA may store the byte memset with wider elements: the value repeats the byte.
+    let pattern = |byte: u32| match p.element_size {
+        1 => byte,
+        2 => byte * 0x0101,
+        _ => byte * 0x0101_0101,
+    };
+    assert_eq!(p.value, pattern(0x3f));
+    let add = g.kernel_nodes(kernel::add_one()).unwrap()[0];
+    let mut exec = g.instantiate(InstantiateFlags::empty()).unwrap();
+    exec.launch(s).unwrap();
+    assert!(download(&a, s) == vec![f32::from_bits(0x3f3f_3f3f) + 1.0; n]);
+    copy::h2d_blocking(a.as_mut_slice(), &vec![5.0; n], s).unwrap();
+    let config = LaunchConfig::for_elements(n, ordo_kernels::BLOCK).unwrap();
+    // SAFETY: as for the capture.
+    unsafe {
+        exec.set_memset_node(memset, &MemsetParams { dst: b.as_mut_ptr().cast(), value: pattern(0x40), ..p }).unwrap();
+        exec.set_kernel_node_args(add, &config, (b.as_mut_ptr(), n as i32)).unwrap();
+    }
+    exec.launch(s).unwrap();
+    assert!(download(&b, s) == vec![f32::from_bits(0x4040_4040) + 1.0; n]);
+    assert!(download(&a, s) == vec![5.0; n], "the old destination must be untouched");
+    // The graph's own node is unchanged.
+    assert_eq!(memset.memset_params().unwrap(), p);
+    error::peek_last_error().unwrap();
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_disabled_kernel_node_is_skipped_until_enabled_again() {
+    let _gpu = gpu_lock::exclusive(); // captures in global mode
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let n = 2048;
+    let x0 = random_f32(n, 31);
+    let (mut x, mut y) = (upload(&x0, s), common::poisoned(n, s));
+    // SAFETY: `x` and `y` outlive the graph and the executable graph (declared before them) and
+    // are read back after each launch; nothing else uses `s` during the capture.
+    let g = unsafe {
+        capture(s, CaptureMode::Global, |cs| {
+            ordo_kernels::add_one(cs, x.as_mut_slice())?;
+            ordo_kernels::square(cs, x.as_slice(), y.as_mut_slice())
+        })
+    }
+    .unwrap();
+    let add = g.kernel_nodes(kernel::add_one()).unwrap()[0].node();
+    let mut exec = g.instantiate(InstantiateFlags::empty()).unwrap();
+    assert!(exec.node_enabled(add).unwrap());
+    exec.set_node_enabled(add, false).unwrap();
+    assert!(!exec.node_enabled(add).unwrap());
+    exec.launch(s).unwrap();
+    assert!(download(&x, s) == x0, "the disabled add_one ran");
+    assert!(download(&y, s) == x0.iter().map(|v| v * v).collect::<Vec<_>>());
+    exec.set_node_enabled(add, true).unwrap();
+    assert!(exec.node_enabled(add).unwrap());
+    exec.launch(s).unwrap();
+    assert!(download(&x, s) == x0.iter().map(|v| v + 1.0).collect::<Vec<_>>());
+    assert!(download(&y, s) == add_one_squared(&x0));
+    error::peek_last_error().unwrap();
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_device_launchable_graph_reports_its_flag_and_replays_from_the_host() {
+    let _gpu = gpu_lock::exclusive(); // captures in global mode
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let n = 4096;
+    let x0 = random_f32(n, 41);
+    let (mut x, mut y) = (upload(&x0, s), common::poisoned(n, s));
+    // SAFETY: as in the test above.
+    let g = unsafe {
+        capture(s, CaptureMode::Global, |cs| {
+            ordo_kernels::add_one(cs, x.as_mut_slice())?;
+            ordo_kernels::square(cs, x.as_slice(), y.as_mut_slice())
+        })
+    }
+    .unwrap();
+    // A host-launch instantiation reports its own flags only.
+    let plain = g.instantiate(InstantiateFlags::USE_NODE_PRIORITY).unwrap();
+    assert_eq!(plain.flags().unwrap(), InstantiateFlags::USE_NODE_PRIORITY);
+    drop(plain);
+    let exec = g.instantiate(InstantiateFlags::DEVICE_LAUNCH).unwrap();
+    assert!(exec.flags().unwrap().contains(InstantiateFlags::DEVICE_LAUNCH));
+    exec.upload(s).unwrap(); // what a launch from the device needs first
+    exec.launch(s).unwrap();
+    exec.launch(s).unwrap();
+    let x2: Vec<f32> = x0.iter().map(|v| v + 1.0 + 1.0).collect();
+    assert!(download(&x, s) == x2);
+    assert!(download(&y, s) == x2.iter().map(|v| v * v).collect::<Vec<_>>());
+    error::peek_last_error().unwrap();
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_while_node_runs_its_body_until_the_countdown_kernel_sets_the_condition_to_zero() {
+    let _gpu = gpu_lock::shared(); // no capture here; other tests capture in global mode
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let n = 1000;
+    let x0 = random_f32(n, 51);
+    let mut x = upload(&x0, s);
+    let mut counter = upload(&[7u32], s);
+    let g = Graph::new().unwrap();
+    // The condition starts at 1 at every launch; the body (add_one, then countdown) runs while it
+    // is non-zero, and countdown sets it to 0 when the counter reaches 0.
+    let condition = g.conditional_handle(Some(1)).unwrap();
+    let (node, body) = g.add_while_node(&[], condition).unwrap();
+    assert_eq!(node.kind().unwrap(), NodeKind::Conditional);
+    assert_eq!(g.root_nodes().unwrap(), vec![node]);
+    let config = LaunchConfig::for_elements(n, ordo_kernels::BLOCK).unwrap();
+    // SAFETY: `x` and `counter` are declared before the graph and the executable graph, so they
+    // outlive them and their launches (each read back after it); countdown runs on one thread,
+    // the only writer of the condition.
+    unsafe {
+        let add = body.add_kernel_node(&[], kernel::add_one(), &config, (x.as_mut_ptr(), n as i32)).unwrap();
+        let step = (condition, counter.as_mut_ptr());
+        body.add_kernel_node(&[add], kernel::countdown(), &LaunchConfig::new(1, 1), step).unwrap();
+    }
+    let exec = g.instantiate(InstantiateFlags::empty()).unwrap();
+    let plus = |k: usize| -> Vec<f32> { x0.iter().map(|v| (0..k).fold(*v, |v, _| v + 1.0)).collect() };
+    exec.launch(s).unwrap();
+    assert_eq!(download(&counter, s), vec![0], "the loop stopped before the counter reached 0");
+    assert!(download(&x, s) == plus(7), "the body did not run exactly 7 times");
+    // Replayed with another count: the default value restarts the loop at each launch.
+    copy::h2d_blocking(counter.as_mut_slice(), &[3], s).unwrap();
+    exec.launch(s).unwrap();
+    assert_eq!(download(&counter, s), vec![0]);
+    assert!(download(&x, s) == plus(10), "the second launch did not run the body exactly 3 times");
+    error::peek_last_error().unwrap();
 }

@@ -1,19 +1,26 @@
 //! CUDA graphs: stream capture into a [`Graph`] (new or existing), instantiation into a
 //! [`GraphExec`], replay on a stream, the graph's nodes and edges (programmatic edges from PDL
-//! launches survive capture), and updates without re-instantiating: whole-graph
-//! [`GraphExec::update`] and typed kernel-node argument updates
-//! ([`GraphExec::set_kernel_node_args`]).
+//! launches survive capture), and changes without re-instantiating: whole-graph
+//! [`GraphExec::update`] (an [`UpdateOutcome`]), typed kernel-node argument updates
+//! ([`GraphExec::set_kernel_node_args`]), copy and memset nodes pointed at other memory
+//! ([`GraphExec::set_memcpy_node`], [`GraphExec::set_memset_node`]), nodes enabled and disabled
+//! ([`GraphExec::set_node_enabled`]); device-launchable instantiation
+//! ([`InstantiateFlags::DEVICE_LAUNCH`]); WHILE loops run on the device ([`Graph::add_while_node`],
+//! [`ConditionalHandle`], [`BodyGraph`]).
 //!
 //! - [`capture`]: the `unsafe` captures and their replay contract, the capture modes and status;
 //! - [`Graph`]: a graph of captured work, its nodes and edges, instantiation;
 //! - [`GraphExec`]: an executable graph: launch, update, upload;
-//! - [`Node`], [`KernelNode`], [`Edge`]: what a graph holds.
+//! - [`Node`], [`KernelNode`], [`MemcpyNode`], [`Edge`]: what a graph holds;
+//! - [`Graph::add_while_node`], [`BodyGraph`], [`ConditionalHandle`]: WHILE nodes whose condition
+//!   kernels set on the device (CUDA 12.3 and later, which every supported toolkit is).
 //!
 //! A graph does not borrow what its work uses. Making one is `unsafe` (the capture), and the
 //! capture's contract covers every replay; launching is safe. Host state that ordo itself puts in
 //! a graph (host functions, staging slots) is owned by the graph through CUDA user objects.
 
 mod capture;
+mod conditional;
 mod exec;
 mod node;
 mod template;
@@ -25,6 +32,7 @@ pub use capture::capture_into;
 pub use capture::{capture, CaptureMode, CaptureStatus};
 #[cfg(feature = "std")]
 pub(crate) use capture::{capture_target, invalidated, CaptureTarget};
-pub use exec::{GraphExec, InstantiateFlags, UpdateFailure};
-pub use node::{Edge, KernelNode, Node, NodeKind};
+pub use conditional::{BodyGraph, ConditionalHandle};
+pub use exec::{GraphExec, InstantiateFlags, UpdateNodes, UpdateOutcome};
+pub use node::{Edge, KernelNode, LinearCopy, MemcpyNode, MemsetParams, Node, NodeKind};
 pub use template::Graph;

@@ -2,7 +2,7 @@
 //! [`GraphExec`](super::GraphExec) to launch it.
 
 #[cfg(feature = "alloc")]
-use super::node::{Edge, KernelNode, Node, NodeKind};
+use super::node::{Edge, KernelNode, MemcpyNode, Node, NodeKind};
 use super::{GraphExec, InstantiateFlags};
 use crate::error::{check, Error, Result};
 #[cfg(feature = "alloc")]
@@ -23,7 +23,9 @@ owned_handle! {
     /// owns it through CUDA user objects, and so does every executable graph instantiated from it; it
     /// is freed once the last of them is destroyed.
     ///
-    /// [`Graph::new`] makes an empty graph; the only way to add work is a capture.
+    /// [`Graph::new`] makes an empty graph; work is added by a capture, or, for a WHILE loop, with
+    /// [`Graph::add_while_node`] and [`BodyGraph::add_kernel_node`](super::BodyGraph::add_kernel_node)
+    /// (`unsafe`, with the capture's replay contract).
     ///
     /// Dropping it destroys the graph; executable graphs made from it keep working, and the user
     /// objects it holds are released (their host state freed once nothing else holds them).
@@ -72,6 +74,37 @@ impl Graph {
     #[cfg(feature = "alloc")]
     pub fn nodes(&self) -> Result<alloc::vec::Vec<Node<'_>>> {
         Ok(raw_nodes(self.as_raw())?.into_iter().filter_map(NonNull::new).map(Node::new).collect())
+    }
+
+    /// The nodes that depend on nothing (`cudaGraphGetRootNodes`): where each replay starts.
+    #[cfg(feature = "alloc")]
+    pub fn root_nodes(&self) -> Result<alloc::vec::Vec<Node<'_>>> {
+        let mut n = 0usize;
+        // SAFETY: a live graph; a null array asks for the count.
+        cuda_call!(unsafe { sys::cudaGraphGetRootNodes(self.as_raw(), core::ptr::null_mut(), &mut n) })?;
+        if n == 0 {
+            // CUDA refuses the array form with a zero count: nothing to ask.
+            return Ok(alloc::vec::Vec::new());
+        }
+        let mut raw = alloc::vec![core::ptr::null_mut(); n];
+        // SAFETY: an array of `n` elements; CUDA writes at most `n` and stores the count in `n`.
+        cuda_call!(unsafe { sys::cudaGraphGetRootNodes(self.as_raw(), raw.as_mut_ptr(), &mut n) })?;
+        raw.truncate(n);
+        Ok(raw.into_iter().filter_map(NonNull::new).map(Node::new).collect())
+    }
+
+    /// The copy nodes whose copy is linear ([`LinearCopy`](super::LinearCopy)), in CUDA's node
+    /// order, each with its copy as captured: the nodes an executable graph can point at other
+    /// memory with [`GraphExec::set_memcpy_node`].
+    #[cfg(feature = "alloc")]
+    pub fn memcpy_nodes(&self) -> Result<alloc::vec::Vec<MemcpyNode<'_>>> {
+        let mut out = alloc::vec::Vec::new();
+        for node in self.nodes()? {
+            if node.kind()? == NodeKind::Memcpy {
+                out.extend(node.memcpy()?);
+            }
+        }
+        Ok(out)
     }
 
     /// The nodes nothing depends on (`cudaGraphNodeGetDependentNodes` count zero).
@@ -144,12 +177,15 @@ impl Graph {
 
     /// Instantiates the graph for launching (`cudaGraphInstantiateWithFlags`). `UPLOAD` needs a
     /// stream: it is refused here with a usage error; use [`Graph::instantiate_and_upload`].
+    /// `DEVICE_LAUNCH` with `AUTO_FREE_ON_LAUNCH` is refused with a usage error too (CUDA does not
+    /// allow the two together).
     ///
     /// The executable graph is independent of this one afterwards (dropping the graph leaves it
     /// launchable) and holds its own reference to the host state ordo put in the graph. Its
     /// launches replay the captured work: the contract of the capture that made the graph covers
     /// them.
     pub fn instantiate(&self, flags: InstantiateFlags) -> Result<GraphExec> {
+        flags.check("Graph::instantiate")?;
         if flags.contains(InstantiateFlags::UPLOAD) {
             return Err(Error::invalid(
                 "Graph::instantiate",
@@ -166,6 +202,7 @@ impl Graph {
     /// (`cudaGraphInstantiateWithParams` with `cudaGraphInstantiateFlagUpload`), so its first
     /// launch on that stream pays no upload. As [`Graph::instantiate`] otherwise.
     pub fn instantiate_and_upload(&self, flags: InstantiateFlags, stream: StreamRef<'_>) -> Result<GraphExec> {
+        flags.check("Graph::instantiate_and_upload")?;
         let mut params = sys::cudaGraphInstantiateParams {
             flags: (flags | InstantiateFlags::UPLOAD).bits() as _,
             uploadStream: stream.as_raw(),
