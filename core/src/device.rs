@@ -149,6 +149,44 @@ impl Device {
         Ok((major as u32, minor as u32))
     }
 
+    /// The device memory that graph allocations (captured `cudaMallocAsync`, memory nodes) hold on
+    /// this device (`cudaDeviceGetGraphMemAttribute`): in use and reserved, now and at the high
+    /// watermark since the last [`reset_graph_mem_high`](Self::reset_graph_mem_high).
+    pub fn graph_mem_usage(self) -> Result<GraphMemUsage> {
+        type A = sys::cudaGraphMemAttributeType;
+        let get = |attr: A| -> Result<u64> {
+            let mut v: u64 = 0;
+            // SAFETY: these four attributes are 64-bit values; `v` is writable.
+            cuda_call!(unsafe { sys::cudaDeviceGetGraphMemAttribute(self.0, attr, (&raw mut v).cast()) })?;
+            Ok(v)
+        };
+        Ok(GraphMemUsage {
+            used: get(A::cudaGraphMemAttrUsedMemCurrent)?,
+            used_high: get(A::cudaGraphMemAttrUsedMemHigh)?,
+            reserved: get(A::cudaGraphMemAttrReservedMemCurrent)?,
+            reserved_high: get(A::cudaGraphMemAttrReservedMemHigh)?,
+        })
+    }
+
+    /// Resets the high watermarks of [`graph_mem_usage`](Self::graph_mem_usage) to the current
+    /// values (`cudaDeviceSetGraphMemAttribute` with 0).
+    pub fn reset_graph_mem_high(self) -> Result<()> {
+        type A = sys::cudaGraphMemAttributeType;
+        for attr in [A::cudaGraphMemAttrUsedMemHigh, A::cudaGraphMemAttrReservedMemHigh] {
+            let mut zero: u64 = 0;
+            // SAFETY: 64-bit attributes that accept 0 (a reset); `zero` is readable.
+            cuda_call!(unsafe { sys::cudaDeviceSetGraphMemAttribute(self.0, attr, (&raw mut zero).cast()) })?;
+        }
+        Ok(())
+    }
+
+    /// Returns the memory that graph allocations reserved but do not use to the OS
+    /// (`cudaDeviceGraphMemTrim`).
+    pub fn trim_graph_mem(self) -> Result<()> {
+        // SAFETY: a device ordinal.
+        cuda_call!(unsafe { sys::cudaDeviceGraphMemTrim(self.0) })
+    }
+
     /// Number of streaming multiprocessors.
     pub fn sm_count(self) -> Result<u32> {
         Ok(self.attribute(Attr::cudaDevAttrMultiProcessorCount)? as u32)
@@ -259,4 +297,17 @@ impl Drop for RestoreDevice {
         let code = unsafe { sys::cudaSetDevice(self.0 .0) };
         crate::error::record_drop_error(code, "cudaSetDevice");
     }
+}
+
+/// What [`Device::graph_mem_usage`] reports, in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GraphMemUsage {
+    /// In use by graph allocations now.
+    pub used: u64,
+    /// The most in use since the last reset.
+    pub used_high: u64,
+    /// Reserved for graph allocations now (in use or cached).
+    pub reserved: u64,
+    /// The most reserved since the last reset.
+    pub reserved_high: u64,
 }

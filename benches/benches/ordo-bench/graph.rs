@@ -111,5 +111,49 @@ pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
         None,
         format!("bare replay {b:.3} us; overhead {:.3} us", c - b),
     );
+
+    // The device memory a cache holds when its bodies allocate: each bucket n allocates n MiB
+    // inside its graph (an allocation node and a free node), and every bucket runs once on one
+    // stream. CUDA keeps graph allocations in one per-device graph pool, whose physical memory
+    // graphs launched in order on one stream share: the reservation is compared with the largest
+    // bucket's temporary (sharing) and with the sum of them all (no sharing).
+    let device = Device::current()?;
+    s.synchronize()?;
+    device.trim_graph_mem()?;
+    device.reset_graph_mem_high()?;
+    const MIB: usize = 1 << 20;
+    let per_mib = MIB / core::mem::size_of::<f32>();
+    // SAFETY: the bodies touch only the temporaries they allocate on the capturing stream.
+    let mut mem_cache = unsafe {
+        GraphCache::new(default_buckets(), Overflow::Error, |cs, n| {
+            let mut tmp = DeviceBuffer::<f32>::zeroed_async(n * per_mib, cs)?;
+            ordo_kernels::add_one(cs, tmp.as_mut_slice())?;
+            drop(tmp);
+            Ok(())
+        })
+    }?;
+    mem_cache.capture_all(s)?;
+    for &b in &default_buckets() {
+        mem_cache.run(s, b)?;
+    }
+    s.synchronize()?;
+    let usage = device.graph_mem_usage()?;
+    let mib = |bytes: u64| bytes as f64 / MIB as f64;
+    let sum: usize = default_buckets().iter().sum();
+    let largest = *default_buckets().last().unwrap_or(&1);
+    r.add(
+        "graph",
+        format!(
+            "bucket cache, {} buckets allocating n MiB each: graph memory reserved vs the largest bucket's",
+            default_buckets().len()
+        ),
+        "MiB",
+        mib(usage.reserved_high),
+        Some(largest as f64),
+        format!("sum of all buckets' temporaries {sum} MiB; in use at most {:.0} MiB", mib(usage.used_high)),
+    );
+    drop(mem_cache);
+    s.synchronize()?;
+    device.trim_graph_mem()?;
     Ok(())
 }
