@@ -47,6 +47,47 @@ pub(crate) fn small_ops_group(r: &mut Report, rounds: usize) -> Result<()> {
     r.add("events", "cudaEventQuery", "us", m[4], Some(m[5]), "reference 0.15 us");
     r.add("events", "cudaStreamQuery", "us", m[6], Some(m[7]), "");
 
+    // The driver's forms of the same calls (cuEventRecord, cuStreamWaitEvent), through the
+    // runtime's entry-point query: whether a driver path for them would pay, as it is tried for
+    // launches (Kernel::for_driver).
+    type RecordFn = unsafe extern "C" fn(sys::cudaEvent_t, sys::cudaStream_t) -> i32;
+    type WaitFn = unsafe extern "C" fn(sys::cudaStream_t, sys::cudaEvent_t, u32) -> i32;
+    // SAFETY: the signatures of cuEventRecord and cuStreamWaitEvent in cuda.h (CUDA 12.0).
+    let (record, wait) = unsafe {
+        (
+            core::mem::transmute::<*mut core::ffi::c_void, RecordFn>(driver_entry(c"cuEventRecord")?),
+            core::mem::transmute::<*mut core::ffi::c_void, WaitFn>(driver_entry(c"cuStreamWaitEvent")?),
+        )
+    };
+    let driver_status = |code: i32, call: &'static str| {
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(Error::invalid(call, "the driver call failed"))
+        }
+    };
+    let m = interleave(
+        rounds,
+        &mut [
+            // SAFETY: a live event and stream.
+            &mut || per_op(&mut || driver_status(unsafe { record(e.as_raw(), a.as_raw()) }, "cuEventRecord")),
+            &mut || cpp_op(0),
+            &mut || {
+                per_op(&mut || {
+                    // SAFETY: as above.
+                    driver_status(unsafe { record(e.as_raw(), a.as_raw()) }, "cuEventRecord")?;
+                    // SAFETY: as above.
+                    driver_status(unsafe { wait(b.as_raw(), e.as_raw(), 0) }, "cuStreamWaitEvent")
+                })
+            },
+            &mut || cpp_op(1),
+        ],
+    )?;
+    a.synchronize()?;
+    b.synchronize()?;
+    r.add("events", "cuEventRecord (driver entry point) vs cudaEventRecord", "us", m[0], Some(m[1]), "");
+    r.add("events", "record + wait through the driver vs the runtime", "us", m[2], Some(m[3]), "");
+
     let s = a.as_stream();
     let pool = MemPool::device_default(Device::current()?)?;
     pool.set_release_threshold(u64::MAX)?;
@@ -102,4 +143,25 @@ pub(crate) fn small_ops_group(r: &mut Report, rounds: usize) -> Result<()> {
         format!("p99 {:.1} us", quantile(&mut lat, 0.99)),
     );
     Ok(())
+}
+
+/// The address of the driver function `name` (CUDA 12.0 form), through the runtime.
+fn driver_entry(name: &core::ffi::CStr) -> Result<*mut core::ffi::c_void> {
+    let mut p = core::ptr::null_mut();
+    let mut status = sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess;
+    // SAFETY: a NUL-terminated name; `p` and `status` writable.
+    let code = unsafe {
+        sys::cudaGetDriverEntryPointByVersion(
+            name.as_ptr(),
+            &mut p,
+            12000,
+            sys::cudaGetDriverEntryPointFlags::cudaEnableDefault.0 as u64,
+            &mut status,
+        )
+    };
+    error::check(code, "cudaGetDriverEntryPointByVersion")?;
+    if p.is_null() || status != sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess {
+        return Err(Error::invalid("cudaGetDriverEntryPointByVersion", "no such driver function"));
+    }
+    Ok(p)
 }
