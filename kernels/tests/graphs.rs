@@ -415,9 +415,12 @@ fn a_device_launchable_graph_reports_its_flag_and_replays_from_the_host() {
         })
     }
     .unwrap();
-    // A host-launch instantiation reports its own flags only.
+    // A host-launch instantiation does not report DEVICE_LAUNCH. (CUDA 13.0 reports no flags
+    // for one made with USE_NODE_PRIORITY alone: measured on the H200, so not asserted.)
     let plain = g.instantiate(InstantiateFlags::USE_NODE_PRIORITY).unwrap();
-    assert_eq!(plain.flags().unwrap(), InstantiateFlags::USE_NODE_PRIORITY);
+    let reported = plain.flags().unwrap();
+    println!("USE_NODE_PRIORITY instantiation reports {reported:?}");
+    assert!(!reported.contains(InstantiateFlags::DEVICE_LAUNCH));
     drop(plain);
     let exec = g.instantiate(InstantiateFlags::DEVICE_LAUNCH).unwrap();
     assert!(exec.flags().unwrap().contains(InstantiateFlags::DEVICE_LAUNCH));

@@ -311,8 +311,10 @@ impl GraphExec {
         Ok(enabled != 0)
     }
 
-    /// The flags this executable graph was instantiated with (`cudaGraphExecGetFlags`); bits that
-    /// [`InstantiateFlags`] does not name are kept.
+    /// The flags CUDA reports for this executable graph (`cudaGraphExecGetFlags`); bits that
+    /// [`InstantiateFlags`] does not name are kept. CUDA does not report every flag it was
+    /// instantiated with: on CUDA 13.0 (H200) a graph instantiated with `USE_NODE_PRIORITY` alone
+    /// reported no flags, while `DEVICE_LAUNCH` is reported.
     pub fn flags(&self) -> Result<InstantiateFlags> {
         let mut flags: core::ffi::c_ulonglong = 0;
         // SAFETY: a live executable graph; `flags` is writable.
