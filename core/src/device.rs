@@ -157,7 +157,9 @@ impl Device {
         let get = |attr: A| -> Result<u64> {
             let mut v: u64 = 0;
             // SAFETY: these four attributes are 64-bit values; `v` is writable.
-            cuda_call!(unsafe { sys::cudaDeviceGetGraphMemAttribute(self.0, attr, (&raw mut v).cast()) })?;
+            cuda_call!(unsafe {
+                sys::cudaDeviceGetGraphMemAttribute(self.0, attr, core::ptr::addr_of_mut!(v).cast())
+            })?;
             Ok(v)
         };
         Ok(GraphMemUsage {
@@ -175,7 +177,9 @@ impl Device {
         for attr in [A::cudaGraphMemAttrUsedMemHigh, A::cudaGraphMemAttrReservedMemHigh] {
             let mut zero: u64 = 0;
             // SAFETY: 64-bit attributes that accept 0 (a reset); `zero` is readable.
-            cuda_call!(unsafe { sys::cudaDeviceSetGraphMemAttribute(self.0, attr, (&raw mut zero).cast()) })?;
+            cuda_call!(unsafe {
+                sys::cudaDeviceSetGraphMemAttribute(self.0, attr, core::ptr::addr_of_mut!(zero).cast())
+            })?;
         }
         Ok(())
     }

@@ -60,9 +60,18 @@ impl Event {
         NonNull::new(raw).map(|raw| Event { raw }).ok_or_else(|| crate::error::null_handle("cudaEventCreateWithFlags"))
     }
 
-    /// Records the event at this point of `stream` (`cudaEventRecord`). No allocation, no lock.
+    /// Records the event at this point of `stream`: the driver's `cuEventRecord` where it is
+    /// there (faster, measured), else or where the driver refuses it `cudaEventRecord`, whose
+    /// error is the one reported. No allocation, no lock.
     #[inline(always)]
     pub fn record(&self, stream: StreamRef<'_>) -> Result<()> {
+        #[cfg(cuda_12_8)]
+        if let Some(record) = crate::driver_calls::event_record() {
+            // SAFETY: a live event and a live stream (CUevent and CUstream are these handles).
+            if unsafe { record(self.as_raw(), stream.as_raw()) } == 0 {
+                return Ok(());
+            }
+        }
         // SAFETY: a live event and a live stream.
         cuda_call!(unsafe { sys::cudaEventRecord(self.as_raw(), stream.as_raw()) })
     }

@@ -140,10 +140,19 @@ impl<'a> StreamRef<'a> {
         cuda_call!(unsafe { sys::cudaStreamSynchronize(self.as_raw()) })
     }
 
-    /// Makes work enqueued after this call wait until `event`'s last recorded work has completed
-    /// (`cudaStreamWaitEvent`). The event may belong to another device.
+    /// Makes work enqueued after this call wait until `event`'s last recorded work has completed:
+    /// the driver's `cuStreamWaitEvent` where it is there (faster, measured), else or where the
+    /// driver refuses it `cudaStreamWaitEvent`, whose error is the one reported. The event may
+    /// belong to another device.
     #[inline(always)]
     pub fn wait_event(self, event: &Event) -> Result<()> {
+        #[cfg(cuda_12_8)]
+        if let Some(wait) = crate::driver_calls::stream_wait_event() {
+            // SAFETY: a live stream and a live event; flags 0.
+            if unsafe { wait(self.as_raw(), event.as_raw(), 0) } == 0 {
+                return Ok(());
+            }
+        }
         // SAFETY: a live stream and a live event.
         cuda_call!(unsafe { sys::cudaStreamWaitEvent(self.as_raw(), event.as_raw(), 0) })
     }

@@ -133,7 +133,7 @@ pub unsafe extern "C" fn ordo_launch_kernel(
         unsafe {
             core::ptr::copy_nonoverlapping(
                 config.cast::<u8>(),
-                (&raw mut copy).cast::<u8>(),
+                core::ptr::addr_of_mut!(copy).cast::<u8>(),
                 size.min(core::mem::size_of::<OrdoLaunchConfig>()),
             );
         }
