@@ -1,10 +1,12 @@
-//! The driver's forms of the hottest stream calls, `cuEventRecord` and `cuStreamWaitEvent`,
-//! reached through the runtime's entry-point query (`cudaGetDriverEntryPointByVersion`, so
-//! nothing links to `libcuda`) and used by [`Event::record`](crate::Event::record) and
-//! [`StreamRef::wait_event`](crate::StreamRef::wait_event) in place of the runtime's calls.
+//! The driver's forms of the hottest stream calls, `cuEventRecord`, `cuStreamWaitEvent` and
+//! `cuGraphLaunch`, reached through the runtime's entry-point query
+//! (`cudaGetDriverEntryPointByVersion`, so nothing links to `libcuda`) and used by
+//! [`Event::record`](crate::Event::record), [`StreamRef::wait_event`](crate::StreamRef::wait_event)
+//! and [`GraphExec::launch`](crate::GraphExec::launch) in place of the runtime's calls.
 //! Measured on an H200 (CUDA 13.0, `ordo-bench` group `events`, C++ runtime calls as the
 //! baseline): `cuEventRecord` 0.90x `cudaEventRecord`, record + wait 0.82x; the numbers of each
-//! run are in BENCHMARKS.md.
+//! run are in BENCHMARKS.md; graph launch is measured by the group `graph` (ordo's launch against
+//! C++ `cudaGraphLaunch`).
 //!
 //! Each entry is resolved once, on first use, with the calling thread's capture mode relaxed for
 //! the query (so that a first use inside another thread's global-mode capture cannot disturb it),
@@ -21,6 +23,8 @@ use ordo_cuda_sys as sys;
 pub(crate) type RecordFn = unsafe extern "C" fn(sys::cudaEvent_t, sys::cudaStream_t) -> i32;
 /// `cuStreamWaitEvent(CUstream, CUevent, unsigned int flags)`.
 pub(crate) type WaitFn = unsafe extern "C" fn(sys::cudaStream_t, sys::cudaEvent_t, u32) -> i32;
+/// `cuGraphLaunch(CUgraphExec, CUstream)`.
+pub(crate) type GraphLaunchFn = unsafe extern "C" fn(sys::cudaGraphExec_t, sys::cudaStream_t) -> i32;
 
 /// Not resolved yet.
 const UNRESOLVED: *mut c_void = core::ptr::null_mut();
@@ -35,6 +39,7 @@ fn absent() -> *mut c_void {
 
 static RECORD: AtomicPtr<c_void> = AtomicPtr::new(UNRESOLVED);
 static WAIT: AtomicPtr<c_void> = AtomicPtr::new(UNRESOLVED);
+static GRAPH_LAUNCH: AtomicPtr<c_void> = AtomicPtr::new(UNRESOLVED);
 
 /// The driver function `name` (its CUDA 12.0 form), or the absent sentinel.
 #[cold]
@@ -93,4 +98,11 @@ pub(crate) fn event_record() -> Option<RecordFn> {
 pub(crate) fn stream_wait_event() -> Option<WaitFn> {
     // SAFETY: the address of `cuStreamWaitEvent` (CUDA 12.0 form), whose signature `WaitFn` is.
     entry(&WAIT, c"cuStreamWaitEvent").map(|p| unsafe { core::mem::transmute::<*mut c_void, WaitFn>(p) })
+}
+
+/// `cuGraphLaunch`, where the driver has it.
+#[inline(always)]
+pub(crate) fn graph_launch() -> Option<GraphLaunchFn> {
+    // SAFETY: the address of `cuGraphLaunch` (CUDA 12.0 form), whose signature `GraphLaunchFn` is.
+    entry(&GRAPH_LAUNCH, c"cuGraphLaunch").map(|p| unsafe { core::mem::transmute::<*mut c_void, GraphLaunchFn>(p) })
 }

@@ -155,10 +155,20 @@ impl GraphExec {
         NonNull::new(raw).map(|raw| GraphExec { raw }).ok_or_else(|| crate::error::null_handle(call))
     }
 
-    /// Launches the graph on `stream` (`cudaGraphLaunch`): one call, no allocation. The launch
-    /// replays the captured work (see the type's documentation for why this is safe).
+    /// Launches the graph on `stream`: the driver's `cuGraphLaunch` where it is there, else or
+    /// where the driver refuses it `cudaGraphLaunch`, whose error is the one reported. One call,
+    /// no allocation. The launch replays the captured work (see the type's documentation for why
+    /// this is safe).
     #[inline(always)]
     pub fn launch(&self, stream: StreamRef<'_>) -> Result<()> {
+        #[cfg(cuda_12_8)]
+        if let Some(launch) = crate::driver_calls::graph_launch() {
+            // SAFETY: live handles (CUgraphExec and CUstream are these); the replay's contract
+            // as below.
+            if unsafe { launch(self.as_raw(), stream.as_raw()) } == 0 {
+                return Ok(());
+            }
+        }
         // SAFETY: live handles. What the replayed work touches is owed by the capture contract.
         cuda_call!(unsafe { sys::cudaGraphLaunch(self.as_raw(), stream.as_raw()) })
     }
