@@ -122,6 +122,18 @@ pub(crate) fn non_null<T>(p: *const T, what: &'static str) -> Outcome {
     }
 }
 
+/// Refuses a null pointer, and one not aligned to `align` bytes (a power of two), for elements
+/// whose type only the caller knows.
+pub(crate) fn non_null_aligned(p: *const c_void, align: usize, what: &'static str) -> Outcome {
+    if p.is_null() {
+        Err(invalid(what))
+    } else if (p as usize) % align.max(1) != 0 {
+        Err(invalid("pointer not aligned for its element size"))
+    } else {
+        Ok(())
+    }
+}
+
 /// The bytes of `n` elements of `T`, refused when that overflows or exceeds `isize::MAX` (no
 /// allocation can be that large, and Rust's views may not be).
 pub(crate) fn byte_len<T>(n: usize) -> Outcome<usize> {
