@@ -1350,7 +1350,7 @@ impl Fuzz<'_> {
         );
         // The alignment ordo asks of the element size: its largest power-of-two divisor, at most 16.
         let align = 1usize << element_size.trailing_zeros().min(4);
-        let misaligned = |k: Ptr, offset: usize| k == Ptr::Misaligned && offset % align != 0;
+        let misaligned = |k: Ptr, offset: usize| k == Ptr::Misaligned && !offset.is_multiple_of(align);
         let bad = (compute.is_none() && element_size != 4)
             || stream.is_null()
             || k1 == Ptr::Null
