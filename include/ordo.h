@@ -18,9 +18,11 @@
  * order and never synchronise; while the stream captures, they are allocation and free nodes of the
  * caller's graph. They come from the device's current pool (cudaMallocAsync; cudaDeviceSetMemPool
  * chooses it), or from a pool the caller names in an options struct: ordo_pipeline_options.pool
- * (the pipeline's device buffers, when the run is given NULL for them). The exports that allocate
- * a temporary: ordo_pipeline_run_on (NULL device buffers), ordo_gemv_normalize (4 bytes, a sum of
- * squares), ordo_frame_filter (4 bytes a pixel). No other export allocates device memory.
+ * (the pipeline's device buffers, when a run is given NULL for them) and ordo_alloc_options.pool
+ * (the _with forms of ordo_gemv_normalize and ordo_frame_filter). The exports that allocate a
+ * temporary: ordo_pipeline_run_on (NULL device buffers), ordo_gemv_normalize (4 bytes, a sum of
+ * squares), ordo_frame_filter (4 bytes a pixel). No other export allocates device memory itself
+ * (ordo_pipeline_run takes the caller's buffers; a staging ring's slots are pinned host memory).
  *
  * STATUS CODES. 0 is success; CUDA's codes (positive) pass through unchanged, ORDO_NOT_READY
  * (cudaErrorNotReady, "not yet") among them; ordo's own are -1 to -9 below. Every function returns
@@ -221,13 +223,28 @@ ordo_status ordo_last_error(ordo_error_info* info);
 size_t ordo_last_error_message(char* buf, size_t len);
 void ordo_clear_last_error(void);
 
+/* Allocation options of the exports that allocate a temporary (see ALLOCATION), for their _with
+ * forms; options NULL: the defaults. Set size to sizeof(ordo_alloc_options) (a smaller size gives
+ * ORDO_ERROR_INVALID_ARGUMENT). pool: the pool the temporary comes from (cudaMallocFromPoolAsync
+ * on the call's stream, freed on it); NULL for the device's current pool. It must be readable and
+ * writable by the stream's device (ORDO_ERROR_INVALID_ARGUMENT otherwise) and stay alive until the
+ * work completes (at every replay, if captured). */
+typedef struct ordo_alloc_options {
+    size_t size;
+    struct CUmemPoolHandle_st* pool;
+} ordo_alloc_options;
+#define ORDO_ALLOC_OPTIONS_INIT { sizeof(ordo_alloc_options), NULL }
+
 /* y = normalize(A x); a is row-major rows x cols; all device memory. rows 1 to 2^26 and cols 1 to
  * 2^31 - 32 (the kernels index in 32 bits): ORDO_ERROR_INVALID_ARGUMENT beyond, before anything is
- * enqueued. Kernels only: capturable. */
+ * enqueued. Kernels and a 4-byte stream-ordered temporary: capturable. */
 ordo_status ordo_gemv_normalize(struct CUstream_st* stream, const float* a, const float* x, float* y, size_t rows, size_t cols);
+ordo_status ordo_gemv_normalize_with(const ordo_alloc_options* options, struct CUstream_st* stream, const float* a, const float* x, float* y, size_t rows, size_t cols);
 
-/* Grayscale + 5x5 Gaussian blur of an interleaved-RGB frame (device memory). Capturable. */
+/* Grayscale + 5x5 Gaussian blur of an interleaved-RGB frame (device memory), through a
+ * stream-ordered intermediate of 4 bytes a pixel. Capturable. */
 ordo_status ordo_frame_filter(struct CUstream_st* stream, const uint8_t* rgb, uint8_t* out, size_t width, size_t height);
+ordo_status ordo_frame_filter_with(const ordo_alloc_options* options, struct CUstream_st* stream, const uint8_t* rgb, uint8_t* out, size_t width, size_t height);
 
 /* Launching your own kernels with ordo's launch configuration. kernel: the __global__ function's
  * address (as cudaLaunchKernel takes it); args: one pointer to each argument, in order (NULL for a

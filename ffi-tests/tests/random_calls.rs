@@ -939,7 +939,18 @@ impl Fuzz<'_> {
                 let (ka, kx, ky) = (self.ptr_kind(), self.ptr_kind(), self.ptr_kind());
                 let (a, x, y) = (self.device_ptr(ka), self.device_ptr(kx), self.device_ptr(ky));
                 let (rows, cols) = (self.rng.size(64), self.rng.size(64));
-                let st = self.record(unsafe { ordo_gemv_normalize(stream, a, x, y, rows, cols) }, "gemv");
+                let mut buf = [0u64; 4];
+                let (options, bad_options) = self.alloc_options(&mut buf);
+                let with = self.rng.chance(2);
+                let st = if with {
+                    self.record(unsafe { ordo_gemv_normalize_with(options, stream, a, x, y, rows, cols) }, "gemv_with")
+                } else {
+                    self.record(unsafe { ordo_gemv_normalize(stream, a, x, y, rows, cols) }, "gemv")
+                };
+                if with && bad_options {
+                    assert_eq!(st, ia, "gemv_with: bad options");
+                    return;
+                }
                 let bad_ptr = [ka, kx, ky].iter().any(|k| matches!(k, Ptr::Null | Ptr::Misaligned));
                 let bad_size =
                     rows.checked_mul(cols).is_none_or(|c| c.checked_mul(4).is_none() || c > isize::MAX as usize / 4)
@@ -959,7 +970,18 @@ impl Fuzz<'_> {
                 let (ki, ko) = (self.ptr_kind(), self.ptr_kind());
                 let (rgb, out) = (self.device_ptr(ki).cast::<u8>(), self.device_ptr(ko).cast::<u8>());
                 let (w, h) = (self.rng.size(32), self.rng.size(32));
-                let st = self.record(unsafe { ordo_frame_filter(stream, rgb, out, w, h) }, "frame_filter");
+                let mut buf = [0u64; 4];
+                let (options, bad_options) = self.alloc_options(&mut buf);
+                let with = self.rng.chance(2);
+                let st = if with {
+                    self.record(unsafe { ordo_frame_filter_with(options, stream, rgb, out, w, h) }, "frame_filter_with")
+                } else {
+                    self.record(unsafe { ordo_frame_filter(stream, rgb, out, w, h) }, "frame_filter")
+                };
+                if with && bad_options {
+                    assert_eq!(st, ia, "frame_filter_with: bad options");
+                    return;
+                }
                 let bad_ptr = [ki, ko].contains(&Ptr::Null);
                 let bad_size = w.checked_mul(h).and_then(|p| p.checked_mul(3)).is_none_or(|b| b > isize::MAX as usize);
                 if bad_ptr || bad_size || stream.is_null() {
@@ -1241,6 +1263,35 @@ impl Fuzz<'_> {
                 ordo_staging_ring_destroy(v as *mut OrdoStagingRing);
                 ordo_timer_destroy(v as *mut OrdoTimer);
                 ordo_pipeline_destroy(v as *mut OrdoPipeline);
+            }
+        }
+    }
+
+    /// Allocation options for a `_with` export, written into `buf`: NULL, valid (no pool, or the
+    /// device's default pool on a GPU), a size too small, or misaligned. Also whether they are
+    /// refused (then any `_with` call gives `ORDO_ERROR_INVALID_ARGUMENT`; the plain form ignores them).
+    fn alloc_options(&mut self, buf: &mut [u64; 4]) -> (*const OrdoAllocOptions, bool) {
+        let mut o = OrdoAllocOptions { size: core::mem::size_of::<OrdoAllocOptions>(), pool: null_mut() };
+        if self.gpu && self.rng.chance(2) {
+            cuda(raw(|| unsafe { sys::cudaDeviceGetDefaultMemPool(&mut o.pool, 0) }), "cudaDeviceGetDefaultMemPool");
+        }
+        match self.rng.below(6) {
+            0 => (null(), false),
+            1 => {
+                o.size -= 1;
+                let p = buf.as_mut_ptr().cast::<OrdoAllocOptions>();
+                unsafe { p.write(o) };
+                (p, true)
+            }
+            2 => {
+                let p = unsafe { buf.as_mut_ptr().cast::<u8>().add(2) }.cast::<OrdoAllocOptions>();
+                unsafe { p.write_unaligned(o) };
+                (p, true)
+            }
+            _ => {
+                let p = buf.as_mut_ptr().cast::<OrdoAllocOptions>();
+                unsafe { p.write(o) };
+                (p, false)
             }
         }
     }

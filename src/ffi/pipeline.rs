@@ -20,12 +20,12 @@
 //! `cudaErrorMemoryAllocation`).
 
 use super::check::{byte_len, in_caller_mode, non_null, require_device_on, require_pinned, stream_device, stream_ref};
-use super::check::{non_null_aligned, write_out};
+use super::check::{non_null_aligned, require_pool_for, write_out};
 use super::context::InContext;
 use super::handles;
 use super::status::{callback_error, guard, guard_void, invalid, OrdoStatus, ORDO_SUCCESS};
 use core::ffi::{c_int, c_void};
-use ordo_core::memory::{MemPoolRef, PoolAccess};
+use ordo_core::memory::MemPoolRef;
 use ordo_core::pipeline::{
     check_run_records, Pipeline, Plan, RunBuffers, RunOptions, Schedule, MAX_CHUNKS, MAX_STREAMS,
 };
@@ -504,13 +504,8 @@ pub unsafe extern "C" fn ordo_pipeline_create(
         };
         let (settings, element_size, chunks, device) = settings(&o)?;
         let device = if device == -1 { Device::current()? } else { Device::new(device as usize)? };
-        if !o.pool.is_null() {
-            // SAFETY: the C contract: a live pool.
-            let pool = unsafe { MemPoolRef::from_raw(o.pool) }.ok_or_else(|| invalid("options.pool"))?;
-            if pool.access(device)? != PoolAccess::ReadWrite {
-                return Err(invalid("options.pool is not readable and writable by options.device"));
-            }
-        }
+        // SAFETY: the C contract: NULL or a live pool.
+        require_pool_for(unsafe { MemPoolRef::from_raw(o.pool) }, device)?;
         let shelf = Shelf { settings, pipelines: Mutex::new(Vec::new()) };
         // The first pipeline now: a bad priority or device fails the create, not the first run.
         let first = shelf.make(device)?;

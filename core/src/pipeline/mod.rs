@@ -310,11 +310,11 @@ impl Pipeline {
         let mut tmp_out: Option<DeviceBuffer<'_, U>> = None;
         let dev_in = match dev_in {
             Some(d) => d,
-            None => tmp_in.insert(temporary(len, options.pool, main)?).as_mut_slice(),
+            None => tmp_in.insert(DeviceBuffer::alloc_in_async(len, options.pool, main)?).as_mut_slice(),
         };
         let dev_out = match dev_out {
             Some(d) => d,
-            None => tmp_out.insert(temporary(len, options.pool, main)?).as_mut_slice(),
+            None => tmp_out.insert(DeviceBuffer::alloc_in_async(len, options.pool, main)?).as_mut_slice(),
         };
         // SAFETY: the caller's contract, passed on; the temporaries outlive the run's work on `main`.
         unsafe { self.run_records(main, Buffers { input, dev_in, dev_out, output }, options.record_len, plan, compute) }
@@ -509,18 +509,6 @@ impl Pipeline {
             });
         }
         Ok(out)
-    }
-}
-
-/// `len` values of device memory on `main`, from `pool` or the device's current pool.
-fn temporary<'s, V: DeviceCopy>(
-    len: usize,
-    pool: Option<MemPoolRef<'_>>,
-    main: StreamRef<'s>,
-) -> Result<DeviceBuffer<'s, V>> {
-    match pool {
-        Some(pool) => DeviceBuffer::alloc_from_pool_async(len, pool, main),
-        None => DeviceBuffer::alloc_async(len, main),
     }
 }
 
