@@ -114,7 +114,9 @@
  * gone: calls on such a handle return cudaErrorContextIsDestroyed (709), and destroying it is safe
  * (its CUDA objects are forgotten, CUDA having freed them; so is a ring's pinned memory whose free
  * was deferred past the reset, never passed to cudaFreeHost). Make new handles after the reset.
- * ordo's internal pipelines are replaced the same way, so ordo_pipeline_run works again at once.
+ * ordo's internal pipelines are replaced the same way, so ordo_pipeline_run works again at once,
+ * and so does ordo_pipeline_run_on on a pipeline without a pool (a pool made before the reset is
+ * gone with it: destroy such a pipeline and make a new one with a new pool).
  * Streams and memory the caller made before the reset are the caller's to forget.
  */
 #ifndef ORDO_H

@@ -247,10 +247,15 @@ impl Drop for Shelf {
     }
 }
 
-/// How many pipelines `ordo_pipeline_run`'s shelf and the orphans hold now, idle or held by open
-/// captures (for tests).
+/// How many pipelines `ordo_pipeline_run`'s shelf holds now, idle or held by open captures (for
+/// tests).
 pub fn pooled_pipelines() -> usize {
-    lock(&DEFAULT_SHELF.pipelines).len() + lock(&ORPHANS).len()
+    lock(&DEFAULT_SHELF.pipelines).len()
+}
+
+/// How many pipelines of destroyed handles are kept for captures still open (for tests).
+pub fn orphaned_pipelines() -> usize {
+    lock(&ORPHANS).len()
 }
 
 /// A pipeline handle's object: its shelf and the options each run uses.
