@@ -7,11 +7,22 @@
  *
  * STREAMS. Every function that enqueues work takes the caller's stream and is stream-correct: it
  * enqueues on that stream only, never synchronises (but on the two error paths THREADS lists),
- * allocates temporaries with cudaMallocAsync on it and joins internal forks back to it with events
+ * allocates temporaries on it (ALLOCATION) and joins internal forks back to it with events
  * on every path out, errors included: once the stream has passed the point of a call, nothing the
  * call enqueued is still running. A NULL stream is refused with ORDO_ERROR_INVALID_ARGUMENT: pass
  * cudaStreamLegacy or cudaStreamPerThread to mean a default stream. Streams are
  * `struct CUstream_st *`, which is what cudaStream_t is.
+ *
+ * ALLOCATION. ordo's temporaries are stream-ordered: allocated on the caller's stream before the
+ * work that uses them and freed on it after (cudaFreeAsync), so they return to their pool in stream
+ * order and never synchronise; while the stream captures, they are allocation and free nodes of the
+ * caller's graph. They come from the device's current pool (cudaMallocAsync; cudaDeviceSetMemPool
+ * chooses it), or from a pool the caller names in an options struct: ordo_pipeline_options.pool
+ * (the pipeline's device buffers, when a run is given NULL for them) and ordo_alloc_options.pool
+ * (the _with forms of ordo_gemv_normalize and ordo_frame_filter). The exports that allocate a
+ * temporary: ordo_pipeline_run_on (NULL device buffers), ordo_gemv_normalize (4 bytes, a sum of
+ * squares), ordo_frame_filter (4 bytes a pixel). No other export allocates device memory itself
+ * (ordo_pipeline_run takes the caller's buffers; a staging ring's slots are pinned host memory).
  *
  * STATUS CODES. 0 is success; CUDA's codes (positive) pass through unchanged, ORDO_NOT_READY
  * (cudaErrorNotReady, "not yet") among them; ordo's own are -1 to -9 below. Every function returns
@@ -20,7 +31,7 @@
  * overflows give ORDO_ERROR_INVALID_ARGUMENT before anything is enqueued (one exception, said at
  * ordo_graph_cache_run: its n 0 rounds up to the first bucket, as in the Rust API).
  *
- * HANDLES (ordo_graph_cache, ordo_staging_ring, ordo_timer) are opaque tokens that ordo never
+ * HANDLES (ordo_graph_cache, ordo_staging_ring, ordo_timer, ordo_pipeline) are opaque tokens that ordo never
  * dereferences: it looks each one up in a table of live handles. A handle that is not a live
  * handle of the expected kind (NULL, already destroyed, never made by ordo, or a handle of another
  * kind) gives ORDO_ERROR_INVALID_HANDLE and nothing is done; a stale handle never reaches a newer
@@ -43,16 +54,17 @@
  *   (the last copy in flight, or the last graph holding a slot), where CUDA forbids the free;
  * - on error paths only: ordo_staging_ring_submit whose copy was enqueued but whose slot-release
  *   host function (or its ordering) could not be, synchronises `stream` before it returns (the slot
- *   must not be reused under the copy); ordo_pipeline_run whose join of a worker stream fails (the
- *   event record or the wait) synchronises that worker stream, on the calling thread;
+ *   must not be reused under the copy); ordo_pipeline_run and ordo_pipeline_run_on whose join of a
+ *   worker stream fails (the event record or the wait) synchronise that worker stream, on the
+ *   calling thread;
  * - a graph cache call, while another thread launches one of the same cache's graphs (the launch
  *   itself, cudaGraphLaunch, never a body), and any call, briefly, on ordo's internal tables (live
- *   handles, the pipeline pool), which are never held across a callback or a wait for the device.
+ *   handles, the pipelines' shelves), which are never held across a callback or a wait for the device.
  * No other call waits for the device or for another thread.
  * No ordo function may be called from a CUDA host function (cudaLaunchHostFunc) or from a CUDA
  * user object's destructor: CUDA forbids CUDA calls there, and ordo's functions make them.
  *
- * CALLBACKS (ordo_compute_fn, ordo_capture_fn) run on the thread that made the ordo call, before
+ * CALLBACKS (ordo_compute_fn, ordo_pipeline_fn, ordo_capture_fn) run on the thread that made the ordo call, before
  * that call returns, with the stream they are given capturing or not as described at each.
  * - They must not throw a C++ exception or otherwise unwind out of the callback: unwinding through
  *   ordo's frames is undefined behaviour. Catch everything inside and return a status.
@@ -64,7 +76,7 @@
  *   of ordo's, so bodies on two threads that each call the other's cache, or wait for each other,
  *   cannot deadlock inside ordo.
  * - They run in the capture mode the calling thread had when it called ordo.
- * - `user` is passed as given. For ordo_pipeline_run it must stay valid for the call; for a graph
+ * - `user` is passed as given. For ordo_pipeline_run and ordo_pipeline_run_on it must stay valid for the call; for a graph
  *   cache until the cache is destroyed, and usable from every thread that calls the cache.
  *
  * CAPTURES. Every function may be called while the stream it is given is being captured
@@ -102,7 +114,9 @@
  * gone: calls on such a handle return cudaErrorContextIsDestroyed (709), and destroying it is safe
  * (its CUDA objects are forgotten, CUDA having freed them; so is a ring's pinned memory whose free
  * was deferred past the reset, never passed to cudaFreeHost). Make new handles after the reset.
- * ordo's internal pipelines are replaced the same way, so ordo_pipeline_run works again at once.
+ * ordo's internal pipelines are replaced the same way, so ordo_pipeline_run works again at once,
+ * and so does ordo_pipeline_run_on on a pipeline without a pool (a pool made before the reset is
+ * gone with it: destroy such a pipeline and make a new one with a new pool).
  * Streams and memory the caller made before the reset are the caller's to forget.
  */
 #ifndef ORDO_H
@@ -211,13 +225,28 @@ ordo_status ordo_last_error(ordo_error_info* info);
 size_t ordo_last_error_message(char* buf, size_t len);
 void ordo_clear_last_error(void);
 
+/* Allocation options of the exports that allocate a temporary (see ALLOCATION), for their _with
+ * forms; options NULL: the defaults. Set size to sizeof(ordo_alloc_options) (a smaller size gives
+ * ORDO_ERROR_INVALID_ARGUMENT). pool: the pool the temporary comes from (cudaMallocFromPoolAsync
+ * on the call's stream, freed on it); NULL for the device's current pool. It must be readable and
+ * writable by the stream's device (ORDO_ERROR_INVALID_ARGUMENT otherwise) and stay alive until the
+ * work completes (at every replay, if captured). */
+typedef struct ordo_alloc_options {
+    size_t size;
+    struct CUmemPoolHandle_st* pool;
+} ordo_alloc_options;
+#define ORDO_ALLOC_OPTIONS_INIT { sizeof(ordo_alloc_options), NULL }
+
 /* y = normalize(A x); a is row-major rows x cols; all device memory. rows 1 to 2^26 and cols 1 to
  * 2^31 - 32 (the kernels index in 32 bits): ORDO_ERROR_INVALID_ARGUMENT beyond, before anything is
- * enqueued. Kernels only: capturable. */
+ * enqueued. Kernels and a 4-byte stream-ordered temporary: capturable. */
 ordo_status ordo_gemv_normalize(struct CUstream_st* stream, const float* a, const float* x, float* y, size_t rows, size_t cols);
+ordo_status ordo_gemv_normalize_with(const ordo_alloc_options* options, struct CUstream_st* stream, const float* a, const float* x, float* y, size_t rows, size_t cols);
 
-/* Grayscale + 5x5 Gaussian blur of an interleaved-RGB frame (device memory). Capturable. */
+/* Grayscale + 5x5 Gaussian blur of an interleaved-RGB frame (device memory), through a
+ * stream-ordered intermediate of 4 bytes a pixel. Capturable. */
 ordo_status ordo_frame_filter(struct CUstream_st* stream, const uint8_t* rgb, uint8_t* out, size_t width, size_t height);
+ordo_status ordo_frame_filter_with(const ordo_alloc_options* options, struct CUstream_st* stream, const uint8_t* rgb, uint8_t* out, size_t width, size_t height);
 
 /* Launching your own kernels with ordo's launch configuration. kernel: the __global__ function's
  * address (as cudaLaunchKernel takes it); args: one pointer to each argument, in order (NULL for a
@@ -297,6 +326,58 @@ ordo_status ordo_pdl_chain(struct CUstream_st* stream, float* a, float* b, const
  * abandon the open captures). Idle pipelines are kept up to 16 a device. */
 typedef ordo_status (*ordo_compute_fn)(struct CUstream_st* stream, const float* input, float* output, size_t n, void* user);
 ordo_status ordo_pipeline_run(struct CUstream_st* stream, const float* host_in, float* dev_in, float* dev_out, float* host_out, size_t n, size_t chunks, ordo_compute_fn compute, void* user);
+
+/* A pipeline handle: the chunked pipeline above, made explicitly with options instead of the hidden
+ * pool ordo_pipeline_run uses. ordo_pipeline_create checks the options and makes the first internal
+ * pipeline (its streams and events) on the pipeline's device, so that a bad device or priority fails
+ * there; options NULL: the defaults, ORDO_PIPELINE_OPTIONS_INIT. Set size to
+ * sizeof(ordo_pipeline_options) (NCCL's ncclConfig_t pattern: later versions add fields at the end
+ * and accept this size); a smaller size gives ORDO_ERROR_INVALID_ARGUMENT, nothing read beyond it.
+ * - device: the device ordinal, or -1 for the device current at create.
+ * - element_size: bytes an element, 1 or more. Runs count n in elements, chunks are cut at element
+ *   boundaries, and compute gets element counts. Host and device pointers must be aligned to the
+ *   largest power of two that divides element_size, at most 16 (ORDO_ERROR_INVALID_ARGUMENT).
+ * - streams: worker streams, 0 for 3 (the staged schedule's), at most 64.
+ * - priority: the worker streams' priority, 0 for CUDA's default; within the device's
+ *   cudaDeviceGetStreamPriorityRange (lower numbers are higher priorities), else
+ *   ORDO_ERROR_INVALID_ARGUMENT.
+ * - chunks: chunks a run, at most 65536 and at most n at each run; 0: ordo's planner chooses
+ *   from n * element_size bytes each way (the copy model of ordo_core::pipeline, assuming a 55 GB/s
+ *   host link and a compute that is not the slowest stage).
+ * - stage_timing: 1 records timing events around each chunk's stages (about 3% slower), 0 (the
+ *   default) only the events the cross-stream waits need. (The stage times are read from Rust;
+ *   the C ABI has no reader yet.)
+ * - pool: the memory pool ordo's temporaries come from (cudaMallocFromPoolAsync on the run's
+ *   stream, freed on it with cudaFreeAsync after the run's join); NULL for the device's current pool
+ *   (cudaMallocAsync). It must be readable and writable by the device (ORDO_ERROR_INVALID_ARGUMENT
+ *   otherwise) and stay alive until the pipeline is destroyed and its work has completed. While the
+ *   stream captures, the temporaries are allocation and free nodes of the caller's graph.
+ * ordo_pipeline_run_on: as ordo_pipeline_run, on `pipeline`'s internal pipelines, over n elements of
+ * element_size bytes. `stream` must be a stream of the pipeline's device. dev_in and dev_out may be
+ * NULL: each NULL one is a temporary of n elements from the pipeline's pool, allocated on `stream`
+ * before the run and freed on it after, on every path out. compute NULL: ordo's 64-step kernel,
+ * for element_size 4 only (floats; ORDO_ERROR_INVALID_ARGUMENT otherwise). Threads: any number of
+ * threads may run one pipeline at once, each on an internal pipeline of its own (made when none is
+ * idle; the same limits of 16 idle and 256 held by open captures apply to each handle); compute may
+ * call back into any pipeline, its own included. Capturable in every mode, as ordo_pipeline_run.
+ * ordo_pipeline_destroy: NULL, destroyed and unknown handles are ignored; internal pipelines still
+ * held by an open capture live until that capture ends (their streams belong to it). */
+typedef struct OrdoPipeline ordo_pipeline;
+typedef struct ordo_pipeline_options {
+    size_t size;
+    int device;
+    size_t element_size;
+    size_t streams;
+    int priority;
+    size_t chunks;
+    int stage_timing;
+    struct CUmemPoolHandle_st* pool;
+} ordo_pipeline_options;
+#define ORDO_PIPELINE_OPTIONS_INIT { sizeof(ordo_pipeline_options), -1, 4, 0, 0, 0, 0, NULL }
+typedef ordo_status (*ordo_pipeline_fn)(struct CUstream_st* stream, const void* input, void* output, size_t n, void* user);
+ordo_status ordo_pipeline_create(const ordo_pipeline_options* options, ordo_pipeline** out);
+ordo_status ordo_pipeline_run_on(ordo_pipeline* pipeline, struct CUstream_st* stream, const void* host_in, void* dev_in, void* dev_out, void* host_out, size_t n, ordo_pipeline_fn compute, void* user);
+void ordo_pipeline_destroy(ordo_pipeline* pipeline);
 
 /* Graphs cached per batch-size bucket. body enqueues the work for `bucket` elements on the stream
  * it is given, over buffers the caller holds; the memory it uses must stay valid until the cache

@@ -193,6 +193,60 @@ void pipeline_run(stream_ref s, const float* host_in, float* dev_in, float* dev_
                                      const_cast<void*>(static_cast<const void*>(std::addressof(compute)))));
 }
 
+// A pipeline made with options (ordo_pipeline_create). Move-only; the pipeline is destroyed with
+// it. `options.size` is set here; the default options are ORDO_PIPELINE_OPTIONS_INIT's.
+// `compute(stream, input, output, n)` gets device pointers to `n` elements of the pipeline's
+// element size; it returns void or an ordo_status, and an exception it throws stops the run (its
+// workers joined) and is rethrown here. Several threads may run one pipeline at once.
+class pipeline {
+public:
+    static ordo_pipeline_options default_options() noexcept {
+        ordo_pipeline_options o = ORDO_PIPELINE_OPTIONS_INIT;
+        return o;
+    }
+    pipeline() : pipeline(default_options()) {}
+    explicit pipeline(ordo_pipeline_options options) {
+        options.size = sizeof options;
+        check(ordo_pipeline_create(&options, &p_));
+    }
+    pipeline(pipeline&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+    pipeline& operator=(pipeline&& o) noexcept {
+        std::swap(p_, o.p_);
+        return *this;
+    }
+    pipeline(const pipeline&) = delete;
+    pipeline& operator=(const pipeline&) = delete;
+    ~pipeline() { ordo_pipeline_destroy(p_); }
+
+    // Runs over n elements; dev_in or dev_out nullptr: a temporary from the pipeline's pool.
+    template <class Compute>
+    void run(stream_ref s, const void* host_in, void* dev_in, void* dev_out, void* host_out, size_t n,
+             Compute&& compute) {
+        using Fn = std::remove_reference_t<Compute>;
+        ordo_pipeline_fn trampoline = [](CUstream_st* st, const void* in, void* out, size_t count, void* user) {
+            return detail::guarded([&]() -> ordo_status {
+                Fn& f = *static_cast<Fn*>(user);
+                if constexpr (std::is_void_v<decltype(f(stream_ref(st), in, out, count))>) {
+                    f(stream_ref(st), in, out, count);
+                    return ORDO_SUCCESS;
+                } else {
+                    return f(stream_ref(st), in, out, count);
+                }
+            });
+        };
+        detail::finish(ordo_pipeline_run_on(p_, s, host_in, dev_in, dev_out, host_out, n, trampoline,
+                                            const_cast<void*>(static_cast<const void*>(std::addressof(compute)))));
+    }
+    // Runs ordo's 64-step kernel over n floats (a pipeline of 4-byte elements).
+    void run(stream_ref s, const float* host_in, float* dev_in, float* dev_out, float* host_out, size_t n) {
+        check(ordo_pipeline_run_on(p_, s, host_in, dev_in, dev_out, host_out, n, nullptr, nullptr));
+    }
+    ordo_pipeline* get() const noexcept { return p_; }
+
+private:
+    ordo_pipeline* p_ = nullptr;
+};
+
 // A CUDA-event timer (ordo_timer). Move-only.
 class timer {
 public:

@@ -397,6 +397,18 @@ fn defect_08_chunk_range_of_no_chunk_is_empty_not_a_division_by_zero() {
 }
 
 #[test]
+fn runs_in_records_are_checked_against_whole_elements() {
+    use ordo_core::pipeline::{check_run, check_run_records};
+    assert!(check_run_records([24; 4], 12, 2).is_ok());
+    assert!(check_run_records([24; 4], 0, 1).is_err(), "zero values an element");
+    assert!(check_run_records([25; 4], 12, 1).is_err(), "not a whole number of elements");
+    assert!(check_run_records([24; 4], 12, 3).is_err(), "more chunks than elements");
+    assert!(check_run_records([24, 24, 12, 24], 12, 1).is_err(), "lengths differ");
+    assert!(check_run_records([usize::MAX; 4], usize::MAX, 1).is_ok(), "one element of every value");
+    assert_eq!(check_run([24; 4], 3).is_ok(), check_run_records([24; 4], 1, 3).is_ok());
+}
+
+#[test]
 fn defect_08_choose_plan_with_a_huge_chunk_limit_terminates_within_max_chunks() {
     use ordo_core::pipeline::{choose_plan, Machine, StageTimes, MAX_CHUNKS};
     let times = StageTimes { copy_in_ms: 4.89, compute_ms: 0.32, copy_out_ms: 4.86 };

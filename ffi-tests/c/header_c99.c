@@ -9,6 +9,9 @@ int ordo_header_c99_check(void) {
     ordo_graph_cache* c = 0;
     ordo_staging_ring* r = 0;
     ordo_timer* t = 0;
-    (void)f; (void)g; (void)c; (void)r; (void)t;
+    ordo_pipeline* p = 0;
+    ordo_pipeline_fn h = 0;
+    ordo_pipeline_options o = ORDO_PIPELINE_OPTIONS_INIT;
+    (void)f; (void)g; (void)c; (void)r; (void)t; (void)p; (void)h; (void)o;
     return s + ORDO_ERROR_PANIC + 4;
 }

@@ -106,6 +106,37 @@ extern "C" int ffi_hpp_gpu_main() {
         }
         cudaStreamSynchronize(raw);
 
+        // An ordo::pipeline of 8-byte elements (float pairs) with device temporaries from the
+        // program's own pool: the lambda gets element counts and sees whole pairs.
+        {
+            cudaMemPoolProps props = {};
+            props.allocType = cudaMemAllocationTypePinned;
+            props.location.type = cudaMemLocationTypeDevice;
+            props.location.id = 0;
+            cudaMemPool_t pool = nullptr;
+            cudaMemPoolCreate(&pool, &props);
+            ordo_pipeline_options o = ordo::pipeline::default_options();
+            o.device = 0;
+            o.element_size = 2 * sizeof(float);
+            o.pool = pool;
+            {
+                ordo::pipeline p(o);
+                std::memset(h_out, 0, n * sizeof(float));  // the earlier run's results are gone
+                size_t pairs_seen = 0;
+                p.run(s, h_in, nullptr, nullptr, h_out, n / 2,
+                      [&](ordo::stream_ref st, const void* in, void* out, size_t pairs) {
+                          pairs_seen += pairs;
+                          hpp_twice<<<(unsigned)((2 * pairs + 255) / 256), 256, 0, st.get()>>>(
+                              static_cast<const float*>(in), static_cast<float*>(out), (int)(2 * pairs));
+                      });
+                cudaStreamSynchronize(raw);
+                bool same = pairs_seen == n / 2;
+                for (size_t i = 0; i < n; ++i) same = same && h_out[i] == 2.0f * h_in[i] + 1.0f;
+                expect_true("ordo::pipeline of float pairs from the program's pool", same);
+            }
+            cudaMemPoolDestroy(pool);
+        }
+
         // The program's own kernel through ordo_launch_kernel, typed by ordo.hpp, and a chain of
         // its two PDL forms as ordo's rule plans them, at a size within one wave and one beyond.
         for (size_t m : {size_t(4096), size_t(1) << 22}) {

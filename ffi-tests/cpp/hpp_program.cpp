@@ -104,5 +104,23 @@ extern "C" int ffi_hpp_main(int driver_present) {
         expect_true("pdl plan, bad mode", ordo_pdl_plan_launch(nullptr, nullptr, 0, 16, 256, 9, &plan) == ORDO_ERROR_INVALID_ARGUMENT);
         expect_true("pdl plan, null kernels", ordo_pdl_plan_launch(nullptr, nullptr, 0, 16, 256, ORDO_PDL_AUTO, &plan) == ORDO_ERROR_INVALID_ARGUMENT);
     }
+    // A pipeline's options are checked before CUDA: a zero element size throws, with or without a driver.
+    try {
+        ordo_pipeline_options o = ordo::pipeline::default_options();
+        o.element_size = 0;
+        ordo::pipeline p(o);
+        expect_true("a zero element size throws", false);
+    } catch (const ordo::error& e) {
+        expect_true("element size status", e.status() == ORDO_ERROR_INVALID_ARGUMENT);
+        expect_true("element size message", std::strstr(e.what(), "element_size") != nullptr);
+    }
+    {
+        ordo_pipeline_options o = ORDO_PIPELINE_OPTIONS_INIT;
+        o.size = sizeof o - 1;
+        ordo_pipeline* p = nullptr;
+        expect_true("options size too small", ordo_pipeline_create(&o, &p) == ORDO_ERROR_INVALID_ARGUMENT && p == nullptr);
+        expect_true("run on a null pipeline", ordo_pipeline_run_on(nullptr, legacy.get(), nullptr, nullptr, nullptr, nullptr, 1, nullptr, nullptr) == ORDO_ERROR_INVALID_HANDLE);
+        ordo_pipeline_destroy(nullptr);
+    }
     return fails;
 }

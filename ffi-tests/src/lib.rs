@@ -22,8 +22,9 @@ pub mod programs {
         /// Returns the number of failed checks.
         pub fn ffi_hpp_main(driver_present: i32) -> i32;
         /// `cpp/hpp_gpu.cu`: `ordo.hpp` on a GPU: a timer, a graph cache with a lambda body, the
-        /// pipeline with lambda computes, exceptions from callbacks rethrown to the caller. Needs
-        /// a GPU. Returns the number of failed checks.
+        /// pipeline with lambda computes, an `ordo::pipeline` of float pairs from the program's own
+        /// pool, exceptions from callbacks rethrown to the caller. Needs a GPU. Returns the number
+        /// of failed checks.
         pub fn ffi_hpp_gpu_main() -> i32;
     }
 }

@@ -161,6 +161,31 @@ unsafe extern "C" fn copy_compute(
     code.0 as OrdoStatus
 }
 
+/// What [`element_compute`] gets as `user`: the element size, and a countdown as in
+/// [`copy_compute`].
+struct ElementCompute {
+    element_size: usize,
+    countdown: AtomicI32,
+}
+
+/// Copies the chunk's `n` elements (device to device) on the stream ordo gives; `user` is an
+/// [`ElementCompute`].
+unsafe extern "C" fn element_compute(
+    s: sys::cudaStream_t,
+    input: *const c_void,
+    output: *mut c_void,
+    n: usize,
+    user: *mut c_void,
+) -> OrdoStatus {
+    let ctx = unsafe { &*user.cast::<ElementCompute>() };
+    if ctx.countdown.fetch_sub(1, Ordering::Relaxed) == 0 {
+        return CUDA_INVALID_VALUE;
+    }
+    let bytes = n * ctx.element_size;
+    let code = unsafe { sys::cudaMemcpyAsync(output, input, bytes, sys::cudaMemcpyKind::cudaMemcpyDeviceToDevice, s) };
+    code.0 as OrdoStatus
+}
+
 // ---- CPU-runnable tests -------------------------------------------------------------------------
 
 #[test]
@@ -491,8 +516,12 @@ fn stale_forged_and_wrong_kind_handles_get_invalid_handle() {
             assert_eq!(ordo_timer_start(timer, legacy), ih);
             assert_eq!(ordo_timer_stop(timer, legacy), ih);
             assert_eq!(ordo_timer_elapsed_ms(timer, &mut ms), ih);
+            let pipeline = h as *mut OrdoPipeline;
+            let p = f.as_mut_ptr().cast::<c_void>();
+            assert_eq!(ordo_pipeline_run_on(pipeline, legacy, p, p, p, p, 1, None, null_mut()), ih);
             ordo_staging_ring_destroy(ring);
             ordo_timer_destroy(timer);
+            ordo_pipeline_destroy(pipeline);
         }
     }
     for &h in &forged {
@@ -518,6 +547,66 @@ fn stale_forged_and_wrong_kind_handles_get_invalid_handle() {
         assert_eq!(ordo_graph_cache_run(stale, legacy, 1, null_mut()), ih);
         assert_eq!(ordo_timer_elapsed_ms(fresh.cast(), &mut ms), ih);
         ordo_graph_cache_destroy(fresh);
+    }
+}
+
+#[test]
+fn pipeline_options_are_checked_before_anything_is_made() {
+    let ia = ORDO_ERROR_INVALID_ARGUMENT;
+    let ok = OrdoPipelineOptions {
+        size: core::mem::size_of::<OrdoPipelineOptions>(),
+        device: -1,
+        element_size: 12,
+        streams: 0,
+        priority: 0,
+        chunks: 0,
+        stage_timing: 0,
+        pool: null_mut(),
+    };
+    let mut out: *mut OrdoPipeline = null_mut();
+    for bad in [
+        OrdoPipelineOptions { size: 0, ..ok },
+        OrdoPipelineOptions { size: ok.size - 1, ..ok },
+        OrdoPipelineOptions { element_size: 0, ..ok },
+        OrdoPipelineOptions { streams: 65, ..ok },
+        OrdoPipelineOptions { chunks: (1 << 16) + 1, ..ok },
+        OrdoPipelineOptions { stage_timing: -1, ..ok },
+        OrdoPipelineOptions { device: -5, ..ok },
+    ] {
+        assert_eq!(unsafe { ordo_pipeline_create(&bad, &mut out) }, ia);
+        assert!(out.is_null(), "nothing written on a refusal");
+    }
+    assert_eq!(unsafe { ordo_pipeline_create(&ok, null_mut()) }, ia, "null out");
+    let mut raw = [0u64; 10];
+    let misaligned = unsafe { raw.as_mut_ptr().cast::<u8>().add(4) }.cast::<OrdoPipelineOptions>();
+    unsafe { misaligned.write_unaligned(ok) };
+    assert_eq!(unsafe { ordo_pipeline_create(misaligned, &mut out) }, ia, "misaligned options");
+    // Valid options: made on a GPU; without one, CUDA's status.
+    let st = unsafe { ordo_pipeline_create(&ok, &mut out) };
+    if gpu() {
+        assert_eq!(st, ORDO_SUCCESS);
+        assert!(!out.is_null());
+        // Checks of a run before CUDA: no callback for 12-byte elements, n * 12 overflowing, a
+        // pointer aligned to 1 for elements that need 4, a NULL host pointer, a NULL stream.
+        let mut host = [0u32; 8];
+        let h = host.as_mut_ptr().cast::<c_void>();
+        let legacy = sys::cudaStreamLegacy();
+        let odd = unsafe { h.cast::<u8>().add(1) }.cast::<c_void>();
+        let run = |stream, hin: *const c_void, hout: *mut c_void, n, compute: OrdoPipelineFn| unsafe {
+            ordo_pipeline_run_on(out, stream, hin, null_mut(), null_mut(), hout, n, compute, null_mut())
+        };
+        let copy: OrdoPipelineFn = Some(element_compute);
+        assert_eq!(run(legacy, h, h, 2, None), ia, "no callback, 12-byte elements");
+        assert_eq!(run(legacy, h, h, usize::MAX / 12 + 1, copy), ia, "n * 12 overflows");
+        assert_eq!(run(legacy, h, h, 0, copy), ia, "zero elements");
+        assert_eq!(run(legacy, odd, h, 2, copy), ia, "misaligned host_in");
+        assert_eq!(run(legacy, null(), h, 2, copy), ia, "null host_in");
+        assert_eq!(run(null_mut(), h, h, 2, copy), ia, "null stream");
+        assert_eq!(run(legacy, h, h, 2, copy), ORDO_ERROR_PAGEABLE_MEMORY, "pageable host memory");
+        ordo_pipeline_destroy(out);
+        assert_eq!(run(legacy, h, h, 2, copy), ORDO_ERROR_INVALID_HANDLE, "destroyed");
+    } else {
+        assert!(st > 0, "CUDA's status without a driver: {st}");
     }
 }
 
@@ -656,6 +745,7 @@ enum Kind {
     Cache,
     Ring,
     Timer,
+    Pipeline,
 }
 
 /// Handles shared by the fuzz threads: live ones of each kind, and destroyed ones.
@@ -663,6 +753,8 @@ enum Kind {
 struct Handles {
     live: Vec<(usize, Kind)>,
     dead: Vec<usize>,
+    /// Live pipelines' element size and chunk count (0: planned).
+    pipelines: std::collections::BTreeMap<usize, (usize, usize)>,
 }
 
 /// A pointer argument: valid (of the right memory), null, misaligned, or another kind of memory.
@@ -687,7 +779,7 @@ struct Fuzz<'m> {
 }
 
 /// How many kinds of call [`Fuzz::call`] chooses among.
-const CALL_KINDS: usize = 26;
+const CALL_KINDS: usize = 29;
 
 impl Fuzz<'_> {
     fn ptr_kind(&mut self) -> Ptr {
@@ -814,6 +906,13 @@ impl Fuzz<'_> {
             }
             24 => self.pdl_plan_launch(),
             25 => self.launch_kernel(stream, capturing),
+            26 => self.pipeline_create(),
+            27 => self.pipeline_run_on(stream),
+            28 => {
+                let (h, _) = self.handle(Kind::Pipeline);
+                ordo_pipeline_destroy(h as *mut OrdoPipeline);
+                self.forget(h, Kind::Pipeline);
+            }
             1 => {
                 let k = self.ptr_kind();
                 let mut v = [0i32; 2];
@@ -840,7 +939,18 @@ impl Fuzz<'_> {
                 let (ka, kx, ky) = (self.ptr_kind(), self.ptr_kind(), self.ptr_kind());
                 let (a, x, y) = (self.device_ptr(ka), self.device_ptr(kx), self.device_ptr(ky));
                 let (rows, cols) = (self.rng.size(64), self.rng.size(64));
-                let st = self.record(unsafe { ordo_gemv_normalize(stream, a, x, y, rows, cols) }, "gemv");
+                let mut buf = [0u64; 4];
+                let (options, bad_options) = self.alloc_options(&mut buf);
+                let with = self.rng.chance(2);
+                let st = if with {
+                    self.record(unsafe { ordo_gemv_normalize_with(options, stream, a, x, y, rows, cols) }, "gemv_with")
+                } else {
+                    self.record(unsafe { ordo_gemv_normalize(stream, a, x, y, rows, cols) }, "gemv")
+                };
+                if with && bad_options {
+                    assert_eq!(st, ia, "gemv_with: bad options");
+                    return;
+                }
                 let bad_ptr = [ka, kx, ky].iter().any(|k| matches!(k, Ptr::Null | Ptr::Misaligned));
                 let bad_size =
                     rows.checked_mul(cols).is_none_or(|c| c.checked_mul(4).is_none() || c > isize::MAX as usize / 4)
@@ -860,7 +970,18 @@ impl Fuzz<'_> {
                 let (ki, ko) = (self.ptr_kind(), self.ptr_kind());
                 let (rgb, out) = (self.device_ptr(ki).cast::<u8>(), self.device_ptr(ko).cast::<u8>());
                 let (w, h) = (self.rng.size(32), self.rng.size(32));
-                let st = self.record(unsafe { ordo_frame_filter(stream, rgb, out, w, h) }, "frame_filter");
+                let mut buf = [0u64; 4];
+                let (options, bad_options) = self.alloc_options(&mut buf);
+                let with = self.rng.chance(2);
+                let st = if with {
+                    self.record(unsafe { ordo_frame_filter_with(options, stream, rgb, out, w, h) }, "frame_filter_with")
+                } else {
+                    self.record(unsafe { ordo_frame_filter(stream, rgb, out, w, h) }, "frame_filter")
+                };
+                if with && bad_options {
+                    assert_eq!(st, ia, "frame_filter_with: bad options");
+                    return;
+                }
                 let bad_ptr = [ki, ko].contains(&Ptr::Null);
                 let bad_size = w.checked_mul(h).and_then(|p| p.checked_mul(3)).is_none_or(|b| b > isize::MAX as usize);
                 if bad_ptr || bad_size || stream.is_null() {
@@ -1141,7 +1262,180 @@ impl Fuzz<'_> {
                 ordo_graph_cache_destroy(v as *mut OrdoGraphCache);
                 ordo_staging_ring_destroy(v as *mut OrdoStagingRing);
                 ordo_timer_destroy(v as *mut OrdoTimer);
+                ordo_pipeline_destroy(v as *mut OrdoPipeline);
             }
+        }
+    }
+
+    /// Allocation options for a `_with` export, written into `buf`: NULL, valid (no pool, or the
+    /// device's default pool on a GPU), a size too small, or misaligned. Also whether they are
+    /// refused (then any `_with` call gives `ORDO_ERROR_INVALID_ARGUMENT`; the plain form ignores them).
+    fn alloc_options(&mut self, buf: &mut [u64; 4]) -> (*const OrdoAllocOptions, bool) {
+        let mut o = OrdoAllocOptions { size: core::mem::size_of::<OrdoAllocOptions>(), pool: null_mut() };
+        if self.gpu && self.rng.chance(2) {
+            cuda(raw(|| unsafe { sys::cudaDeviceGetDefaultMemPool(&mut o.pool, 0) }), "cudaDeviceGetDefaultMemPool");
+        }
+        match self.rng.below(6) {
+            0 => (null(), false),
+            1 => {
+                o.size -= 1;
+                let p = buf.as_mut_ptr().cast::<OrdoAllocOptions>();
+                unsafe { p.write(o) };
+                (p, true)
+            }
+            2 => {
+                let p = unsafe { buf.as_mut_ptr().cast::<u8>().add(2) }.cast::<OrdoAllocOptions>();
+                unsafe { p.write_unaligned(o) };
+                (p, true)
+            }
+            _ => {
+                let p = buf.as_mut_ptr().cast::<OrdoAllocOptions>();
+                unsafe { p.write(o) };
+                (p, false)
+            }
+        }
+    }
+
+    /// `ordo_pipeline_create` with random options: sizes too small, misaligned, fields out of
+    /// range, an element size whose runs overflow, priorities outside the device's range, the
+    /// device's default pool or none.
+    fn pipeline_create(&mut self) {
+        let ia = ORDO_ERROR_INVALID_ARGUMENT;
+        let full = core::mem::size_of::<OrdoPipelineOptions>();
+        let mut pool: sys::cudaMemPool_t = null_mut();
+        if self.gpu && self.rng.chance(2) {
+            cuda(raw(|| unsafe { sys::cudaDeviceGetDefaultMemPool(&mut pool, 0) }), "cudaDeviceGetDefaultMemPool");
+        }
+        let pick = |rng: &mut Rng, values: &[usize]| values[rng.below(values.len() as u64) as usize];
+        // One past the last device: refused.
+        let devices = ordo::device::count().unwrap_or(0) as i32;
+        // 64 worker streams (the most) only now and then: each thread running a pipeline holds one.
+        let most = if self.rng.chance(8) { 64 } else { 8 };
+        let o = OrdoPipelineOptions {
+            size: pick(&mut self.rng, &[full, full, full, full, full - 8, 0]),
+            device: [-1, -1, 0, 0, -2, devices][self.rng.below(6) as usize],
+            element_size: pick(&mut self.rng, &[1, 2, 3, 4, 4, 8, 12, 16, 0, usize::MAX]),
+            streams: pick(&mut self.rng, &[0, 0, 1, 3, most, 65]),
+            priority: [0, 0, 0, -1, 1, -1000][self.rng.below(6) as usize],
+            chunks: pick(&mut self.rng, &[0, 0, 1, 2, 5, 16, 1 << 16, (1 << 16) + 1]),
+            stage_timing: [0, 0, 1, 2][self.rng.below(4) as usize],
+            pool,
+        };
+        // Options in a buffer with room for a misaligned copy.
+        let mut buf = [0u64; 16];
+        let (ptr, misaligned): (*const OrdoPipelineOptions, bool) = match self.rng.below(8) {
+            0 => (null(), false),
+            1 => {
+                let p = unsafe { buf.as_mut_ptr().cast::<u8>().add(4) }.cast::<OrdoPipelineOptions>();
+                unsafe { p.write_unaligned(o) };
+                (p, true)
+            }
+            _ => (&o, false),
+        };
+        let null_out = self.rng.chance(10);
+        let mut out: *mut OrdoPipeline = null_mut();
+        let st = self.record(
+            unsafe { ordo_pipeline_create(ptr, if null_out { null_mut() } else { &mut out }) },
+            "pipeline_create",
+        );
+        let defaults = ptr.is_null();
+        let bad = null_out
+            || misaligned
+            || (!defaults
+                && (o.size < full
+                    || o.element_size == 0
+                    || o.streams > 64
+                    || o.chunks > 1 << 16
+                    || !(0..=1).contains(&o.stage_timing)
+                    || o.device < -1));
+        if bad {
+            assert_eq!(st, ia, "pipeline create: bad options");
+            assert!(out.is_null());
+        } else if self.gpu && (defaults || (o.device != devices && o.priority >= -1 && o.priority <= 0)) {
+            // Priorities 0 and -1 are in every current GPU's range (H200: 0 to -5); 1 and -1000 not.
+            assert_eq!(st, ORDO_SUCCESS, "pipeline create");
+        } else if self.gpu {
+            assert_eq!(st, ia, "pipeline create: device or priority out of range");
+        }
+        if st == ORDO_SUCCESS {
+            assert!(!out.is_null());
+            let (e, chunks) = if defaults { (4, 0) } else { (o.element_size, o.chunks) };
+            self.handles.lock().unwrap().pipelines.insert(out as usize, (e, chunks));
+            self.add(out as usize, Kind::Pipeline);
+        }
+    }
+
+    /// `ordo_pipeline_run_on` on a random handle: pointers null (device ones: temporaries),
+    /// misaligned for the element size or pageable, sizes zero or overflowing with the element
+    /// size, chunk counts past the elements, failing callbacks, no callback with elements other
+    /// than floats.
+    fn pipeline_run_on(&mut self, stream: sys::cudaStream_t) {
+        let (ia, ih) = (ORDO_ERROR_INVALID_ARGUMENT, ORDO_ERROR_INVALID_HANDLE);
+        let (h, live) = self.handle(Kind::Pipeline);
+        let (element_size, chunks) = self.handles.lock().unwrap().pipelines.get(&h).copied().unwrap_or((4, 0));
+        let (k1, k2, k3, k4) = (self.ptr_kind(), self.ptr_kind(), self.ptr_kind(), self.ptr_kind());
+        let (hin, din, dout, hout) =
+            (self.pinned_ptr(k1), self.device_ptr(k2), self.device_ptr(k3), self.pinned_ptr(k4));
+        let mut n = self.rng.size(CAP);
+        let bytes = n.checked_mul(element_size).filter(|&b| b <= isize::MAX as usize);
+        // Valid pointers are only paired with sizes inside their allocations (CAP floats).
+        if self.gpu && bytes.is_some_and(|b| b > CAP * 4) {
+            n = (CAP * 4 / element_size).max(1);
+        }
+        let bytes = n.checked_mul(element_size).filter(|&b| b <= isize::MAX as usize);
+        let first = self.rng.below(40) as i32 - 4;
+        let ctx = ElementCompute { element_size, countdown: AtomicI32::new(first) };
+        let compute: OrdoPipelineFn = if self.rng.chance(3) { None } else { Some(element_compute) };
+        let user = (&ctx as *const ElementCompute).cast_mut().cast::<c_void>();
+        let st = self.record(
+            unsafe {
+                ordo_pipeline_run_on(
+                    h as *mut OrdoPipeline,
+                    stream,
+                    hin.cast(),
+                    din.cast(),
+                    dout.cast(),
+                    hout.cast(),
+                    n,
+                    compute,
+                    user,
+                )
+            },
+            "pipeline_run_on",
+        );
+        // The alignment ordo asks of the element size: its largest power-of-two divisor, at most 16.
+        let align = 1usize << element_size.trailing_zeros().min(4);
+        let misaligned = |k: Ptr, offset: usize| k == Ptr::Misaligned && !offset.is_multiple_of(align);
+        let bad = (compute.is_none() && element_size != 4)
+            || stream.is_null()
+            || k1 == Ptr::Null
+            || k4 == Ptr::Null
+            || misaligned(k1, 1)
+            || misaligned(k4, 1)
+            || misaligned(k2, 2)
+            || misaligned(k3, 2)
+            || n == 0
+            || bytes.is_none()
+            || (chunks != 0 && chunks > n);
+        if !live {
+            assert_eq!(st, ih, "pipeline run: not a live pipeline");
+        } else if bad {
+            assert!(st == ia || st == ih, "pipeline run: bad argument: {st}");
+        } else if self.gpu && (k1 == Ptr::Pageable || k4 == Ptr::Pageable) {
+            let want = ORDO_ERROR_PAGEABLE_MEMORY;
+            let st = legacy_conflict(st, stream, want);
+            // Pageable memory is a Vec<f32>: aligned to 4 only, so wider elements may find it
+            // misaligned first.
+            assert!(st == want || st == ih || (align > 4 && st == ia), "pipeline run: pageable host memory: {st}");
+        } else if self.gpu && (k2 == Ptr::Pageable || k3 == Ptr::Pageable) {
+            let st = legacy_conflict(st, stream, ia);
+            assert!(st == ia || st == ih, "pipeline run: host memory as device memory: {st}");
+        } else if self.gpu {
+            // The callback failed when the countdown reached 0 (it stops there, at -1).
+            let failed = compute.is_some() && first >= 0 && ctx.countdown.load(Ordering::Relaxed) == -1;
+            let want = if failed { CUDA_INVALID_VALUE } else { ORDO_SUCCESS };
+            let st = legacy_conflict(st, stream, want);
+            assert!(st == want || st == ih, "pipeline run (n {n}, element size {element_size}, chunks {chunks}): {st}");
         }
     }
 
@@ -1343,6 +1637,7 @@ fn destroy(handle: usize, kind: Kind) {
         Kind::Cache => ordo_graph_cache_destroy(handle as *mut OrdoGraphCache),
         Kind::Ring => ordo_staging_ring_destroy(handle as *mut OrdoStagingRing),
         Kind::Timer => ordo_timer_destroy(handle as *mut OrdoTimer),
+        Kind::Pipeline => ordo_pipeline_destroy(handle as *mut OrdoPipeline),
     }
 }
 

@@ -137,7 +137,7 @@ impl Cublas {
             return Err(lib_error("cublasSgemv_v2", status));
         }
         // SAFETY: as in `crate::gemv_normalize`.
-        unsafe { normalize_in_place(stream, &y, rows_i) }
+        unsafe { normalize_in_place(stream, &y, rows_i, None) }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use crate::{count_i32, kernel};
 use ordo_core::launch::LaunchConfig;
-use ordo_core::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
+use ordo_core::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, MemPoolRef, Result, StreamRef};
 
 /// Grayscale (0.299 R + 0.587 G + 0.114 B) and a 5x5 binomial blur with clamped edges of one
 /// interleaved-RGB frame, on `stream`. The grayscale intermediate comes from `cudaMallocAsync` on
@@ -12,6 +12,23 @@ use ordo_core::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, Result, Stream
 /// `rgb` and `out` stay allocated until the kernels complete (see the [crate docs](crate#safety)).
 pub unsafe fn frame_filter(
     stream: StreamRef<'_>,
+    rgb: DeviceSlice<'_, u8>,
+    out: DeviceSliceMut<'_, u8>,
+    width: usize,
+    height: usize,
+) -> Result<()> {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { frame_filter_in(stream, None, rgb, out, width, height) }
+}
+
+/// As [`frame_filter`], its grayscale intermediate (4 bytes a pixel) from `pool` (`None`: the
+/// device's current pool).
+///
+/// # Safety
+/// As [`frame_filter`].
+pub unsafe fn frame_filter_in(
+    stream: StreamRef<'_>,
+    pool: Option<MemPoolRef<'_>>,
     rgb: DeviceSlice<'_, u8>,
     out: DeviceSliceMut<'_, u8>,
     width: usize,
@@ -30,7 +47,7 @@ pub unsafe fn frame_filter(
         return Err(Error::invalid(CALL, "frame too tall for one grid (height over 524280)"));
     }
     let config = LaunchConfig::new(grid, block);
-    let mut gray = DeviceBuffer::<f32>::alloc_async(pixels, stream)?;
+    let mut gray = DeviceBuffer::<f32>::alloc_in_async(pixels, pool, stream)?;
     // SAFETY: sizes checked above; the caller owes the lifetimes of rgb and out; `gray` is freed
     // on `stream` after the kernels.
     unsafe {

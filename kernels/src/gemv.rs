@@ -3,7 +3,7 @@
 
 use crate::{count_i32, kernel, BLOCK};
 use ordo_core::launch::LaunchConfig;
-use ordo_core::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
+use ordo_core::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, MemPoolRef, Result, StreamRef};
 
 /// The most rows [`gemv_normalize`] takes: the gemv kernel gives each row a warp, and its thread
 /// index (`blockIdx.x * blockDim.x + threadIdx.x`, an `int`) must stay below 2^31, so at most
@@ -51,16 +51,22 @@ pub(crate) fn check_gemv(
     check_gemv_shape(call, rows, cols)
 }
 
-/// `y /= |y|` on `stream`: a sum of squares into a temporary from `cudaMallocAsync` on `stream`,
-/// then the scaling; the temporary is freed with `cudaFreeAsync` on `stream`.
+/// `y /= |y|` on `stream`: a sum of squares into a temporary from `pool` (`None`: the device's
+/// current pool) on `stream`, then the scaling; the temporary is freed with `cudaFreeAsync` on
+/// `stream`.
 ///
 /// # Safety
 /// `y` holds `n` elements and stays allocated until the kernels complete.
-pub(crate) unsafe fn normalize_in_place(stream: StreamRef<'_>, y: &DeviceSliceMut<'_, f32>, n: i32) -> Result<()> {
+pub(crate) unsafe fn normalize_in_place(
+    stream: StreamRef<'_>,
+    y: &DeviceSliceMut<'_, f32>,
+    n: i32,
+    pool: Option<MemPoolRef<'_>>,
+) -> Result<()> {
     let rows = n as usize;
     let sum_config = LaunchConfig::new(rows.div_ceil(BLOCK as usize).min(1024) as u32, BLOCK);
     let scale_config = LaunchConfig::for_elements(rows, BLOCK)?;
-    let mut sum_sq = DeviceBuffer::<f32>::zeroed_async(1, stream)?;
+    let mut sum_sq = DeviceBuffer::<f32>::zeroed_in_async(1, pool, stream)?;
     // SAFETY: `y` holds n elements (the caller's contract); `sum_sq` is freed on `stream` after the kernels.
     unsafe {
         kernel::sum_squares().launch(stream, &sum_config, (y.as_mut_ptr() as *const f32, sum_sq.as_mut_ptr(), n))?;
@@ -85,13 +91,30 @@ pub unsafe fn gemv_normalize(
     rows: usize,
     cols: usize,
 ) -> Result<()> {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { gemv_normalize_in(stream, None, a, x, y, rows, cols) }
+}
+
+/// As [`gemv_normalize`], its temporary (4 bytes) from `pool` (`None`: the device's current pool).
+///
+/// # Safety
+/// As [`gemv_normalize`].
+pub unsafe fn gemv_normalize_in(
+    stream: StreamRef<'_>,
+    pool: Option<MemPoolRef<'_>>,
+    a: DeviceSlice<'_, f32>,
+    x: DeviceSlice<'_, f32>,
+    y: DeviceSliceMut<'_, f32>,
+    rows: usize,
+    cols: usize,
+) -> Result<()> {
     let (rows_i, cols_i) = check_gemv("ordo_kernels::gemv_normalize", &a, &x, &y, rows, cols)?;
     let warps_per_block = (BLOCK / 32) as usize;
     let gemv_config = LaunchConfig::for_elements(rows.div_ceil(warps_per_block) * BLOCK as usize, BLOCK)?;
     // SAFETY: sizes checked above; the caller owes the lifetimes of a, x, y.
     unsafe {
         kernel::gemv().launch(stream, &gemv_config, (a.as_ptr(), x.as_ptr(), y.as_mut_ptr(), rows_i, cols_i))?;
-        normalize_in_place(stream, &y, rows_i)
+        normalize_in_place(stream, &y, rows_i, pool)
     }
 }
 

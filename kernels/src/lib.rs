@@ -33,8 +33,8 @@ pub mod nccl;
 pub mod nvrtc;
 
 pub use chain::{chain, ChainPlan};
-pub use frame::frame_filter;
-pub use gemv::{check_gemv_shape, gemv_normalize, GEMV_MAX_COLS, GEMV_MAX_ROWS};
+pub use frame::{frame_filter, frame_filter_in};
+pub use gemv::{check_gemv_shape, gemv_normalize, gemv_normalize_in, GEMV_MAX_COLS, GEMV_MAX_ROWS};
 pub use ordo_core::launch::{BeyondOneWave, PdlMode};
 
 use ordo_core::launch::LaunchConfig;

@@ -3,7 +3,7 @@
 
 use ordo_core::host_fn::{launch_host_fn, take_host_fn_panics};
 use ordo_core::memory::copy;
-use ordo_core::pipeline::{chunk_range, Buffers, Pipeline, Plan, Schedule};
+use ordo_core::pipeline::{chunk_range, Buffers, Pipeline, Plan, RunBuffers, RunOptions, Schedule};
 use ordo_core::staging::StagingRing;
 use ordo_core::*;
 use std::sync::mpsc;
@@ -75,6 +75,67 @@ fn pipeline_results_equal_the_serial_version_for_several_plans() {
                 && w[0].copy_out.1 <= w[1].copy_out.1 + 1e-3)),
         }
     }
+}
+
+/// `run_with`: records of three `u32` values cut whole, device temporaries from a pool of the
+/// caller's, workers at the highest priority, the plan from `plan_for`.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn pipeline_records_through_temporaries_of_the_callers_pool() {
+    let _gpu = gpu_lock::shared();
+    let main = Stream::new().unwrap();
+    let s = main.as_stream();
+    let device = Device::current().unwrap();
+    let pool = MemPool::new(device).unwrap();
+    pool.as_pool().set_release_threshold(u64::MAX).unwrap();
+    let (_, greatest) = device.stream_priority_range().unwrap();
+    let mut p = Pipeline::with_priority(3, greatest).unwrap();
+    assert_eq!(p.stream_count(), 3);
+    let records = 100_003usize;
+    let data: Vec<u32> =
+        (0..records as u32).flat_map(|i| [i * 3 + 1, i ^ 0x00ab_cdef, i.wrapping_mul(40_503) | 1]).collect();
+    let input = PinnedBuffer::from_slice(&data).unwrap();
+    let mut output = PinnedBuffer::<u32>::zeroed(data.len(), HostAllocFlags::empty()).unwrap();
+    let plan = p.plan_for(data.len() * 4, data.len() * 4, records);
+    assert!(plan.chunks >= 1 && plan.chunks <= records && plan.streams() <= p.stream_count(), "{plan:?}");
+    let mut seen = Vec::new();
+    let buffers = RunBuffers { input: input.pinned(), dev_in: None, dev_out: None, output: output.pinned_mut() };
+    let options = RunOptions { record_len: 3, pool: Some(pool.as_pool()) };
+    // The compute rotates each record's three values (out[(f + 1) % 3] = in[f]): strided copies.
+    unsafe {
+        p.run_with(s, buffers, plan, options, |cs, i, o| {
+            assert_eq!(i.len() % 3, 0, "whole records");
+            seen.push(i.len() / 3);
+            for f in 0..3 {
+                let code = ordo_core::sys::cudaMemcpy2DAsync(
+                    o.as_mut_ptr().add((f + 1) % 3).cast(),
+                    12,
+                    i.as_mut_ptr().add(f).cast_const().cast(),
+                    12,
+                    4,
+                    i.len() / 3,
+                    ordo_core::sys::cudaMemcpyKind::cudaMemcpyDeviceToDevice,
+                    cs.as_raw(),
+                );
+                assert_eq!(code, ordo_core::sys::cudaError::cudaSuccess);
+            }
+            Ok(())
+        })
+        .unwrap()
+    };
+    s.synchronize().unwrap();
+    let expect: Vec<u32> = data.chunks(3).flat_map(|r| [r[2], r[0], r[1]]).collect();
+    assert!(output[..] == expect[..], "rotated records");
+    assert_eq!(seen.len(), plan.chunks);
+    assert_eq!(seen.iter().sum::<usize>(), records);
+    assert!(pool.as_pool().reserved_bytes().unwrap() >= (data.len() * 4) as u64, "temporaries from the pool");
+    // A length that is not a whole number of records is refused before anything is enqueued.
+    let short = PinnedBuffer::<u32>::zeroed(4, HostAllocFlags::empty()).unwrap();
+    let mut short_out = PinnedBuffer::<u32>::zeroed(4, HostAllocFlags::empty()).unwrap();
+    let buffers = RunBuffers { input: short.pinned(), dev_in: None, dev_out: None, output: short_out.pinned_mut() };
+    let plan = Plan { chunks: 1, schedule: Schedule::Staged };
+    let e = unsafe { p.run_with(s, buffers, plan, options, |_, _, _| Ok(())) }.unwrap_err();
+    assert!(e.to_string().contains("whole number of elements"), "{e}");
 }
 
 /// Defect 5: a run whose compute callback fails on chunk 1, after a chunk 0 that is still queued

@@ -23,7 +23,7 @@ use super::status::{invalid, Outcome};
 use core::cell::Cell;
 use core::ffi::c_void;
 use ordo_core::graph::CaptureStatus;
-use ordo_core::{sys, Device, Error, StreamRef, UsageKind};
+use ordo_core::{sys, Device, Error, MemPoolRef, PoolAccess, StreamRef, UsageKind};
 
 thread_local! {
     /// The capture mode the calling thread had when the outermost running export entered, while
@@ -122,6 +122,18 @@ pub(crate) fn non_null<T>(p: *const T, what: &'static str) -> Outcome {
     }
 }
 
+/// Refuses a null pointer, and one not aligned to `align` bytes (a power of two), for elements
+/// whose type only the caller knows.
+pub(crate) fn non_null_aligned(p: *const c_void, align: usize, what: &'static str) -> Outcome {
+    if p.is_null() {
+        Err(invalid(what))
+    } else if (p as usize) % align.max(1) != 0 {
+        Err(invalid("pointer not aligned for its element size"))
+    } else {
+        Ok(())
+    }
+}
+
 /// The bytes of `n` elements of `T`, refused when that overflows or exceeds `isize::MAX` (no
 /// allocation can be that large, and Rust's views may not be).
 pub(crate) fn byte_len<T>(n: usize) -> Outcome<usize> {
@@ -172,6 +184,16 @@ pub(crate) fn require_device_on(p: *const c_void, device: Device) -> Outcome {
         sys::cudaMemoryType::cudaMemoryTypeDevice if a.device == device.ordinal() => Ok(()),
         sys::cudaMemoryType::cudaMemoryTypeDevice => Err(invalid("device memory of another device than the stream's")),
         _ => Err(invalid("expected device (or managed) memory")),
+    }
+}
+
+/// Refuses a pool whose memory `device`'s kernels cannot read and write.
+pub(crate) fn require_pool_for(pool: Option<MemPoolRef<'_>>, device: Device) -> Outcome {
+    match pool {
+        Some(pool) if pool.access(device)? != PoolAccess::ReadWrite => {
+            Err(invalid("options.pool is not readable and writable by the device"))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -1,11 +1,42 @@
-//! ordo's kernels on the caller's stream: `ordo_gemv_normalize`, `ordo_frame_filter`,
-//! `ordo_pdl_chain`. Each enqueues kernel launches only, so each may be captured in any mode.
+//! ordo's kernels on the caller's stream: `ordo_gemv_normalize`, `ordo_frame_filter` (each also
+//! `_with` allocation options: the pool its temporary comes from), `ordo_pdl_chain`. Each enqueues
+//! kernel launches and stream-ordered allocations only, so each may be captured in any mode.
 
-use super::check::{byte_len, non_null, require_device_on, stream_device, stream_ref};
-use super::status::{guard, invalid, OrdoStatus};
+use super::check::{byte_len, non_null, require_device_on, require_pool_for, stream_device, stream_ref};
+use super::status::{guard, invalid, OrdoStatus, Outcome};
 use core::ffi::c_int;
-use ordo_core::{sys, DeviceSlice, DeviceSliceMut};
+use ordo_core::{sys, DeviceSlice, DeviceSliceMut, MemPoolRef};
 use ordo_kernels::{ChainPlan, PdlMode};
+
+/// Allocation options of the exports that allocate a temporary (`ordo_alloc_options` in ordo.h):
+/// the caller sets `size` to `sizeof(ordo_alloc_options)`, so that later versions can add fields.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct OrdoAllocOptions {
+    /// `sizeof(ordo_alloc_options)`, set by the caller.
+    pub size: usize,
+    /// The pool temporaries come from (NULL: the device's current pool).
+    pub pool: sys::cudaMemPool_t,
+}
+
+/// The caller's pool from `options` (NULL options or a NULL pool: `None`), checked: `size`
+/// covers this version's struct, and the pool's memory is readable and writable by `device`.
+///
+/// # Safety
+/// A non-null `options` points to `options->size` readable bytes; its pool, if any, is live.
+unsafe fn pool_of<'p>(options: *const OrdoAllocOptions) -> Outcome<Option<MemPoolRef<'p>>> {
+    if options.is_null() {
+        return Ok(None);
+    }
+    non_null(options, "options")?;
+    // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes, so the size
+    // field first, then (when it covers this version's struct) the whole.
+    if unsafe { options.cast::<usize>().read() } < core::mem::size_of::<OrdoAllocOptions>() {
+        return Err(invalid("options.size below this version's sizeof(ordo_alloc_options)"));
+    }
+    // SAFETY: as above; the pool is the caller's live pool (or NULL).
+    Ok(unsafe { MemPoolRef::from_raw(options.read().pool) })
+}
 
 /// y = normalize(A x) on `stream`; `a` row-major rows x cols, all device memory; rows 1 to 2^26,
 /// cols 1 to 2^31 - 32 (the kernels index in 32 bits).
@@ -22,7 +53,47 @@ pub unsafe extern "C" fn ordo_gemv_normalize(
     rows: usize,
     cols: usize,
 ) -> OrdoStatus {
-    guard("ordo_gemv_normalize", || {
+    // SAFETY: the caller's contract, passed on; no options.
+    unsafe { gemv_normalize_export("ordo_gemv_normalize", core::ptr::null(), stream, a, x, y, rows, cols) }
+}
+
+/// As [`ordo_gemv_normalize`], its temporary from `options->pool`.
+///
+/// # Safety
+/// As [`ordo_gemv_normalize`]; a non-null `options` points to `options->size` readable bytes, and
+/// its pool, if any, is live until the work completes.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_gemv_normalize_with(
+    options: *const OrdoAllocOptions,
+    stream: sys::cudaStream_t,
+    a: *const f32,
+    x: *const f32,
+    y: *mut f32,
+    rows: usize,
+    cols: usize,
+) -> OrdoStatus {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { gemv_normalize_export("ordo_gemv_normalize_with", options, stream, a, x, y, rows, cols) }
+}
+
+/// The body of both gemv exports.
+///
+/// # Safety
+/// As [`ordo_gemv_normalize_with`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemv_normalize_export(
+    export: &'static str,
+    options: *const OrdoAllocOptions,
+    stream: sys::cudaStream_t,
+    a: *const f32,
+    x: *const f32,
+    y: *mut f32,
+    rows: usize,
+    cols: usize,
+) -> OrdoStatus {
+    guard(export, || {
+        // SAFETY: the caller's contract.
+        let pool = unsafe { pool_of(options) }?;
         let s = stream_ref(stream)?;
         non_null(a, "null a")?;
         non_null(x, "null x")?;
@@ -35,10 +106,12 @@ pub unsafe extern "C" fn ordo_gemv_normalize(
         for p in [a, x, y.cast_const()] {
             require_device_on(p.cast(), device)?;
         }
+        require_pool_for(pool, device)?;
         // SAFETY: the C contract: device buffers of the stated sizes, live until the work completes.
         unsafe {
-            ordo_kernels::gemv_normalize(
+            ordo_kernels::gemv_normalize_in(
                 s,
+                pool,
                 DeviceSlice::from_raw_parts(a, cells),
                 DeviceSlice::from_raw_parts(x, cols),
                 DeviceSliceMut::from_raw_parts(y, rows),
@@ -63,7 +136,44 @@ pub unsafe extern "C" fn ordo_frame_filter(
     width: usize,
     height: usize,
 ) -> OrdoStatus {
-    guard("ordo_frame_filter", || {
+    // SAFETY: the caller's contract, passed on; no options.
+    unsafe { frame_filter_export("ordo_frame_filter", core::ptr::null(), stream, rgb, out, width, height) }
+}
+
+/// As [`ordo_frame_filter`], its intermediate from `options->pool`.
+///
+/// # Safety
+/// As [`ordo_frame_filter`]; a non-null `options` points to `options->size` readable bytes, and
+/// its pool, if any, is live until the work completes.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_frame_filter_with(
+    options: *const OrdoAllocOptions,
+    stream: sys::cudaStream_t,
+    rgb: *const u8,
+    out: *mut u8,
+    width: usize,
+    height: usize,
+) -> OrdoStatus {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { frame_filter_export("ordo_frame_filter_with", options, stream, rgb, out, width, height) }
+}
+
+/// The body of both frame-filter exports.
+///
+/// # Safety
+/// As [`ordo_frame_filter_with`].
+unsafe fn frame_filter_export(
+    export: &'static str,
+    options: *const OrdoAllocOptions,
+    stream: sys::cudaStream_t,
+    rgb: *const u8,
+    out: *mut u8,
+    width: usize,
+    height: usize,
+) -> OrdoStatus {
+    guard(export, || {
+        // SAFETY: the caller's contract.
+        let pool = unsafe { pool_of(options) }?;
         let s = stream_ref(stream)?;
         non_null(rgb, "null rgb")?;
         non_null(out, "null out")?;
@@ -73,10 +183,12 @@ pub unsafe extern "C" fn ordo_frame_filter(
         let device = stream_device(s)?;
         require_device_on(rgb.cast(), device)?;
         require_device_on(out.cast_const().cast(), device)?;
+        require_pool_for(pool, device)?;
         // SAFETY: the C contract.
         unsafe {
-            ordo_kernels::frame_filter(
+            ordo_kernels::frame_filter_in(
                 s,
+                pool,
                 DeviceSlice::from_raw_parts(rgb, rgb_len),
                 DeviceSliceMut::from_raw_parts(out, pixels),
                 width,

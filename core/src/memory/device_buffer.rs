@@ -69,9 +69,26 @@ impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
         Self::from_allocated(ptr, len, stream, "cudaMallocFromPoolAsync")
     }
 
+    /// `len` elements on `stream` from `pool` ([`alloc_from_pool_async`](Self::alloc_from_pool_async)),
+    /// or, with `None`, from the device's current pool ([`alloc_async`](Self::alloc_async)): for
+    /// functions whose caller may name the pool their temporaries come from.
+    #[inline]
+    pub fn alloc_in_async(len: usize, pool: Option<MemPoolRef<'_>>, stream: StreamRef<'s>) -> Result<Self> {
+        match pool {
+            Some(pool) => Self::alloc_from_pool_async(len, pool, stream),
+            None => Self::alloc_async(len, stream),
+        }
+    }
+
     /// `len` zeroed elements (`cudaMallocAsync` then `cudaMemsetAsync`, both on `stream`).
     pub fn zeroed_async(len: usize, stream: StreamRef<'s>) -> Result<Self> {
-        let mut buf = Self::alloc_async(len, stream)?;
+        Self::zeroed_in_async(len, None, stream)
+    }
+
+    /// `len` zeroed elements from `pool` or the device's current pool (see
+    /// [`alloc_in_async`](Self::alloc_in_async)), then `cudaMemsetAsync`, all on `stream`.
+    pub fn zeroed_in_async(len: usize, pool: Option<MemPoolRef<'_>>, stream: StreamRef<'s>) -> Result<Self> {
+        let mut buf = Self::alloc_in_async(len, pool, stream)?;
         // SAFETY: the buffer is ours and the memset is ordered on its stream.
         cuda_call!(unsafe { sys::cudaMemsetAsync(buf.as_mut_ptr().cast(), 0, buf.byte_len(), stream.as_raw()) })?;
         Ok(buf)

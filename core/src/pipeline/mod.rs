@@ -28,8 +28,8 @@ pub use model::*;
 use crate::device::Device;
 use crate::error::{Error, Result, UsageKind};
 use crate::event::{Event, TimingEvent};
-use crate::memory::{copy, order, DeviceCopy, DeviceSliceMut, PinnedSlice, PinnedSliceMut};
-use crate::stream::{Stream, StreamRef};
+use crate::memory::{copy, order, DeviceBuffer, DeviceCopy, DeviceSliceMut, MemPoolRef, PinnedSlice, PinnedSliceMut};
+use crate::stream::{Stream, StreamFlags, StreamRef};
 use alloc::vec::Vec;
 
 /// The most worker streams a [`Pipeline`] makes (a plan never uses more than 8 streams; more
@@ -65,6 +65,43 @@ pub struct Buffers<'a, T, U> {
     pub output: PinnedSliceMut<'a, U>,
 }
 
+/// The buffers of [`Pipeline::run_with`]: the host ones, and the device ones where the caller has
+/// them (`None`: the run allocates a temporary of the input's length, see [`RunOptions::pool`]).
+pub struct RunBuffers<'a, T, U> {
+    /// Pinned host input.
+    pub input: PinnedSlice<'a, T>,
+    /// Device memory the input is copied into, or `None` for a temporary.
+    pub dev_in: Option<DeviceSliceMut<'a, T>>,
+    /// Device memory the compute writes, or `None` for a temporary.
+    pub dev_out: Option<DeviceSliceMut<'a, U>>,
+    /// Pinned host output.
+    pub output: PinnedSliceMut<'a, U>,
+}
+
+/// How [`Pipeline::run_with`] cuts and allocates.
+#[derive(Debug, Clone, Copy)]
+pub struct RunOptions<'p> {
+    /// Values of `T` (and of `U`) that make one element: chunks are cut at element boundaries only,
+    /// so the compute callback always sees whole elements (1: every value is an element). A run
+    /// of bytes with `record_len` 12 moves 12-byte elements.
+    pub record_len: usize,
+    /// The pool device temporaries come from (`cudaMallocFromPoolAsync` on the caller's stream);
+    /// `None`: the device's current pool (`cudaMallocAsync`). Temporaries are freed on the caller's
+    /// stream after the run's join, so their memory returns to the pool stream-ordered.
+    pub pool: Option<MemPoolRef<'p>>,
+}
+
+impl Default for RunOptions<'_> {
+    fn default() -> Self {
+        RunOptions { record_len: 1, pool: None }
+    }
+}
+
+/// The host link bandwidth [`Pipeline::plan_for`] assumes for one copy direction, in GB/s (an
+/// H200 over PCIe Gen5, measured: 55 GB/s). Only the ratio of copy time to per-chunk cost depends
+/// on it, and the best chunk count moves with its square root.
+pub const ASSUMED_COPY_GB_PER_S: f64 = 55.0;
+
 /// A pipeline's streams and events, reused across runs.
 pub struct Pipeline {
     device: Device,
@@ -85,11 +122,22 @@ impl Pipeline {
     /// A pipeline of `streams` non-blocking streams (at least three are made, for the staged
     /// schedule) on the current device. Reads `asyncEngineCount` (see [`Machine::engines_note`]).
     pub fn new(streams: usize) -> Result<Pipeline> {
+        Pipeline::make(streams, None, "Pipeline::new")
+    }
+
+    /// As [`new`](Self::new), the worker streams at `priority` (lower numbers are higher
+    /// priorities; outside [`Device::stream_priority_range`] is an error, see
+    /// [`Stream::with_priority`]).
+    pub fn with_priority(streams: usize, priority: i32) -> Result<Pipeline> {
+        Pipeline::make(streams, Some(priority), "Pipeline::with_priority")
+    }
+
+    fn make(streams: usize, priority: Option<i32>, call: &'static str) -> Result<Pipeline> {
         if streams == 0 {
-            return Err(Error::invalid("Pipeline::new", "zero streams"));
+            return Err(Error::invalid(call, "zero streams"));
         }
         if streams > MAX_STREAMS {
-            return Err(Error::invalid("Pipeline::new", "more streams than MAX_STREAMS"));
+            return Err(Error::invalid(call, "more streams than MAX_STREAMS"));
         }
         let streams = streams.max(3);
         let device = Device::current()?;
@@ -100,7 +148,11 @@ impl Pipeline {
             stage_timing_overhead_ms: 0.010,
             stage_timing: false,
         };
-        let streams = (0..streams).map(|_| Stream::new()).collect::<Result<Vec<_>>>()?;
+        let new_stream = || match priority {
+            Some(p) => Stream::with_priority(StreamFlags::NON_BLOCKING, p),
+            None => Stream::new(),
+        };
+        let streams = (0..streams).map(|_| new_stream()).collect::<Result<Vec<_>>>()?;
         let joins = (0..streams.len()).map(|_| Event::new()).collect::<Result<Vec<_>>>()?;
         Ok(Pipeline {
             device,
@@ -152,6 +204,23 @@ impl Pipeline {
         self.streams.len()
     }
 
+    /// The plan [`choose_plan`] picks for copying `bytes_in` in and `bytes_out` out, in at most
+    /// `max_chunks` chunks (pass the element count), on this pipeline's machine and streams. The
+    /// copy times assume [`ASSUMED_COPY_GB_PER_S`]; the compute is assumed not to be the slowest
+    /// stage (its time is unknown before it runs), so the plan balances the fill of the copies
+    /// against the per-chunk cost. Round-robin plans use at most the pipeline's streams.
+    pub fn plan_for(&self, bytes_in: usize, bytes_out: usize, max_chunks: usize) -> Plan {
+        let ms = |bytes: usize| bytes as f64 / (ASSUMED_COPY_GB_PER_S * 1e6);
+        let times = StageTimes { copy_in_ms: ms(bytes_in), compute_ms: 0.0, copy_out_ms: ms(bytes_out) };
+        let plan = choose_plan(times, &self.machine, max_chunks);
+        match plan.schedule {
+            Schedule::RoundRobin { streams } if streams > self.streams.len() => {
+                Plan { chunks: plan.chunks, schedule: Schedule::RoundRobin { streams: self.streams.len() } }
+            }
+            _ => plan,
+        }
+    }
+
     /// Whether a worker stream is part of an open capture. After a run whose `main` stream was
     /// capturing, the workers stay in that capture until it ends (`cudaStreamEndCapture`): work
     /// enqueued on them meanwhile would join it, so a pipeline shared between callers must not run
@@ -198,6 +267,65 @@ impl Pipeline {
         main: StreamRef<'_>,
         buffers: Buffers<'_, T, U>,
         plan: Plan,
+        compute: F,
+    ) -> Result<()>
+    where
+        T: DeviceCopy,
+        U: DeviceCopy,
+        F: FnMut(StreamRef<'_>, DeviceSliceMut<'_, T>, DeviceSliceMut<'_, U>) -> Result<()>,
+    {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.run_records(main, buffers, 1, plan, compute) }
+    }
+
+    /// As [`run`](Self::run), with device temporaries where `buffers` has no device buffer and
+    /// elements of [`RunOptions::record_len`] values: the temporaries are allocated on `main`
+    /// (from [`RunOptions::pool`], or the device's current pool) before the run and freed on
+    /// `main` after its join, on every path out; while `main` captures, both become nodes of the
+    /// caller's graph (allocated and freed at every replay). The buffers' length must be a multiple
+    /// of `record_len`, and `plan.chunks` at most the element count.
+    ///
+    /// # Safety
+    /// As [`run`](Self::run).
+    pub unsafe fn run_with<T, U, F>(
+        &mut self,
+        main: StreamRef<'_>,
+        buffers: RunBuffers<'_, T, U>,
+        plan: Plan,
+        options: RunOptions<'_>,
+        compute: F,
+    ) -> Result<()>
+    where
+        T: DeviceCopy,
+        U: DeviceCopy,
+        F: FnMut(StreamRef<'_>, DeviceSliceMut<'_, T>, DeviceSliceMut<'_, U>) -> Result<()>,
+    {
+        let RunBuffers { input, dev_in, dev_out, output } = buffers;
+        let len = input.len();
+        let lens =
+            [len, dev_in.as_ref().map_or(len, |d| d.len()), dev_out.as_ref().map_or(len, |d| d.len()), output.len()];
+        check_run_records(lens, options.record_len, plan.chunks)?;
+        // Dropped after the run (declared first), each freed on `main` after the join.
+        let mut tmp_in: Option<DeviceBuffer<'_, T>> = None;
+        let mut tmp_out: Option<DeviceBuffer<'_, U>> = None;
+        let dev_in = match dev_in {
+            Some(d) => d,
+            None => tmp_in.insert(DeviceBuffer::alloc_in_async(len, options.pool, main)?).as_mut_slice(),
+        };
+        let dev_out = match dev_out {
+            Some(d) => d,
+            None => tmp_out.insert(DeviceBuffer::alloc_in_async(len, options.pool, main)?).as_mut_slice(),
+        };
+        // SAFETY: the caller's contract, passed on; the temporaries outlive the run's work on `main`.
+        unsafe { self.run_records(main, Buffers { input, dev_in, dev_out, output }, options.record_len, plan, compute) }
+    }
+
+    unsafe fn run_records<T, U, F>(
+        &mut self,
+        main: StreamRef<'_>,
+        buffers: Buffers<'_, T, U>,
+        record_len: usize,
+        plan: Plan,
         mut compute: F,
     ) -> Result<()>
     where
@@ -208,7 +336,7 @@ impl Pipeline {
         const CALL: &str = "Pipeline::run";
         let Buffers { input, dev_in, dev_out, output } = buffers;
         let chunks = plan.chunks;
-        check_run([input.len(), dev_in.len(), dev_out.len(), output.len()], chunks)?;
+        check_run_records([input.len(), dev_in.len(), dev_out.len(), output.len()], record_len, chunks)?;
         if plan.streams() > self.streams.len() {
             return Err(Error::invalid(CALL, "the plan needs more streams than the pipeline has"));
         }
@@ -262,8 +390,9 @@ impl Pipeline {
         let mut result = self.streams[..used].iter().try_for_each(|s| s.wait_event(&self.fork));
         if result.is_ok() {
             // SAFETY: the caller's contract, passed on.
-            result =
-                unsafe { self.enqueue_chunks(plan, used, Buffers { input, dev_in, dev_out, output }, &mut compute) };
+            result = unsafe {
+                self.enqueue_chunks(plan, used, record_len, Buffers { input, dev_in, dev_out, output }, &mut compute)
+            };
         }
         let result = result.and(joiner.finish());
         if result.is_ok() {
@@ -273,7 +402,7 @@ impl Pipeline {
     }
 
     /// Enqueues every chunk of `plan` on the first `used` worker streams (already forked from
-    /// `main`); stops at the first error.
+    /// `main`), cut at multiples of `record_len` values; stops at the first error.
     ///
     /// # Safety
     /// As [`run`](Self::run).
@@ -281,6 +410,7 @@ impl Pipeline {
         &self,
         plan: Plan,
         used: usize,
+        record_len: usize,
         buffers: Buffers<'_, T, U>,
         compute: &mut F,
     ) -> Result<()>
@@ -290,9 +420,11 @@ impl Pipeline {
         F: FnMut(StreamRef<'_>, DeviceSliceMut<'_, T>, DeviceSliceMut<'_, U>) -> Result<()>,
     {
         let Buffers { input, mut dev_in, mut dev_out, mut output } = buffers;
-        let (n, chunks, timing) = (input.len(), plan.chunks, self.timing);
+        let (records, chunks, timing) = (input.len() / record_len, plan.chunks, self.timing);
         for i in 0..chunks {
-            let r = chunk_range(n, chunks, i);
+            let r = chunk_range(records, chunks, i);
+            // Within the checked length: end * record_len <= records * record_len = len.
+            let r = r.start * record_len..r.end * record_len;
             let (s_in, s_compute, s_out) = match plan.schedule {
                 Schedule::Staged => {
                     (self.streams[0].as_stream(), self.streams[1].as_stream(), self.streams[2].as_stream())

@@ -185,7 +185,17 @@ pub fn chunk_range(n: usize, k: usize, i: usize) -> core::ops::Range<usize> {
 /// error for zero chunks, more than [`MAX_CHUNKS`], buffers of different lengths, and more chunks
 /// than elements.
 pub fn check_run(lens: [usize; 4], chunks: usize) -> Result<()> {
+    check_run_records(lens, 1, chunks)
+}
+
+/// As [`check_run`] for elements of `record_len` values each
+/// ([`RunOptions::record_len`](super::RunOptions::record_len)): also a clear error for a zero
+/// `record_len` and a length that is not a multiple of it; chunks are counted against elements.
+pub fn check_run_records(lens: [usize; 4], record_len: usize, chunks: usize) -> Result<()> {
     const CALL: &str = "Pipeline::run";
+    if record_len == 0 {
+        return Err(Error::invalid(CALL, "zero values an element"));
+    }
     if chunks == 0 {
         return Err(Error::invalid(CALL, "zero chunks"));
     }
@@ -195,7 +205,10 @@ pub fn check_run(lens: [usize; 4], chunks: usize) -> Result<()> {
     if lens.iter().any(|&l| l != lens[0]) {
         return Err(Error::invalid(CALL, "input, device buffers and output must have the same length"));
     }
-    if chunks > lens[0] {
+    if lens[0] % record_len != 0 {
+        return Err(Error::invalid(CALL, "a length that is not a whole number of elements"));
+    }
+    if chunks > lens[0] / record_len {
         return Err(Error::invalid(CALL, "more chunks than elements"));
     }
     Ok(())
