@@ -7,6 +7,11 @@ use std::process::{Command, ExitCode};
 fn main() -> ExitCode {
     println!("cargo::rerun-if-changed=cuda");
     println!("cargo::rerun-if-changed=../include/ordo");
+    // cudaMemcpyBatchAsync in its CUDA 13.0 form (12.8 and 12.9 had one more parameter).
+    println!("cargo::rustc-check-cfg=cfg(cuda_13)");
+    if std::env::var("DEP_CUDART_VERSION").ok().and_then(|v| v.parse::<u32>().ok()).is_some_and(|v| v >= 13000) {
+        println!("cargo::rustc-cfg=cuda_13");
+    }
     let Some(nvcc) = std::env::var_os("DEP_CUDART_NVCC") else {
         eprintln!("ordo-benches: the CUDA toolkit ordo-cuda-sys found has no nvcc; build against one that has");
         return ExitCode::FAILURE;

@@ -242,6 +242,7 @@ fn where_the_time_goes(r: &mut Report, rounds: usize, bound: f64, [ip, op, dip, 
             sa.wait_event(&join)
         })
     };
+    batched_copies(r, rounds, bound, [ip, op, dip, dop], (sa, sb), (&start, &end), (&fork, &join))?;
     for chunks in [16usize, 32, 64, 96] {
         let m = interleave(
             rounds.min(7),
@@ -262,5 +263,118 @@ fn where_the_time_goes(r: &mut Report, rounds: usize, bound: f64, [ip, op, dip, 
             ),
         );
     }
+    Ok(())
+}
+
+/// The same chunked copies as [`where_the_time_goes`] mode 0, each direction's chunks enqueued
+/// as one `cudaMemcpyBatchAsync` (CUDA 13.0) instead of a `cudaMemcpyAsync` a chunk: whether the
+/// batch lowers the per-chunk cost there.
+#[cfg(cuda_13)]
+#[allow(clippy::too_many_arguments)]
+fn batched_copies(
+    r: &mut Report,
+    rounds: usize,
+    bound: f64,
+    [ip, op, dip, dop]: [*mut f32; 4],
+    (sa, sb): (StreamRef<'_>, StreamRef<'_>),
+    (start, end): (&TimingEvent, &TimingEvent),
+    (fork, join): (&Event, &Event),
+) -> Result<()> {
+    use core::ffi::c_void;
+    const N: usize = 64 << 20;
+    let batch = |dsts: &[*mut c_void], srcs: &[*const c_void], sizes: &[usize], s: StreamRef<'_>| -> Result<()> {
+        let mut attrs = sys::cudaMemcpyAttributes {
+            srcAccessOrder: sys::cudaMemcpySrcAccessOrder::cudaMemcpySrcAccessOrderStream,
+            ..Default::default()
+        };
+        let mut first = 0usize;
+        // SAFETY: `dsts`, `srcs`, `sizes` have one entry a copy, within the pipeline's buffers;
+        // one attribute set for all copies (index 0).
+        let code = unsafe {
+            sys::cudaMemcpyBatchAsync(
+                dsts.as_ptr(),
+                srcs.as_ptr(),
+                sizes.as_ptr(),
+                dsts.len(),
+                &mut attrs,
+                &mut first,
+                1,
+                s.as_raw(),
+            )
+        };
+        error::check(code, "cudaMemcpyBatchAsync")
+    };
+    let copies = |chunks: usize, batched: bool| -> Result<f64> {
+        let span = |i: usize| (N * i / chunks, N * (i + 1) / chunks);
+        let (mut d_in, mut s_in, mut d_out, mut s_out, mut sizes) = (vec![], vec![], vec![], vec![], vec![]);
+        for i in 0..chunks {
+            let (lo, hi) = span(i);
+            // SAFETY: offsets inside the pipeline's buffers.
+            unsafe {
+                d_in.push(dip.add(lo).cast::<c_void>());
+                s_in.push(ip.add(lo).cast_const().cast::<c_void>());
+                d_out.push(op.add(lo).cast::<c_void>());
+                s_out.push(dop.add(lo).cast_const().cast::<c_void>());
+            }
+            sizes.push((hi - lo) * core::mem::size_of::<f32>());
+        }
+        ms_between(sa, start, end, || {
+            fork.record(sa)?;
+            sb.wait_event(fork)?;
+            if batched {
+                batch(&d_in, &s_in, &sizes, sa)?;
+                batch(&d_out, &s_out, &sizes, sb)?;
+            } else {
+                for i in 0..chunks {
+                    let (lo, hi) = span(i);
+                    // SAFETY: chunks of the pipeline's buffers, which outlive this (synchronised) call.
+                    unsafe {
+                        copy::h2d_async(
+                            DeviceSliceMut::from_raw_parts(dip.add(lo), hi - lo),
+                            PinnedSlice::from_raw_parts(ip.add(lo), hi - lo),
+                            sa,
+                        )?;
+                        copy::d2h_async(
+                            PinnedSliceMut::from_raw_parts(op.add(lo), hi - lo),
+                            DeviceSlice::from_raw_parts(dop.add(lo), hi - lo),
+                            sb,
+                        )?;
+                    }
+                }
+            }
+            join.record(sb)?;
+            sa.wait_event(join)
+        })
+    };
+    for chunks in [32usize, 96] {
+        if let Err(e) = copies(chunks, true) {
+            r.add("pipeline", format!("copies only, {chunks} chunks, batched"), "ms", f64::NAN, None, format!("{e}"));
+            return Ok(());
+        }
+        let m = interleave(rounds.min(7), &mut [&mut || copies(chunks, true), &mut || copies(chunks, false)])?;
+        let per = |ms: f64| (ms - bound) * 1e3 / chunks as f64;
+        r.add(
+            "pipeline",
+            format!("copies only, {chunks} chunks: one cudaMemcpyBatchAsync a direction vs a cudaMemcpyAsync a chunk"),
+            "ms",
+            m[0],
+            Some(m[1]),
+            format!("{:+.1} vs {:+.1} us a chunk over the bound", per(m[0]), per(m[1])),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(not(cuda_13))]
+#[allow(clippy::too_many_arguments)]
+fn batched_copies(
+    _: &mut Report,
+    _: usize,
+    _: f64,
+    _: [*mut f32; 4],
+    _: (StreamRef<'_>, StreamRef<'_>),
+    _: (&TimingEvent, &TimingEvent),
+    _: (&Event, &Event),
+) -> Result<()> {
     Ok(())
 }
