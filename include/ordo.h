@@ -254,7 +254,8 @@ ordo_status ordo_frame_filter_with(const ordo_alloc_options* options, struct CUs
  * oversized grid or block, a grid not a multiple of its cluster, a cooperative grid larger than the
  * device holds at once, a cooperative launch with clusters: ORDO_ERROR_INVALID_ARGUMENT before CUDA
  * is called). Set size to sizeof(ordo_launch_config) (the size of the first layout, up to and
- * including cooperative, is accepted too); cluster all 0 for none. Capturable. */
+ * including cooperative, is accepted too; any other smaller size is ORDO_ERROR_INVALID_ARGUMENT);
+ * cluster all 0 for none. Capturable. */
 typedef struct ordo_launch_config {
     size_t size;
     unsigned int grid[3];

@@ -1587,7 +1587,7 @@ impl Fuzz<'_> {
         let bad = bad_ptr
             || kernel.is_null()
             || stream.is_null()
-            || c.size < ORDO_LAUNCH_CONFIG_FIRST_SIZE
+            || (c.size != ORDO_LAUNCH_CONFIG_FIRST_SIZE && c.size < core::mem::size_of::<OrdoLaunchConfig>())
             || c.grid.contains(&0)
             || c.block.contains(&0)
             || threads > 1024

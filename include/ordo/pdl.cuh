@@ -19,7 +19,9 @@
 //   __device__ __forceinline__ void scale_body(const float* in, float* out, int n) {
 //       Pdl::trigger();  // the next kernel may start launching (orders no memory)
 //       Pdl::wait();     // everything the previous kernel wrote is visible after this
-//       for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+//       // Unsigned: with an int index, `i += stride` wraps negative past 2^31 and still passes
+//       // `i < n` (ordo's plans go up to n = 2^31 elements).
+//       for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)n; i += gridDim.x * blockDim.x)
 //           out[i] = 2.0f * in[i];
 //   }
 //   ORDO_PDL_KERNELS(my_scale, (const float* in, float* out, int n), (in, out, n))

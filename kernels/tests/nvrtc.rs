@@ -14,7 +14,7 @@ use common::{gpu_lock, Rng};
 
 const SAXPY: &str = r#"
 extern "C" __global__ void ordo_saxpy(float a, const float* x, float* y, int n) {
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)n; i += gridDim.x * blockDim.x)
         y[i] = a * x[i] + y[i];
 }
 "#;

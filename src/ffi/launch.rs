@@ -71,8 +71,8 @@ impl OrdoLaunchConfig {
 /// The Rust configuration for C's (the size checked; the rest by `LaunchConfig::validate`).
 /// Events are taken by handle: the C contract says they are alive at the launch.
 fn launch_config(c: &OrdoLaunchConfig) -> Result<LaunchConfig, super::status::Failure> {
-    if c.size < ORDO_LAUNCH_CONFIG_FIRST_SIZE {
-        return Err(invalid("config.size below sizeof(ordo_launch_config) of its first layout"));
+    if c.size != ORDO_LAUNCH_CONFIG_FIRST_SIZE && c.size < core::mem::size_of::<OrdoLaunchConfig>() {
+        return Err(invalid("config.size is not sizeof(ordo_launch_config) of a known layout"));
     }
     let dim = |d: [c_uint; 3]| Dim3::new(d[0], d[1], d[2]);
     let mut config = LaunchConfig::new(dim(c.grid), dim(c.block))
@@ -125,8 +125,11 @@ pub unsafe extern "C" fn ordo_launch_kernel(
         // field first, then as many bytes of the struct as it says (at most this version's; the
         // fields past a shorter size stay zero: no events).
         let size = unsafe { config.cast::<usize>().read() };
-        if size < ORDO_LAUNCH_CONFIG_FIRST_SIZE {
-            return Err(invalid("config.size below sizeof(ordo_launch_config) of its first layout"));
+        // A layout's size, or more (a later header's): a size that ends inside a field would
+        // hand CUDA half a pointer.
+        let full = core::mem::size_of::<OrdoLaunchConfig>();
+        if size != ORDO_LAUNCH_CONFIG_FIRST_SIZE && size < full {
+            return Err(invalid("config.size is not sizeof(ordo_launch_config) of a known layout"));
         }
         let mut copy = OrdoLaunchConfig::zeroed();
         // SAFETY: as above; `copy` is a plain struct of integers and pointers, any bytes valid.
@@ -279,6 +282,8 @@ mod tests {
         for bad in [
             OrdoLaunchConfig { size: 8, ..config() },
             OrdoLaunchConfig { size: ORDO_LAUNCH_CONFIG_FIRST_SIZE - 1, ..config() },
+            OrdoLaunchConfig { size: ORDO_LAUNCH_CONFIG_FIRST_SIZE + 1, ..config() },
+            OrdoLaunchConfig { size: core::mem::size_of::<OrdoLaunchConfig>() - 1, ..config() },
             OrdoLaunchConfig { grid: [0, 1, 1], ..config() },
             OrdoLaunchConfig { block: [2048, 1, 1], ..config() },
             OrdoLaunchConfig { cluster: [3, 1, 1], ..config() },
