@@ -45,7 +45,11 @@
  * serialising (atomics and short locks, or CUDA's events). Destroying a handle while another
  * thread's call on it is running is safe: that call completes, the object is freed when it
  * returns, and later calls get ORDO_ERROR_INVALID_HANDLE; an ordo_staging_ring_acquire waiting on
- * a ring that another thread destroys returns ORDO_ERROR_INVALID_HANDLE at once.
+ * a ring that another thread destroys returns ORDO_ERROR_INVALID_HANDLE at once. During a thread's
+ * exit cleanup (a C++ thread_local destructor or a pthread key destructor that runs after ordo's
+ * per-thread state is gone), ordo_graph_cache_run and ordo_graph_cache_capture_all return
+ * ORDO_ERROR_NOT_SUPPORTED (they cannot guard their callback's re-entry there) and no call records
+ * a last error.
  * Calls that may block the calling thread, all of them:
  * - ordo_staging_ring_acquire with wait 1: on the host, until a slot's copy has finished;
  * - ordo_staging_ring_create and ordo_staging_ring_destroy: cudaHostAlloc and cudaFreeHost, which

@@ -87,21 +87,28 @@ pub(crate) struct CallMark {
 /// `ORDO_ERROR_HANDLE_BUSY` when one already runs there: a callback that called back into the
 /// handle whose call runs it (a graph cache's body calling its own cache would otherwise recurse
 /// without end, each call calling the body again).
+///
+/// From a thread's exit cleanup after this thread-local is gone (a C++ `thread_local` destructor
+/// or a pthread key destructor that runs after Rust's), the re-entry cannot be tracked: such a
+/// call is refused with `ORDO_ERROR_NOT_SUPPORTED` rather than run unguarded.
 pub(crate) fn enter_call<H>(handle: *mut H) -> Outcome<CallMark> {
     let token = handle as usize;
-    IN_CALL.with(|h| {
-        let mut held = h.borrow_mut();
-        if held.contains(&token) {
-            return Err(Failure(ORDO_ERROR_HANDLE_BUSY));
-        }
-        held.push(token);
-        Ok(CallMark { token })
-    })
+    IN_CALL
+        .try_with(|h| {
+            let mut held = h.borrow_mut();
+            if held.contains(&token) {
+                return Err(Failure(ORDO_ERROR_HANDLE_BUSY));
+            }
+            held.push(token);
+            Ok(CallMark { token })
+        })
+        .unwrap_or(Err(Failure(super::status::ORDO_ERROR_NOT_SUPPORTED)))
 }
 
 impl Drop for CallMark {
     fn drop(&mut self) {
-        IN_CALL.with(|h| {
+        // Made only where the thread-local was alive; if it is gone by now, so is the record.
+        let _ = IN_CALL.try_with(|h| {
             let mut held = h.borrow_mut();
             if let Some(i) = held.iter().rposition(|&t| t == self.token) {
                 held.swap_remove(i);
