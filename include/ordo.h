@@ -63,7 +63,10 @@
  *   calling thread;
  * - a graph cache call, while another thread launches one of the same cache's graphs (the launch
  *   itself, cudaGraphLaunch, never a body), and any call, briefly, on ordo's internal tables (live
- *   handles, the pipelines' shelves), which are never held across a callback or a wait for the device.
+ *   handles, the pipelines' shelves), which are never held across a callback or a wait for the device;
+ * - NCCL: ordo_nccl_comm_init_rank (until every rank has joined), ordo_nccl_comm_destroy (until
+ *   the collectives queued on every rank have completed), ordo_nccl_comm_wait (at most its
+ *   timeout); none of them holds a lock that another NCCL call of ordo's waits for.
  * No other call waits for the device or for another thread.
  * No ordo function may be called from a CUDA host function (cudaLaunchHostFunc) or from a CUDA
  * user object's destructor: CUDA forbids CUDA calls there, and ordo's functions make them.
@@ -73,7 +76,8 @@
  * - They must not throw a C++ exception or otherwise unwind out of the callback: unwinding through
  *   ordo's frames is undefined behaviour. Catch everything inside and return a status.
  * - A non-zero status ends the ordo call, which returns that status unchanged when it is a CUDA
- *   code or one of ordo's, else ORDO_ERROR_LIBRARY.
+ *   code or one of ordo's failures, else ORDO_ERROR_LIBRARY (ORDO_NOT_READY among them: it is no
+ *   failure, but the call stopped there). The last error records it with its stickiness.
  * - They may call back into ordo on their thread, and that never deadlocks: every call works as
  *   usual, except that a graph cache's body calling into the same cache (on its thread) gets
  *   ORDO_ERROR_HANDLE_BUSY, where the call would recurse without end. No callback runs under a lock
@@ -87,7 +91,10 @@
  * (cudaStreamBeginCapture, in global, thread-local or relaxed mode), and while other threads
  * capture: the work is captured into the caller's graph and the capture stays valid, or the call is
  * refused with a documented status without touching the capture (ORDO_ERROR_STREAM_CAPTURING where
- * that is said below). ordo makes its own calls that CUDA restricts during captures (a ring's
+ * that is said below). One exception: a launch of the caller's own kernel (ordo_launch_kernel)
+ * that passes ordo's checks but that CUDA refuses (more dynamic shared memory than the kernel was
+ * allowed, say) fails inside a capture as the same cudaLaunchKernelEx would, which may end the
+ * capture; its status is CUDA's. ordo makes its own calls that CUDA restricts during captures (a ring's
  * pinned allocation, a cache's graph instantiation, destruction) with the calling thread's capture
  * mode exchanged to relaxed (cudaThreadExchangeStreamCaptureMode), restored before it returns, so
  * they neither fail nor invalidate any capture. While the stream captures, CUDA forbids any query of
@@ -272,7 +279,7 @@ typedef struct ordo_launch_config {
     int cooperative;   /* every block resident at once: grid-wide sync allowed */
     /* Since 0.1.0's second layout (a caller whose size ends before these gets none of them):
      * events the launch records, each NULL for none, each made with cudaEventDisableTiming on the
-     * stream's device and alive at the launch. programmatic_event fires once every block has
+     * stream's device and alive at the launch (captured: at every replay of the graph). programmatic_event fires once every block has
      * called cudaTriggerProgrammaticLaunchCompletion() (or at its end), or as each block starts
      * when programmatic_event_at_block_start is non-zero; launch_completion_event once every
      * block has started. Work that waits on them may overlap the kernel. */

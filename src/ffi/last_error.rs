@@ -66,14 +66,18 @@ fn text(p: *const c_char) -> String {
 
 /// Keeps the detail of `e`, which the running export is about to return as `status`.
 pub(crate) fn note(e: &Error, status: OrdoStatus) {
+    // A C callback's status passed through unchanged is CUDA's code when positive: recorded as
+    // such, sticky when CUDA's is.
+    let passed_through = matches!(e, Error::Library(l) if l.library == super::status::CALLBACK && l.status == status);
+    let callback_cuda = if passed_through && status > 0 { status } else { 0 };
     let record = Record {
         status,
-        cuda_error: e.cuda_code().map_or(0, |c| c_int::try_from(c.0).unwrap_or(c_int::MAX)),
+        cuda_error: e.cuda_code().map_or(callback_cuda, |c| c_int::try_from(c.0).unwrap_or(c_int::MAX)),
         library_status: match e {
             Error::Library(l) => l.status,
             Error::Cuda(_) | Error::Usage(_) => 0,
         },
-        sticky: e.is_sticky(),
+        sticky: e.is_sticky() || (callback_cuda != 0 && super::status::ordo_status_is_sticky(callback_cuda) != 0),
         call: e.call().to_string(),
         message: format!("{}: {e}", text(ordo_status_name(status))),
     };

@@ -3,9 +3,11 @@
 //! checked arithmetic, enum values); the logic is the Rust API's ([`ordo_kernels::nccl`]).
 //! Element types and operations are NCCL's own values (`ORDO_NCCL_*` in ordo.h).
 
-use super::check::{byte_len, non_null, stream_ref, write_out};
+use super::check::{byte_len, capturing, non_null, stream_ref, write_out};
 use super::handles;
-use super::status::{guard, guard_void, invalid, Failure, OrdoStatus, ORDO_ERROR_INVALID_HANDLE};
+use super::status::{
+    guard, guard_void, invalid, Failure, OrdoStatus, ORDO_ERROR_INVALID_HANDLE, ORDO_ERROR_STREAM_CAPTURING,
+};
 use core::ffi::{c_int, c_void};
 use core::time::Duration;
 use ordo_core::{sys, Device, DeviceSlice, DeviceSliceMut, StreamRef};
@@ -128,6 +130,11 @@ pub unsafe extern "C" fn ordo_nccl_comm_wait(
     guard("ordo_nccl_comm_wait", || {
         let s = stream_ref(stream)?;
         let c = handles::get::<CommObject, _>(comm)?;
+        // A host wait is no work for a capture, and querying the stream would end it: refused
+        // before anything touches the stream (the capture-status query is the one legal there).
+        if capturing(s)? {
+            return Err(Failure(ORDO_ERROR_STREAM_CAPTURING));
+        }
         // Polled with the handle's lock taken per poll, not for the whole wait: an
         // ordo_nccl_comm_abort from another thread (a watchdog) gets in between two polls, and
         // this wait then ends with ORDO_ERROR_INVALID_HANDLE.
@@ -137,11 +144,14 @@ pub unsafe extern "C" fn ordo_nccl_comm_wait(
             {
                 let held = lock(&c);
                 let comm = held.as_ref().ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
-                // One poll: the communicator's health, then the stream (a zero timeout).
-                if comm.wait(s, Duration::ZERO).is_ok() {
-                    return Ok(());
+                // One poll: the communicator's health, then the stream (a zero timeout). Only
+                // "not yet" (the zero timeout passing) goes round again: a broken communicator or
+                // a CUDA error of the stream (a sticky one too) is returned at once.
+                match comm.wait(s, Duration::ZERO) {
+                    Ok(()) => return Ok(()),
+                    Err(e) if ordo_kernels::nccl::is_timeout(&e) => {}
+                    Err(e) => return Err(e.into()),
                 }
-                comm.state()?;
             }
             if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
                 return Err(Failure::from(ordo_kernels::nccl::timeout_error("ordo_nccl_comm_wait")));
@@ -175,6 +185,9 @@ fn typed<T: NcclType>(
     }
     if !(recv.is_null() && recv_may_be_null) {
         non_null(recv.cast_const(), "null or misaligned receive buffer")?;
+    }
+    if call.send_len == 0 || call.recv_len == 0 {
+        return Err(invalid("zero count"));
     }
     byte_len::<T>(call.send_len)?;
     byte_len::<T>(call.recv_len)?;

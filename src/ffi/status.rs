@@ -105,7 +105,9 @@ pub fn failed(status: OrdoStatus) -> bool {
 pub(crate) const CALLBACK: &str = "C callback";
 
 /// The status for an ordo error. A C callback's own status comes back unchanged when it is
-/// documented ([`is_documented`]); otherwise as `ORDO_ERROR_LIBRARY`.
+/// documented ([`is_documented`]) and a failure; otherwise (an undocumented value, or
+/// `ORDO_NOT_READY`, which `ORDO_FAILED` does not count as a failure although the call stopped at
+/// that callback) as `ORDO_ERROR_LIBRARY`.
 pub fn status_of(e: &Error) -> OrdoStatus {
     match e {
         Error::Cuda(c) => OrdoStatus::try_from(c.code().0).unwrap_or(ORDO_ERROR_LIBRARY),
@@ -116,7 +118,7 @@ pub fn status_of(e: &Error) -> OrdoStatus {
             UsageKind::Panicked => ORDO_ERROR_PANIC,
             _ => ORDO_ERROR_INVALID_ARGUMENT,
         },
-        Error::Library(l) if l.library == CALLBACK && l.status != ORDO_SUCCESS && is_documented(l.status) => l.status,
+        Error::Library(l) if l.library == CALLBACK && failed(l.status) && is_documented(l.status) => l.status,
         Error::Library(_) => ORDO_ERROR_LIBRARY,
     }
 }
@@ -247,6 +249,7 @@ mod tests {
         assert_eq!(status_of(&callback_error("cb", ORDO_ERROR_INVALID_HANDLE)), ORDO_ERROR_INVALID_HANDLE);
         assert_eq!(status_of(&callback_error("cb", -3)), ORDO_ERROR_NOT_SUPPORTED, "one of ordo's own");
         assert_eq!(status_of(&callback_error("cb", -300)), ORDO_ERROR_LIBRARY);
+        assert_eq!(status_of(&callback_error("cb", ORDO_NOT_READY)), ORDO_ERROR_LIBRARY, "\"not yet\" is no failure");
         assert_eq!(status_of(&callback_error("cb", 12345)), 12345, "CUDA's space, unchanged");
         let cublas = Error::Library(ordo_core::LibraryError::new("cuBLAS", "x", 7));
         assert_eq!(status_of(&cublas), ORDO_ERROR_LIBRARY, "other libraries' codes are not CUDA's");

@@ -101,10 +101,15 @@ fn rank_args(call: &'static str, ranks: usize, rank: usize) -> Result<(c_int, c_
     Ok((ranks, rank as c_int))
 }
 
-/// NCCL allows no two threads to make calls on communicators of one device at once (nor on one
-/// communicator): ordo's calls on a communicator hold its device's lock for the NCCL call itself
-/// (never across a wait or a callback), so that safe code on several threads cannot race inside
-/// NCCL. Devices past the table share a lock (more serial, never less safe).
+/// ordo's calls on a communicator that return at once (collectives, health and rank queries,
+/// abort) hold its device's lock for the NCCL call itself (never across a wait or a callback), so
+/// that calls of several threads on communicators of one device reach NCCL one at a time. The
+/// calls that block until other ranks act (`ncclCommInitRank`, `ncclCommInitRankConfig`,
+/// `ncclCommSplit`, `ncclCommDestroy`) do not take it: NCCL makes and destroys separate
+/// communicators from several threads at once ("re-entrant"), and holding the lock there made
+/// every other call for the device, a watchdog's wait or abort included, wait for ranks that may
+/// never come (found by the C ABI review). Devices past the table share a lock (more serial,
+/// never less safe).
 pub(crate) fn device_lock(device: Device) -> MutexGuard<'static, ()> {
     static LOCKS: [Mutex<()>; 64] = [const { Mutex::new(()) }; 64];
     let i = usize::try_from(device.ordinal()).unwrap_or(0) % LOCKS.len();
@@ -151,7 +156,7 @@ impl Communicator {
         let (n, r) = rank_args("Communicator::init_rank", ranks, rank)?;
         let mut raw: RawComm = core::ptr::null_mut();
         let status = device.with_current(|| {
-            let _lock = device_lock(device);
+            // No device lock: this blocks until every rank has joined (see `device_lock`).
             // SAFETY: `raw` is writable; the id is passed by value; ranks checked.
             Ok(unsafe { (nccl.api().init_rank)(&mut raw, n, id.to_raw(), r) })
         })?;
@@ -179,7 +184,7 @@ impl Communicator {
         let mut raw_config = config.raw();
         let mut raw: RawComm = core::ptr::null_mut();
         let status = device.with_current(|| {
-            let _lock = device_lock(device);
+            // No device lock: a blocking config waits for every rank (see `device_lock`).
             // SAFETY: `raw` and `raw_config` are writable and live for the call (NCCL copies the
             // config); the id is passed by value; ranks checked.
             Ok(unsafe { init(&mut raw, n, id.to_raw(), r, &mut raw_config) })
@@ -224,7 +229,7 @@ impl Communicator {
         // not known (an error), so that a late write never lands in freed memory.
         let slot: *mut AtomicPtr<core::ffi::c_void> = Box::into_raw(Box::new(AtomicPtr::new(core::ptr::null_mut())));
         let status = self.device.with_current(|| {
-            let _lock = device_lock(self.device);
+            // No device lock: a split waits for every rank of this communicator (see `device_lock`).
             // SAFETY: a live communicator; `slot` writable, live until NCCL is done with it (see
             // above); the config null or live for the call (NCCL copies it).
             Ok(unsafe { split(self.as_raw(), color, key, AtomicPtr::as_ptr(&*slot), config_ptr) })
@@ -351,8 +356,17 @@ impl Communicator {
     /// health (`ncclCommGetAsyncError`) until the work is done (`Ok`), the communicator reports
     /// an error (that error: a peer gone, `ncclRemoteError` or `ncclSystemError`), or `timeout`
     /// passes (`ncclTimeout`). After an error, [`abort`](Self::abort) the communicator: its
-    /// kernels then stop and the stream drains. Not for use while `stream` captures.
+    /// kernels then stop and the stream drains. A capturing `stream` is a usage error, before the
+    /// stream is touched.
     pub fn wait(&self, stream: StreamRef<'_>, timeout: Duration) -> Result<()> {
+        // Querying a capturing stream would end its capture: refused first, with the one query
+        // that is legal during a capture.
+        if !matches!(stream.capture_status()?, ordo_core::CaptureStatus::None) {
+            return Err(Error::invalid(
+                "Communicator::wait",
+                "the stream is capturing: a host wait cannot be captured",
+            ));
+        }
         let deadline = Instant::now().checked_add(timeout);
         let mut pause = Duration::from_micros(20);
         loop {
@@ -396,10 +410,10 @@ fn timeout_error() -> Error {
 impl Drop for Communicator {
     /// Waits for the queued collectives (see [`Communicator`]).
     fn drop(&mut self) {
-        let lock = device_lock(self.device);
+        // No device lock: destroy waits for the queued collectives of every rank (see
+        // `device_lock`).
         // SAFETY: our communicator; the library stays loaded until `self.nccl` drops after this.
         let status = unsafe { (self.nccl.api().destroy)(self.as_raw()) };
-        drop(lock);
         if status != SUCCESS && status != IN_PROGRESS {
             ordo_core::error::record_drop_error_value(nccl_error(
                 self.nccl.api(),

@@ -82,6 +82,12 @@ pub(crate) fn nccl_error(api: &Api, comm: RawComm, call: &'static str, status: S
     detailed(call, status, text.as_deref())
 }
 
+/// Whether `e` is ordo's own deadline error ([`timeout`]) rather than a failure of NCCL or CUDA.
+pub fn is_timeout(e: &Error) -> bool {
+    matches!(e, Error::Library(l) if l.library == "NCCL" && l.status == TIMEOUT
+        && l.detail.is_some_and(|d| d.starts_with("ncclTimeout: the deadline passed")))
+}
+
 /// The error of a wait on NCCL work whose deadline passed (`ncclTimeout`, named by ordo).
 pub fn timeout(call: &'static str) -> Error {
     Error::Library(LibraryError {
@@ -115,6 +121,8 @@ mod tests {
         assert_eq!(detailed("x", 99, Some("  ")).to_string(), "x failed: NCCL status 99: unknown NCCL status");
         assert_eq!(status_name(-1), "unknown NCCL status");
         assert!(timeout("Communicator::wait").to_string().contains("ncclTimeout"));
+        assert!(is_timeout(&timeout("Communicator::wait")));
+        assert!(!is_timeout(&detailed("ncclAllReduce", 8, Some("a timeout of NCCL's own"))));
     }
 
     #[test]

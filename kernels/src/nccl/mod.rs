@@ -69,7 +69,7 @@ mod types;
 pub use all::Communicators;
 pub use api::UNIQUE_ID_BYTES;
 pub use comm::{CommConfig, CommState, Communicator};
-pub use error::{status_name, timeout as timeout_error};
+pub use error::{is_timeout, status_name, timeout as timeout_error};
 pub use group::Group;
 pub use id::UniqueId;
 pub use types::{Bf16, DataType, NcclType, ReduceOp, F16};
