@@ -16,7 +16,8 @@
 # finding is then easy to tie to its test.
 #
 # Skipped, not run (and not counted as findings):
-# - the NCCL test (NCCL's own kernels are not ours to sanitize);
+# - the NCCL tests (named two_gpus_nccl* and gpu_nccl*: NCCL's own kernels are not ours to
+#   sanitize);
 # - on a machine with fewer than two GPUs, the binaries whose tests all need two GPUs
 #   (TWO_GPU_BINARIES below) and the tests named two_gpus* in the others;
 # - any binary whose tests are all filtered out by the above: it would make no CUDA call, which
@@ -30,13 +31,13 @@ tools=("$@")
 [ ${#tools[@]} -eq 0 ] && tools=(memcheck racecheck synccheck initcheck)
 logs=${SANITIZE_LOGS:-$(mktemp -d)}
 mkdir -p "$logs"
-gpu_tests="core:gpu core:no_alloc core:soundness_memory core:soundness_graphs kernels:gpu kernels:graphs kernels:pipeline kernels:no_alloc kernels:threads kernels:multi_gpu ffi-tests:programs ffi-tests:random_calls ffi-tests:two_gpus ffi-tests:device_reset cuda-sys:no_driver"
+gpu_tests="core:gpu core:no_alloc core:soundness_memory core:soundness_graphs kernels:gpu kernels:graphs kernels:pipeline kernels:no_alloc kernels:threads kernels:multi_gpu kernels:nvrtc ffi-tests:programs ffi-tests:random_calls ffi-tests:review ffi-tests:pipeline_handle ffi-tests:alloc_options ffi-tests:two_gpus ffi-tests:device_reset cuda-sys:no_driver"
 [ -n "${SANITIZE_ONLY:-}" ] && gpu_tests=$SANITIZE_ONLY
 # Test binaries every test of which needs two GPUs (they name them two_gpus_*).
 TWO_GPU_BINARIES="kernels:multi_gpu ffi-tests:two_gpus"
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-skip=(--skip two_gpus_nccl)
-[ "$gpus" -ge 2 ] || skip=(--skip two_gpus)
+skip=(--skip two_gpus_nccl --skip gpu_nccl)
+[ "$gpus" -ge 2 ] || skip=(--skip two_gpus --skip gpu_nccl)
 runs=0; clean=0; dirty=0; skipped=0
 for tool in "${tools[@]}"; do
   while IFS=$'\t' read -r kind pkgdir name exe; do
