@@ -1,39 +1,51 @@
-//! Loading a CUDA library (cuBLAS, NCCL) at run time with `dlopen`, so that building needs none.
+//! Loading a CUDA library (cuBLAS, NCCL, NVRTC) at run time, so that building needs none:
+//! `libloading`'s `dlopen`/`dlsym`, with the library kept open by the value that owns it.
+//!
+//! The callers copy the symbols they need out as function pointers into a table that sits beside
+//! the [`Library`] in one struct, declared before it: Rust drops fields in declaration order, so
+//! the table goes before the library closes, and nothing calls through a dropped table.
 
 use core::ffi::{c_void, CStr};
+use libloading::os::unix::{Library as Loaded, RTLD_LOCAL, RTLD_NOW};
 use ordo_core::{Error, Result, UsageKind};
 
 /// A library opened with `dlopen`, closed on drop.
 pub(crate) struct Library {
-    handle: *mut c_void,
+    lib: Loaded,
     call: &'static str,
 }
-
-// SAFETY: a dlopen handle may be used and closed from any thread.
-unsafe impl Send for Library {}
 
 impl Library {
     /// Opens the file the environment variable `env` names, else the first of `names` the loader
     /// finds; `call` names the caller in errors.
     pub(crate) fn open(env: &str, names: &[&CStr], call: &'static str, missing: &'static str) -> Result<Library> {
         let explicit = std::env::var_os(env).and_then(|p| std::ffi::CString::new(p.into_encoded_bytes()).ok());
-        let handle = explicit
+        explicit
             .as_deref()
             .into_iter()
             .chain(names.iter().copied())
-            // SAFETY: NUL-terminated names; dlopen runs the library's initialisers, as any load does.
-            .map(|n| unsafe { libc::dlopen(n.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) })
-            .find(|h| !h.is_null())
-            .ok_or(Error::usage(UsageKind::NotSupported, call, missing))?;
-        Ok(Library { handle, call })
+            .find_map(|name| Library::open_path(name, call))
+            .ok_or(Error::usage(UsageKind::NotSupported, call, missing))
     }
 
-    /// Opens the file at `path` (no search, no environment variable), or `None`.
-    #[cfg(feature = "nvrtc")]
+    /// Opens `path` (a file name the loader searches for, or a path), or `None`.
     pub(crate) fn open_path(path: &CStr, call: &'static str) -> Option<Library> {
-        // SAFETY: a NUL-terminated path; dlopen runs the library's initialisers, as any load does.
-        let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        (!handle.is_null()).then_some(Library { handle, call })
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::OsStr::from_bytes(path.to_bytes());
+        // SAFETY: loading runs the library's initialisers, as any load of a CUDA library does.
+        let lib = unsafe { Loaded::open(Some(path), RTLD_NOW | RTLD_LOCAL) }.ok()?;
+        Some(Library { lib, call })
+    }
+
+    /// The address of `name`.
+    pub(crate) fn symbol(&self, name: &CStr) -> Result<*mut c_void> {
+        // SAFETY: the symbol is read as an address only; what it is called as is the caller's
+        // promise (its C signature).
+        let address = unsafe { self.lib.get::<*mut c_void>(name.to_bytes_with_nul()) }.map(|s| s.into_raw());
+        match address {
+            Ok(p) if !p.is_null() => Ok(p),
+            _ => Err(Error::usage(UsageKind::NotSupported, self.call, "a symbol is missing from the loaded library")),
+        }
     }
 
     /// The file the loaded library holding `symbol` came from (`dladdr`).
@@ -53,26 +65,5 @@ impl Library {
         let name = unsafe { CStr::from_ptr(info.dli_fname) };
         use std::os::unix::ffi::OsStrExt;
         Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes())))
-    }
-
-    /// The address of `name`.
-    pub(crate) fn symbol(&self, name: &CStr) -> Result<*mut c_void> {
-        // SAFETY: a live handle and a NUL-terminated name.
-        let p = unsafe { libc::dlsym(self.handle, name.as_ptr()) };
-        if p.is_null() {
-            return Err(Error::usage(
-                UsageKind::NotSupported,
-                self.call,
-                "a symbol is missing from the loaded library",
-            ));
-        }
-        Ok(p)
-    }
-}
-
-impl Drop for Library {
-    fn drop(&mut self) {
-        // SAFETY: our handle; whoever used its symbols has finished (the owner drops it last).
-        unsafe { libc::dlclose(self.handle) };
     }
 }
