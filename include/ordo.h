@@ -75,9 +75,10 @@
  * that call returns, with the stream they are given capturing or not as described at each.
  * - They must not throw a C++ exception or otherwise unwind out of the callback: unwinding through
  *   ordo's frames is undefined behaviour. Catch everything inside and return a status.
- * - A non-zero status ends the ordo call, which returns that status unchanged when it is a CUDA
- *   code or one of ordo's failures, else ORDO_ERROR_LIBRARY (ORDO_NOT_READY among them: it is no
- *   failure, but the call stopped there). The last error records it with its stickiness.
+ * - A non-zero status ends the ordo call, which returns that status unchanged when it is positive
+ *   (CUDA's code space, as STATUS CODES says: any cudaError_t, known to this toolkit or not) or one
+ *   of ordo's failures, else ORDO_ERROR_LIBRARY (ORDO_NOT_READY among them: it is no failure, but
+ *   the call stopped there). The last error records it with its stickiness.
  * - They may call back into ordo on their thread, and that never deadlocks: every call works as
  *   usual, except that a graph cache's body calling into the same cache (on its thread) gets
  *   ORDO_ERROR_HANDLE_BUSY, where the call would recurse without end. No callback runs under a lock
@@ -115,7 +116,10 @@
  * DEVICE POINTERS passed with a stream must be device memory of the stream's device, or managed
  * memory: the work runs on the stream's device whatever the current device is, and memory of
  * another device gives ORDO_ERROR_INVALID_ARGUMENT (cudaPointerGetAttributes tells) rather than a
- * fault on the device. ordo cannot see an allocation's size: sizes are the caller's promise.
+ * fault on the device. ordo cannot see an allocation's size: sizes are the caller's promise. ordo
+ * learns a stream's device from cudaStreamGetDevice (CUDA 12.8 and later); built against an older
+ * toolkit it takes the calling thread's current device as the stream's: keep it current, or a
+ * stream and memory of another device are refused with ORDO_ERROR_INVALID_ARGUMENT.
  *
  * AFTER cudaDeviceReset every stream, event, graph and allocation made before is gone, and CUDA
  * itself may crash on a handle of the destroyed context (measured with CUDA 13.0: destroying or
@@ -349,7 +353,8 @@ ordo_status ordo_pipeline_run(struct CUstream_st* stream, const float* host_in, 
  * - element_size: bytes an element, 1 or more. Runs count n in elements, chunks are cut at element
  *   boundaries, and compute gets element counts. Host and device pointers must be aligned to the
  *   largest power of two that divides element_size, at most 16 (ORDO_ERROR_INVALID_ARGUMENT).
- * - streams: worker streams, 0 for 3 (the staged schedule's), at most 64.
+ * - streams: worker streams, 0 for 3 (the staged schedule's), at most 64; 1 and 2 also give 3
+ *   (the staged schedule needs one stream a stage).
  * - priority: the worker streams' priority, 0 for CUDA's default; within the device's
  *   cudaDeviceGetStreamPriorityRange (lower numbers are higher priorities), else
  *   ORDO_ERROR_INVALID_ARGUMENT.
