@@ -220,7 +220,8 @@ impl Shelf {
     /// dropped (outside the lock); one still part of an open capture is always kept (its streams
     /// must outlive the capture).
     fn give_back(&self, mut p: Pooled) {
-        let keep = p.checked_mut().in_capture().unwrap_or(false);
+        // Asked only of a live context: after a cudaDeviceReset its streams are gone.
+        let keep = held_by_capture(&mut p);
         let device = p.context().device();
         let mut shelf = lock(&self.pipelines);
         if keep || shelf.iter().filter(|q| q.context().device() == device).count() < POOL_LIMIT {
@@ -397,7 +398,7 @@ unsafe fn run_on_shelf(
     // Kept for the next run unless CUDA failed (after cudaDeviceReset, say, its streams are
     // gone); one still part of the caller's open capture is kept either way.
     match result {
-        Err(Error::Cuda(_)) if !p.in_capture().unwrap_or(false) => drop(pooled),
+        Err(Error::Cuda(_)) if !held_by_capture(&mut pooled) => drop(pooled),
         _ => shelf.give_back(pooled),
     }
     result?;
