@@ -12,8 +12,9 @@ pub use ordo_core::*;
 pub mod ffi;
 
 /// A newcomer's guide (`docs/guide.md`): the stream-correct rules, the safety model, launching
-/// your own kernel, the PDL rule, graphs, the pipeline, the staging ring, several GPUs and the C
-/// ABI. Its Rust examples are compiled as doc tests.
+/// your own kernel, the PDL rule, graphs, the pipeline, the staging ring, several GPUs, the C ABI,
+/// kernels compiled at run time, launch events and streams in a struct. Its Rust examples are
+/// compiled as doc tests.
 #[cfg(feature = "kernels")]
 #[doc = include_str!("../docs/guide.md")]
 pub mod guide {}
