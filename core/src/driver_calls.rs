@@ -41,10 +41,12 @@ static RECORD: AtomicPtr<c_void> = AtomicPtr::new(UNRESOLVED);
 static WAIT: AtomicPtr<c_void> = AtomicPtr::new(UNRESOLVED);
 static GRAPH_LAUNCH: AtomicPtr<c_void> = AtomicPtr::new(UNRESOLVED);
 
-/// The driver function `name` (its CUDA 12.0 form), or the absent sentinel.
+/// Asks the runtime for the driver function `name` (its CUDA 12.0 form), with the calling thread's
+/// capture mode relaxed for the query: the query's code, and the address where the driver has it.
+/// A failed query's error is not left as the thread's last runtime error.
 #[cold]
 #[inline(never)]
-fn resolve(slot: &AtomicPtr<c_void>, name: &core::ffi::CStr) -> *mut c_void {
+pub(crate) fn query(name: &core::ffi::CStr) -> (sys::cudaError_t, Option<*mut c_void>) {
     let mut mode = sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed;
     // SAFETY: `mode` is writable; restored below.
     let relaxed = unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) } == sys::cudaError::cudaSuccess;
@@ -64,15 +66,21 @@ fn resolve(slot: &AtomicPtr<c_void>, name: &core::ffi::CStr) -> *mut c_void {
         // SAFETY: puts back the mode the exchange above returned.
         unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) };
     }
-    let found = code == sys::cudaError::cudaSuccess
-        && status == sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess
-        && !p.is_null();
     if code != sys::cudaError::cudaSuccess {
-        // The failed query's error must not linger as the thread's last runtime error.
         // SAFETY: no arguments.
         unsafe { sys::cudaGetLastError() };
     }
-    let p = if found { p } else { absent() };
+    let found = code == sys::cudaError::cudaSuccess
+        && status == sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess
+        && !p.is_null();
+    (code, found.then_some(p))
+}
+
+/// The driver function `name`, or the absent sentinel, stored in `slot`.
+#[cold]
+#[inline(never)]
+fn resolve(slot: &AtomicPtr<c_void>, name: &core::ffi::CStr) -> *mut c_void {
+    let p = query(name).1.unwrap_or_else(absent);
     slot.store(p, Ordering::Release);
     p
 }

@@ -44,25 +44,15 @@ type LaunchFn =
 /// `cuLaunchKernelEx`, resolved on first use.
 static ENTRY: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
 
-/// The driver's `cuLaunchKernelEx` (CUDA 12.0 and later drivers).
+/// The driver's `cuLaunchKernelEx` (CUDA 12.0 and later drivers): the runtime's error when the
+/// query fails, a usage error where the driver lacks it.
 fn entry() -> Result<LaunchFn> {
     const CALL: &str = "cudaGetDriverEntryPointByVersion";
     let mut p = ENTRY.load(Ordering::Acquire);
     if p.is_null() {
-        let mut status = sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess;
-        // SAFETY: a NUL-terminated name; `p` and `status` writable.
-        cuda_call!(unsafe {
-            sys::cudaGetDriverEntryPointByVersion(
-                c"cuLaunchKernelEx".as_ptr(),
-                &mut p,
-                12000,
-                sys::cudaGetDriverEntryPointFlags::cudaEnableDefault.0 as u64,
-                &mut status,
-            )
-        })?;
-        if status != sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess || p.is_null() {
-            return Err(Error::usage(crate::UsageKind::NotSupported, CALL, "the driver has no cuLaunchKernelEx"));
-        }
+        let (code, found) = crate::driver_calls::query(c"cuLaunchKernelEx");
+        crate::error::check(code, CALL)?;
+        p = found.ok_or(Error::usage(crate::UsageKind::NotSupported, CALL, "the driver has no cuLaunchKernelEx"))?;
         ENTRY.store(p, Ordering::Release);
     }
     // SAFETY: the address of `cuLaunchKernelEx` as of CUDA 12.0, whose signature `LaunchFn` is.

@@ -82,22 +82,18 @@ pub(crate) fn nccl_error(api: &Api, comm: RawComm, call: &'static str, status: S
     detailed(call, status, text.as_deref())
 }
 
+/// The detail of ordo's own deadline error ([`timeout`]).
+const TIMEOUT_DETAIL: &str =
+    "ncclTimeout: the deadline passed before the work completed; a peer may be gone: abort the communicator";
+
 /// Whether `e` is ordo's own deadline error ([`timeout`]) rather than a failure of NCCL or CUDA.
 pub fn is_timeout(e: &Error) -> bool {
-    matches!(e, Error::Library(l) if l.library == "NCCL" && l.status == TIMEOUT
-        && l.detail.is_some_and(|d| d.starts_with("ncclTimeout: the deadline passed")))
+    matches!(e, Error::Library(l) if l.library == "NCCL" && l.status == TIMEOUT && l.detail == Some(TIMEOUT_DETAIL))
 }
 
 /// The error of a wait on NCCL work whose deadline passed (`ncclTimeout`, named by ordo).
 pub fn timeout(call: &'static str) -> Error {
-    Error::Library(LibraryError {
-        library: "NCCL",
-        call,
-        status: TIMEOUT,
-        detail: Some(
-            "ncclTimeout: the deadline passed before the work completed; a peer may be gone: abort the communicator",
-        ),
-    })
+    Error::Library(LibraryError { library: "NCCL", call, status: TIMEOUT, detail: Some(TIMEOUT_DETAIL) })
 }
 
 #[cfg(test)]
