@@ -174,19 +174,152 @@ pub enum UsageKind {
     Panicked,
 }
 
-/// A mistake ordo caught before calling CUDA.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The words of an error: a `&'static str`, or (with the `alloc` feature) an owned text made at
+/// run time, shared by the error's clones (`Arc<str>`). Either is the size of a `&str`, so
+/// [`Error`] is as large with owned texts as without, and only an owned text allocates (once,
+/// where the error is made: on its path, never on a success path).
+#[derive(Clone)]
+pub struct Text(TextRepr);
+
+#[derive(Clone)]
+enum TextRepr {
+    Static(&'static str),
+    #[cfg(feature = "alloc")]
+    Owned(alloc::sync::Arc<str>),
+}
+
+impl Text {
+    /// A text of static words; `const`, so errors can be made in constants.
+    #[inline]
+    pub const fn from_static(text: &'static str) -> Text {
+        Text(TextRepr::Static(text))
+    }
+
+    /// The words.
+    #[inline]
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            TextRepr::Static(s) => s,
+            #[cfg(feature = "alloc")]
+            TextRepr::Owned(s) => s,
+        }
+    }
+
+    /// The words when they are a `&'static str` (made from one), else `None`.
+    #[inline]
+    pub fn as_static(&self) -> Option<&'static str> {
+        match self.0 {
+            TextRepr::Static(s) => Some(s),
+            #[cfg(feature = "alloc")]
+            TextRepr::Owned(_) => None,
+        }
+    }
+}
+
+impl core::ops::Deref for Text {
+    type Target = str;
+    #[inline]
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Text {
+    #[inline]
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Text) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Text {}
+
+impl PartialEq<str> for Text {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Text {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl core::hash::Hash for Text {
+    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&'static str> for Text {
+    #[inline]
+    fn from(text: &'static str) -> Text {
+        Text::from_static(text)
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl From<alloc::string::String> for Text {
+    fn from(text: alloc::string::String) -> Text {
+        Text(TextRepr::Owned(text.into()))
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl From<alloc::boxed::Box<str>> for Text {
+    fn from(text: alloc::boxed::Box<str>) -> Text {
+        Text(TextRepr::Owned(text.into()))
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl From<alloc::sync::Arc<str>> for Text {
+    fn from(text: alloc::sync::Arc<str>) -> Text {
+        Text(TextRepr::Owned(text))
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl From<alloc::borrow::Cow<'static, str>> for Text {
+    fn from(text: alloc::borrow::Cow<'static, str>) -> Text {
+        match text {
+            alloc::borrow::Cow::Borrowed(s) => Text::from_static(s),
+            alloc::borrow::Cow::Owned(s) => s.into(),
+        }
+    }
+}
+
+/// A mistake ordo (or a library built on it) caught before calling CUDA.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageError {
     /// What kind of mistake.
     pub kind: UsageKind,
-    /// The ordo function that refused, e.g. `"Stream::with_priority"`.
+    /// The function that refused, e.g. `"Stream::with_priority"`.
     pub call: &'static str,
-    /// What was wrong, in words.
-    pub what: &'static str,
+    /// What was wrong, in words (ordo's own are static; a caller's may be made at run time).
+    pub what: Text,
 }
 
 /// A call into another CUDA library (cuBLAS, NCCL) that reports its own status codes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LibraryError {
     /// The library, e.g. `"cuBLAS"`.
     pub library: &'static str,
@@ -194,8 +327,9 @@ pub struct LibraryError {
     pub call: &'static str,
     /// The library's status code.
     pub status: i32,
-    /// The library's own words about the failure, when it has them (NCCL's `ncclGetLastError`).
-    pub detail: Option<&'static str>,
+    /// The library's own words about the failure, when it has them (NCCL's `ncclGetLastError`,
+    /// kept whole as an owned text).
+    pub detail: Option<Text>,
 }
 
 impl LibraryError {
@@ -206,8 +340,11 @@ impl LibraryError {
     }
 }
 
-/// ordo's error: from CUDA, from another CUDA library, or from ordo's own checks.
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// ordo's error: from CUDA, from another CUDA library, or from ordo's own checks. `Clone`, not
+/// `Copy`: a usage error's words or a library's detail may be an owned [`Text`]. That costs no
+/// size: an `Error` is 64 bytes on 64-bit targets, as when its texts were all `&'static str`
+/// (asserted below).
+#[derive(Clone, PartialEq, Eq)]
 pub enum Error {
     /// A CUDA call failed.
     Cuda(CudaError),
@@ -217,17 +354,29 @@ pub enum Error {
     Library(LibraryError),
 }
 
+#[cfg(target_pointer_width = "64")]
+static_assertions::const_assert!(core::mem::size_of::<Error>() <= 64);
+
 impl Error {
-    /// A usage error.
+    /// A usage error: `kind` of mistake, the function that refused (`call`), and `what` was wrong,
+    /// static words or (with `alloc`) words made at run time:
+    /// `Error::usage(UsageKind::InvalidArgument, "frame", format!("{rows} rows, at most {max}"))`.
     #[inline]
-    pub const fn usage(kind: UsageKind, call: &'static str, what: &'static str) -> Error {
-        Error::Usage(UsageError { kind, call, what })
+    pub fn usage(kind: UsageKind, call: &'static str, what: impl Into<Text>) -> Error {
+        Error::Usage(UsageError { kind, call, what: what.into() })
     }
 
-    /// An invalid-argument usage error.
+    /// An invalid-argument usage error, with static words or (with `alloc`) words made at run
+    /// time: `Error::invalid("frame", format!("{rows} rows, at most {max}"))`.
     #[inline]
-    pub const fn invalid(call: &'static str, what: &'static str) -> Error {
+    pub fn invalid(call: &'static str, what: impl Into<Text>) -> Error {
         Error::usage(UsageKind::InvalidArgument, call, what)
+    }
+
+    /// [`usage`](Self::usage) with static words, usable in a `const`.
+    #[inline]
+    pub const fn usage_static(kind: UsageKind, call: &'static str, what: &'static str) -> Error {
+        Error::Usage(UsageError { kind, call, what: Text::from_static(what) })
     }
 
     /// The CUDA error, when it is one.
@@ -286,7 +435,7 @@ impl fmt::Display for Error {
             Error::Usage(u) => write!(f, "{}: {:?}: {}", u.call, u.kind, u.what),
             Error::Library(l) => {
                 write!(f, "{} failed: {} status {}", l.call, l.library, l.status)?;
-                match l.detail {
+                match &l.detail {
                     Some(d) => write!(f, ": {d}"),
                     None => Ok(()),
                 }

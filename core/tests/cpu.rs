@@ -661,3 +661,35 @@ fn while_nodes_return_err_without_a_driver() {
         Err(e) => assert!(e.cuda().is_some(), "{e}"),
     }
 }
+
+#[test]
+fn an_error_takes_static_words_or_words_made_at_run_time() {
+    use ordo_core::error::{Text, UsageError};
+    // Static words, also in a constant.
+    const REFUSED: Error = Error::usage_static(UsageKind::InvalidArgument, "frame", "no rows");
+    assert_eq!(REFUSED.to_string(), "frame: InvalidArgument: no rows");
+    assert_eq!(Error::invalid("frame", "no rows"), REFUSED);
+    // Words made at run time (a caller's own checks), kept whole and shared by clones.
+    let (rows, max) = (4097, 4096);
+    let e = Error::invalid("frame", format!("{rows} rows, at most {max}"));
+    assert_eq!(e.to_string(), "frame: InvalidArgument: 4097 rows, at most 4096");
+    let copy = e.clone();
+    let (Error::Usage(a), Error::Usage(b)) = (&e, &copy) else { panic!("{e:?}") };
+    assert!(core::ptr::eq(a.what.as_str(), b.what.as_str()), "clones share the text");
+    assert_eq!(a.what, "4097 rows, at most 4096");
+    assert_eq!(a.what.as_static(), None);
+    assert!(matches!(REFUSED, Error::Usage(UsageError { ref what, .. }) if what.as_static() == Some("no rows")));
+    // Every owned form a caller may hold.
+    let boxed: Box<str> = "boxed".into();
+    let shared: std::sync::Arc<str> = "shared".into();
+    let cow: std::borrow::Cow<'static, str> = std::borrow::Cow::Owned("cow".to_owned());
+    for (text, words) in [(Text::from(boxed), "boxed"), (Text::from(shared), "shared"), (Text::from(cow), "cow")] {
+        assert_eq!(
+            Error::usage(UsageKind::NotSupported, "x", text.clone()).to_string(),
+            format!("x: NotSupported: {words}")
+        );
+        assert_eq!(format!("{text:?}"), format!("{words:?}"));
+    }
+    // No size is paid for it: 64 bytes, as with static texts only.
+    assert!(core::mem::size_of::<Error>() <= 64);
+}

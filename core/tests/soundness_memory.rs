@@ -53,7 +53,7 @@ assert_impl_all!(PinnedSlice<'static, f32>: Send, Sync, Copy);
 assert_impl_all!(PinnedSliceMut<'static, f32>: Send, Sync);
 // The error stays plain data with its hint.
 assert_impl_all!(CudaError: Copy, Send, Sync);
-assert_impl_all!(Error: Copy, Send, Sync);
+assert_impl_all!(Error: Clone, Send, Sync);
 
 #[test]
 fn defect_10_view_thread_bounds_follow_the_element_type() {
@@ -129,7 +129,7 @@ fn defect_09_drop_errors_are_kept_oldest_first_bounded_and_counted() {
         library: "NCCL",
         call: "ncclCommDestroy",
         status: 2,
-        detail: Some("peer gone"),
+        detail: Some("peer gone".into()),
     }));
     let again = error::take_drop_errors();
     assert!(matches!(again[..], [Error::Library(LibraryError { library: "NCCL", .. })]), "{again:?}");

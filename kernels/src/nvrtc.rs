@@ -241,8 +241,12 @@ impl Nvrtc {
             // SAFETY: non-null: a static NUL-terminated string of NVRTC's.
             let s = unsafe { CStr::from_ptr(text) };
             // NVRTC's strings live as long as the library, which `self` keeps loaded; an
-            // `Error` may outlive it, so the text is matched to a static name instead.
-            s.to_str().ok().and_then(static_name)
+            // `Error` may outlive it, so the error owns a copy (a static name when it is one).
+            let owned = s.to_string_lossy();
+            Some(match static_name(&owned) {
+                Some(name) => name.into(),
+                None => owned.into_owned().into(),
+            })
         };
         Error::Library(LibraryError { library: "NVRTC", call, status, detail })
     }

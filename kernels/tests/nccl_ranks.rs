@@ -312,7 +312,7 @@ fn killed_peer_child(rank: usize) {
     let took = start.elapsed();
     println!("rank 0: the all-reduce with a dead peer gave {waited:?} after {took:?}");
     let e = waited.expect_err("an all-reduce with a dead peer cannot succeed");
-    assert!(matches!(e, Error::Library(l) if l.library == "NCCL"), "{e}");
+    assert!(matches!(&e, Error::Library(l) if l.library == "NCCL"), "{e}");
     assert!(took < Duration::from_secs(40), "bounded: {took:?}");
     let aborted = comm.abort();
     println!("rank 0: abort: {aborted:?}; SURVIVOR GOT AN ERROR");
