@@ -1,8 +1,9 @@
 //! The chunked pipeline from C: `ordo_pipeline` handles made with options
-//! (`ordo_pipeline_create`, `ordo_pipeline_run_on`, `ordo_pipeline_destroy`), and
-//! `ordo_pipeline_run`, which runs on one hidden default pipeline set a device (floats, the chunk
-//! count given). Both go through `run_on_shelf`; the pipeline itself is the Rust [`Pipeline`]
-//! ([`Pipeline::run_with`] cuts at element boundaries and allocates the temporaries).
+//! (`ordo_pipeline_create`, `ordo_pipeline_run_on`, `ordo_pipeline_run_stencil`,
+//! `ordo_pipeline_destroy`), and `ordo_pipeline_run`, which runs on one hidden default pipeline set
+//! a device (floats, the chunk count given). Every run goes through `on_shelf`; the pipeline itself
+//! is the Rust [`Pipeline`] ([`Pipeline::run_with`] cuts at element boundaries and allocates the
+//! temporaries, [`Pipeline::run_stencil`] cuts rows and reads halos).
 //!
 //! A handle (and the default) is a `Shelf` of pipelines of one setting. A run takes one off the
 //! shelf, runs without any lock held (the compute callback may call back into ordo, the same handle
