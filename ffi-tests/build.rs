@@ -55,7 +55,12 @@ fn main() -> ExitCode {
     for flag in std::env::var("DEP_CUDART_GENCODE").unwrap_or_default().split_whitespace() {
         cuda.flag(flag);
     }
-    let mixed = cuda.file("cpp/mixed.cu").file("cpp/captures.cu").file("cpp/hpp_gpu.cu").try_compile("ordo_ffi_mixed");
+    let mixed = cuda
+        .file("cpp/mixed.cu")
+        .file("cpp/captures.cu")
+        .file("cpp/hpp_gpu.cu")
+        .file("cpp/stencil.cu")
+        .try_compile("ordo_ffi_mixed");
     for (what, r) in [("header as C99", c99), ("C++ programs", cpp), ("CUDA C++ program", mixed)] {
         if let Err(e) = r {
             eprintln!("ordo-ffi-tests: compiling the {what} failed: {e}");

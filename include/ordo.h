@@ -20,7 +20,8 @@
  * chooses it), or from a pool the caller names in an options struct: ordo_pipeline_options.pool
  * (the pipeline's device buffers, when a run is given NULL for them) and ordo_alloc_options.pool
  * (the _with forms of ordo_gemv_normalize and ordo_frame_filter). The exports that allocate a
- * temporary: ordo_pipeline_run_on (NULL device buffers), ordo_gemv_normalize (4 bytes, a sum of
+ * temporary: ordo_pipeline_run_on and ordo_pipeline_run_stencil (NULL device buffers),
+ * ordo_gemv_normalize (4 bytes, a sum of
  * squares), ordo_frame_filter (4 bytes a pixel). No other export allocates device memory itself
  * (ordo_pipeline_run takes the caller's buffers; a staging ring's slots are pinned host memory).
  *
@@ -58,7 +59,8 @@
  *   (the last copy in flight, or the last graph holding a slot), where CUDA forbids the free;
  * - on error paths only: ordo_staging_ring_submit whose copy was enqueued but whose slot-release
  *   host function (or its ordering) could not be, synchronises `stream` before it returns (the slot
- *   must not be reused under the copy); ordo_pipeline_run and ordo_pipeline_run_on whose join of a
+ *   must not be reused under the copy); ordo_pipeline_run, ordo_pipeline_run_on and
+ *   ordo_pipeline_run_stencil whose join of a
  *   worker stream fails (the event record or the wait) synchronise that worker stream, on the
  *   calling thread;
  * - a graph cache call, while another thread launches one of the same cache's graphs (the launch
@@ -71,7 +73,7 @@
  * No ordo function may be called from a CUDA host function (cudaLaunchHostFunc) or from a CUDA
  * user object's destructor: CUDA forbids CUDA calls there, and ordo's functions make them.
  *
- * CALLBACKS (ordo_compute_fn, ordo_pipeline_fn, ordo_capture_fn) run on the thread that made the ordo call, before
+ * CALLBACKS (ordo_compute_fn, ordo_pipeline_fn, ordo_stencil_fn, ordo_capture_fn) run on the thread that made the ordo call, before
  * that call returns, with the stream they are given capturing or not as described at each.
  * - They must not throw a C++ exception or otherwise unwind out of the callback: unwinding through
  *   ordo's frames is undefined behaviour. Catch everything inside and return a status.
@@ -85,7 +87,8 @@
  *   of ordo's, so bodies on two threads that each call the other's cache, or wait for each other,
  *   cannot deadlock inside ordo.
  * - They run in the capture mode the calling thread had when it called ordo.
- * - `user` is passed as given. For ordo_pipeline_run and ordo_pipeline_run_on it must stay valid for the call; for a graph
+ * - `user` is passed as given. For ordo_pipeline_run, ordo_pipeline_run_on and ordo_pipeline_run_stencil it must stay
+ *   valid for the call; for a graph
  *   cache until the cache is destroyed, and usable from every thread that calls the cache.
  *
  * CAPTURES. Every function may be called while the stream it is given is being captured
@@ -395,6 +398,32 @@ typedef ordo_status (*ordo_pipeline_fn)(struct CUstream_st* stream, const void* 
 ordo_status ordo_pipeline_create(const ordo_pipeline_options* options, ordo_pipeline** out);
 ordo_status ordo_pipeline_run_on(ordo_pipeline* pipeline, struct CUstream_st* stream, const void* host_in, void* dev_in, void* dev_out, void* host_out, size_t n, ordo_pipeline_fn compute, void* user);
 void ordo_pipeline_destroy(ordo_pipeline* pipeline);
+
+/* A stencil over the rows of a frame on a pipeline handle: `rows` input rows of in_row_bytes
+ * bytes (host_in -> dev_in) and as many output rows of out_row_bytes (dev_out -> host_out), cut
+ * into chunks of whole rows, where each chunk's compute reads `halo` rows before and after the
+ * rows it writes (fewer at the frame's edges: the halo is clamped there). A vertical blur with a
+ * horizontal 2x downsample of a frame of floats, say: in_row_bytes = width * 4, out_row_bytes =
+ * width / 2 * 4, halo = the blur's radius. Each input row is copied in once, by its own chunk;
+ * a chunk's compute waits for the copy-ins of the chunks whose rows it reads.
+ * - compute (required: NULL gives ORDO_ERROR_INVALID_ARGUMENT) runs once a chunk, on the calling
+ *   thread, with the internal stream it must enqueue on: `input` points to input row
+ *   first_row - before of dev_in and holds before + rows + after rows; `output` points to output
+ *   row first_row of dev_out and holds `rows` rows. It may read only those input rows and must not
+ *   write them (the computes of neighbouring chunks read them too, possibly at the same time on
+ *   other streams); it writes only its output rows.
+ * - The pipeline's options apply as for ordo_pipeline_run_on (streams, priority, stage timing, pool,
+ *   chunks: 0 plans from rows * in_row_bytes bytes in and rows * out_row_bytes out, else 1 to
+ *   `rows`), except element_size, which is not used: rows are the records. host_in and dev_in
+ *   must be aligned to the largest power of two that divides in_row_bytes (at most 16), host_out
+ *   and dev_out to that of out_row_bytes. NULL dev_in or dev_out: a temporary of the input's or
+ *   the output's size from the pipeline's pool, allocated on `stream` before the run and freed on
+ *   it after, on every path out.
+ * - rows 0, a row size of 0, byte counts that overflow, or more chunks than rows give
+ *   ORDO_ERROR_INVALID_ARGUMENT before anything is enqueued; pageable host memory
+ *   ORDO_ERROR_PAGEABLE_MEMORY. Failures, joins, threads and captures as ordo_pipeline_run_on. */
+typedef ordo_status (*ordo_stencil_fn)(struct CUstream_st* stream, const void* input, void* output, size_t first_row, size_t rows, size_t before, size_t after, void* user);
+ordo_status ordo_pipeline_run_stencil(ordo_pipeline* pipeline, struct CUstream_st* stream, const void* host_in, void* dev_in, void* dev_out, void* host_out, size_t rows, size_t in_row_bytes, size_t out_row_bytes, size_t halo, ordo_stencil_fn compute, void* user);
 
 /* Graphs cached per batch-size bucket. body enqueues the work for `bucket` elements on the stream
  * it is given, over buffers the caller holds; the memory it uses must stay valid until the cache

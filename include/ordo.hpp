@@ -193,6 +193,19 @@ void pipeline_run(stream_ref s, const float* host_in, float* dev_in, float* dev_
                                      const_cast<void*>(static_cast<const void*>(std::addressof(compute)))));
 }
 
+// One chunk of a stencil run (ordo::pipeline::run_stencil, ordo_pipeline_run_stencil): device
+// pointers to its input rows first_row - before .. first_row + rows + after (read only: the
+// computes of neighbouring chunks read them too) and to its output rows first_row .. first_row +
+// rows.
+struct stencil_chunk {
+    const void* input;
+    void* output;
+    size_t first_row;
+    size_t rows;
+    size_t before;
+    size_t after;
+};
+
 // A pipeline made with options (ordo_pipeline_create). Move-only; the pipeline is destroyed with
 // it. `options.size` is set here; the default options are ORDO_PIPELINE_OPTIONS_INIT's.
 // `compute(stream, input, output, n)` gets device pointers to `n` elements of the pipeline's
@@ -240,6 +253,32 @@ public:
     // Runs ordo's 64-step kernel over n floats (a pipeline of 4-byte elements).
     void run(stream_ref s, const float* host_in, float* dev_in, float* dev_out, float* host_out, size_t n) {
         check(ordo_pipeline_run_on(p_, s, host_in, dev_in, dev_out, host_out, n, nullptr, nullptr));
+    }
+    // A stencil over `rows` rows of in_row_bytes in and out_row_bytes out, each chunk's compute
+    // reading `halo` rows beyond its own on each side (ordo_pipeline_run_stencil). `compute(stream,
+    // chunk)` gets an ordo::stencil_chunk; it returns void or an ordo_status, and an exception it
+    // throws stops the run (its workers joined) and is rethrown here. dev_in or dev_out nullptr: a
+    // temporary from the pipeline's pool.
+    template <class Compute>
+    void run_stencil(stream_ref s, const void* host_in, void* dev_in, void* dev_out, void* host_out, size_t rows,
+                     size_t in_row_bytes, size_t out_row_bytes, size_t halo, Compute&& compute) {
+        using Fn = std::remove_reference_t<Compute>;
+        ordo_stencil_fn trampoline = [](CUstream_st* st, const void* in, void* out, size_t first_row, size_t count,
+                                        size_t before, size_t after, void* user) {
+            return detail::guarded([&]() -> ordo_status {
+                Fn& f = *static_cast<Fn*>(user);
+                const stencil_chunk chunk{in, out, first_row, count, before, after};
+                if constexpr (std::is_void_v<decltype(f(stream_ref(st), chunk))>) {
+                    f(stream_ref(st), chunk);
+                    return ORDO_SUCCESS;
+                } else {
+                    return f(stream_ref(st), chunk);
+                }
+            });
+        };
+        detail::finish(ordo_pipeline_run_stencil(p_, s, host_in, dev_in, dev_out, host_out, rows, in_row_bytes,
+                                                 out_row_bytes, halo, trampoline,
+                                                 const_cast<void*>(static_cast<const void*>(std::addressof(compute)))));
     }
     ordo_pipeline* get() const noexcept { return p_; }
 

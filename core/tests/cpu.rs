@@ -409,6 +409,190 @@ fn runs_in_records_are_checked_against_whole_elements() {
 }
 
 #[test]
+fn chunk_of_finds_the_chunk_holding_each_record() {
+    use ordo_core::pipeline::{chunk_of, chunk_range};
+    for n in 1..40usize {
+        for k in 1..=n + 2 {
+            for r in 0..n {
+                let brute = (0..k).find(|&i| chunk_range(n, k, i).contains(&r)).unwrap();
+                assert_eq!(chunk_of(n, k, r), brute, "n {n} k {k} r {r}");
+            }
+            assert_eq!(chunk_of(n, k, n), k, "no chunk holds n");
+        }
+    }
+    assert_eq!(chunk_of(10, 0, 3), 0);
+    assert_eq!(chunk_of(usize::MAX, usize::MAX, usize::MAX - 1), usize::MAX - 1);
+    assert_eq!(chunk_of(usize::MAX, 2, usize::MAX - 1), 1);
+}
+
+/// The window of each chunk of a stencil run, against brute force: the records it writes, the
+/// records its compute reads (the halo clamped at the frame's edges), and the chunks whose
+/// copy-ins that compute needs.
+#[test]
+fn stencil_windows_widen_each_chunk_by_the_halo_clamped_at_the_edges() {
+    use ordo_core::pipeline::{chunk_range, stencil_window, StencilWindow};
+    for records in 1..30usize {
+        for chunks in 1..=records {
+            for halo in [0, 1, 2, 3, 5, 31, usize::MAX] {
+                for i in 0..chunks {
+                    let w = stencil_window(records, chunks, halo, i);
+                    let rows = chunk_range(records, chunks, i);
+                    let reads = rows.start.saturating_sub(halo)..rows.end.saturating_add(halo).min(records);
+                    let first = (0..chunks).find(|&j| chunk_range(records, chunks, j).contains(&reads.start)).unwrap();
+                    let last = (0..chunks).rev().find(|&j| chunk_range(records, chunks, j).contains(&(reads.end - 1)));
+                    let what = format!("records {records} chunks {chunks} halo {halo} chunk {i}");
+                    assert_eq!(w, StencilWindow { rows, reads, needs: first..last.unwrap() + 1 }, "{what}");
+                    assert!(w.needs.contains(&i), "{what}");
+                }
+            }
+        }
+    }
+    // Examples: 10 rows in 3 chunks (3, 3, 4 rows), halo 2.
+    let w = stencil_window(10, 3, 2, 0);
+    assert_eq!((w.rows, w.reads, w.needs), (0..3, 0..5, 0..2));
+    let w = stencil_window(10, 3, 2, 1);
+    assert_eq!((w.rows, w.reads, w.needs), (3..6, 1..8, 0..3));
+    // A halo larger than a chunk (2-row chunks, halo 5) reaches chunks beyond the neighbours.
+    let w = stencil_window(14, 7, 5, 3);
+    assert_eq!((w.rows, w.reads, w.needs), (6..8, 1..13, 0..7));
+    // A halo as large as usize reads the whole frame, with no overflow.
+    let w = stencil_window(usize::MAX, 3, usize::MAX, 1);
+    assert_eq!((w.reads, w.needs), (0..usize::MAX, 0..3));
+    // No chunk: empty ranges, never a division by zero.
+    assert_eq!(stencil_window(10, 0, 1, 0), StencilWindow { rows: 10..10, reads: 10..10, needs: 0..0 });
+    assert_eq!(stencil_window(10, 3, 1, 3), StencilWindow { rows: 10..10, reads: 10..10, needs: 3..3 });
+    assert_eq!(stencil_window(0, 1, 1, 0), StencilWindow { rows: 0..0, reads: 0..0, needs: 0..0 });
+}
+
+#[test]
+fn stencil_runs_are_checked_before_cuda() {
+    use ordo_core::pipeline::{check_stencil, MAX_CHUNKS};
+    let err = |lens, i, o, chunks| check_stencil(lens, i, o, chunks).unwrap_err().to_string();
+    // 8 rows of 6 inputs and 3 outputs.
+    assert_eq!(check_stencil([48, 48, 24, 24], 6, 3, 3), Ok(8));
+    assert_eq!(check_stencil([48, 48, 96, 96], 6, 12, 8), Ok(8), "more outputs than inputs a row");
+    assert!(err([48, 48, 24, 24], 0, 3, 1).contains("zero values a record"));
+    assert!(err([48, 48, 24, 24], 6, 0, 1).contains("zero values a record"));
+    assert!(err([48, 48, 24, 24], 6, 3, 0).contains("zero chunks"));
+    assert!(err([48, 48, 24, 24], 6, 3, MAX_CHUNKS + 1).contains("MAX_CHUNKS"));
+    assert!(err([48, 42, 24, 24], 6, 3, 1).contains("input and its device buffer"));
+    assert!(err([48, 48, 21, 24], 6, 3, 1).contains("output and its device buffer"));
+    assert!(err([50, 50, 24, 24], 6, 3, 1).contains("whole number of records"));
+    assert!(err([48, 48, 27, 27], 6, 3, 1).contains("out_record_len values for each input record"));
+    assert!(err([48, 48, 24, 24], 6, 3, 9).contains("more chunks than records"));
+    // records * out_record_len overflows: refused, not wrapped.
+    let big = usize::MAX - usize::MAX % 2;
+    assert!(err([big, big, 4, 4], 2, usize::MAX, 1).contains("overflows"));
+    assert!(err([0, 0, 0, 0], 6, 3, 1).contains("more chunks than records"));
+}
+
+/// The order a run enqueues its steps in, simulated on streams and events as CUDA orders them:
+/// each compute starts after the copy-in of every chunk whose records it reads, every wait names
+/// an event recorded by an earlier step (so no wait can close a cycle), every recorded event is
+/// waited for, each chunk is copied in and computed once; and with a halo of 0 the order is the
+/// one `Pipeline::run` always had (copy-in, a wait where the stages' streams differ, compute).
+#[test]
+fn enqueue_steps_order_every_compute_after_the_copy_ins_it_reads() {
+    use ordo_core::pipeline::{enqueue_steps, stencil_window, Plan, Schedule, Step};
+    let schedules = [
+        Schedule::Staged,
+        Schedule::RoundRobin { streams: 1 },
+        Schedule::RoundRobin { streams: 2 },
+        Schedule::RoundRobin { streams: 3 },
+        Schedule::RoundRobin { streams: 4 },
+        Schedule::RoundRobin { streams: 8 },
+    ];
+    for records in [1usize, 2, 5, 14, 31, 100] {
+        for chunks in (1..=records.min(16)).chain([records]) {
+            for schedule in schedules {
+                for halo in [0usize, 1, 2, 5, 40, usize::MAX] {
+                    let plan = Plan { chunks, schedule };
+                    let what = format!("records {records} {plan:?} halo {halo}");
+                    let streams = plan.workers();
+                    // The copy-ins each stream has passed (stream order), and each event's record.
+                    let mut known = vec![vec![false; chunks]; 3.max(streams)];
+                    let mut recorded: Vec<Option<Vec<bool>>> = vec![None; chunks];
+                    let mut waited = vec![false; chunks];
+                    let (mut copied, mut computed) = (vec![0; chunks], vec![0; chunks]);
+                    let steps: Vec<Step> = enqueue_steps(plan, records, halo).collect();
+                    for &step in &steps {
+                        match step {
+                            Step::CopyIn { chunk, record } => {
+                                let s = plan.stage_streams(chunk)[0];
+                                copied[chunk] += 1;
+                                known[s][chunk] = true;
+                                if record {
+                                    recorded[chunk] = Some(known[s].clone());
+                                }
+                            }
+                            Step::Wait { chunk, on } => {
+                                let s = plan.stage_streams(chunk)[1];
+                                assert_ne!(s, plan.stage_streams(on)[0], "{what}: a wait on its own stream");
+                                let event = recorded[on].as_ref().unwrap_or_else(|| panic!("{what}: {on} unrecorded"));
+                                for (k, &done) in event.iter().enumerate() {
+                                    known[s][k] |= done;
+                                }
+                                waited[on] = true;
+                            }
+                            Step::Compute { chunk } => {
+                                let s = plan.stage_streams(chunk)[1];
+                                computed[chunk] += 1;
+                                for j in stencil_window(records, chunks, halo, chunk).needs {
+                                    assert!(known[s][j], "{what}: compute {chunk} before copy-in {j}");
+                                }
+                            }
+                        }
+                    }
+                    assert!(copied.iter().chain(&computed).all(|&n| n == 1), "{what}: {steps:?}");
+                    for (j, event) in recorded.iter().enumerate() {
+                        assert_eq!(event.is_some(), waited[j], "{what}: chunk {j}'s event recorded but not waited");
+                    }
+                    if matches!(schedule, Schedule::Staged) {
+                        let waits = steps.iter().filter(|s| matches!(s, Step::Wait { .. })).count();
+                        assert_eq!(waits, chunks, "{what}: one wait a compute");
+                    }
+                    if halo == 0 {
+                        let staged = matches!(schedule, Schedule::Staged);
+                        let before: Vec<Step> = (0..chunks)
+                            .flat_map(|i| {
+                                let copy = Step::CopyIn { chunk: i, record: staged };
+                                let wait = staged.then_some(Step::Wait { chunk: i, on: i });
+                                [Some(copy), wait, Some(Step::Compute { chunk: i })].into_iter().flatten()
+                            })
+                            .collect();
+                        assert_eq!(steps, before, "{what}");
+                    }
+                }
+            }
+        }
+    }
+    // Round robin over 2 streams, 4 chunks of 2 rows, halo 1: each chunk's copy-in is out before
+    // the compute of the chunk before it, and each compute waits for its neighbours' events.
+    let plan = Plan { chunks: 4, schedule: Schedule::RoundRobin { streams: 2 } };
+    let steps: Vec<Step> = enqueue_steps(plan, 8, 1).collect();
+    let copy = |chunk| Step::CopyIn { chunk, record: true };
+    let wait = |chunk, on| Step::Wait { chunk, on };
+    let compute = |chunk| Step::Compute { chunk };
+    let expect = [
+        copy(0),
+        copy(1),
+        wait(0, 1),
+        compute(0),
+        copy(2),
+        wait(1, 0),
+        wait(1, 2),
+        compute(1),
+        copy(3),
+        wait(2, 1),
+        wait(2, 3),
+        compute(2),
+        wait(3, 2),
+        compute(3),
+    ];
+    assert_eq!(steps, expect);
+}
+
+#[test]
 fn defect_08_choose_plan_with_a_huge_chunk_limit_terminates_within_max_chunks() {
     use ordo_core::pipeline::{choose_plan, Machine, StageTimes, MAX_CHUNKS};
     let times = StageTimes { copy_in_ms: 4.89, compute_ms: 0.32, copy_out_ms: 4.86 };

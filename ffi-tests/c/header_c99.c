@@ -12,6 +12,7 @@ int ordo_header_c99_check(void) {
     ordo_pipeline* p = 0;
     ordo_pipeline_fn h = 0;
     ordo_pipeline_options o = ORDO_PIPELINE_OPTIONS_INIT;
-    (void)f; (void)g; (void)c; (void)r; (void)t; (void)p; (void)h; (void)o;
+    ordo_stencil_fn k = 0;
+    (void)f; (void)g; (void)c; (void)r; (void)t; (void)p; (void)h; (void)o; (void)k;
     return s + ORDO_ERROR_PANIC + 4;
 }

@@ -26,6 +26,12 @@ pub mod programs {
         /// pool, exceptions from callbacks rethrown to the caller. Needs a GPU. Returns the number
         /// of failed checks.
         pub fn ffi_hpp_gpu_main() -> i32;
+        /// `cpp/stencil.cu`: a stencil (a vertical blur with a horizontal 2x downsample, the
+        /// program's own kernel) through `ordo::pipeline::run_stencil`, against the CPU bit for
+        /// bit: temporaries and the program's buffers, given and planned chunk counts, halos past a
+        /// chunk and past the frame, a global-mode capture replayed on new input, a throwing
+        /// compute, the documented refusals. Needs a GPU. Returns the number of failed checks.
+        pub fn ffi_stencil_main() -> i32;
     }
 }
 

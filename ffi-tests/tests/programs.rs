@@ -42,3 +42,11 @@ fn cpp_program_captures_replays_and_fails_cleanly() {
     let fails = unsafe { programs::ffi_captures_main() };
     assert_eq!(fails, 0, "failed checks in cpp/captures.cu (printed above)");
 }
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn cpp_program_runs_a_stencil_through_ordo_hpp() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
+    let fails = unsafe { programs::ffi_stencil_main() };
+    assert_eq!(fails, 0, "failed checks in cpp/stencil.cu (printed above)");
+}

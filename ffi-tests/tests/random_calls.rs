@@ -186,6 +186,33 @@ unsafe extern "C" fn element_compute(
     code.0 as OrdoStatus
 }
 
+/// What [`stencil_compute`] is told: the output row size and when to fail.
+struct StencilCompute {
+    out_row_bytes: usize,
+    countdown: AtomicI32,
+}
+
+/// Fills the chunk's output rows (a memset on the stream ordo gives); `user` is a
+/// [`StencilCompute`].
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn stencil_compute(
+    s: sys::cudaStream_t,
+    _input: *const c_void,
+    output: *mut c_void,
+    _first_row: usize,
+    rows: usize,
+    _before: usize,
+    _after: usize,
+    user: *mut c_void,
+) -> OrdoStatus {
+    let ctx = unsafe { &*user.cast::<StencilCompute>() };
+    if ctx.countdown.fetch_sub(1, Ordering::Relaxed) == 0 {
+        return CUDA_INVALID_VALUE;
+    }
+    let code = unsafe { sys::cudaMemsetAsync(output, 0x3f, rows * ctx.out_row_bytes, s) };
+    code.0 as OrdoStatus
+}
+
 // ---- CPU-runnable tests -------------------------------------------------------------------------
 
 #[test]
@@ -519,6 +546,7 @@ fn stale_forged_and_wrong_kind_handles_get_invalid_handle() {
             let pipeline = h as *mut OrdoPipeline;
             let p = f.as_mut_ptr().cast::<c_void>();
             assert_eq!(ordo_pipeline_run_on(pipeline, legacy, p, p, p, p, 1, None, null_mut()), ih);
+            assert_eq!(ordo_pipeline_run_stencil(pipeline, legacy, p, p, p, p, 1, 4, 4, 1, None, null_mut()), ih);
             ordo_staging_ring_destroy(ring);
             ordo_timer_destroy(timer);
             ordo_pipeline_destroy(pipeline);
@@ -779,7 +807,7 @@ struct Fuzz<'m> {
 }
 
 /// How many kinds of call [`Fuzz::call`] chooses among.
-const CALL_KINDS: usize = 29;
+const CALL_KINDS: usize = 30;
 
 impl Fuzz<'_> {
     fn ptr_kind(&mut self) -> Ptr {
@@ -913,6 +941,7 @@ impl Fuzz<'_> {
                 ordo_pipeline_destroy(h as *mut OrdoPipeline);
                 self.forget(h, Kind::Pipeline);
             }
+            29 => self.pipeline_run_stencil(stream),
             1 => {
                 let k = self.ptr_kind();
                 let mut v = [0i32; 2];
@@ -1436,6 +1465,95 @@ impl Fuzz<'_> {
             let want = if failed { CUDA_INVALID_VALUE } else { ORDO_SUCCESS };
             let st = legacy_conflict(st, stream, want);
             assert!(st == want || st == ih, "pipeline run (n {n}, element size {element_size}, chunks {chunks}): {st}");
+        }
+    }
+
+    /// `ordo_pipeline_run_stencil` on a random handle, with random pointers, row sizes, row
+    /// count and halo, and a compute that fills its output rows (or fails at a random chunk).
+    fn pipeline_run_stencil(&mut self, stream: sys::cudaStream_t) {
+        let (ia, ih) = (ORDO_ERROR_INVALID_ARGUMENT, ORDO_ERROR_INVALID_HANDLE);
+        let (h, live) = self.handle(Kind::Pipeline);
+        let (_, chunks) = self.handles.lock().unwrap().pipelines.get(&h).copied().unwrap_or((4, 0));
+        let (k1, k2, k3, k4) = (self.ptr_kind(), self.ptr_kind(), self.ptr_kind(), self.ptr_kind());
+        let (hin, din, dout, hout) =
+            (self.pinned_ptr(k1), self.device_ptr(k2), self.device_ptr(k3), self.pinned_ptr(k4));
+        let mut row_bytes = || match self.rng.below(10) {
+            0 => 0,
+            1 => usize::MAX - self.rng.below(3) as usize,
+            _ => 1 + self.rng.below(256) as usize,
+        };
+        let (in_row, out_row) = (row_bytes(), row_bytes());
+        let mut rows = self.rng.size(CAP);
+        let bytes = |rows: usize, row: usize| rows.checked_mul(row).filter(|&b| b <= isize::MAX as usize);
+        // Valid pointers are only paired with sizes inside their allocations (CAP floats).
+        let widest = in_row.max(out_row).max(1);
+        if self.gpu && bytes(rows, widest).is_some_and(|b| b > CAP * 4) {
+            rows = (CAP * 4 / widest).max(1);
+        }
+        let halo = match self.rng.below(6) {
+            0 => usize::MAX,
+            k => k as usize - 1,
+        };
+        let first = self.rng.below(40) as i32 - 4;
+        let ctx = StencilCompute { out_row_bytes: out_row, countdown: AtomicI32::new(first) };
+        let compute: OrdoStencilFn = if self.rng.chance(5) { None } else { Some(stencil_compute) };
+        let user = (&ctx as *const StencilCompute).cast_mut().cast::<c_void>();
+        let st = self.record(
+            unsafe {
+                ordo_pipeline_run_stencil(
+                    h as *mut OrdoPipeline,
+                    stream,
+                    hin.cast(),
+                    din.cast(),
+                    dout.cast(),
+                    hout.cast(),
+                    rows,
+                    in_row,
+                    out_row,
+                    halo,
+                    compute,
+                    user,
+                )
+            },
+            "pipeline_run_stencil",
+        );
+        // The alignment ordo asks of each side: its row size's largest power-of-two divisor, at most 16.
+        let align = |row: usize| 1usize << row.trailing_zeros().min(4);
+        let misaligned = |k: Ptr, offset: usize, row: usize| k == Ptr::Misaligned && !offset.is_multiple_of(align(row));
+        let bad = compute.is_none()
+            || stream.is_null()
+            || k1 == Ptr::Null
+            || k4 == Ptr::Null
+            || misaligned(k1, 1, in_row)
+            || misaligned(k4, 1, out_row)
+            || misaligned(k2, 2, in_row)
+            || misaligned(k3, 2, out_row)
+            || rows == 0
+            || in_row == 0
+            || out_row == 0
+            || bytes(rows, in_row).is_none()
+            || bytes(rows, out_row).is_none()
+            || (chunks != 0 && chunks > rows);
+        if !live {
+            assert_eq!(st, ih, "stencil run: not a live pipeline");
+        } else if bad {
+            assert!(st == ia || st == ih, "stencil run: bad argument: {st}");
+        } else if self.gpu && (k1 == Ptr::Pageable || k4 == Ptr::Pageable) {
+            let want = ORDO_ERROR_PAGEABLE_MEMORY;
+            let st = legacy_conflict(st, stream, want);
+            // Pageable memory is a Vec<f32>: aligned to 4 only, so wider rows may find it
+            // misaligned first.
+            let wide = align(in_row) > 4 || align(out_row) > 4;
+            assert!(st == want || st == ih || (wide && st == ia), "stencil run: pageable host memory: {st}");
+        } else if self.gpu && (k2 == Ptr::Pageable || k3 == Ptr::Pageable) {
+            let st = legacy_conflict(st, stream, ia);
+            assert!(st == ia || st == ih, "stencil run: host memory as device memory: {st}");
+        } else if self.gpu {
+            // The callback failed when the countdown reached 0 (it stops there, at -1).
+            let failed = first >= 0 && ctx.countdown.load(Ordering::Relaxed) == -1;
+            let want = if failed { CUDA_INVALID_VALUE } else { ORDO_SUCCESS };
+            let st = legacy_conflict(st, stream, want);
+            assert!(st == want || st == ih, "stencil run (rows {rows}, {in_row}/{out_row} bytes, halo {halo}): {st}");
         }
     }
 

@@ -111,6 +111,44 @@ __global__ void ordok_blur5(const float* gray, uint8_t* out, int width, int heig
 
 }  // extern "C"
 
+// A vertical box blur of radius `radius`, then a horizontal 2x downsample, over the rows of one
+// chunk of a stencil pipeline: `in` holds before + rows + after rows of `width` values (its row
+// `before` is output row 0), `out` rows x (width / 2) floats:
+//   out[r][c] = mean over dr in [-radius, radius] of (in[rr][2c] + in[rr][2c + 1]) / 2,
+// rr = r + dr clamped to the rows of the view (-before .. rows - 1 + after). Where the pipeline's
+// halo is at least `radius`, that is the frame's own clamp. Each operation is rounded on its own
+// (__fadd_rn, __fmul_rn, __fdiv_rn: nvcc contracts none of them into an fma), so a CPU reference
+// of the same operations matches bit for bit. 2 * radius + 1 fits in an int (the launcher checks).
+template <class T>
+__device__ __forceinline__ void ordok_blur_rows_downsample_body(const T* in, float* out, int width, int rows,
+                                                                int before, int after, int radius) {
+    const int half = width / 2;
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    const int r = blockIdx.y * blockDim.y + threadIdx.y;
+    if (c >= half || r >= rows) return;
+    float acc = 0.0f;
+    for (int dr = -radius; dr <= radius; ++dr) {
+        const long long rr = min(max((long long)r + dr, -(long long)before), (long long)rows - 1 + after);
+        const T* row = in + (size_t)(rr + before) * width;
+        acc = __fadd_rn(acc, __fmul_rn(__fadd_rn((float)row[2 * c], (float)row[2 * c + 1]), 0.5f));
+    }
+    out[(size_t)r * half + c] = __fdiv_rn(acc, (float)(2 * radius + 1));
+}
+
+extern "C" {
+
+__global__ void ordok_blur_rows_downsample_f32(const float* in, float* out, int width, int rows, int before,
+                                               int after, int radius) {
+    ordok_blur_rows_downsample_body(in, out, width, rows, before, after, radius);
+}
+
+__global__ void ordok_blur_rows_downsample_u8(const uint8_t* in, float* out, int width, int rows, int before,
+                                              int after, int radius) {
+    ordok_blur_rows_downsample_body(in, out, width, rows, before, after, radius);
+}
+
+}  // extern "C"
+
 // One step of a dependent chain: out[i] = prev[i] * scale[i] + 1, as a grid-stride loop (correct
 // over any grid: the full one-element-a-thread grid or one wave). Compiled twice by
 // ORDO_PDL_KERNELS: ordok_chain_step (plain, no griddepcontrol instruction) and

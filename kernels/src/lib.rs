@@ -33,7 +33,7 @@ pub mod nccl;
 pub mod nvrtc;
 
 pub use chain::{chain, ChainPlan};
-pub use frame::{frame_filter, frame_filter_in};
+pub use frame::{blur_rows_downsample, frame_filter, frame_filter_in, BlurInput, BLUR_MAX_RADIUS};
 pub use gemv::{check_gemv_shape, gemv_normalize, gemv_normalize_in, GEMV_MAX_COLS, GEMV_MAX_ROWS};
 pub use ordo_core::launch::{BeyondOneWave, PdlMode};
 
@@ -54,6 +54,24 @@ pub mod ffi {
         pub fn ordok_normalize(y: *mut f32, sum_sq: *const f32, n: i32);
         pub fn ordok_grayscale(rgb: *const u8, gray: *mut f32, width: i32, height: i32);
         pub fn ordok_blur5(gray: *const f32, out: *mut u8, width: i32, height: i32);
+        pub fn ordok_blur_rows_downsample_f32(
+            input: *const f32,
+            out: *mut f32,
+            width: i32,
+            rows: i32,
+            before: i32,
+            after: i32,
+            radius: i32,
+        );
+        pub fn ordok_blur_rows_downsample_u8(
+            input: *const u8,
+            out: *mut f32,
+            width: i32,
+            rows: i32,
+            before: i32,
+            after: i32,
+            radius: i32,
+        );
         pub fn ordok_write_at(base: *mut f32, offset: i64);
         pub fn ordok_grid_sum(x: *const f32, partial: *mut f32, out: *mut f32, n: i32);
         pub fn ordok_chain_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
@@ -107,6 +125,19 @@ pub mod kernel {
     /// `ordok_blur5(gray, out, width, height)`: 5x5 binomial blur, clamped edges, rounded to bytes.
     pub fn blur5() -> Kernel<(*const f32, *mut u8, i32, i32)> {
         Kernel::new(ffi::ordok_blur5 as unsafe extern "C" fn(*const f32, *mut u8, i32, i32))
+    }
+    /// `ordok_blur_rows_downsample_f32(in, out, width, rows, before, after, radius)`: a vertical
+    /// box blur of `radius` rows clamped to the view's `before + rows + after` rows, then a
+    /// horizontal 2x downsample (see [`blur_rows_downsample`](crate::blur_rows_downsample)).
+    pub fn blur_rows_downsample_f32() -> Kernel<(*const f32, *mut f32, i32, i32, i32, i32, i32)> {
+        type Blur = unsafe extern "C" fn(*const f32, *mut f32, i32, i32, i32, i32, i32);
+        Kernel::new(ffi::ordok_blur_rows_downsample_f32 as Blur)
+    }
+    /// `ordok_blur_rows_downsample_u8(in, out, width, rows, before, after, radius)`: as
+    /// [`blur_rows_downsample_f32`], over bytes.
+    pub fn blur_rows_downsample_u8() -> Kernel<(*const u8, *mut f32, i32, i32, i32, i32, i32)> {
+        type Blur = unsafe extern "C" fn(*const u8, *mut f32, i32, i32, i32, i32, i32);
+        Kernel::new(ffi::ordok_blur_rows_downsample_u8 as Blur)
     }
     /// `ordok_grid_sum(x, partial, out, n)`: `*out = Σ x[i]` in one cooperative launch (blocks
     /// of a power-of-two size up to 1024, `partial` one float a block; launch it with

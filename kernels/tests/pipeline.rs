@@ -1,16 +1,21 @@
-//! GPU tests of the chunked pipeline, host functions and the staging ring.
+//! GPU tests of the chunked pipeline (stencil runs with halos among them), host functions and the
+//! staging ring.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use ordo_core::graph::{capture, CaptureMode, InstantiateFlags};
 use ordo_core::host_fn::{launch_host_fn, take_host_fn_panics};
 use ordo_core::memory::copy;
-use ordo_core::pipeline::{chunk_range, Buffers, Pipeline, Plan, RunBuffers, RunOptions, Schedule};
+use ordo_core::pipeline::{
+    chunk_range, stencil_window, Buffers, Pipeline, Plan, RunBuffers, RunOptions, Schedule, Stencil, StencilChunk,
+};
 use ordo_core::staging::StagingRing;
 use ordo_core::*;
+use ordo_kernels::BlurInput;
 use std::sync::mpsc;
 use std::time::Duration;
 
 mod common;
-use common::{gpu_lock, heavy_cpu, random_f32};
+use common::{blur_rows_downsample_cpu, gpu_lock, hash2, heavy_cpu, random_f32};
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
@@ -384,4 +389,219 @@ fn staging_ring_carries_many_slots_of_random_data_from_a_loader_thread() {
     copy::d2h_blocking(&mut back, dev.as_slice(), stream.as_stream()).unwrap();
     assert!(back == expect);
     println!("staging ring: {CHUNKS} chunks through {SLOTS} slots, loader waited for a free slot {waits} times");
+}
+
+/// A frame of `height` rows of `width` values from `value(row, col)`.
+fn frame<T: DeviceCopy>(width: usize, height: usize, value: impl Fn(usize, usize) -> T) -> Vec<T> {
+    (0..height).flat_map(|r| (0..width).map(move |c| (r, c))).map(|(r, c)| value(r, c)).collect()
+}
+
+/// One stencil run of the blur (radius `radius`, halo `halo`) over `data`, checked bit for bit
+/// against the CPU over the whole frame, and each chunk's view against its window.
+#[allow(clippy::too_many_arguments)]
+fn check_blur_run<T: BlurInput + Into<f32>>(
+    p: &mut Pipeline,
+    s: StreamRef<'_>,
+    data: &[T],
+    (width, height): (usize, usize),
+    plan: Plan,
+    (halo, radius): (usize, usize),
+    callers_buffers: bool,
+    what: &str,
+) {
+    let half = width / 2;
+    let input = PinnedBuffer::from_slice(data).unwrap();
+    let mut output = PinnedBuffer::<f32>::zeroed(height * half, HostAllocFlags::empty()).unwrap();
+    output.fill(f32::NAN);
+    let mut dev_in = DeviceBuffer::<T>::alloc_async(data.len(), s).unwrap();
+    // The caller's output buffer starts poisoned: every value must be written.
+    let mut dev_out = common::poisoned(height * half, s);
+    let buffers = RunBuffers {
+        input: input.pinned(),
+        dev_in: callers_buffers.then(|| dev_in.as_mut_slice()),
+        dev_out: callers_buffers.then(|| dev_out.as_mut_slice()),
+        output: output.pinned_mut(),
+    };
+    let stencil = Stencil { in_record_len: width, out_record_len: half, halo, pool: None };
+    let mut seen = Vec::new();
+    let compute = |cs: StreamRef<'_>, chunk: StencilChunk<'_, T, f32>| {
+        seen.push((chunk.first_row, chunk.rows, chunk.before, chunk.after, chunk.input.len(), chunk.output.len()));
+        // SAFETY: the pipeline's views, valid for the run.
+        unsafe { ordo_kernels::blur_rows_downsample(cs, chunk, width, radius) }
+    };
+    // SAFETY: the buffers outlive the run: `s` is synchronised below, before they drop.
+    unsafe { p.run_stencil(s, buffers, plan, stencil, compute) }.unwrap();
+    s.synchronize().unwrap();
+    let expect = blur_rows_downsample_cpu(data, width, height, radius);
+    let bad = output.iter().zip(&expect).position(|(a, b)| a.to_bits() != b.to_bits());
+    assert!(bad.is_none(), "{what}: first difference at {bad:?} (row {:?})", bad.map(|b| b / half));
+    assert_eq!(seen.len(), plan.chunks, "{what}");
+    for (i, &(first_row, rows, before, after, in_len, out_len)) in seen.iter().enumerate() {
+        let w = stencil_window(height, plan.chunks, halo, i);
+        assert_eq!((first_row, rows), (w.rows.start, w.rows.len()), "{what}: chunk {i}");
+        assert_eq!((before, after), (w.rows.start - w.reads.start, w.reads.end - w.rows.end), "{what}: chunk {i}");
+        assert_eq!((in_len, out_len), (w.reads.len() * width, rows * half), "{what}: chunk {i}");
+    }
+}
+
+/// Stencil runs of the vertical blur + horizontal 2x downsample over frames of `f32` and of `u8`
+/// (hashed, non-uniform, non-zero values): halos 1 and 2, halos larger than a chunk (5 with
+/// 2-row chunks) and than the frame; the staged schedule and round robin over 2 and 4 streams;
+/// 1, 3 and 7 chunks over a row count none of them divides; device temporaries and the caller's
+/// device buffers; stage timing on and off. Each result equals the CPU's over the whole frame,
+/// bit for bit.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn stencil_runs_blur_and_downsample_like_the_cpu_for_every_schedule_halo_and_chunk_count() {
+    let _gpu = gpu_lock::shared();
+    let main = Stream::new().unwrap();
+    let s = main.as_stream();
+    let mut p = Pipeline::new(4).unwrap();
+    let schedules = [Schedule::Staged, Schedule::RoundRobin { streams: 2 }, Schedule::RoundRobin { streams: 4 }];
+    let floats = |w, h| frame(w, h, |r, c| 1.0 + (hash2(r, c) % 1000) as f32 / 7.0);
+    let bytes = |w, h| frame(w, h, |r, c| 1 + (hash2(r, c) % 255) as u8);
+    // 100 rows of 64 values: 3 and 7 chunks leave chunks of different sizes.
+    let (width, height) = (64, 100);
+    let (f, b) = (floats(width, height), bytes(width, height));
+    for halo in [1, 2] {
+        for schedule in schedules {
+            for chunks in [1, 3, 7] {
+                for callers_buffers in [false, true] {
+                    let plan = Plan { chunks, schedule };
+                    p.set_stage_timing(chunks == 3);
+                    let what = format!("halo {halo} {plan:?} caller's buffers {callers_buffers}");
+                    check_blur_run(&mut p, s, &f, (width, height), plan, (halo, halo), callers_buffers, &what);
+                    check_blur_run(&mut p, s, &b, (width, height), plan, (halo, halo), callers_buffers, &what);
+                }
+            }
+        }
+    }
+    p.set_stage_timing(false);
+    // 14 rows in 7 chunks of 2: a halo of 5 reaches two chunks and more each way; a halo of 20
+    // (and a radius of 20) reads the whole frame from every chunk. Odd width: the last column
+    // has no pair and is dropped.
+    let (width, height) = (33, 14);
+    let (f, b) = (floats(width, height), bytes(width, height));
+    for (halo, radius) in [(5, 5), (5, 3), (20, 20)] {
+        for schedule in schedules {
+            for callers_buffers in [false, true] {
+                let plan = Plan { chunks: 7, schedule };
+                let what = format!("halo {halo} radius {radius} {plan:?} caller's buffers {callers_buffers}");
+                check_blur_run(&mut p, s, &f, (width, height), plan, (halo, radius), callers_buffers, &what);
+                check_blur_run(&mut p, s, &b, (width, height), plan, (halo, radius), callers_buffers, &what);
+            }
+        }
+    }
+    // A halo of 0 is a plain run with rows of two lengths: the blur of radius 0 is the downsample.
+    check_blur_run(&mut p, s, &f, (width, height), Plan { chunks: 7, schedule: Schedule::Staged }, (0, 0), true, "h0");
+    // Lengths that do not fit the records are refused before anything is enqueued.
+    let input = PinnedBuffer::from_slice(&f).unwrap();
+    let mut output = PinnedBuffer::<f32>::zeroed(height * (width / 2) + 1, HostAllocFlags::empty()).unwrap();
+    let buffers = RunBuffers { input: input.pinned(), dev_in: None, dev_out: None, output: output.pinned_mut() };
+    let stencil = Stencil { in_record_len: width, out_record_len: width / 2, halo: 1, pool: None };
+    let plan = Plan { chunks: 2, schedule: Schedule::Staged };
+    let e = unsafe { p.run_stencil(s, buffers, plan, stencil, |_, _: StencilChunk<'_, f32, f32>| Ok(())) }.unwrap_err();
+    assert!(e.to_string().contains("out_record_len values for each input record"), "{e}");
+}
+
+/// A stencil run whose compute fails on chunk 2, after chunks whose copy-ins (ahead of their
+/// computes) and computes are still queued behind a sleeping host function, joins its workers:
+/// once `main` has synchronised, the chunks before the failure are copied out and nothing of the
+/// run writes the output any more.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_failing_stencil_run_joins_its_worker_streams_to_main() {
+    let _gpu = gpu_lock::shared();
+    let main = Stream::new().unwrap();
+    let s = main.as_stream();
+    let (width, height, halo) = (64usize, 60usize, 4usize);
+    let data = frame(width, height, |r, c| 1.0 + (hash2(r, c) % 1000) as f32 / 3.0);
+    let expect = blur_rows_downsample_cpu(&data, width, height, halo);
+    let input = PinnedBuffer::from_slice(&data).unwrap();
+    let mut output = PinnedBuffer::<f32>::zeroed(height * width / 2, HostAllocFlags::empty()).unwrap();
+    let mut p = Pipeline::new(4).unwrap();
+    for schedule in [Schedule::Staged, Schedule::RoundRobin { streams: 4 }] {
+        output.fill(f32::NAN);
+        let plan = Plan { chunks: 6, schedule };
+        let mut chunk = 0;
+        let compute = |cs: StreamRef<'_>, c: StencilChunk<'_, f32, f32>| -> Result<()> {
+            chunk += 1;
+            if chunk == 3 {
+                return Err(Error::invalid("test compute", "deliberate failure on chunk 2"));
+            }
+            // SAFETY: the closure only sleeps: no CUDA call.
+            unsafe { launch_host_fn(cs, || std::thread::sleep(Duration::from_millis(30)))? };
+            // SAFETY: the pipeline's views, valid for the run.
+            unsafe { ordo_kernels::blur_rows_downsample(cs, c, width, halo) }
+        };
+        let buffers = RunBuffers { input: input.pinned(), dev_in: None, dev_out: None, output: output.pinned_mut() };
+        let stencil = Stencil { in_record_len: width, out_record_len: width / 2, halo, pool: None };
+        // SAFETY: the buffers live until main is synchronised below.
+        let e = unsafe { p.run_stencil(s, buffers, plan, stencil, compute) }.unwrap_err();
+        assert!(e.to_string().contains("deliberate failure"), "{e}");
+        s.synchronize().unwrap();
+        let done = chunk_range(height, 6, 1).end * (width / 2);
+        assert!(output[..done] == expect[..done], "{schedule:?}: chunks 0 and 1 not done when main was");
+        assert!(output[done..].iter().all(|v| v.is_nan()), "{schedule:?}: a chunk after the failure was copied out");
+        let first: Vec<u32> = output.iter().map(|v| v.to_bits()).collect();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            output.iter().map(|v| v.to_bits()).eq(first),
+            "{schedule:?}: output changed after main was synchronised"
+        );
+    }
+}
+
+/// A stencil run captured in global mode (device temporaries as the graph's allocation nodes,
+/// the cross-stream waits as its edges), replayed twice on new host input: each replay equals the
+/// CPU's blur of that input. (An eager run first, checked too, makes the pipeline's events.)
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_stencil_run_captured_in_global_mode_replays_on_changed_input() {
+    let _gpu = gpu_lock::exclusive(); // captures in global mode
+    let main = Stream::new().unwrap();
+    let s = main.as_stream();
+    let (width, height, halo) = (96usize, 77usize, 2usize);
+    let mut input = PinnedBuffer::<u8>::zeroed(width * height, HostAllocFlags::empty()).unwrap();
+    let mut output = PinnedBuffer::<f32>::zeroed(height * width / 2, HostAllocFlags::empty()).unwrap();
+    let mut p = Pipeline::new(4).unwrap();
+    let data = |round: usize| frame(width, height, |r, c| 1 + (hash2(r + 1000 * round, c) % 255) as u8);
+    for schedule in [Schedule::Staged, Schedule::RoundRobin { streams: 4 }] {
+        let plan = Plan { chunks: 5, schedule };
+        let stencil = Stencil { in_record_len: width, out_record_len: width / 2, halo, pool: None };
+        let compute = |ws: StreamRef<'_>, c: StencilChunk<'_, u8, f32>| {
+            // SAFETY: the pipeline's views, valid for the run (at every replay: the capture's
+            // contract below).
+            unsafe { ordo_kernels::blur_rows_downsample(ws, c, width, halo) }
+        };
+        input.copy_from_slice(&data(0));
+        output.fill(f32::NAN);
+        let buffers = RunBuffers { input: input.pinned(), dev_in: None, dev_out: None, output: output.pinned_mut() };
+        // SAFETY: the buffers live until `s` is synchronised below.
+        unsafe { p.run_stencil(s, buffers, plan, stencil, compute) }.unwrap();
+        s.synchronize().unwrap();
+        let expect = blur_rows_downsample_cpu(&data(0), width, height, halo);
+        assert!(output.iter().zip(&expect).all(|(a, b)| a.to_bits() == b.to_bits()), "{schedule:?} eager");
+        let (input_view, output_view) = (input.pinned(), output.pinned_mut());
+        // SAFETY: the host buffers outlive the executable graph, launched and synchronised below
+        // before they drop; the device temporaries are the graph's own; nothing else uses `s`
+        // during the capture (exclusive GPU lock).
+        let graph = unsafe {
+            capture(s, CaptureMode::Global, |cs| {
+                let buffers = RunBuffers { input: input_view, dev_in: None, dev_out: None, output: output_view };
+                p.run_stencil(cs, buffers, plan, stencil, compute)
+            })
+        }
+        .unwrap();
+        assert!(!p.in_capture().unwrap(), "the workers left the capture with it");
+        let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
+        for round in 1..3usize {
+            input.copy_from_slice(&data(round));
+            output.fill(f32::NAN);
+            exec.launch(s).unwrap();
+            s.synchronize().unwrap();
+            let expect = blur_rows_downsample_cpu(&data(round), width, height, halo);
+            assert!(output.iter().zip(&expect).all(|(a, b)| a.to_bits() == b.to_bits()), "{schedule:?} replay {round}");
+        }
+    }
 }

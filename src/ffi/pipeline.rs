@@ -1,8 +1,9 @@
 //! The chunked pipeline from C: `ordo_pipeline` handles made with options
-//! (`ordo_pipeline_create`, `ordo_pipeline_run_on`, `ordo_pipeline_destroy`), and
-//! `ordo_pipeline_run`, which runs on one hidden default pipeline set a device (floats, the chunk
-//! count given). Both go through `run_on_shelf`; the pipeline itself is the Rust [`Pipeline`]
-//! ([`Pipeline::run_with`] cuts at element boundaries and allocates the temporaries).
+//! (`ordo_pipeline_create`, `ordo_pipeline_run_on`, `ordo_pipeline_run_stencil`,
+//! `ordo_pipeline_destroy`), and `ordo_pipeline_run`, which runs on one hidden default pipeline set
+//! a device (floats, the chunk count given). Every run goes through `on_shelf`; the pipeline itself
+//! is the Rust [`Pipeline`] ([`Pipeline::run_with`] cuts at element boundaries and allocates the
+//! temporaries, [`Pipeline::run_stencil`] cuts rows and reads halos).
 //!
 //! A handle (and the default) is a `Shelf` of pipelines of one setting. A run takes one off the
 //! shelf, runs without any lock held (the compute callback may call back into ordo, the same handle
@@ -27,7 +28,8 @@ use super::status::{callback_error, guard, guard_void, invalid, OrdoStatus, ORDO
 use core::ffi::{c_int, c_void};
 use ordo_core::memory::MemPoolRef;
 use ordo_core::pipeline::{
-    check_run_records, Pipeline, Plan, RunBuffers, RunOptions, Schedule, MAX_CHUNKS, MAX_STREAMS,
+    check_run_records, check_stencil, Pipeline, Plan, RunBuffers, RunOptions, Schedule, Stencil, StencilChunk,
+    MAX_CHUNKS, MAX_STREAMS,
 };
 use ordo_core::{sys, Device, DeviceSliceMut, Error, PinnedSlice, PinnedSliceMut, StreamRef};
 use std::sync::{Mutex, PoisonError};
@@ -52,6 +54,23 @@ pub type OrdoPipelineFn = Option<
         input: *const c_void,
         output: *mut c_void,
         n: usize,
+        user: *mut c_void,
+    ) -> OrdoStatus,
+>;
+
+/// A compute callback for `ordo_pipeline_run_stencil`: runs on `stream` for the chunk whose
+/// output rows are `first_row .. first_row + rows`; `input` (device) points to input row
+/// `first_row - before`, and holds `before + rows + after` rows; `output` (device) to output row
+/// `first_row`, and holds `rows` rows. Returns a status (0 on success).
+pub type OrdoStencilFn = Option<
+    unsafe extern "C" fn(
+        stream: sys::cudaStream_t,
+        input: *const c_void,
+        output: *mut c_void,
+        first_row: usize,
+        rows: usize,
+        before: usize,
+        after: usize,
         user: *mut c_void,
     ) -> OrdoStatus,
 >;
@@ -338,34 +357,6 @@ unsafe fn run_on_shelf(
     if let Chunks::Given(chunks) = chunks {
         check_run_records([bytes; 4], element_size, chunks)?;
     }
-    require_pinned(host_in)?;
-    require_pinned(host_out.cast_const())?;
-    // The pipeline of the stream's device, run with that device current (its events and streams
-    // are made there); device buffers must be that device's.
-    let stream_dev = stream_device(s)?;
-    if device.is_some_and(|d| d != stream_dev) {
-        return Err(invalid("the stream belongs to another device than the pipeline"));
-    }
-    for p in [dev_in, dev_out] {
-        if !p.is_null() {
-            require_device_on(p.cast_const(), stream_dev)?;
-        }
-    }
-    let mut pooled = shelf.take(stream_dev)?;
-    let p = pooled.checked_mut();
-    let plan = match chunks {
-        Chunks::Given(chunks) => Plan { chunks, schedule: Schedule::Staged },
-        Chunks::Planned => p.plan_for(bytes, bytes, n),
-    };
-    // SAFETY: the C contract: buffers of `bytes` bytes, live until the work on `stream` completes.
-    let buffers = unsafe {
-        RunBuffers {
-            input: PinnedSlice::from_raw_parts(host_in.cast::<u8>(), bytes),
-            dev_in: (!dev_in.is_null()).then(|| DeviceSliceMut::from_raw_parts(dev_in.cast::<u8>(), bytes)),
-            dev_out: (!dev_out.is_null()).then(|| DeviceSliceMut::from_raw_parts(dev_out.cast::<u8>(), bytes)),
-            output: PinnedSliceMut::from_raw_parts(host_out.cast::<u8>(), bytes),
-        }
-    };
     let compute_chunk = |cs: StreamRef<'_>, i: DeviceSliceMut<'_, u8>, o: DeviceSliceMut<'_, u8>| {
         // Whole elements: the pipeline cuts at multiples of `element_size` bytes.
         let elements = i.len() / element_size;
@@ -392,11 +383,62 @@ unsafe fn run_on_shelf(
             Err(callback_error("ordo_compute_fn", status))
         }
     };
-    let options = RunOptions { record_len: element_size, pool };
-    // SAFETY: as above.
-    let result = stream_dev.with_current(|| unsafe { p.run_with(s, buffers, plan, options, compute_chunk) });
-    // Kept for the next run unless CUDA failed (after cudaDeviceReset, say, its streams are
-    // gone); one still part of the caller's open capture is kept either way.
+    let pointers =
+        Pointers { host: [host_in, host_out.cast_const()], dev: [dev_in.cast_const(), dev_out.cast_const()] };
+    on_shelf(shelf, device, s, pointers, |p| {
+        let plan = match chunks {
+            Chunks::Given(chunks) => Plan { chunks, schedule: Schedule::Staged },
+            Chunks::Planned => p.plan_for(bytes, bytes, n),
+        };
+        // SAFETY: the C contract: buffers of `bytes` bytes, live until the work on `stream` completes.
+        let buffers = unsafe {
+            RunBuffers {
+                input: PinnedSlice::from_raw_parts(host_in.cast::<u8>(), bytes),
+                dev_in: (!dev_in.is_null()).then(|| DeviceSliceMut::from_raw_parts(dev_in.cast::<u8>(), bytes)),
+                dev_out: (!dev_out.is_null()).then(|| DeviceSliceMut::from_raw_parts(dev_out.cast::<u8>(), bytes)),
+                output: PinnedSliceMut::from_raw_parts(host_out.cast::<u8>(), bytes),
+            }
+        };
+        let options = RunOptions { record_len: element_size, pool };
+        // SAFETY: as above.
+        unsafe { p.run_with(s, buffers, plan, options, compute_chunk) }
+    })
+}
+
+/// A run's buffers as the caller gave them: the host ones, and the device ones (NULL for a
+/// temporary).
+struct Pointers {
+    host: [*const c_void; 2],
+    dev: [*const c_void; 2],
+}
+
+/// What every run checks after its own arguments, then the run: the host buffers pinned, the
+/// stream's device (which must be `device`, when given) and the device buffers on it; then `run`
+/// on a pipeline of `shelf` for that device, with the device current (the pipeline's events and
+/// streams are made there). The pipeline goes back to the shelf, unless CUDA failed (after a
+/// `cudaDeviceReset`, say, its streams are gone); one still part of the caller's open capture is
+/// kept either way.
+fn on_shelf(
+    shelf: &Shelf,
+    device: Option<Device>,
+    s: StreamRef<'_>,
+    pointers: Pointers,
+    run: impl FnOnce(&mut Pipeline) -> Result<(), Error>,
+) -> super::status::Outcome {
+    for p in pointers.host {
+        require_pinned(p)?;
+    }
+    let stream_dev = stream_device(s)?;
+    if device.is_some_and(|d| d != stream_dev) {
+        return Err(invalid("the stream belongs to another device than the pipeline"));
+    }
+    for p in pointers.dev {
+        if !p.is_null() {
+            require_device_on(p, stream_dev)?;
+        }
+    }
+    let mut pooled = shelf.take(stream_dev)?;
+    let result = stream_dev.with_current(|| run(pooled.checked_mut()));
     match result {
         Err(Error::Cuda(_)) if !held_by_capture(&mut pooled) => drop(pooled),
         _ => shelf.give_back(pooled),
@@ -556,6 +598,111 @@ pub unsafe extern "C" fn ordo_pipeline_run_on(
     })
 }
 
+/// The bytes of `rows` input rows of `in_row_bytes` and output rows of `out_row_bytes`, refused
+/// before CUDA for a zero row size, zero rows, and byte counts that overflow or pass `isize::MAX`.
+fn stencil_bytes(rows: usize, in_row_bytes: usize, out_row_bytes: usize) -> super::status::Outcome<(usize, usize)> {
+    if in_row_bytes == 0 || out_row_bytes == 0 {
+        return Err(invalid("zero bytes a row"));
+    }
+    if rows == 0 {
+        return Err(invalid("zero rows"));
+    }
+    let bytes = |row: usize| rows.checked_mul(row).ok_or_else(|| invalid("rows * row bytes overflows"));
+    Ok((byte_len::<u8>(bytes(in_row_bytes)?)?, byte_len::<u8>(bytes(out_row_bytes)?)?))
+}
+
+/// Runs `pipeline` as a stencil over `rows` rows: input rows of `in_row_bytes` bytes, output rows
+/// of `out_row_bytes`, each chunk's compute reading `halo` rows beyond its own on each side
+/// (clamped at the frame's edges). NULL `dev_in` or `dev_out` are temporaries from the pipeline's
+/// pool. The pipeline's element size is not used: rows are the records.
+///
+/// # Safety
+/// The C contract: `host_in` and a non-null `dev_in` hold `rows * in_row_bytes` bytes, `host_out`
+/// and a non-null `dev_out` `rows * out_row_bytes`, and stay allocated (the host ones untouched)
+/// until the work on `stream` completes (at every replay, if captured); `compute` is a function
+/// that does not unwind, and reads only the input rows and writes only the output rows it is
+/// given.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_pipeline_run_stencil(
+    pipeline: *mut OrdoPipeline,
+    stream: sys::cudaStream_t,
+    host_in: *const c_void,
+    dev_in: *mut c_void,
+    dev_out: *mut c_void,
+    host_out: *mut c_void,
+    rows: usize,
+    in_row_bytes: usize,
+    out_row_bytes: usize,
+    halo: usize,
+    compute: OrdoStencilFn,
+    user: *mut c_void,
+) -> OrdoStatus {
+    guard("ordo_pipeline_run_stencil", || {
+        let object = handles::get::<PipelineObject, _>(pipeline)?;
+        let Some(compute) = compute else {
+            return Err(invalid("null compute"));
+        };
+        let s = stream_ref(stream)?;
+        let (align_in, align_out) = (element_align(in_row_bytes), element_align(out_row_bytes));
+        non_null_aligned(host_in, align_in, "null host_in")?;
+        non_null_aligned(host_out.cast_const(), align_out, "null host_out")?;
+        for (p, align) in [(dev_in, align_in), (dev_out, align_out)] {
+            if !p.is_null() {
+                non_null_aligned(p.cast_const(), align, "null device buffer")?;
+            }
+        }
+        let (in_bytes, out_bytes) = stencil_bytes(rows, in_row_bytes, out_row_bytes)?;
+        // The pipeline's own checks (chunk count), before anything reaches CUDA.
+        if object.chunks != 0 {
+            check_stencil([in_bytes, in_bytes, out_bytes, out_bytes], in_row_bytes, out_row_bytes, object.chunks)?;
+        }
+        // SAFETY: the create's contract: the pool outlives the pipeline.
+        let pool = unsafe { MemPoolRef::from_raw(object.pool as sys::cudaMemPool_t) };
+        let compute_chunk = |cs: StreamRef<'_>, c: StencilChunk<'_, u8, u8>| {
+            // SAFETY: the caller's callback, with the chunk's device pointers, rows and user pointer.
+            let status = in_caller_mode(|| unsafe {
+                compute(
+                    cs.as_raw(),
+                    c.input.as_ptr().cast(),
+                    c.output.as_mut_ptr().cast(),
+                    c.first_row,
+                    c.rows,
+                    c.before,
+                    c.after,
+                    user,
+                )
+            });
+            if status == ORDO_SUCCESS {
+                Ok(())
+            } else {
+                Err(callback_error("ordo_stencil_fn", status))
+            }
+        };
+        let pointers =
+            Pointers { host: [host_in, host_out.cast_const()], dev: [dev_in.cast_const(), dev_out.cast_const()] };
+        on_shelf(&object.shelf, Some(object.device), s, pointers, |p| {
+            let plan = match object.chunks {
+                0 => p.plan_for(in_bytes, out_bytes, rows),
+                chunks => Plan { chunks, schedule: Schedule::Staged },
+            };
+            // SAFETY: the C contract: buffers of `in_bytes` and `out_bytes` bytes, live until the
+            // work on `stream` completes.
+            let buffers = unsafe {
+                RunBuffers {
+                    input: PinnedSlice::from_raw_parts(host_in.cast::<u8>(), in_bytes),
+                    dev_in: (!dev_in.is_null()).then(|| DeviceSliceMut::from_raw_parts(dev_in.cast::<u8>(), in_bytes)),
+                    dev_out: (!dev_out.is_null())
+                        .then(|| DeviceSliceMut::from_raw_parts(dev_out.cast::<u8>(), out_bytes)),
+                    output: PinnedSliceMut::from_raw_parts(host_out.cast::<u8>(), out_bytes),
+                }
+            };
+            let stencil = Stencil { in_record_len: in_row_bytes, out_record_len: out_row_bytes, halo, pool };
+            // SAFETY: as above; the callback's contract covers the rows it touches.
+            unsafe { p.run_stencil(s, buffers, plan, stencil, compute_chunk) }
+        })
+    })
+}
+
 /// Destroys a pipeline. NULL, destroyed and unknown handles, and handles of another kind, are
 /// ignored. Its pipelines still held by an open capture live until that capture ends.
 #[no_mangle]
@@ -574,6 +721,21 @@ mod tests {
         assert_eq!(element_align(12), 4);
         assert_eq!(element_align(48), 16);
         assert_eq!(element_align(3), 1);
+    }
+
+    #[test]
+    fn stencil_sizes_are_checked_before_cuda() {
+        assert_eq!(stencil_bytes(10, 64, 128), Ok((640, 1280)));
+        for (rows, i, o) in [
+            (0, 64, 32),
+            (10, 0, 32),
+            (10, 64, 0),
+            (usize::MAX, 2, 1),
+            (2, 1, usize::MAX),
+            (isize::MAX as usize / 4 + 1, 4, 4),
+        ] {
+            assert!(stencil_bytes(rows, i, o).is_err(), "rows {rows}, {i} and {o} bytes a row");
+        }
     }
 
     #[test]

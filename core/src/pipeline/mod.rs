@@ -13,6 +13,15 @@
 //!   stream's next copy-in waits for its previous copy-out, so copies in and out take turns more
 //!   than they overlap.
 //!
+//! **Stencils** ([`Pipeline::run_stencil`]): the records are rows of a frame, and each chunk's
+//! compute reads `halo` rows before and after the rows it writes (fewer at the frame's edges),
+//! through a shared view of the device input; the output may hold a different number of values a
+//! row than the input (a vertical blur with a horizontal 2x downsample, say). Each row is still
+//! copied in once, by its own chunk: a compute waits for the copy-ins of the neighbouring chunks
+//! whose rows it reads, which are enqueued before it (so every wait refers to an event already
+//! recorded, and no wait can close a cycle). With a halo of 0 and equal row lengths a stencil run
+//! is exactly [`Pipeline::run_with`]'s run.
+//!
 //! Nothing synchronises: the caller's stream forks to the worker streams and joins back through
 //! events, so the whole pipeline can be captured into a graph too. By default a run records only
 //! the events the cross-stream waits need; [`Pipeline::set_stage_timing`] adds timing events around
@@ -28,7 +37,9 @@ pub use model::*;
 use crate::device::Device;
 use crate::error::{Error, Result, UsageKind};
 use crate::event::{Event, TimingEvent};
-use crate::memory::{copy, order, DeviceBuffer, DeviceCopy, DeviceSliceMut, MemPoolRef, PinnedSlice, PinnedSliceMut};
+use crate::memory::{
+    copy, order, DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, MemPoolRef, PinnedSlice, PinnedSliceMut,
+};
 use crate::stream::{Stream, StreamFlags, StreamRef};
 use alloc::vec::Vec;
 
@@ -65,8 +76,9 @@ pub struct Buffers<'a, T, U> {
     pub output: PinnedSliceMut<'a, U>,
 }
 
-/// The buffers of [`Pipeline::run_with`]: the host ones, and the device ones where the caller has
-/// them (`None`: the run allocates a temporary of the input's length, see [`RunOptions::pool`]).
+/// The buffers of [`Pipeline::run_with`] and [`Pipeline::run_stencil`]: the host ones, and the
+/// device ones where the caller has them (`None`: the run allocates a temporary of the length of
+/// the host buffer it pairs with, see [`RunOptions::pool`]).
 pub struct RunBuffers<'a, T, U> {
     /// Pinned host input.
     pub input: PinnedSlice<'a, T>,
@@ -95,6 +107,51 @@ impl Default for RunOptions<'_> {
     fn default() -> Self {
         RunOptions { record_len: 1, pool: None }
     }
+}
+
+/// How [`Pipeline::run_stencil`] cuts, reads and allocates: records (rows) of different lengths
+/// on the two sides, and a halo of records each compute reads beyond the ones it writes.
+#[derive(Debug, Clone, Copy)]
+pub struct Stencil<'p> {
+    /// Values of `T` a record of the input (a row of the frame; 1 or more).
+    pub in_record_len: usize,
+    /// Values of `U` a record of the output (1 or more): the output holds this many values for
+    /// each input record.
+    pub out_record_len: usize,
+    /// Records before and after its own that each chunk's compute reads, clamped at the frame's
+    /// edges (0: a compute reads only the records it writes). Any value: a halo as large as the
+    /// frame reads all of it.
+    pub halo: usize,
+    /// The pool device temporaries come from, as [`RunOptions::pool`].
+    pub pool: Option<MemPoolRef<'p>>,
+}
+
+/// What the compute callback of [`Pipeline::run_stencil`] gets for one chunk: the records it
+/// writes, and the input records it may read (its own and the halo around them).
+#[derive(Debug)]
+pub struct StencilChunk<'a, T, U> {
+    /// The device input's records `first_row - before .. first_row + rows + after`, copied in
+    /// before the compute runs. Shared: the computes of neighbouring chunks read the same records,
+    /// possibly at the same time on other streams, so nothing may write through it.
+    pub input: DeviceSlice<'a, T>,
+    /// Records of `input` before the first record written: the halo, fewer at the frame's top.
+    pub before: usize,
+    /// Records of `input` after the last record written: the halo, fewer at the frame's bottom.
+    pub after: usize,
+    /// The frame's index of the first record written (the record at `input`'s `before`).
+    pub first_row: usize,
+    /// Records written: `output` holds `rows` output records.
+    pub rows: usize,
+    /// The device output's records `first_row .. first_row + rows`: this chunk's alone.
+    pub output: DeviceSliceMut<'a, U>,
+}
+
+/// How a run cuts its buffers: values a record on each side, and the halo in records.
+#[derive(Clone, Copy)]
+struct Cut {
+    in_len: usize,
+    out_len: usize,
+    halo: usize,
 }
 
 /// The host link bandwidth [`Pipeline::plan_for`] assumes for one copy direction, in GB/s (an
@@ -188,7 +245,9 @@ impl Pipeline {
     /// Whether runs bracket each chunk's stages with timing events, for
     /// [`chunk_times`](Self::chunk_times) (off by default: they cost about 3% of a planned run,
     /// measured on an H200). Off, a run records only the events the cross-stream waits need (two a
-    /// chunk in the staged schedule, none in round robin), with timing disabled.
+    /// chunk in the staged schedule, fewer for a [stencil](Self::run_stencil) with a halo; in round
+    /// robin none, or one a chunk for a stencil with a halo over two or more streams), with timing
+    /// disabled.
     pub fn set_stage_timing(&mut self, on: bool) {
         self.timing = on;
         self.machine.stage_timing = on;
@@ -320,6 +379,81 @@ impl Pipeline {
         unsafe { self.run_records(main, Buffers { input, dev_in, dev_out, output }, options.record_len, plan, compute) }
     }
 
+    /// Runs `plan` over records of a stencil: chunk `i` copies in the input records (rows) it
+    /// writes, and its compute reads them together with `stencil.halo` records before and after
+    /// (fewer at the frame's edges), through a shared view: the [`StencilChunk`] it gets. The
+    /// input holds `records * in_record_len` values and the output `records * out_record_len`,
+    /// so a compute may write fewer (or more) values a record than it reads; `None` device
+    /// buffers are temporaries of those lengths, allocated and freed as in
+    /// [`run_with`](Self::run_with) (from [`Stencil::pool`]).
+    ///
+    /// Each input record is copied in once, by its own chunk. Chunk `i`'s compute waits for the
+    /// copy-in of every chunk whose records it reads: in the staged schedule (copy-ins in order
+    /// on one stream) one wait, for the last of them; in round robin one wait for each of them on
+    /// another stream. So a copy-in may be enqueued ahead of earlier chunks' computes, and in
+    /// round robin each chunk records its copy-in event (with a halo and two or more streams).
+    /// With a halo of 0 and equal record lengths a run enqueues exactly what
+    /// [`run_with`](Self::run_with) does.
+    ///
+    /// Refused before anything is enqueued (see [`check_stencil`]): a zero record length, an
+    /// input and its device buffer (or an output and its device buffer) of different lengths, an
+    /// input that is not a whole number of records, an output that does not hold
+    /// `out_record_len` values for each of them, zero chunks or more chunks than records.
+    ///
+    /// # Errors
+    /// As [`run`](Self::run): the worker streams are joined back to `main` on every path out.
+    ///
+    /// # Safety
+    /// As [`run`](Self::run); and `compute` reads the input only through its chunk's `input`
+    /// and writes only its chunk's `output` (other chunks' computes read the same input records,
+    /// possibly at the same time).
+    pub unsafe fn run_stencil<T, U, F>(
+        &mut self,
+        main: StreamRef<'_>,
+        buffers: RunBuffers<'_, T, U>,
+        plan: Plan,
+        stencil: Stencil<'_>,
+        mut compute: F,
+    ) -> Result<()>
+    where
+        T: DeviceCopy,
+        U: DeviceCopy,
+        F: FnMut(StreamRef<'_>, StencilChunk<'_, T, U>) -> Result<()>,
+    {
+        let RunBuffers { input, dev_in, dev_out, output } = buffers;
+        let (in_len, out_len) = (input.len(), output.len());
+        let lens = [
+            in_len,
+            dev_in.as_ref().map_or(in_len, |d| d.len()),
+            dev_out.as_ref().map_or(out_len, |d| d.len()),
+            out_len,
+        ];
+        check_stencil(lens, stencil.in_record_len, stencil.out_record_len, plan.chunks)?;
+        // Dropped after the run (declared first), each freed on `main` after the join.
+        let mut tmp_in: Option<DeviceBuffer<'_, T>> = None;
+        let mut tmp_out: Option<DeviceBuffer<'_, U>> = None;
+        let dev_in = match dev_in {
+            Some(d) => d,
+            None => tmp_in.insert(DeviceBuffer::alloc_in_async(in_len, stencil.pool, main)?).as_mut_slice(),
+        };
+        let dev_out = match dev_out {
+            Some(d) => d,
+            None => tmp_out.insert(DeviceBuffer::alloc_in_async(out_len, stencil.pool, main)?).as_mut_slice(),
+        };
+        let cut = Cut { in_len: stencil.in_record_len, out_len: stencil.out_record_len, halo: stencil.halo };
+        let chunk = |s: StreamRef<'_>, din: DeviceSliceMut<'_, T>, dout: DeviceSliceMut<'_, U>, w: &StencilWindow| {
+            // Within the checked lengths: reads.end * in_len <= records * in_len (the input's
+            // length), rows.end * out_len <= records * out_len (the output's).
+            let input = din.as_slice().slice(w.reads.start * cut.in_len..w.reads.end * cut.in_len)?;
+            let output = dout.slice_mut(w.rows.start * cut.out_len..w.rows.end * cut.out_len)?;
+            let (before, after) = (w.rows.start - w.reads.start, w.reads.end - w.rows.end);
+            compute(s, StencilChunk { input, before, after, first_row: w.rows.start, rows: w.rows.len(), output })
+        };
+        let buffers = Buffers { input, dev_in, dev_out, output };
+        // SAFETY: the caller's contract, passed on; the temporaries outlive the run's work on `main`.
+        unsafe { self.run_cut(main, buffers, cut, plan, "Pipeline::run_stencil", chunk) }
+    }
+
     unsafe fn run_records<T, U, F>(
         &mut self,
         main: StreamRef<'_>,
@@ -333,12 +467,42 @@ impl Pipeline {
         U: DeviceCopy,
         F: FnMut(StreamRef<'_>, DeviceSliceMut<'_, T>, DeviceSliceMut<'_, U>) -> Result<()>,
     {
-        const CALL: &str = "Pipeline::run";
+        let lens = [buffers.input.len(), buffers.dev_in.len(), buffers.dev_out.len(), buffers.output.len()];
+        check_run_records(lens, record_len, plan.chunks)?;
+        // The halo-0 case of a stencil: each compute gets exclusive views of its own records.
+        let chunk = |s: StreamRef<'_>, din: DeviceSliceMut<'_, T>, dout: DeviceSliceMut<'_, U>, w: &StencilWindow| {
+            // Within the checked length: rows.end * record_len <= records * record_len = len.
+            let r = w.rows.start * record_len..w.rows.end * record_len;
+            compute(s, din.slice_mut(r.clone())?, dout.slice_mut(r)?)
+        };
+        let cut = Cut { in_len: record_len, out_len: record_len, halo: 0 };
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.run_cut(main, buffers, cut, plan, "Pipeline::run", chunk) }
+    }
+
+    /// The run both [`run_records`](Self::run_records) and [`run_stencil`](Self::run_stencil)
+    /// make, on buffers whose lengths they have checked against `cut` and `plan.chunks`.
+    ///
+    /// # Safety
+    /// As [`run`](Self::run).
+    unsafe fn run_cut<T, U, F>(
+        &mut self,
+        main: StreamRef<'_>,
+        buffers: Buffers<'_, T, U>,
+        cut: Cut,
+        plan: Plan,
+        call: &'static str,
+        mut chunk: F,
+    ) -> Result<()>
+    where
+        T: DeviceCopy,
+        U: DeviceCopy,
+        F: FnMut(StreamRef<'_>, DeviceSliceMut<'_, T>, DeviceSliceMut<'_, U>, &StencilWindow) -> Result<()>,
+    {
         let Buffers { input, dev_in, dev_out, output } = buffers;
         let chunks = plan.chunks;
-        check_run_records([input.len(), dev_in.len(), dev_out.len(), output.len()], record_len, chunks)?;
         if plan.streams() > self.streams.len() {
-            return Err(Error::invalid(CALL, "the plan needs more streams than the pipeline has"));
+            return Err(Error::invalid(call, "the plan needs more streams than the pipeline has"));
         }
         // While `main` captures, any query of it (its device included) fails and invalidates the
         // capture, in every capture mode (measured, CUDA 13.0): the device check is skipped then.
@@ -347,7 +511,7 @@ impl Pipeline {
             Ok(d) if d != self.device => {
                 return Err(Error::usage(
                     UsageKind::InvalidArgument,
-                    CALL,
+                    call,
                     "the stream belongs to another device than the pipeline",
                 ))
             }
@@ -367,10 +531,7 @@ impl Pipeline {
         while !timing && self.sync.len() < chunks {
             self.sync.push([Event::new()?, Event::new()?]);
         }
-        let used = match plan.schedule {
-            Schedule::Staged => 3,
-            Schedule::RoundRobin { streams } => streams.min(chunks).max(1),
-        };
+        let used = plan.workers();
         // Nothing is enqueued on a worker before the fork is recorded: an error up to here needs no join.
         self.last = Plan { chunks: 0, schedule: plan.schedule };
         self.last_timed = timing;
@@ -390,9 +551,7 @@ impl Pipeline {
         let mut result = self.streams[..used].iter().try_for_each(|s| s.wait_event(&self.fork));
         if result.is_ok() {
             // SAFETY: the caller's contract, passed on.
-            result = unsafe {
-                self.enqueue_chunks(plan, used, record_len, Buffers { input, dev_in, dev_out, output }, &mut compute)
-            };
+            result = unsafe { self.enqueue_chunks(plan, cut, Buffers { input, dev_in, dev_out, output }, &mut chunk) };
         }
         let result = result.and(joiner.finish());
         if result.is_ok() {
@@ -401,66 +560,84 @@ impl Pipeline {
         result
     }
 
-    /// Enqueues every chunk of `plan` on the first `used` worker streams (already forked from
-    /// `main`), cut at multiples of `record_len` values; stops at the first error.
+    /// Chunk `i`'s copy-in-done and compute-done events.
+    fn done_events(&self, i: usize) -> (&Event, &Event) {
+        if self.timing {
+            (&self.chunks[i].0[1], &self.chunks[i].0[2])
+        } else {
+            (&self.sync[i][0], &self.sync[i][1])
+        }
+    }
+
+    /// Enqueues every chunk of `plan` on its worker streams (already forked from `main`), cut
+    /// into records as `cut` says, in the order of [`enqueue_steps`]; stops at the first error.
+    /// `chunk` enqueues a chunk's compute, given the whole device buffers and the chunk's
+    /// [`StencilWindow`].
+    ///
+    /// Before chunk `i`'s compute, the copy-ins of every chunk up to the last one it reads are
+    /// out, each with its copy-in event recorded where a compute on another stream waits for it;
+    /// then the compute stream waits for those on other streams. `cudaStreamWaitEvent` waits for
+    /// an event's most recent record at the time of the call, so each wait refers to a record
+    /// this run has already enqueued: every dependency points from work enqueued earlier to work
+    /// enqueued later, and the streams cannot wait on each other in a cycle (no deadlock). No input
+    /// record is written after a compute that reads it: each is copied in once, and every compute
+    /// that reads it waits for that copy.
     ///
     /// # Safety
     /// As [`run`](Self::run).
     unsafe fn enqueue_chunks<T, U, F>(
         &self,
         plan: Plan,
-        used: usize,
-        record_len: usize,
+        cut: Cut,
         buffers: Buffers<'_, T, U>,
-        compute: &mut F,
+        chunk: &mut F,
     ) -> Result<()>
     where
         T: DeviceCopy,
         U: DeviceCopy,
-        F: FnMut(StreamRef<'_>, DeviceSliceMut<'_, T>, DeviceSliceMut<'_, U>) -> Result<()>,
+        F: FnMut(StreamRef<'_>, DeviceSliceMut<'_, T>, DeviceSliceMut<'_, U>, &StencilWindow) -> Result<()>,
     {
         let Buffers { input, mut dev_in, mut dev_out, mut output } = buffers;
-        let (records, chunks, timing) = (input.len() / record_len, plan.chunks, self.timing);
-        for i in 0..chunks {
-            let r = chunk_range(records, chunks, i);
-            // Within the checked length: end * record_len <= records * record_len = len.
-            let r = r.start * record_len..r.end * record_len;
-            let (s_in, s_compute, s_out) = match plan.schedule {
-                Schedule::Staged => {
-                    (self.streams[0].as_stream(), self.streams[1].as_stream(), self.streams[2].as_stream())
+        let (records, timing) = (input.len() / cut.in_len, self.timing);
+        let streams = |i: usize| plan.stage_streams(i).map(|k| self.streams[k].as_stream());
+        for step in enqueue_steps(plan, records, cut.halo) {
+            match step {
+                Step::CopyIn { chunk: j, record } => {
+                    let [s_in, _, _] = streams(j);
+                    let r = chunk_range(records, plan.chunks, j);
+                    // Within the checked length: end * in_len <= records * in_len = the input's length.
+                    let r = r.start * cut.in_len..r.end * cut.in_len;
+                    if timing {
+                        self.chunks[j].0[0].record(s_in)?;
+                    }
+                    // SAFETY: ranges inside the checked lengths; lifetimes owed by the caller.
+                    unsafe { copy::h2d_async(dev_in.reborrow().slice_mut(r.clone())?, input.slice(r)?, s_in)? };
+                    if timing || record {
+                        self.done_events(j).0.record(s_in)?;
+                    }
                 }
-                Schedule::RoundRobin { .. } => {
-                    let s = self.streams[i % used].as_stream();
-                    (s, s, s)
+                Step::Wait { chunk: i, on } => streams(i)[1].wait_event(self.done_events(on).0)?,
+                Step::Compute { chunk: i } => {
+                    let [_, s_compute, s_out] = streams(i);
+                    let w = stencil_window(records, plan.chunks, cut.halo, i);
+                    chunk(s_compute, dev_in.reborrow(), dev_out.reborrow(), &w)?;
+                    let compute_done = self.done_events(i).1;
+                    if timing || s_out != s_compute {
+                        compute_done.record(s_compute)?;
+                    }
+                    if s_out != s_compute {
+                        s_out.wait_event(compute_done)?;
+                    }
+                    // Within the checked length: end * out_len <= records * out_len = the output's length.
+                    let r = w.rows.start * cut.out_len..w.rows.end * cut.out_len;
+                    // SAFETY: as above.
+                    unsafe {
+                        copy::d2h_async(output.reborrow().slice_mut(r.clone())?, dev_out.as_slice().slice(r)?, s_out)?
+                    };
+                    if timing {
+                        self.chunks[i].0[3].record(s_out)?;
+                    }
                 }
-            };
-            let (in_done, compute_done): (&Event, &Event) = if timing {
-                (&self.chunks[i].0[1], &self.chunks[i].0[2])
-            } else {
-                (&self.sync[i][0], &self.sync[i][1])
-            };
-            if timing {
-                self.chunks[i].0[0].record(s_in)?;
-            }
-            // SAFETY: ranges inside the checked lengths; lifetimes owed by the caller.
-            unsafe { copy::h2d_async(dev_in.reborrow().slice_mut(r.clone())?, input.slice(r.clone())?, s_in)? };
-            if timing || s_compute != s_in {
-                in_done.record(s_in)?;
-            }
-            if s_compute != s_in {
-                s_compute.wait_event(in_done)?;
-            }
-            compute(s_compute, dev_in.reborrow().slice_mut(r.clone())?, dev_out.reborrow().slice_mut(r.clone())?)?;
-            if timing || s_out != s_compute {
-                compute_done.record(s_compute)?;
-            }
-            if s_out != s_compute {
-                s_out.wait_event(compute_done)?;
-            }
-            // SAFETY: as above.
-            unsafe { copy::d2h_async(output.reborrow().slice_mut(r.clone())?, dev_out.as_slice().slice(r)?, s_out)? };
-            if timing {
-                self.chunks[i].0[3].record(s_out)?;
             }
         }
         Ok(())
@@ -499,10 +676,7 @@ impl Pipeline {
             let ev = &self.chunks[i].0;
             let t = |e: &TimingEvent| e.elapsed_ms_since(&self.start);
             out.push(ChunkTimes {
-                stream: match self.last.schedule {
-                    Schedule::Staged => 0,
-                    Schedule::RoundRobin { streams } => i % streams.min(self.last.chunks).max(1),
-                },
+                stream: self.last.stage_streams(i)[0],
                 copy_in: (t(&ev[0])?, t(&ev[1])?),
                 compute: (t(&ev[1])?, t(&ev[2])?),
                 copy_out: (t(&ev[2])?, t(&ev[3])?),

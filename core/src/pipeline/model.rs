@@ -91,6 +91,24 @@ impl Plan {
             Schedule::RoundRobin { streams } => streams,
         }
     }
+
+    /// Worker streams a run of the plan forks to: 3 for the staged schedule; for round robin its
+    /// streams, but no more than chunks (and at least one).
+    pub fn workers(&self) -> usize {
+        match self.schedule {
+            Schedule::Staged => 3,
+            Schedule::RoundRobin { streams } => streams.min(self.chunks).max(1),
+        }
+    }
+
+    /// The worker streams (indices below [`workers`](Self::workers)) of chunk `i`'s copy-in,
+    /// compute and copy-out.
+    pub fn stage_streams(&self, i: usize) -> [usize; 3] {
+        match self.schedule {
+            Schedule::Staged => [0, 1, 2],
+            Schedule::RoundRobin { .. } => [i % self.workers(); 3],
+        }
+    }
 }
 
 /// Predicted milliseconds for `times` split into `plan` on `machine` (the model in the module docs).
@@ -212,4 +230,193 @@ pub fn check_run_records(lens: [usize; 4], record_len: usize, chunks: usize) -> 
         return Err(Error::invalid(CALL, "more chunks than elements"));
     }
     Ok(())
+}
+
+/// The chunk of `k` (over `n` elements, cut by [`chunk_range`]) that holds element `r`; `k` when
+/// there is none (`r >= n`, or no chunk).
+pub fn chunk_of(n: usize, k: usize, r: usize) -> usize {
+    if r >= n || k == 0 {
+        return k;
+    }
+    // Chunk i starts at floor(n i / k) <= r exactly when i <= ((r + 1) k - 1) / n: the last such
+    // chunk holds r. In u128 the product cannot overflow, and with r < n the quotient is below k.
+    (((r as u128 + 1) * k as u128 - 1) / n as u128) as usize
+}
+
+/// One chunk of a stencil run ([`Pipeline::run_stencil`](super::Pipeline::run_stencil)), in
+/// records (rows): what it copies and writes, what its compute reads, and whose copy-ins that
+/// compute waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StencilWindow {
+    /// The records the chunk copies in, computes and copies out ([`chunk_range`]).
+    pub rows: core::ops::Range<usize>,
+    /// The records its compute reads: `rows` widened by the halo on each side, clamped to the
+    /// frame.
+    pub reads: core::ops::Range<usize>,
+    /// The chunks whose copied records intersect `reads`: its compute waits for their copy-ins.
+    pub needs: core::ops::Range<usize>,
+}
+
+/// Chunk `i`'s window when `records` records are cut into `chunks` chunks and each compute reads
+/// `halo` records before and after the ones it writes, clamped at the frame's edges. Any `halo`
+/// is accepted: the sums saturate, and a halo as large as the frame reads all of it.
+///
+/// There is no chunk `i` when `chunks` is zero or `i >= chunks`: every range is then empty (the
+/// records at `records..records`, the chunks at `chunks..chunks`), never a division by zero.
+pub fn stencil_window(records: usize, chunks: usize, halo: usize, i: usize) -> StencilWindow {
+    let rows = chunk_range(records, chunks, i);
+    if rows.is_empty() {
+        let at = rows.start;
+        return StencilWindow { rows, reads: at..at, needs: chunks.min(i)..chunks.min(i) };
+    }
+    let reads = rows.start.saturating_sub(halo)..rows.end.saturating_add(halo).min(records);
+    let needs = if halo == 0 {
+        i..i + 1
+    } else {
+        chunk_of(records, chunks, reads.start)..chunk_of(records, chunks, reads.end - 1) + 1
+    };
+    StencilWindow { rows, reads, needs }
+}
+
+/// Checks a stencil run's buffer lengths (`[input, dev_in, dev_out, output]`), record lengths and
+/// chunk count, and returns its record count: a clear error for a zero record length on either
+/// side, zero chunks or more than [`MAX_CHUNKS`], an input and its device buffer (or an output
+/// and its device buffer) of different lengths, an input that is not a whole number of records,
+/// an output that does not hold `out_record_len` values for each input record (or whose length
+/// would overflow), and more chunks than records.
+pub fn check_stencil(lens: [usize; 4], in_record_len: usize, out_record_len: usize, chunks: usize) -> Result<usize> {
+    const CALL: &str = "Pipeline::run_stencil";
+    let [input, dev_in, dev_out, output] = lens;
+    if in_record_len == 0 || out_record_len == 0 {
+        return Err(Error::invalid(CALL, "zero values a record"));
+    }
+    if chunks == 0 {
+        return Err(Error::invalid(CALL, "zero chunks"));
+    }
+    if chunks > MAX_CHUNKS {
+        return Err(Error::invalid(CALL, "more chunks than pipeline::MAX_CHUNKS"));
+    }
+    if input != dev_in {
+        return Err(Error::invalid(CALL, "the input and its device buffer must have the same length"));
+    }
+    if output != dev_out {
+        return Err(Error::invalid(CALL, "the output and its device buffer must have the same length"));
+    }
+    if input % in_record_len != 0 {
+        return Err(Error::invalid(CALL, "an input length that is not a whole number of records"));
+    }
+    let records = input / in_record_len;
+    let expected =
+        records.checked_mul(out_record_len).ok_or(Error::invalid(CALL, "records * out_record_len overflows"))?;
+    if output != expected {
+        return Err(Error::invalid(CALL, "the output must hold out_record_len values for each input record"));
+    }
+    if chunks > records {
+        return Err(Error::invalid(CALL, "more chunks than records"));
+    }
+    Ok(records)
+}
+
+/// One step of a run, in the order [`Pipeline::run_stencil`](super::Pipeline::run_stencil) (and
+/// [`run`](super::Pipeline::run), the halo-0 case) enqueues them: see [`enqueue_steps`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Chunk `chunk`'s copy-in on its copy-in stream; when `record`, its copy-in event is then
+    /// recorded there: a later [`Wait`](Step::Wait) names it (stage timing records it always).
+    CopyIn {
+        /// The chunk.
+        chunk: usize,
+        /// Whether a wait needs its copy-in event.
+        record: bool,
+    },
+    /// Chunk `chunk`'s compute stream waits for chunk `on`'s copy-in event, recorded by an
+    /// earlier step.
+    Wait {
+        /// The chunk whose compute waits.
+        chunk: usize,
+        /// The chunk whose copy-in it waits for.
+        on: usize,
+    },
+    /// Chunk `chunk`'s compute on its compute stream, then its copy-out (after a wait for the
+    /// compute's event when the copy-out stream is another).
+    Compute {
+        /// The chunk.
+        chunk: usize,
+    },
+}
+
+/// The steps of a run of `plan` over `records` records with `halo`: before chunk `i`'s compute,
+/// the copy-in of every chunk up to the last one it reads ([`StencilWindow::needs`]) that is not
+/// out yet, then waits for those of them on another stream than the compute's (in the staged
+/// schedule, whose copy-ins share one stream in order, one wait: for the last). Every wait refers
+/// to a copy-in event recorded by an earlier step, so no stream can wait on another in a cycle.
+///
+/// With a halo of 0 a chunk reads only its own records: its copy-in, a wait only where the
+/// copy-in and compute streams differ (the staged schedule), its compute, chunk after chunk.
+/// The plan is not checked: call it with `1 <= plan.chunks <= records`.
+pub fn enqueue_steps(plan: Plan, records: usize, halo: usize) -> EnqueueSteps {
+    EnqueueSteps { plan, records, halo, next: 0, copied: 0, waits: 0..0, started: false }
+}
+
+/// The iterator [`enqueue_steps`] returns.
+#[derive(Debug, Clone)]
+pub struct EnqueueSteps {
+    plan: Plan,
+    records: usize,
+    halo: usize,
+    /// The chunk whose compute comes next.
+    next: usize,
+    /// Chunks whose copy-in is out.
+    copied: usize,
+    /// Chunks whose copy-in events the next compute may still wait for.
+    waits: core::ops::Range<usize>,
+    /// Whether `waits` is `next`'s.
+    started: bool,
+}
+
+impl Iterator for EnqueueSteps {
+    type Item = Step;
+
+    fn next(&mut self) -> Option<Step> {
+        let plan = self.plan;
+        // Round robin with a halo over two or more streams: each chunk's neighbours compute on
+        // other streams and read its records.
+        let shared_rows = self.halo > 0 && plan.workers() > 1;
+        while self.next < plan.chunks {
+            let i = self.next;
+            if !self.started {
+                let needs = match self.halo {
+                    0 => i..i + 1,
+                    halo => stencil_window(self.records, plan.chunks, halo, i).needs,
+                };
+                self.waits = match plan.schedule {
+                    Schedule::Staged => needs.start.max(needs.end.saturating_sub(1))..needs.end,
+                    Schedule::RoundRobin { .. } => needs,
+                };
+                self.started = true;
+            }
+            if self.copied < self.waits.end {
+                let j = self.copied;
+                self.copied += 1;
+                // Recorded where a later step waits for it: staged, the last copy-in a compute
+                // needs (later computes need later ones); round robin, with rows shared across
+                // streams, every one (a neighbour on another stream reads some of its records).
+                let record = match plan.schedule {
+                    Schedule::Staged => self.copied == self.waits.end,
+                    Schedule::RoundRobin { .. } => shared_rows,
+                };
+                return Some(Step::CopyIn { chunk: j, record });
+            }
+            if let Some(on) = self.waits.next() {
+                if plan.stage_streams(on)[0] != plan.stage_streams(i)[1] {
+                    return Some(Step::Wait { chunk: i, on });
+                }
+                continue;
+            }
+            self.next += 1;
+            self.started = false;
+            return Some(Step::Compute { chunk: i });
+        }
+        None
+    }
 }

@@ -89,3 +89,38 @@ pub fn frame_filter_cpu(rgb: &[u8], w: usize, h: usize) -> Vec<u8> {
     }
     out
 }
+
+/// A hash of `(row, col)`: non-zero-friendly, non-uniform test data for stencils.
+pub fn hash2(row: usize, col: usize) -> u32 {
+    let mut x = (row as u32).wrapping_mul(0x9e37_79b1) ^ (col as u32).wrapping_mul(0x85eb_ca77) ^ 0x2545_f491;
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x2c1b_3c6d);
+    x ^= x >> 12;
+    x
+}
+
+/// `ordo_kernels::blur_rows_downsample` over a whole frame of `height` rows of `width` values, on
+/// the CPU in the kernel's arithmetic (each sum and product rounded on its own, in the same
+/// order): out[r][c] = mean over dr in -radius..=radius of (in[rr][2c] + in[rr][2c + 1]) / 2, rr
+/// clamped to the frame.
+pub fn blur_rows_downsample_cpu<T: Copy + Into<f32>>(
+    input: &[T],
+    width: usize,
+    height: usize,
+    radius: usize,
+) -> Vec<f32> {
+    let half = width / 2;
+    let mut out = vec![0f32; height * half];
+    for r in 0..height {
+        for c in 0..half {
+            let mut acc = 0f32;
+            for dr in -(radius as i64)..=radius as i64 {
+                let rr = (r as i64 + dr).clamp(0, height as i64 - 1) as usize;
+                let (a, b): (f32, f32) = (input[rr * width + 2 * c].into(), input[rr * width + 2 * c + 1].into());
+                acc += (a + b) * 0.5;
+            }
+            out[r * half + c] = acc / (2 * radius + 1) as f32;
+        }
+    }
+    out
+}
