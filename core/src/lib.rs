@@ -48,7 +48,7 @@
 //!     caller's pinned buffers, so it owes what the copies owe until `main` has passed the run
 //!     (it joins its worker streams back to `main` on every path out, errors included, so
 //!     synchronising `main` is enough);
-//!   - *captures* ([`capture`], [`capture_into`], [`StreamRef::begin_capture`],
+//!   - *captures* ([`capture`], [`capture_into`], [`graph::BodyGraph::capture`], [`StreamRef::begin_capture`],
 //!     [`StreamRef::end_capture`], [`graph_cache::GraphCache::new`],
 //!     [`graph_cache::GraphCache::with_options`]): captured work runs at every
 //!     launch of every executable graph made from the graph, long after the call; the caller owes

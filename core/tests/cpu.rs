@@ -877,3 +877,65 @@ fn an_error_takes_static_words_or_words_made_at_run_time() {
     // No size is paid for it: 64 bytes, as with static texts only.
     assert!(core::mem::size_of::<Error>() <= 64);
 }
+
+#[test]
+fn conditional_nodes_refuse_bad_kinds_before_cuda() {
+    use ordo_core::graph::ConditionalKind;
+    // SAFETY: used on this thread only, with the current device unchanged.
+    let s = unsafe { StreamRef::per_thread_default() };
+    let usage = |e: Error, kind: UsageKind, what: &str| {
+        assert!(matches!(e, Error::Usage(UsageError { kind: k, .. }) if k == kind), "{e:?}");
+        assert!(e.to_string().contains(what), "{e} lacks {what}");
+    };
+    let e = s.capture_conditional(ConditionalKind::Switch { cases: 0 }, None, |_, _| Ok(())).unwrap_err();
+    usage(e, UsageKind::InvalidArgument, "at least one case");
+    if !cfg!(cuda_12_8) {
+        for kind in [ConditionalKind::IfElse, ConditionalKind::Switch { cases: 3 }] {
+            let e = s.capture_conditional(kind, None, |_, _| Ok(())).unwrap_err();
+            usage(e, UsageKind::NotSupported, "12.8");
+        }
+    }
+    // A good kind on a stream that is not capturing: refused (CUDA's error without a driver or a
+    // device), and the function is not called.
+    let e = s
+        .capture_conditional(ConditionalKind::While, Some(1), |_, _| -> Result<()> {
+            panic!("called outside a capture")
+        })
+        .unwrap_err();
+    match e {
+        Error::Usage(_) => usage(e, UsageKind::InvalidArgument, "not capturing"),
+        Error::Cuda(_) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn conditional_nodes_have_their_bodies_or_return_err_without_a_driver() {
+    use ordo_core::graph::ConditionalKind;
+    let Ok(g) = Graph::new() else {
+        // Without a driver, or a device, even an empty graph cannot be made.
+        assert!(Graph::new().unwrap_err().cuda().is_some());
+        return;
+    };
+    let mut kinds = vec![ConditionalKind::If, ConditionalKind::While];
+    if cfg!(cuda_12_8) {
+        kinds.extend([ConditionalKind::IfElse, ConditionalKind::Switch { cases: 5 }]);
+    }
+    for kind in kinds {
+        let c = g.conditional_handle(Some(0)).unwrap();
+        let (node, bodies) = g.add_conditional_node(&[], c, kind).unwrap();
+        assert_eq!(node.kind().unwrap(), NodeKind::Conditional);
+        assert_eq!(bodies.len(), kind.body_count() as usize, "{kind:?}");
+        let raw: Vec<_> = bodies.iter().map(|b| b.as_raw()).collect();
+        assert!(raw.iter().all(|b| !b.is_null()), "{kind:?}");
+        assert!(raw.iter().enumerate().all(|(i, b)| !raw[..i].contains(b)), "{kind:?}: a body twice");
+        assert!(bodies.get(bodies.len()).is_none());
+        // A conditional node in a body.
+        let c = g.conditional_handle(None).unwrap();
+        let (inner, inner_bodies) = bodies.get(0).unwrap().add_conditional_node(&[], c, ConditionalKind::If).unwrap();
+        assert_eq!((inner.kind().unwrap(), inner_bodies.len()), (NodeKind::Conditional, 1));
+    }
+    let c = g.conditional_handle(Some(0)).unwrap();
+    let e = g.add_conditional_node(&[], c, ConditionalKind::Switch { cases: 0 }).unwrap_err();
+    assert!(e.to_string().contains("at least one case"), "{e}");
+}

@@ -1,5 +1,6 @@
 //! The hot paths allocate nothing on the heap: a counting global allocator around event record,
-//! stream wait, queries, stream-ordered allocation and free (the calling thread's allocations).
+//! stream wait, queries, stream-ordered allocation and free (the calling thread's allocations);
+//! nor do conditional nodes, their bodies and body captures.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ordo_core::*;
@@ -36,6 +37,48 @@ fn record_wait_query_and_async_alloc_do_not_allocate() {
     a.synchronize().unwrap();
     b.synchronize().unwrap();
     assert_eq!(after - before, 0, "heap allocations on the hot paths");
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn conditional_nodes_and_body_captures_do_not_allocate() {
+    use ordo_core::graph::ConditionalKind;
+    let stream = Stream::new().unwrap();
+    let body_stream = Stream::new().unwrap();
+    let (s, bs) = (stream.as_stream(), body_stream.as_stream());
+    let g = Graph::new().unwrap();
+    // Nothing is captured: every body stays empty, and no graph here is instantiated.
+    let add = |kind| {
+        let c = g.conditional_handle(Some(0)).unwrap();
+        let (_, bodies) = g.add_conditional_node(&[], c, kind).unwrap();
+        for body in bodies {
+            // SAFETY: nothing is captured.
+            unsafe { body.capture(&[], s, CaptureMode::ThreadLocal, |_| Ok(())) }.unwrap();
+        }
+    };
+    // SAFETY: nothing is captured; nothing else uses `s` or `bs`.
+    let in_capture = || {
+        unsafe {
+            capture(s, CaptureMode::ThreadLocal, |cs| {
+                cs.capture_conditional(ConditionalKind::While, Some(0), |_, bodies| {
+                    for body in bodies {
+                        body.capture(&[], bs, CaptureMode::ThreadLocal, |_| Ok(()))?;
+                    }
+                    Ok(())
+                })
+            })
+        }
+        .unwrap()
+    };
+    add(ConditionalKind::If);
+    drop(in_capture());
+    let before = allocations();
+    for kind in [ConditionalKind::If, ConditionalKind::While] {
+        add(kind);
+    }
+    drop(in_capture());
+    let after = allocations();
+    assert_eq!(after - before, 0, "heap allocations making conditional nodes");
 }
 
 #[test]

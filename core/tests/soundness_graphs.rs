@@ -463,3 +463,50 @@ fn defect_01_a_submit_that_would_pull_its_stream_into_a_capture_is_refused() {
     drop(graph);
     other.synchronize().unwrap();
 }
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_staging_copy_captured_into_a_conditional_body_keeps_its_slot_while_the_graph_lives() {
+    // `BodyGraph::capture` captures into a graph of its own and copies it into the body
+    // (`cudaGraphAddChildGraphNode`), then destroys its own: the slot's reference must travel
+    // with the copy, or the ring would hand the slot out again while the body still reads it.
+    let _gpu = gpu();
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let body_stream = Stream::new().unwrap();
+    let ring = StagingRing::<u32>::new(1, 256).unwrap();
+    let mut x = DeviceBuffer::<u32>::zeroed_async(256, s).unwrap();
+    s.synchronize().unwrap();
+    let graph = Graph::new().unwrap();
+    let Ok(handle) = graph.conditional_handle(Some(1)) else {
+        println!("conditional nodes not supported here: nothing to check");
+        return;
+    };
+    let (_node, body) = graph.add_if_node(&[], handle).unwrap();
+    let mut slot = ring.acquire().unwrap();
+    for (i, v) in slot.iter_mut().enumerate() {
+        *v = 7 + 3 * i as u32;
+    }
+    // SAFETY: `x` outlives every launch of the graph (synchronised below, before it drops).
+    unsafe {
+        body.capture(&[], body_stream.as_stream(), CaptureMode::ThreadLocal, |cs| {
+            ring.submit(slot, 256, x.as_mut_slice(), cs)
+        })
+    }
+    .unwrap();
+    // The temporary graph is gone; give CUDA's destructor thread time to act if it would.
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(ring.graph_slots(), 1, "the body's copy holds the slot");
+    assert_eq!(ring.free_slots(), 0);
+    let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
+    for _ in 0..2 {
+        exec.launch(s).unwrap();
+    }
+    s.synchronize().unwrap();
+    let mut out = vec![0u32; 256];
+    copy::d2h_blocking(&mut out, x.as_slice(), s).unwrap();
+    assert_eq!(out, (0..256).map(|i| 7 + 3 * i as u32).collect::<Vec<_>>());
+    drop(exec);
+    drop(graph);
+    assert!(eventually(|| ring.free_slots() == 1), "the graph did not give its slot back");
+}

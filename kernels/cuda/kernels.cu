@@ -220,4 +220,18 @@ __global__ void ordok_countdown(ordo_conditional_handle loop, unsigned int* coun
     }
 }
 
+// Sets the condition of `node` to *value, from one thread (the single writer of the condition).
+// Serves every kind of conditional node: IF runs its body (IF/ELSE its first body) when the value
+// is non-zero and IF/ELSE its second when it is zero, WHILE loops while it is non-zero, SWITCH runs
+// body *value (none when *value is its number of cases or more).
+__global__ void ordok_set_condition_from(ordo_conditional_handle node, const unsigned int* value) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) ordo_set_condition(node, *value);
+}
+
+// x[i] = x[i] * a + b, rounded once (fmaf): a step that tells which conditional body ran.
+__global__ void ordok_scale_add(float* x, float a, float b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = fmaf(x[i], a, b);
+}
+
 }  // extern "C"

@@ -77,6 +77,8 @@ pub mod ffi {
         pub fn ordok_chain_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
         pub fn ordok_chain_step_pdl(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
         pub fn ordok_countdown(condition: ordo_core::graph::ConditionalHandle, counter: *mut u32);
+        pub fn ordok_set_condition_from(condition: ordo_core::graph::ConditionalHandle, value: *const u32);
+        pub fn ordok_scale_add(x: *mut f32, a: f32, b: f32, n: i32);
     }
 }
 
@@ -155,6 +157,19 @@ pub mod kernel {
     /// WHILE node that `condition` belongs to.
     pub fn countdown() -> Kernel<(ConditionalHandle, *mut u32)> {
         Kernel::new(ffi::ordok_countdown as unsafe extern "C" fn(ConditionalHandle, *mut u32))
+    }
+
+    /// `ordok_set_condition_from(condition, value)`: sets the condition to `*value`, for any kind
+    /// of conditional node (non-zero or zero for IF, IF/ELSE and WHILE; the case index for
+    /// SWITCH). Launch it with one thread, in the graph that `condition` belongs to, where no
+    /// other kernel sets the same condition at the same time.
+    pub fn set_condition_from() -> Kernel<(ConditionalHandle, *const u32)> {
+        Kernel::new(ffi::ordok_set_condition_from as unsafe extern "C" fn(ConditionalHandle, *const u32))
+    }
+
+    /// `ordok_scale_add(x, a, b, n)`: `x[i] = fma(x[i], a, b)` (rounded once).
+    pub fn scale_add() -> Kernel<(*mut f32, f32, f32, i32)> {
+        Kernel::new(ffi::ordok_scale_add as unsafe extern "C" fn(*mut f32, f32, f32, i32))
     }
 
     /// `ordok_chain_step(prev, out, scale, n)` and its PDL form `ordok_chain_step_pdl`:

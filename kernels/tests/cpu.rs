@@ -42,18 +42,18 @@ fn only_the_pdl_forms_carry_griddepcontrol() {
     assert!(entries.iter().any(|(n, _)| *n == "ordok_chain_step"), "the plain form is compiled");
 }
 
-/// The WHILE-loop step sets its condition through `cudaGraphSetConditional` (ordo/graph.cuh),
-/// which the driver resolves at module load: the kernels are compiled whole-program (no `-rdc`),
-/// and only this kernel calls it.
+/// The WHILE-loop step and the condition setter set their condition through
+/// `cudaGraphSetConditional` (ordo/graph.cuh), which the driver resolves at module load: the
+/// kernels are compiled whole-program (no `-rdc`), and only these two kernels call it.
 #[test]
-fn only_the_countdown_kernel_sets_a_graph_condition() {
+fn only_the_condition_kernels_set_a_graph_condition() {
     let entries = ptx_entries();
     let with: Vec<&str> = entries
         .iter()
         .filter(|(_, body)| body.contains("call.uni") && body.contains("cudaGraphSetConditional"))
         .map(|(name, _)| *name)
         .collect();
-    assert_eq!(with, ["ordok_countdown"], "kernels calling cudaGraphSetConditional");
+    assert_eq!(with, ["ordok_countdown", "ordok_set_condition_from"], "kernels calling cudaGraphSetConditional");
 }
 
 #[test]

@@ -5,19 +5,25 @@
 //! ([`GraphExec::set_kernel_node_args`]), copy and memset nodes pointed at other memory
 //! ([`GraphExec::set_memcpy_node`], [`GraphExec::set_memset_node`]), nodes enabled and disabled
 //! ([`GraphExec::set_node_enabled`]); device-launchable instantiation
-//! ([`InstantiateFlags::DEVICE_LAUNCH`]); WHILE loops run on the device ([`Graph::add_while_node`],
-//! [`ConditionalHandle`], [`BodyGraph`]).
+//! ([`InstantiateFlags::DEVICE_LAUNCH`]); conditional nodes (IF, IF/ELSE, WHILE, SWITCH) whose
+//! condition kernels set on the device ([`Graph::add_conditional_node`], [`ConditionalKind`],
+//! [`BodyGraph`]), also at the current point of a capture ([`StreamRef::capture_conditional`]).
 //!
 //! - [`capture`]: the `unsafe` captures and their replay contract, the capture modes and status;
 //! - [`Graph`]: a graph of captured work, its nodes and edges, instantiation;
 //! - [`GraphExec`]: an executable graph: launch, update, upload;
 //! - [`Node`], [`KernelNode`], [`MemcpyNode`], [`Edge`]: what a graph holds;
-//! - [`Graph::add_while_node`], [`BodyGraph`], [`ConditionalHandle`]: WHILE nodes whose condition
-//!   kernels set on the device (CUDA 12.3 and later, which every supported toolkit is).
+//! - [`Graph::add_conditional_node`], [`ConditionalKind`], [`Bodies`], [`BodyGraph`],
+//!   [`ConditionalHandle`]: conditional nodes whose condition kernels set on the device (CUDA 12.3
+//!   and later, which every supported toolkit is; IF/ELSE and SWITCH 12.8 and later), their bodies
+//!   filled node by node or by capture, and [`StreamRef::capture_conditional`] for one added inside
+//!   a capture.
 //!
 //! A graph does not borrow what its work uses. Making one is `unsafe` (the capture), and the
 //! capture's contract covers every replay; launching is safe. Host state that ordo itself puts in
 //! a graph (host functions, staging slots) is owned by the graph through CUDA user objects.
+//!
+//! [`StreamRef::capture_conditional`]: crate::stream::StreamRef::capture_conditional
 
 mod capture;
 mod conditional;
@@ -32,7 +38,7 @@ pub use capture::capture_into;
 pub use capture::{capture, CaptureMode, CaptureStatus};
 #[cfg(feature = "std")]
 pub(crate) use capture::{capture_target, invalidated, CaptureTarget};
-pub use conditional::{BodyGraph, ConditionalHandle};
+pub use conditional::{Bodies, BodyGraph, BodyIter, ConditionalHandle, ConditionalKind};
 pub use exec::{GraphExec, InstantiateFlags, UpdateNodes, UpdateOutcome};
 pub use node::{Edge, KernelNode, LinearCopy, MemcpyNode, MemsetParams, Node, NodeKind};
 pub use template::Graph;

@@ -23,9 +23,12 @@ owned_handle! {
     /// owns it through CUDA user objects, and so does every executable graph instantiated from it; it
     /// is freed once the last of them is destroyed.
     ///
-    /// [`Graph::new`] makes an empty graph; work is added by a capture, or, for a WHILE loop, with
-    /// [`Graph::add_while_node`] and [`BodyGraph::add_kernel_node`](super::BodyGraph::add_kernel_node)
-    /// (`unsafe`, with the capture's replay contract).
+    /// [`Graph::new`] makes an empty graph; work is added by a capture, or, for a branch or a loop
+    /// run on the device, with [`Graph::add_conditional_node`] and the calls that fill its bodies
+    /// ([`BodyGraph::add_kernel_node`](super::BodyGraph::add_kernel_node),
+    /// [`BodyGraph::capture`](super::BodyGraph::capture): `unsafe`, with the capture's replay
+    /// contract). A graph that holds a conditional node cannot be copied (CUDA refuses
+    /// [`Graph::try_clone`], so [`capture_into`](super::capture_into) refuses it too).
     ///
     /// Dropping it destroys the graph; executable graphs made from it keep working, and the user
     /// objects it holds are released (their host state freed once nothing else holds them).
