@@ -6,9 +6,7 @@
 //! source's first conditional test is in `graphs.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::graph::{
-    capture, capture_into, CaptureMode, CaptureStatus, ConditionalKind, InstantiateFlags, NodeKind,
-};
+use ordo_core::graph::{capture, CaptureMode, CaptureStatus, ConditionalKind, InstantiateFlags, NodeKind};
 use ordo_core::launch::LaunchConfig;
 use ordo_core::memory::copy;
 use ordo_core::*;
@@ -53,22 +51,19 @@ fn headers_have(g: &Graph, kind: ConditionalKind) -> bool {
     false
 }
 
-/// A graph whose only work so far is `ordok_set_condition_from(condition, flag)`, captured into it
-/// after `condition` was made (so that a conditional node added after the graph's leaves reads the
-/// value the kernel set from `flag`).
+/// A graph whose only work so far is `ordok_set_condition_from(condition, flag)`, a kernel node
+/// added after `condition` was made (so that a conditional node added after the graph's leaves
+/// reads the value the kernel set from `flag`). Built by hand: CUDA cannot clone a graph that
+/// holds a conditional handle, so `capture_into` (which clones) refuses it with
+/// `cudaErrorNotSupported` (measured on an H200, CUDA 13.0).
 ///
 /// # Safety
 /// `flag` points to a `u32` that outlives every launch of the graph.
-unsafe fn graph_setting_condition_from(s: StreamRef<'_>, flag: *const u32) -> (Graph, graph::ConditionalHandle) {
-    let mut g = Graph::new().unwrap();
+unsafe fn graph_setting_condition_from(flag: *const u32) -> (Graph, graph::ConditionalHandle) {
+    let g = Graph::new().unwrap();
     let condition = g.conditional_handle(None).unwrap();
     // SAFETY: the caller's promise on `flag`; one thread sets the condition.
-    unsafe {
-        capture_into(&mut g, s, CaptureMode::Global, |cs| {
-            kernel::set_condition_from().launch(cs, &one_thread(), (condition, flag))
-        })
-    }
-    .unwrap();
+    unsafe { g.add_kernel_node(&[], kernel::set_condition_from(), &one_thread(), (condition, flag)) }.unwrap();
     (g, condition)
 }
 
@@ -83,7 +78,7 @@ fn an_if_node_runs_its_body_only_when_a_kernel_sets_the_condition() {
     let mut flag = upload(&[1u32], s);
     // SAFETY: `flag` and `x` are declared before the graph and the executable graph, so they
     // outlive them and their launches (each read back after it).
-    let (g, condition) = unsafe { graph_setting_condition_from(s, flag.as_ptr()) };
+    let (g, condition) = unsafe { graph_setting_condition_from(flag.as_ptr()) };
     let leaves = g.leaf_nodes().unwrap();
     assert_eq!(leaves.len(), 1);
     let (node, body) = g.add_if_node(&leaves, condition).unwrap();
@@ -112,7 +107,7 @@ fn an_if_else_node_runs_its_first_body_on_non_zero_and_its_second_on_zero() {
     let mut x = upload(&x0, s);
     let mut flag = upload(&[1u32], s);
     // SAFETY: as in the IF test.
-    let (g, condition) = unsafe { graph_setting_condition_from(s, flag.as_ptr()) };
+    let (g, condition) = unsafe { graph_setting_condition_from(flag.as_ptr()) };
     if !headers_have(&g, ConditionalKind::IfElse) {
         return;
     }
@@ -146,7 +141,7 @@ fn a_switch_node_runs_the_body_its_index_names_and_none_out_of_range() {
     let mut x = upload(&x0, s);
     let mut index = upload(&[0u32], s);
     // SAFETY: as in the IF test.
-    let (g, condition) = unsafe { graph_setting_condition_from(s, index.as_ptr()) };
+    let (g, condition) = unsafe { graph_setting_condition_from(index.as_ptr()) };
     if !headers_have(&g, ConditionalKind::Switch { cases: 3 }) {
         return;
     }

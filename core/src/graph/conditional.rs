@@ -237,19 +237,10 @@ impl<'g> BodyGraph<'g> {
         dependencies: &[Node<'g>],
         kernel: Kernel<Args>,
         config: &LaunchConfig,
-        mut args: Args,
+        args: Args,
     ) -> Result<Node<'g>> {
-        let mut ptrs = args.arg_ptrs();
-        let params =
-            kernel_node_params(kernel.as_raw(), config, ptrs.as_mut().as_mut_ptr(), "BodyGraph::add_kernel_node")?;
-        let mut raw: sys::cudaGraphNode_t = core::ptr::null_mut();
-        // SAFETY: a live graph; `dependencies` are node handles counted by their length; CUDA
-        // copies `params` and the argument values during the call. What the arguments point to
-        // at each run is the caller's contract.
-        cuda_call!(unsafe {
-            sys::cudaGraphAddKernelNode(&mut raw, self.as_raw(), node_ptrs(dependencies), dependencies.len(), &params)
-        })?;
-        NonNull::new(raw).map(Node::new).ok_or_else(|| crate::error::null_handle("cudaGraphAddKernelNode"))
+        // SAFETY: the body lives for `'g`; the arguments are the caller's contract.
+        unsafe { add_kernel_node(self.as_raw(), dependencies, kernel, config, args, "BodyGraph::add_kernel_node") }
     }
 
     /// Adds a conditional node of `kind` on `handle` to this body, after `dependencies` (nodes of
@@ -342,7 +333,9 @@ impl Graph {
     /// to one conditional node of this graph (or of one of its bodies) and to the kernels that set
     /// the value. With `Some(value)` the condition is set to `value` at the start of every launch
     /// (`cudaGraphCondAssignDefault`); with `None` it is not reset, so a kernel upstream of the
-    /// node must set it. A handle that no conditional node uses may make instantiation fail.
+    /// node must set it. A handle that no conditional node uses may make instantiation fail. CUDA
+    /// does not clone a graph that holds a handle (`try_clone` and `capture_into` then fail with
+    /// `cudaErrorNotSupported`): add kernels to such a graph with [`Graph::add_kernel_node`].
     pub fn conditional_handle(&self, default: Option<u32>) -> Result<ConditionalHandle> {
         // SAFETY: a live graph.
         unsafe { create_handle(self.as_raw(), default) }
@@ -487,6 +480,56 @@ impl StreamRef<'_> {
             "cudaStreamUpdateCaptureDependencies",
         )?;
         fill(handle, bodies)
+    }
+}
+
+/// `cudaGraphAddKernelNode` of `kernel` with `config` and `args` to `graph` after `dependencies`.
+///
+/// # Safety
+/// `graph` is live and holds `dependencies`; what the arguments point to at each run is owed as
+/// [`BodyGraph::add_kernel_node`] states.
+unsafe fn add_kernel_node<'g, Args: KernelArgs>(
+    graph: sys::cudaGraph_t,
+    dependencies: &[Node<'g>],
+    kernel: Kernel<Args>,
+    config: &LaunchConfig,
+    mut args: Args,
+    call: &'static str,
+) -> Result<Node<'g>> {
+    let mut ptrs = args.arg_ptrs();
+    let params = kernel_node_params(kernel.as_raw(), config, ptrs.as_mut().as_mut_ptr(), call)?;
+    let mut raw: sys::cudaGraphNode_t = core::ptr::null_mut();
+    // SAFETY: a live graph; `dependencies` are node handles counted by their length; CUDA copies
+    // `params` and the argument values during the call. What the arguments point to at each run
+    // is the caller's contract.
+    cuda_call!(unsafe {
+        sys::cudaGraphAddKernelNode(&mut raw, graph, node_ptrs(dependencies), dependencies.len(), &params)
+    })?;
+    NonNull::new(raw).map(Node::new).ok_or_else(|| crate::error::null_handle("cudaGraphAddKernelNode"))
+}
+
+impl Graph {
+    /// Adds a launch of `kernel` with `config` and `args` to this graph after `dependencies`
+    /// (nodes of this graph), built by hand rather than captured (`cudaGraphAddKernelNode`), and
+    /// returns the node: for example the kernel that sets a condition before a conditional node.
+    /// As [`BodyGraph::add_kernel_node`]: only grid, block, shared memory and arguments are taken
+    /// from `config` (launch attributes are refused), the argument values are copied during the
+    /// call, and nothing allocates. Unlike a capture, this works on a graph that already holds
+    /// conditional nodes or handles.
+    ///
+    /// # Safety
+    /// The kernel runs at every launch of every executable graph made from (or updated with) this
+    /// graph, not at this call; for each, the caller owes what
+    /// [`BodyGraph::add_kernel_node`] states.
+    pub unsafe fn add_kernel_node<'g, Args: KernelArgs>(
+        &'g self,
+        dependencies: &[Node<'g>],
+        kernel: Kernel<Args>,
+        config: &LaunchConfig,
+        args: Args,
+    ) -> Result<Node<'g>> {
+        // SAFETY: a live graph, borrowed for the node's lifetime; the caller's contract.
+        unsafe { add_kernel_node(self.as_raw(), dependencies, kernel, config, args, "Graph::add_kernel_node") }
     }
 }
 
