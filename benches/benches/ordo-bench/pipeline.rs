@@ -4,7 +4,9 @@
 use crate::{ms_between, Report};
 use ordo_benches::{cpp, interleave, median};
 use ordo_core::memory::copy;
-use ordo_core::pipeline::{choose_plan, predict_ms, Buffers, Machine, Pipeline, Plan, Schedule, StageTimes};
+use ordo_core::pipeline::{
+    choose_plan, predict_ms, Buffers, Machine, Pipeline, Plan, RunBuffers, Schedule, StageTimes, Stencil, StencilChunk,
+};
 use ordo_core::*;
 
 pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
@@ -185,9 +187,80 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
         "timing events around each stage (opt-in)",
     );
     where_the_time_goes(r, rounds, bound, [ip.cast_mut(), op, dip, dop])?;
+    stencil(r, rounds, &mut pipe.borrow_mut(), [ip.cast_mut(), op, dip, dop])?;
     // A timeline of the planned run for the SVG (stage timing on).
     run(planned_timed)?;
     r.timeline = pipe.borrow().chunk_times()?;
+    Ok(())
+}
+
+/// A stencil through the pipeline: a 5-row vertical blur and a 2x horizontal downsample of an
+/// 8192 x 8192 f32 frame (256 MiB in, 128 MiB out), halo 2, planned, against what one writes
+/// without a pipeline: the whole frame copied in, the same kernel over it, copied out, on one
+/// stream. The floor is the copy in alone.
+fn stencil(r: &mut Report, rounds: usize, pipe: &mut Pipeline, [ip, op, dip, dop]: [*mut f32; 4]) -> Result<()> {
+    const W: usize = 8192;
+    const H: usize = 8192;
+    const RADIUS: usize = 2;
+    r.progress("pipeline: stencil");
+    let main = Stream::new()?;
+    let s = main.as_stream();
+    let (start, end) = (TimingEvent::new()?, TimingEvent::new()?);
+    pipe.set_stage_timing(false);
+    let plan = pipe.plan_for(W * H * 4, W / 2 * H * 4, H);
+    // SAFETY (all three): the benchmark's buffers hold W * H floats each (64 Mi), at least what
+    // each view covers, and outlive these synchronised calls.
+    let piped = || -> Result<f64> {
+        ms_between(s, &start, &end, || unsafe {
+            let buffers = RunBuffers {
+                input: PinnedSlice::from_raw_parts(ip.cast_const(), W * H),
+                dev_in: Some(DeviceSliceMut::from_raw_parts(dip, W * H)),
+                dev_out: Some(DeviceSliceMut::from_raw_parts(dop, W / 2 * H)),
+                output: PinnedSliceMut::from_raw_parts(op, W / 2 * H),
+            };
+            let stencil = Stencil { in_record_len: W, out_record_len: W / 2, halo: RADIUS, pool: None };
+            pipe.run_stencil(s, buffers, plan, stencil, |cs, chunk| {
+                ordo_kernels::blur_rows_downsample(cs, chunk, W, RADIUS)
+            })
+        })
+    };
+    let serial = || -> Result<f64> {
+        ms_between(s, &start, &end, || unsafe {
+            copy::h2d_async(DeviceSliceMut::from_raw_parts(dip, W * H), PinnedSlice::from_raw_parts(ip, W * H), s)?;
+            let chunk = StencilChunk {
+                input: DeviceSlice::from_raw_parts(dip, W * H),
+                before: 0,
+                after: 0,
+                first_row: 0,
+                rows: H,
+                output: DeviceSliceMut::from_raw_parts(dop, W / 2 * H),
+            };
+            ordo_kernels::blur_rows_downsample(s, chunk, W, RADIUS)?;
+            copy::d2h_async(
+                PinnedSliceMut::from_raw_parts(op, W / 2 * H),
+                DeviceSlice::from_raw_parts(dop, W / 2 * H),
+                s,
+            )
+        })
+    };
+    let copy_in = || -> Result<f64> {
+        ms_between(s, &start, &end, || unsafe {
+            copy::h2d_async(DeviceSliceMut::from_raw_parts(dip, W * H), PinnedSlice::from_raw_parts(ip, W * H), s)
+        })
+    };
+    let (mut piped, mut serial, mut copy_in) = (piped, serial, copy_in);
+    let m = interleave(rounds.min(7), &mut [&mut piped, &mut serial, &mut copy_in])?;
+    r.add(
+        "pipeline",
+        format!(
+            "stencil (5-row blur, 2x downsample, 8192 x 8192 f32, halo 2): planned ({:?}, {} chunks) vs copy in, kernel, copy out on one stream",
+            plan.schedule, plan.chunks
+        ),
+        "ms",
+        m[0],
+        Some(m[1]),
+        format!("floor (the copy in alone, 256 MiB): {:.3} ms; {:.3}x it", m[2], m[0] / m[2]),
+    );
     Ok(())
 }
 
