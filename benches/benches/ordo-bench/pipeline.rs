@@ -419,6 +419,70 @@ fn batched_copies(
             sa.wait_event(join)
         })
     };
+    // Per chunk: one batch of one copy each way instead of a cudaMemcpyAsync, with (`wait`) or
+    // without each copy-out waiting on its copy-in through an event, as the pipeline's copies are.
+    let waits: Vec<Event> = (0..32).map(|_| Event::new()).collect::<Result<_>>()?;
+    let single = |batched: bool, wait: bool| -> Result<f64> {
+        const CHUNKS: usize = 32;
+        ms_between(sa, start, end, || {
+            fork.record(sa)?;
+            sb.wait_event(fork)?;
+            for (i, ev) in waits.iter().enumerate().take(CHUNKS) {
+                let (lo, hi) = (N * i / CHUNKS, N * (i + 1) / CHUNKS);
+                let bytes = [(hi - lo) * core::mem::size_of::<f32>()];
+                // SAFETY: chunks of the pipeline's buffers, which outlive this (synchronised) call.
+                unsafe {
+                    if batched {
+                        batch(&[dip.add(lo).cast()], &[ip.add(lo).cast_const().cast()], &bytes, sa)?;
+                    } else {
+                        copy::h2d_async(
+                            DeviceSliceMut::from_raw_parts(dip.add(lo), hi - lo),
+                            PinnedSlice::from_raw_parts(ip.add(lo), hi - lo),
+                            sa,
+                        )?;
+                    }
+                    if wait {
+                        ev.record(sa)?;
+                        sb.wait_event(ev)?;
+                    }
+                    if batched {
+                        batch(&[op.add(lo).cast()], &[dop.add(lo).cast_const().cast()], &bytes, sb)?;
+                    } else {
+                        copy::d2h_async(
+                            PinnedSliceMut::from_raw_parts(op.add(lo), hi - lo),
+                            DeviceSlice::from_raw_parts(dop.add(lo), hi - lo),
+                            sb,
+                        )?;
+                    }
+                }
+            }
+            join.record(sb)?;
+            sa.wait_event(join)
+        })
+    };
+    if single(true, true).is_ok() {
+        let m = interleave(
+            rounds.min(7),
+            &mut [&mut || single(true, false), &mut || single(false, false), &mut || single(true, true), &mut || {
+                single(false, true)
+            }],
+        )?;
+        let per = |ms: f64| (ms - bound) * 1e3 / 32.0;
+        r.add(
+            "pipeline",
+            "copies only, 32 chunks: a batch of one copy a chunk vs a cudaMemcpyAsync a chunk",
+            "ms",
+            m[0],
+            Some(m[1]),
+            format!(
+                "{:+.1} vs {:+.1} us a chunk over the bound; with copy-out waiting on copy-in: {:.3} vs {:.3} ms",
+                per(m[0]),
+                per(m[1]),
+                m[2],
+                m[3]
+            ),
+        );
+    }
     for chunks in [32usize, 96] {
         if let Err(e) = copies(chunks, true) {
             r.add("pipeline", format!("copies only, {chunks} chunks, batched"), "ms", f64::NAN, None, format!("{e}"));
