@@ -416,7 +416,9 @@ void ordo_pipeline_destroy(ordo_pipeline* pipeline);
  *   chunks: 0 plans from rows * in_row_bytes bytes in and rows * out_row_bytes out, else 1 to
  *   `rows`), except element_size, which is not used: rows are the records. host_in and dev_in
  *   must be aligned to the largest power of two that divides in_row_bytes (at most 16), host_out
- *   and dev_out to that of out_row_bytes. NULL dev_in or dev_out: a temporary of the input's or
+ *   and dev_out to that of out_row_bytes. host_in must not overlap host_out, nor dev_in dev_out
+ *   (ORDO_ERROR_INVALID_ARGUMENT: no stencil runs in place, as a halo reads rows that other chunks
+ *   write). NULL dev_in or dev_out: a temporary of the input's or
  *   the output's size from the pipeline's pool, allocated on `stream` before the run and freed on
  *   it after, on every path out.
  * - rows 0, a row size of 0, byte counts that overflow, or more chunks than rows give

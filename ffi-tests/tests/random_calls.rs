@@ -1533,7 +1533,8 @@ impl Fuzz<'_> {
             || out_row == 0
             || bytes(rows, in_row).is_none()
             || bytes(rows, out_row).is_none()
-            || (chunks != 0 && chunks > rows);
+            || (chunks != 0 && chunks > rows)
+            || stencil_overlap([hin as usize, hout as usize], [din as usize, dout as usize], rows, in_row, out_row);
         if !live {
             assert_eq!(st, ih, "stencil run: not a live pipeline");
         } else if bad {
@@ -2615,4 +2616,14 @@ fn gpu_the_pipeline_pool_shrinks_back_once_captures_end() {
         sys::cudaFree(d_out.cast());
         sys::cudaStreamDestroy(s);
     });
+}
+
+/// Whether a stencil run's input overlaps its output, on the host or (both given) on the device:
+/// refused with `ORDO_ERROR_INVALID_ARGUMENT` (the random pointers often share an allocation).
+fn stencil_overlap(host: [usize; 2], dev: [usize; 2], rows: usize, in_row: usize, out_row: usize) -> bool {
+    let (Some(a_len), Some(b_len)) = (rows.checked_mul(in_row), rows.checked_mul(out_row)) else { return false };
+    let overlap =
+        |a: usize, b: usize| a_len != 0 && b_len != 0 && a < b.saturating_add(b_len) && b < a.saturating_add(a_len);
+    (host[0] != 0 && host[1] != 0 && overlap(host[0], host[1]))
+        || (dev[0] != 0 && dev[1] != 0 && overlap(dev[0], dev[1]))
 }

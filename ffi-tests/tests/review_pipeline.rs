@@ -4,7 +4,9 @@
 //! ordo.h: positive values are CUDA's code space, passed through; see `status.rs`'s tests.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use core::ffi::c_void;
 use core::ptr::null_mut;
+use core::sync::atomic::{AtomicUsize, Ordering};
 use ordo::ffi::*;
 use ordo::sys;
 
@@ -89,4 +91,78 @@ fn sound_pipeline_options_and_arguments_are_refused_before_cuda() {
         let st = unsafe { ordo_pipeline_run(legacy, hin, di, dout, ho.cast(), n, chunks, None, null_mut()) };
         assert_eq!(st, ia, "{what}");
     }
+}
+
+/// Fresh-eyes review of `ordo_pipeline_run_stencil` (session 7): an input overlapping the output
+/// (the same device buffer in and out, as `ordo_pipeline_run_on` allows) ran: with a halo the
+/// computes read rows that neighbouring chunks write, at the same time on other streams, and the
+/// two device views ordo made of the buffer aliased, against `DeviceSliceMut::from_raw_parts`'s
+/// contract. Now refused before any CUDA call, on the host and on the device.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_stencil_buffers_that_overlap_are_refused() {
+    unsafe extern "C" fn count(
+        _: sys::cudaStream_t,
+        _: *const c_void,
+        _: *mut c_void,
+        _: usize,
+        _: usize,
+        _: usize,
+        _: usize,
+        user: *mut c_void,
+    ) -> OrdoStatus {
+        // SAFETY: `user` is the test's counter, alive for the call.
+        unsafe { &*user.cast::<AtomicUsize>() }.fetch_add(1, Ordering::Relaxed);
+        ORDO_SUCCESS
+    }
+    let (rows, row) = (64usize, 256usize);
+    let bytes = rows * row;
+    let options = OrdoPipelineOptions {
+        size: core::mem::size_of::<OrdoPipelineOptions>(),
+        device: -1,
+        element_size: 4,
+        streams: 4,
+        priority: 0,
+        chunks: 4,
+        stage_timing: 0,
+        pool: null_mut(),
+    };
+    let mut pipeline: *mut OrdoPipeline = null_mut();
+    let mut stream: sys::cudaStream_t = null_mut();
+    let (mut host, mut dev) = (null_mut(), null_mut());
+    unsafe {
+        assert_eq!(ordo_pipeline_create(&options, &mut pipeline), ORDO_SUCCESS);
+        assert_eq!(sys::cudaStreamCreate(&mut stream), sys::cudaError::cudaSuccess);
+        assert_eq!(sys::cudaMallocHost(&mut host, 2 * bytes), sys::cudaError::cudaSuccess);
+        assert_eq!(sys::cudaMalloc(&mut dev, 2 * bytes), sys::cudaError::cudaSuccess);
+    }
+    let at = |base: *mut c_void, offset: usize| base.cast::<u8>().wrapping_add(offset).cast::<c_void>();
+    let calls = AtomicUsize::new(0);
+    let user = (&calls as *const AtomicUsize).cast_mut().cast::<c_void>();
+    let run = |hin: *mut c_void, din: *mut c_void, dout: *mut c_void, hout: *mut c_void, out_row: usize| {
+        // SAFETY: buffers of `2 * bytes` at `host` and `dev` hold every range passed (the output
+        // rows are at most `row` bytes); the counter outlives the call.
+        unsafe {
+            ordo_pipeline_run_stencil(pipeline, stream, hin, din, dout, hout, rows, row, out_row, 2, Some(count), user)
+        }
+    };
+    let (h0, h1, d0, d1) = (host, at(host, bytes), dev, at(dev, bytes));
+    let ia = ORDO_ERROR_INVALID_ARGUMENT;
+    assert_eq!(run(h0, d0, d0, h1, row), ia, "the same device buffer in and out");
+    assert_eq!(run(h0, d0, at(d0, row), h1, row), ia, "device output one row into the input");
+    assert_eq!(run(h0, d0, d1, h0, row), ia, "the same host buffer in and out");
+    assert_eq!(run(h0, d0, d1, at(h0, bytes - 16), row), ia, "host output over the input's last bytes");
+    assert_eq!(run(h0, null_mut(), null_mut(), at(h0, 16), row), ia, "host overlap with temporaries");
+    assert_eq!(calls.load(Ordering::Relaxed), 0, "nothing ran");
+    // Adjacent buffers do not overlap, nor does a narrower output right after the input.
+    assert_eq!(run(h0, d0, d1, h1, row), ORDO_SUCCESS);
+    assert_eq!(run(h0, d0, d1, h1, row / 2), ORDO_SUCCESS);
+    unsafe {
+        assert_eq!(sys::cudaStreamSynchronize(stream), sys::cudaError::cudaSuccess);
+        sys::cudaFreeHost(host);
+        sys::cudaFree(dev);
+        sys::cudaStreamDestroy(stream);
+        ordo_pipeline_destroy(pipeline);
+    }
+    assert_eq!(calls.load(Ordering::Relaxed), 8, "four chunks a run");
 }

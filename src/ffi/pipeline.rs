@@ -611,6 +611,31 @@ fn stencil_bytes(rows: usize, in_row_bytes: usize, out_row_bytes: usize) -> supe
     Ok((byte_len::<u8>(bytes(in_row_bytes)?)?, byte_len::<u8>(bytes(out_row_bytes)?)?))
 }
 
+/// Whether `a_len` bytes at `a` and `b_len` bytes at `b` share a byte (a range that would pass the
+/// end of the address space is taken to reach it).
+fn overlap(a: *const c_void, a_len: usize, b: *const c_void, b_len: usize) -> bool {
+    let (a, b) = (a as usize, b as usize);
+    a_len != 0 && b_len != 0 && a < b.saturating_add(b_len) && b < a.saturating_add(a_len)
+}
+
+/// Refuses a stencil's input buffer that overlaps its output buffer (host or device): the computes
+/// of neighbouring chunks read input rows while others write output rows and copies run both ways,
+/// so shared bytes race (and the views ordo makes of them must not alias).
+fn stencil_disjoint(
+    host: [*const c_void; 2],
+    dev: [*const c_void; 2],
+    in_bytes: usize,
+    out_bytes: usize,
+) -> super::status::Outcome {
+    if overlap(host[0], in_bytes, host[1], out_bytes) {
+        return Err(invalid("host_in and host_out overlap"));
+    }
+    if !dev[0].is_null() && !dev[1].is_null() && overlap(dev[0], in_bytes, dev[1], out_bytes) {
+        return Err(invalid("dev_in and dev_out overlap"));
+    }
+    Ok(())
+}
+
 /// Runs `pipeline` as a stencil over `rows` rows: input rows of `in_row_bytes` bytes, output rows
 /// of `out_row_bytes`, each chunk's compute reading `halo` rows beyond its own on each side
 /// (clamped at the frame's edges). NULL `dev_in` or `dev_out` are temporaries from the pipeline's
@@ -619,7 +644,8 @@ fn stencil_bytes(rows: usize, in_row_bytes: usize, out_row_bytes: usize) -> supe
 /// # Safety
 /// The C contract: `host_in` and a non-null `dev_in` hold `rows * in_row_bytes` bytes, `host_out`
 /// and a non-null `dev_out` `rows * out_row_bytes`, and stay allocated (the host ones untouched)
-/// until the work on `stream` completes (at every replay, if captured); `compute` is a function
+/// until the work on `stream` completes (at every replay, if captured); the input buffers do not
+/// overlap the output buffers (checked: `ORDO_ERROR_INVALID_ARGUMENT`); `compute` is a function
 /// that does not unwind, and reads only the input rows and writes only the output rows it is
 /// given.
 #[no_mangle]
@@ -652,6 +678,9 @@ pub unsafe extern "C" fn ordo_pipeline_run_stencil(
             }
         }
         let (in_bytes, out_bytes) = stencil_bytes(rows, in_row_bytes, out_row_bytes)?;
+        let pointers =
+            Pointers { host: [host_in, host_out.cast_const()], dev: [dev_in.cast_const(), dev_out.cast_const()] };
+        stencil_disjoint(pointers.host, pointers.dev, in_bytes, out_bytes)?;
         // The pipeline's own checks (chunk count), before anything reaches CUDA.
         if object.chunks != 0 {
             check_stencil([in_bytes, in_bytes, out_bytes, out_bytes], in_row_bytes, out_row_bytes, object.chunks)?;
@@ -678,8 +707,6 @@ pub unsafe extern "C" fn ordo_pipeline_run_stencil(
                 Err(callback_error("ordo_stencil_fn", status))
             }
         };
-        let pointers =
-            Pointers { host: [host_in, host_out.cast_const()], dev: [dev_in.cast_const(), dev_out.cast_const()] };
         on_shelf(&object.shelf, Some(object.device), s, pointers, |p| {
             let plan = match object.chunks {
                 0 => p.plan_for(in_bytes, out_bytes, rows),
@@ -721,6 +748,27 @@ mod tests {
         assert_eq!(element_align(12), 4);
         assert_eq!(element_align(48), 16);
         assert_eq!(element_align(3), 1);
+    }
+
+    #[test]
+    fn overlapping_stencil_buffers_are_refused_before_cuda() {
+        let at = |a: usize| a as *const c_void;
+        assert!(!overlap(at(0x1000), 0x100, at(0x1100), 0x100), "adjacent");
+        assert!(!overlap(at(0x1100), 0x100, at(0x1000), 0x100), "adjacent, the other way");
+        assert!(overlap(at(0x1000), 0x101, at(0x1100), 0x100), "one byte shared");
+        assert!(overlap(at(0x1000), 0x100, at(0x1000), 0x100), "in place");
+        assert!(overlap(at(0x1000), 0x1000, at(0x1800), 0x10), "inside");
+        assert!(overlap(at(usize::MAX - 4), 0x100, at(usize::MAX - 1), 1), "to the end of the address space");
+        assert!(!overlap(at(0x1000), 0, at(0x1000), 0x100), "nothing shared by an empty range");
+        let (hi, ho, di, d_o) = (at(0x10_0000), at(0x20_0000), at(0x30_0000), at(0x40_0000));
+        assert_eq!(stencil_disjoint([hi, ho], [di, d_o], 0x1000, 0x1000), Ok(()));
+        assert_eq!(stencil_disjoint([hi, ho], [core::ptr::null(), core::ptr::null()], 0x1000, 0x1000), Ok(()));
+        // In place on the device (the same rows in and out): a halo reads rows another chunk writes.
+        assert!(stencil_disjoint([hi, ho], [di, di], 0x1000, 0x1000).is_err());
+        // An output longer than its input's distance to it on the host.
+        assert!(stencil_disjoint([hi, at(0x10_0800)], [di, d_o], 0x1000, 0x800).is_err());
+        assert!(stencil_disjoint([ho, hi], [di, d_o], 0x1000, 0x10_0001).is_err());
+        assert_eq!(stencil_disjoint([ho, hi], [di, d_o], 0x1000, 0x10_0000), Ok(()));
     }
 
     #[test]

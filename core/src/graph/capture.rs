@@ -105,8 +105,9 @@ impl<'a> StreamRef<'a> {
     /// # Safety
     /// The caller owes, for the capture this opens, what [`capture`]'s `# Safety` section lists:
     /// (1) everything the captured work uses is valid at every launch of every executable graph
-    /// made from (or updated with) the graph; (2) until the capture is ended, the stream is used
-    /// only by the caller's capturing code, and only the caller ends the capture, with
+    /// made from (or updated with) the graph; (2) until the capture is ended, the stream, and every
+    /// stream that joins the capture from when it joins, is used only by the caller's capturing
+    /// code (on the capturing thread), and only the caller ends the capture, with
     /// [`end_capture`](Self::end_capture) (so the graph CUDA returns has exactly one owner);
     /// (3) every buffer allocated on the stream (or on a stream that joined the capture) while it
     /// captures is used only by captured work and dropped before the capture ends: no lifetime
@@ -234,8 +235,12 @@ fn end_raw(stream: StreamRef<'_>) -> (sys::cudaError_t, sys::cudaGraph_t) {
 ///    [`Stream`](crate::stream::Stream) that owns it; a raw handle given to C code), enqueues work
 ///    on it, allocates or frees on it (a [`DeviceBuffer`] of that stream dropped meanwhile
 ///    included), synchronises or queries it; and nothing but this function ends the capture (`f`
-///    must not call [`StreamRef::end_capture`]). ordo code that finds the stream capturing relies
-///    on this: the capture's graph stays alive, and the stream capturing, for its call.
+///    must not call [`StreamRef::end_capture`]). The same holds for every other stream that joins
+///    the capture (by waiting on an event recorded in it), from that wait until the capture ends,
+///    joined back or not: only code inside `f`, on this thread, uses it; another thread holding
+///    the [`Stream`](crate::stream::Stream) must not enqueue on it, query it or call
+///    [`StreamRef::capture_conditional`] on it meanwhile. ordo code that finds a stream capturing
+///    relies on this: the capture's graph stays alive, and the stream capturing, for its call.
 /// 3. **Allocations made while capturing stay in the graph.** A [`DeviceBuffer`] allocated on a
 ///    capturing stream is not memory yet: CUDA adds an allocation node to the graph, and the
 ///    address is valid only for work captured into the same graph, while an executable graph made

@@ -417,8 +417,10 @@ impl StreamRef<'_> {
     /// capture's function, and the capture's graph is dropped.
     ///
     /// Safe: it adds no work by itself, and it relies on what every capture of ordo's owes (the
-    /// capture's second promise in [`capture`](super::capture)): while this call runs, the capture
-    /// stays open and its graph alive.
+    /// capture's second promise in [`capture`](super::capture), which covers the streams that
+    /// join a capture as well as the one that began it): while this call runs, the capture stays
+    /// open and its graph alive. A stream that joined another thread's capture is that thread's
+    /// until the capture ends: calling this on it from here breaks that thread's promise.
     pub fn capture_conditional<R, F>(self, kind: ConditionalKind, default: Option<u32>, fill: F) -> Result<R>
     where
         F: FnOnce(ConditionalHandle, Bodies<'_>) -> Result<R>,
