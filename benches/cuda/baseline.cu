@@ -442,6 +442,25 @@ void bl_nccl_close(void* handle) {
 
 // `iters` float sum all-reduces of `count` elements over every rank (send[i], recv[i] on
 // streams[i]), one group an iteration; host microseconds an iteration, all streams synchronised.
+// As bl_nccl_all_reduce_us, on the communicators `comms` (one per stream) instead of the handle's
+// own: the same C++ calls on another set of communicators (ordo's), to tell a cost of the wrapper
+// from a difference between two communicator sets.
+double bl_nccl_all_reduce_on_us(void* handle, void* const* comms, float** send, float** recv, size_t count,
+                                cudaStream_t* streams, int iters) {
+    BlNccl* n = static_cast<BlNccl*>(handle);
+    const int ndev = (int)n->comms.size();
+    for (int i = 0; i < ndev; ++i) cudaStreamSynchronize(streams[i]);
+    double t0 = now_us();
+    for (int it = 0; it < iters; ++it) {
+        n->group_start();
+        for (int i = 0; i < ndev; ++i)
+            n->all_reduce(send[i], recv[i], count, 7 /* ncclFloat32 */, 0 /* ncclSum */, (nccl_comm_t)comms[i], streams[i]);
+        n->group_end();
+    }
+    for (int i = 0; i < ndev; ++i) cudaStreamSynchronize(streams[i]);
+    return (now_us() - t0) / iters;
+}
+
 double bl_nccl_all_reduce_us(void* handle, float** send, float** recv, size_t count, cudaStream_t* streams, int iters) {
     BlNccl* n = static_cast<BlNccl*>(handle);
     const int ndev = (int)n->comms.size();

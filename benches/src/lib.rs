@@ -70,6 +70,15 @@ pub mod cpp {
             streams: *const cudaStream_t,
             iters: i32,
         ) -> f64;
+        pub fn bl_nccl_all_reduce_on_us(
+            handle: *mut core::ffi::c_void,
+            comms: *const *mut core::ffi::c_void,
+            send: *const *mut f32,
+            recv: *const *mut f32,
+            count: usize,
+            streams: *const cudaStream_t,
+            iters: i32,
+        ) -> f64;
         pub fn bl_chain_stamped(
             s: cudaStream_t,
             a: *mut f32,

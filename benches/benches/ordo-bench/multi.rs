@@ -146,6 +146,7 @@ fn all_reduce(r: &mut Report, rounds: usize, d0: Device, d1: Device) -> Result<(
     let send_ptrs: Vec<*mut f32> = send.iter().map(|b| b.as_ptr().cast_mut()).collect();
     let recv_ptrs: Vec<*mut f32> = recv.iter_mut().map(|b| b.as_mut_ptr()).collect();
     let raw_streams: Vec<_> = streams.iter().map(|s| s.as_raw()).collect();
+    let ordo_raw_comms: Vec<*mut core::ffi::c_void> = comms.communicators().iter().map(|c| c.as_raw()).collect();
     let mut bytes = 8usize;
     while bytes <= MAX * 4 {
         let count = bytes / 4;
@@ -197,18 +198,37 @@ fn all_reduce(r: &mut Report, rounds: usize, d0: Device, d1: Device) -> Result<(
                 iters,
             )
         };
-        // At the latency-bound sizes the C++ calls run a second time as a variant of their own: the
-        // ratio of two identical variants is the noise floor the ordo ratio is read against.
-        let (mut cpp_a, mut cpp_b) = (|| Ok(cpp_run()), || Ok(cpp_run()));
+        // At the latency-bound sizes two more variants: the C++ calls again (two identical variants:
+        // the noise floor), and the C++ calls on ordo's communicators (the same communicators as
+        // ordo's calls: what is left between them and ordo is the wrapper's cost; between them and
+        // the C++ calls on their own communicators, the two communicator sets').
+        // SAFETY: ordo's communicators, live for the call, used by this thread only.
+        let cpp_on_ordo = || unsafe {
+            cpp::bl_nccl_all_reduce_on_us(
+                cpp_comms,
+                ordo_raw_comms.as_ptr(),
+                send_ptrs.as_ptr(),
+                recv_ptrs.as_ptr(),
+                count,
+                raw_streams.as_ptr(),
+                iters,
+            )
+        };
+        let (mut cpp_a, mut cpp_b, mut cpp_c) = (|| Ok(cpp_run()), || Ok(cpp_run()), || Ok(cpp_on_ordo()));
         let m = if latency_bound {
-            interleave(rounds.max(15), &mut [&mut ordo_run, &mut cpp_a, &mut cpp_b])?
+            interleave(rounds.max(15), &mut [&mut ordo_run, &mut cpp_a, &mut cpp_b, &mut cpp_c])?
         } else {
             interleave(rounds.min(7), &mut [&mut ordo_run, &mut cpp_a])?
         };
         let bus = |us: f64| bandwidth_gbps(Collective::AllReduce, bytes as u64, us / 1e6, 2).1;
-        let noise = match m.get(2) {
-            Some(again) => format!("; C++ against itself {:.3}x", bus(*again) / bus(m[1])),
-            None => String::new(),
+        let noise = match (m.get(2), m.get(3)) {
+            (Some(again), Some(on_ordo)) => format!(
+                "; C++ against itself {:.3}x; ordo vs C++ on ordo's communicators {:.3}x ({:.2} us)",
+                bus(*again) / bus(m[1]),
+                bus(m[0]) / bus(*on_ordo),
+                on_ordo
+            ),
+            _ => String::new(),
         };
         r.add(
             "multi",

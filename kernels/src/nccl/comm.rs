@@ -132,8 +132,12 @@ impl Communicator {
         NonNull::new(raw).map(|raw| Communicator { raw, nccl, device, rank: Cell::new(rank), ranks: Cell::new(ranks) })
     }
 
+    /// NCCL's handle (`ncclComm_t`), for a library or C++ code that calls NCCL itself. It stays
+    /// owned by this value: never destroy or abort it through the handle. ordo makes its own calls
+    /// for a device one at a time (a per-device lock that outside code does not take), so code
+    /// calling NCCL with the handle must not do so on another thread while ordo's calls run.
     #[inline(always)]
-    pub(crate) fn as_raw(&self) -> RawComm {
+    pub fn as_raw(&self) -> *mut core::ffi::c_void {
         self.raw.as_ptr()
     }
 
