@@ -341,13 +341,7 @@ unsafe fn run_on_shelf(
     let Run { stream, host_in, dev_in, dev_out, host_out, n, compute, user } = run;
     let s = stream_ref(stream)?;
     let align = element_align(element_size);
-    non_null_aligned(host_in, align, "null host_in")?;
-    non_null_aligned(host_out.cast_const(), align, "null host_out")?;
-    for p in [dev_in, dev_out] {
-        if !p.is_null() {
-            non_null_aligned(p.cast_const(), align, "null device buffer")?;
-        }
-    }
+    let pointers = Pointers::checked([host_in, host_out.cast_const()], [dev_in, dev_out], [align, align])?;
     if n == 0 {
         return Err(invalid("zero elements"));
     }
@@ -383,33 +377,59 @@ unsafe fn run_on_shelf(
             Err(callback_error("ordo_compute_fn", status))
         }
     };
-    let pointers =
-        Pointers { host: [host_in, host_out.cast_const()], dev: [dev_in.cast_const(), dev_out.cast_const()] };
     on_shelf(shelf, device, s, pointers, |p| {
         let plan = match chunks {
             Chunks::Given(chunks) => Plan { chunks, schedule: Schedule::Staged },
             Chunks::Planned => p.plan_for(bytes, bytes, n),
         };
         // SAFETY: the C contract: buffers of `bytes` bytes, live until the work on `stream` completes.
-        let buffers = unsafe {
-            RunBuffers {
-                input: PinnedSlice::from_raw_parts(host_in.cast::<u8>(), bytes),
-                dev_in: (!dev_in.is_null()).then(|| DeviceSliceMut::from_raw_parts(dev_in.cast::<u8>(), bytes)),
-                dev_out: (!dev_out.is_null()).then(|| DeviceSliceMut::from_raw_parts(dev_out.cast::<u8>(), bytes)),
-                output: PinnedSliceMut::from_raw_parts(host_out.cast::<u8>(), bytes),
-            }
-        };
+        let buffers = unsafe { pointers.buffers(bytes, bytes) };
         let options = RunOptions { record_len: element_size, pool };
         // SAFETY: as above.
         unsafe { p.run_with(s, buffers, plan, options, compute_chunk) }
     })
 }
 
-/// A run's buffers as the caller gave them: the host ones, and the device ones (NULL for a
-/// temporary).
+/// A run's buffers as the caller gave them: the host ones (in, out), and the device ones (in,
+/// out; NULL for a temporary).
+#[derive(Clone, Copy)]
 struct Pointers {
     host: [*const c_void; 2],
-    dev: [*const c_void; 2],
+    dev: [*mut c_void; 2],
+}
+
+impl Pointers {
+    /// The caller's pointers checked before CUDA: the host ones non-null, and every non-null one
+    /// aligned to its direction's alignment (`align`: in, out).
+    fn checked(host: [*const c_void; 2], dev: [*mut c_void; 2], align: [usize; 2]) -> super::status::Outcome<Self> {
+        non_null_aligned(host[0], align[0], "null host_in")?;
+        non_null_aligned(host[1], align[1], "null host_out")?;
+        for (p, align) in dev.into_iter().zip(align) {
+            if !p.is_null() {
+                non_null_aligned(p.cast_const(), align, "null device buffer")?;
+            }
+        }
+        Ok(Pointers { host, dev })
+    }
+
+    /// Views of the buffers: `in_bytes` in, `out_bytes` out; `None` for a NULL device buffer.
+    ///
+    /// # Safety
+    /// The C contract: the input buffers hold `in_bytes` bytes and the output ones `out_bytes`,
+    /// live (the host ones untouched) until the work they are given to completes.
+    unsafe fn buffers<'a>(self, in_bytes: usize, out_bytes: usize) -> RunBuffers<'a, u8, u8> {
+        let [host_in, host_out] = self.host;
+        let [dev_in, dev_out] = self.dev;
+        // SAFETY: the caller's contract, above.
+        unsafe {
+            RunBuffers {
+                input: PinnedSlice::from_raw_parts(host_in.cast::<u8>(), in_bytes),
+                dev_in: (!dev_in.is_null()).then(|| DeviceSliceMut::from_raw_parts(dev_in.cast::<u8>(), in_bytes)),
+                dev_out: (!dev_out.is_null()).then(|| DeviceSliceMut::from_raw_parts(dev_out.cast::<u8>(), out_bytes)),
+                output: PinnedSliceMut::from_raw_parts(host_out.cast_mut().cast::<u8>(), out_bytes),
+            }
+        }
+    }
 }
 
 /// What every run checks after its own arguments, then the run: the host buffers pinned, the
@@ -434,7 +454,7 @@ fn on_shelf(
     }
     for p in pointers.dev {
         if !p.is_null() {
-            require_device_on(p, stream_dev)?;
+            require_device_on(p.cast_const(), stream_dev)?;
         }
     }
     let mut pooled = shelf.take(stream_dev)?;
@@ -669,18 +689,10 @@ pub unsafe extern "C" fn ordo_pipeline_run_stencil(
             return Err(invalid("null compute"));
         };
         let s = stream_ref(stream)?;
-        let (align_in, align_out) = (element_align(in_row_bytes), element_align(out_row_bytes));
-        non_null_aligned(host_in, align_in, "null host_in")?;
-        non_null_aligned(host_out.cast_const(), align_out, "null host_out")?;
-        for (p, align) in [(dev_in, align_in), (dev_out, align_out)] {
-            if !p.is_null() {
-                non_null_aligned(p.cast_const(), align, "null device buffer")?;
-            }
-        }
+        let align = [element_align(in_row_bytes), element_align(out_row_bytes)];
+        let pointers = Pointers::checked([host_in, host_out.cast_const()], [dev_in, dev_out], align)?;
         let (in_bytes, out_bytes) = stencil_bytes(rows, in_row_bytes, out_row_bytes)?;
-        let pointers =
-            Pointers { host: [host_in, host_out.cast_const()], dev: [dev_in.cast_const(), dev_out.cast_const()] };
-        stencil_disjoint(pointers.host, pointers.dev, in_bytes, out_bytes)?;
+        stencil_disjoint(pointers.host, pointers.dev.map(<*mut c_void>::cast_const), in_bytes, out_bytes)?;
         // The pipeline's own checks (chunk count), before anything reaches CUDA.
         if object.chunks != 0 {
             check_stencil([in_bytes, in_bytes, out_bytes, out_bytes], in_row_bytes, out_row_bytes, object.chunks)?;
@@ -714,15 +726,7 @@ pub unsafe extern "C" fn ordo_pipeline_run_stencil(
             };
             // SAFETY: the C contract: buffers of `in_bytes` and `out_bytes` bytes, live until the
             // work on `stream` completes.
-            let buffers = unsafe {
-                RunBuffers {
-                    input: PinnedSlice::from_raw_parts(host_in.cast::<u8>(), in_bytes),
-                    dev_in: (!dev_in.is_null()).then(|| DeviceSliceMut::from_raw_parts(dev_in.cast::<u8>(), in_bytes)),
-                    dev_out: (!dev_out.is_null())
-                        .then(|| DeviceSliceMut::from_raw_parts(dev_out.cast::<u8>(), out_bytes)),
-                    output: PinnedSliceMut::from_raw_parts(host_out.cast::<u8>(), out_bytes),
-                }
-            };
+            let buffers = unsafe { pointers.buffers(in_bytes, out_bytes) };
             let stencil = Stencil { in_record_len: in_row_bytes, out_record_len: out_row_bytes, halo, pool };
             // SAFETY: as above; the callback's contract covers the rows it touches.
             unsafe { p.run_stencil(s, buffers, plan, stencil, compute_chunk) }

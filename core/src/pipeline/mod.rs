@@ -146,6 +146,22 @@ pub struct StencilChunk<'a, T, U> {
     pub output: DeviceSliceMut<'a, U>,
 }
 
+/// `given`, or else a temporary of `len` elements allocated on `main` (from `pool`, or the
+/// device's current pool) into `tmp`, which the caller declares before the run and so drops after
+/// it: freed on `main` after the run's join.
+fn given_or_temporary<'t, 's, T: DeviceCopy>(
+    given: Option<DeviceSliceMut<'t, T>>,
+    tmp: &'t mut Option<DeviceBuffer<'s, T>>,
+    len: usize,
+    pool: Option<MemPoolRef<'_>>,
+    main: StreamRef<'s>,
+) -> Result<DeviceSliceMut<'t, T>> {
+    match given {
+        Some(d) => Ok(d),
+        None => Ok(tmp.insert(DeviceBuffer::alloc_in_async(len, pool, main)?).as_mut_slice()),
+    }
+}
+
 /// How a run cuts its buffers: values a record on each side, and the halo in records.
 #[derive(Clone, Copy)]
 struct Cut {
@@ -321,6 +337,9 @@ impl Pipeline {
     /// As the asynchronous copies: the four buffers stay allocated, and the host ones untouched,
     /// until `main` has passed the pipeline's work; device views without an origin (made by
     /// `from_raw_parts`) are also ordered by the caller against whatever else uses their memory.
+    /// `compute` enqueues the work that touches its chunk on the stream it is given: the run's
+    /// waits and joins order that stream alone, so work it put on another stream would race the
+    /// copies.
     pub unsafe fn run<T, U, F>(
         &mut self,
         main: StreamRef<'_>,
@@ -365,16 +384,9 @@ impl Pipeline {
             [len, dev_in.as_ref().map_or(len, |d| d.len()), dev_out.as_ref().map_or(len, |d| d.len()), output.len()];
         check_run_records(lens, options.record_len, plan.chunks)?;
         // Dropped after the run (declared first), each freed on `main` after the join.
-        let mut tmp_in: Option<DeviceBuffer<'_, T>> = None;
-        let mut tmp_out: Option<DeviceBuffer<'_, U>> = None;
-        let dev_in = match dev_in {
-            Some(d) => d,
-            None => tmp_in.insert(DeviceBuffer::alloc_in_async(len, options.pool, main)?).as_mut_slice(),
-        };
-        let dev_out = match dev_out {
-            Some(d) => d,
-            None => tmp_out.insert(DeviceBuffer::alloc_in_async(len, options.pool, main)?).as_mut_slice(),
-        };
+        let (mut tmp_in, mut tmp_out) = (None, None);
+        let dev_in = given_or_temporary(dev_in, &mut tmp_in, len, options.pool, main)?;
+        let dev_out = given_or_temporary(dev_out, &mut tmp_out, len, options.pool, main)?;
         // SAFETY: the caller's contract, passed on; the temporaries outlive the run's work on `main`.
         unsafe { self.run_records(main, Buffers { input, dev_in, dev_out, output }, options.record_len, plan, compute) }
     }
@@ -430,16 +442,9 @@ impl Pipeline {
         ];
         check_stencil(lens, stencil.in_record_len, stencil.out_record_len, plan.chunks)?;
         // Dropped after the run (declared first), each freed on `main` after the join.
-        let mut tmp_in: Option<DeviceBuffer<'_, T>> = None;
-        let mut tmp_out: Option<DeviceBuffer<'_, U>> = None;
-        let dev_in = match dev_in {
-            Some(d) => d,
-            None => tmp_in.insert(DeviceBuffer::alloc_in_async(in_len, stencil.pool, main)?).as_mut_slice(),
-        };
-        let dev_out = match dev_out {
-            Some(d) => d,
-            None => tmp_out.insert(DeviceBuffer::alloc_in_async(out_len, stencil.pool, main)?).as_mut_slice(),
-        };
+        let (mut tmp_in, mut tmp_out) = (None, None);
+        let dev_in = given_or_temporary(dev_in, &mut tmp_in, in_len, stencil.pool, main)?;
+        let dev_out = given_or_temporary(dev_out, &mut tmp_out, out_len, stencil.pool, main)?;
         let cut = Cut { in_len: stencil.in_record_len, out_len: stencil.out_record_len, halo: stencil.halo };
         let chunk = |s: StreamRef<'_>, din: DeviceSliceMut<'_, T>, dout: DeviceSliceMut<'_, U>, w: &StencilWindow| {
             // Within the checked lengths: reads.end * in_len <= records * in_len (the input's
