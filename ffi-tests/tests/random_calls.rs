@@ -716,6 +716,11 @@ fn handles_shared_by_threads_while_others_destroy_them() {
 
 const CAP: usize = 4096;
 
+/// The most bytes a call may give a buffer argument: a misaligned pointer starts 1 (pinned) or 2
+/// (device) bytes into its allocation of `CAP` floats, and one whose offset suits the element
+/// size is valid, so it must not reach the allocation's last bytes.
+const ROOM: usize = CAP * 4 - 16;
+
 /// Memory the fuzz draws pointers from: device buffers (on a GPU) or host memory (never handed to
 /// the device without a driver: every call stops before), pinned buffers, pageable memory.
 struct Memory {
@@ -1407,9 +1412,10 @@ impl Fuzz<'_> {
             (self.pinned_ptr(k1), self.device_ptr(k2), self.device_ptr(k3), self.pinned_ptr(k4));
         let mut n = self.rng.size(CAP);
         let bytes = n.checked_mul(element_size).filter(|&b| b <= isize::MAX as usize);
-        // Valid pointers are only paired with sizes inside their allocations (CAP floats).
-        if self.gpu && bytes.is_some_and(|b| b > CAP * 4) {
-            n = (CAP * 4 / element_size).max(1);
+        // Valid pointers are only paired with sizes inside their allocations (CAP floats), from
+        // wherever they start in them.
+        if self.gpu && bytes.is_some_and(|b| b > ROOM) {
+            n = (ROOM / element_size).max(1);
         }
         let bytes = n.checked_mul(element_size).filter(|&b| b <= isize::MAX as usize);
         let first = self.rng.below(40) as i32 - 4;
@@ -1485,10 +1491,11 @@ impl Fuzz<'_> {
         let (in_row, out_row) = (row_bytes(), row_bytes());
         let mut rows = self.rng.size(CAP);
         let bytes = |rows: usize, row: usize| rows.checked_mul(row).filter(|&b| b <= isize::MAX as usize);
-        // Valid pointers are only paired with sizes inside their allocations (CAP floats).
+        // Valid pointers are only paired with sizes inside their allocations (CAP floats), from
+        // wherever they start in them.
         let widest = in_row.max(out_row).max(1);
-        if self.gpu && bytes(rows, widest).is_some_and(|b| b > CAP * 4) {
-            rows = (CAP * 4 / widest).max(1);
+        if self.gpu && bytes(rows, widest).is_some_and(|b| b > ROOM) {
+            rows = (ROOM / widest).max(1);
         }
         let halo = match self.rng.below(6) {
             0 => usize::MAX,
