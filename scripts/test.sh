@@ -4,7 +4,8 @@
 #  - builds and tests the whole workspace against CUDA 13.0, with clippy (no unwrap/expect/panic
 #    in library code), the docs (warnings denied) and the no_std build of ordo-core;
 #  - builds and tests ordo-cuda-sys and ordo-core against CUDA 12.9 and against 12.3, the oldest
-#    supported (own target folders, so the builds do not invalidate each other).
+#    supported (own target folders, so the builds do not invalidate each other);
+#  - compiles the standalone CUDA experiments (benches/experiments).
 # GPU tests are ignored on machines without an NVIDIA device; on one, they run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,3 +52,7 @@ CUDA_HOME=$CUDA12_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.9" cargo test -p or
 step "CUDA 12.3, the oldest supported: tests, ordo-cuda-sys and ordo-core (its wheel has no static runtime: linked to libcudart.so)"
 CUDA_HOME=$CUDA123_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.3" LD_LIBRARY_PATH="$CUDA123_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
   cargo test -p ordo-cuda-sys -p ordo-core --features ordo-cuda-sys/shared-cudart --locked
+step "CUDA 13.0: the standalone experiments compile (benches/experiments; run on a GPU machine, see each file)"
+for f in benches/experiments/*.cu; do
+  "$CUDA13_HOME/bin/nvcc" -O2 -arch=sm_90 -c "$f" -o "target/$(basename "$f" .cu).o"
+done
