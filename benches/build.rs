@@ -6,13 +6,15 @@ use std::process::{Command, ExitCode};
 
 fn main() -> ExitCode {
     println!("cargo::rerun-if-changed=cuda");
-    println!("cargo::rerun-if-changed=../include/ordo");
+    let core = |key: &str| std::env::var_os(format!("DEP_ORDO_CUDA_CORE_{key}"));
+    let include = PathBuf::from(core("INCLUDE").unwrap_or_default());
+    println!("cargo::rerun-if-changed={}", include.join("ordo").display());
     // cudaMemcpyBatchAsync in its CUDA 13.0 form (12.8 and 12.9 had one more parameter).
     println!("cargo::rustc-check-cfg=cfg(cuda_13)");
-    if std::env::var("DEP_CUDART_VERSION").ok().and_then(|v| v.parse::<u32>().ok()).is_some_and(|v| v >= 13000) {
+    if core("CUDA_VERSION").and_then(|v| v.to_str()?.parse::<u32>().ok()).is_some_and(|v| v >= 13000) {
         println!("cargo::rustc-cfg=cuda_13");
     }
-    let Some(nvcc) = std::env::var_os("DEP_CUDART_NVCC") else {
+    let Some(nvcc) = core("NVCC") else {
         eprintln!("ordo-benches: the CUDA toolkit ordo-cuda-sys found has no nvcc; build against one that has");
         return ExitCode::FAILURE;
     };
@@ -22,10 +24,10 @@ fn main() -> ExitCode {
     };
     std::env::set_var("NVCC", &nvcc);
     // The targets ordo-cuda-sys publishes for every crate.
-    let gencode = std::env::var("DEP_CUDART_GENCODE").unwrap_or_default();
+    let gencode = core("GENCODE").unwrap_or_default().to_string_lossy().into_owned();
     let gencode: Vec<&str> = gencode.split_whitespace().collect();
     let mut build = cc::Build::new();
-    build.cuda(true).cudart("none").debug(false).opt_level(3).flag("-std=c++17").include("../include").warnings(false);
+    build.cuda(true).cudart("none").debug(false).opt_level(3).flag("-std=c++17").include(&include).warnings(false);
     for g in &gencode {
         build.flag(g);
     }
@@ -35,7 +37,8 @@ fn main() -> ExitCode {
     }
     let fatbin = out_dir.join("baseline.fatbin");
     let status = Command::new(&nvcc)
-        .args(["-std=c++17", "-I../include", "--fatbin"])
+        .args(["-std=c++17", "--fatbin"])
+        .arg(format!("-I{}", include.display()))
         .args(&gencode)
         .arg("-o")
         .arg(&fatbin)

@@ -2,7 +2,7 @@
 //! concurrentManagedAccess, and the runtime and driver versions. With no driver or no device it
 //! says so in one line and exits non-zero.
 
-use ordo::{device, Device};
+use ordo_cuda::{device, Device};
 use std::process::ExitCode;
 
 fn version(v: u32) -> String {
@@ -16,7 +16,7 @@ fn main() -> ExitCode {
             eprintln!(
                 "device-info: no CUDA device (runtime {}, built against {})",
                 version(runtime),
-                version(ordo::sys::CUDA_VERSION)
+                version(ordo_cuda::sys::CUDA_VERSION)
             );
             return ExitCode::FAILURE;
         }
@@ -31,11 +31,11 @@ fn main() -> ExitCode {
         "CUDA runtime {} ({runtime}), driver supports {} ({driver}), bindings built against {}; {count} device(s)",
         version(runtime),
         version(driver),
-        ordo::sys::CUDA_VERSION
+        ordo_cuda::sys::CUDA_VERSION
     );
     for i in 0..count {
         let d = Device::from_ordinal(i as i32);
-        let describe = || -> ordo::Result<String> {
+        let describe = || -> ordo_cuda::Result<String> {
             let (major, minor) = d.compute_capability()?;
             let engines = d.async_engine_count()?;
             let (least, greatest) = d.stream_priority_range()?;

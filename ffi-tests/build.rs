@@ -5,23 +5,26 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     println!("cargo::rerun-if-changed=c");
     println!("cargo::rerun-if-changed=cpp");
-    println!("cargo::rerun-if-changed=../include/ordo.h");
-    println!("cargo::rerun-if-changed=../include/ordo.hpp");
-    println!("cargo::rerun-if-changed=../src/ffi");
+    // The C headers (ordo-cuda-capi) and the device headers (ordo-cuda-core), from their metadata.
+    let capi_include = std::env::var_os("DEP_ORDO_CUDA_CAPI_INCLUDE").unwrap_or_default();
+    let core = |key: &str| std::env::var_os(format!("DEP_ORDO_CUDA_CORE_{key}"));
+    let core_include = core("INCLUDE").unwrap_or_default();
+    println!("cargo::rerun-if-changed={}", std::path::Path::new(&capi_include).display());
+    println!("cargo::rerun-if-changed=../capi/src");
     if let Err(e) = embed_ffi_sources() {
-        eprintln!("ordo-ffi-tests: listing ../src/ffi failed: {e}");
+        eprintln!("ordo-ffi-tests: listing ../capi/src failed: {e}");
         return ExitCode::FAILURE;
     }
     println!("cargo::rustc-check-cfg=cfg(has_cuda_device)");
-    if std::env::var("DEP_CUDART_HAS_DEVICE").as_deref() == Ok("1") {
+    if core("HAS_DEVICE").is_some_and(|v| v == "1") {
         println!("cargo::rustc-cfg=has_cuda_device");
     }
-    let include = std::env::var_os("DEP_CUDART_INCLUDE").unwrap_or_default();
+    let include = core("CUDA_INCLUDE").unwrap_or_default();
     let include: Vec<_> = std::env::split_paths(&include).collect();
 
     let c99 = cc::Build::new()
         .compiler("gcc")
-        .include("../include")
+        .include(&capi_include)
         .flag("-std=c99")
         .flag("-Wall")
         .flag("-Wextra")
@@ -32,7 +35,7 @@ fn main() -> ExitCode {
     let cpp = cc::Build::new()
         .cpp(true)
         .compiler("g++")
-        .include("../include")
+        .include(&capi_include)
         .flag("-std=c++17")
         .flag("-Wall")
         .flag("-Wextra")
@@ -42,17 +45,23 @@ fn main() -> ExitCode {
         .file("cpp/status_and_arguments.cpp")
         .file("cpp/hpp_program.cpp")
         .try_compile("ordo_ffi_cpp");
-    let Some(nvcc) = std::env::var_os("DEP_CUDART_NVCC") else {
+    let Some(nvcc) = core("NVCC") else {
         eprintln!("ordo-ffi-tests: the CUDA toolkit ordo-cuda-sys found has no nvcc");
         return ExitCode::FAILURE;
     };
     std::env::set_var("NVCC", nvcc);
     let mut cuda = cc::Build::new();
-    cuda.cuda(true).cudart("none").debug(false).opt_level(2).include("../include").flag("-std=c++17");
+    cuda.cuda(true)
+        .cudart("none")
+        .debug(false)
+        .opt_level(2)
+        .include(&capi_include)
+        .include(&core_include)
+        .flag("-std=c++17");
     for dir in &include {
         cuda.include(dir);
     }
-    for flag in std::env::var("DEP_CUDART_GENCODE").unwrap_or_default().split_whitespace() {
+    for flag in core("GENCODE").unwrap_or_default().to_string_lossy().split_whitespace() {
         cuda.flag(flag);
     }
     let mixed = cuda
@@ -70,7 +79,7 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Writes `$OUT_DIR/ffi_sources.rs`: every `.rs` file under `../src/ffi`, as `(path, text)` pairs
+/// Writes `$OUT_DIR/ffi_sources.rs`: every `.rs` file under `../capi/src`, as `(path, text)` pairs
 /// included at compile time, for the header/export agreement test (tests/abi.rs).
 fn embed_ffi_sources() -> std::io::Result<()> {
     fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
@@ -85,11 +94,11 @@ fn embed_ffi_sources() -> std::io::Result<()> {
         Ok(())
     }
     let manifest = std::path::PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let dir = manifest.join("../src/ffi").canonicalize()?;
+    let dir = manifest.join("../capi/src").canonicalize()?;
     let mut files = Vec::new();
     walk(&dir, &mut files)?;
     files.sort();
-    let mut text = String::from("/// Every `.rs` file under src/ffi: (path relative to src/ffi, text).\npub const FFI_SOURCES: &[(&str, &str)] = &[\n");
+    let mut text = String::from("/// Every `.rs` file under capi/src: (path relative to capi/src, text).\npub const FFI_SOURCES: &[(&str, &str)] = &[\n");
     for f in &files {
         let rel = f.strip_prefix(&dir).unwrap_or(f).display().to_string();
         text.push_str(&format!("    ({rel:?}, include_str!({:?})),\n", f.display().to_string()));

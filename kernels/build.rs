@@ -1,20 +1,23 @@
-//! Compiles kernels/cuda/*.cu with the nvcc that ordo-cuda-sys found (links metadata
-//! DEP_CUDART_NVCC), for sm_80 and sm_90 machine code plus compute_90 PTX. The CUDA runtime itself
-//! is linked by ordo-cuda-sys.
+//! Compiles kernels/cuda/*.cu with the nvcc that ordo-cuda-sys found, for sm_80 and sm_90 machine
+//! code plus compute_90 PTX, with ordo's device headers on the include path: both from
+//! ordo-cuda-core's links metadata (`DEP_ORDO_CUDA_CORE_NVCC`, `_INCLUDE`, `_GENCODE`). The CUDA
+//! runtime itself is linked by ordo-cuda-sys.
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     println!("cargo::rerun-if-changed=cuda");
-    println!("cargo::rerun-if-changed=../include/ordo");
+    let core = |key: &str| std::env::var_os(format!("DEP_ORDO_CUDA_CORE_{key}"));
+    let include = PathBuf::from(core("INCLUDE").unwrap_or_default());
+    println!("cargo::rerun-if-changed={}", include.join("ordo").display());
     println!("cargo::rustc-check-cfg=cfg(has_cuda_device)");
-    if std::env::var("DEP_CUDART_HAS_DEVICE").as_deref() == Ok("1") {
+    if core("HAS_DEVICE").is_some_and(|v| v == "1") {
         println!("cargo::rustc-cfg=has_cuda_device");
     }
-    let Some(nvcc) = std::env::var_os("DEP_CUDART_NVCC") else {
+    let Some(nvcc) = core("NVCC") else {
         eprintln!(
-            "ordo-kernels: the CUDA toolkit ordo-cuda-sys found has no nvcc (the 12.x pip wheels have none). \
-             Build the kernels against a toolkit with nvcc: CUDA_HOME=<toolkit> or `bash scripts/setup.sh` (CUDA 13.0)."
+            "ordo-cuda-kernels: the CUDA toolkit ordo-cuda-sys found has no nvcc. Point CUDA_HOME at a \
+             toolkit that has bin/nvcc (NVIDIA's CUDA toolkit, or the pip wheels: see ordo-cuda-sys's README)."
         );
         return ExitCode::FAILURE;
     };
@@ -28,17 +31,17 @@ fn main() -> ExitCode {
         // many times slower, and the GPU tests run in debug builds too.
         .debug(false)
         .opt_level(3)
-        .include("../include")
+        .include(&include)
         .flag("-std=c++17")
         .flag("-Xptxas=-O3")
         .warnings(false)
         .file("cuda/kernels.cu");
     // The targets ordo-cuda-sys publishes for every crate (sm_80, sm_90, compute_90 PTX).
-    for flag in std::env::var("DEP_CUDART_GENCODE").unwrap_or_default().split_whitespace() {
+    for flag in core("GENCODE").unwrap_or_default().to_string_lossy().split_whitespace() {
         build.flag(flag);
     }
     if let Err(e) = build.try_compile("ordo_kernels") {
-        eprintln!("ordo-kernels: nvcc failed: {e}");
+        eprintln!("ordo-cuda-kernels: nvcc failed: {e}");
         return ExitCode::FAILURE;
     }
     list_fatbin(Path::new(&nvcc));

@@ -23,7 +23,7 @@ profile=release
 if [ "${1:-}" = "--debug" ]; then profile=debug; shift; fi
 prefix=${1:-target/package/ordo}
 build=target/package-build
-flags=(--locked -p ordo --lib --features ordo-cuda-sys/shared-cudart)
+flags=(--locked -p ordo-cuda-capi --lib --features ordo-cuda-sys/shared-cudart)
 [ "$profile" = release ] && flags+=(--release)
 CARGO_TARGET_DIR="$PWD/$build" cargo build "${flags[@]}"
 out="$build/$profile"
@@ -35,15 +35,15 @@ cuda_major=$((cuda_version / 1000))
 
 rm -rf "$prefix"
 mkdir -p "$prefix/include/ordo" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/ordo"
-cp include/ordo.h include/ordo.hpp "$prefix/include/"
-cp include/ordo/pdl.cuh include/ordo/graph.cuh "$prefix/include/ordo/"
+cp capi/include/ordo.h capi/include/ordo.hpp "$prefix/include/"
+cp core/include/ordo/pdl.cuh core/include/ordo/graph.cuh "$prefix/include/ordo/"
 
 # The static library, prelinked into one object whose only global definitions are the C ABI's:
 # Rust's own symbols (hundreds) and the kernels' host stubs become local, so they can clash with
 # nothing in the program. Undefined references (the CUDA runtime, libc, libstdc++) stay.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-ld -r --whole-archive "$out/libordo.a" -o "$work/ordo.o"
+ld -r --whole-archive "$out/libordo_cuda_capi.a" -o "$work/ordo.o"
 # readelf, not nm: binutils' nm hands Rust's objects to an LLVM plugin, which can abort on them.
 globals() { readelf -Ws --wide "$1" | awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" && $8 != "" { print $8 }' | sort -u; }
 globals "$work/ordo.o" | grep '^ordo_' > "$work/keep" || true
@@ -57,7 +57,7 @@ left=$(globals "$work/ordo.o" | grep -v '^ordo_' || true)
 [ -z "$left" ] || { echo "package.sh: global symbols besides ordo_* left in libordo.a:" >&2; echo "$left" | head -20 >&2; exit 1; }
 
 # The shared library: its SONAME is libordo.so.MAJOR (set by build.rs).
-cp "$out/libordo.so" "$prefix/lib/libordo.so.$version"
+cp "$out/libordo_cuda_capi.so" "$prefix/lib/libordo.so.$version"
 ln -sf "libordo.so.$version" "$prefix/lib/libordo.so.$major"
 ln -sf "libordo.so.$major" "$prefix/lib/libordo.so"
 

@@ -62,7 +62,7 @@ if [ ! -x "$cu13/bin/cuobjdump" ]; then
   "$cache/cuda-13.0/venv/bin/pip" install -q --disable-pip-version-check --no-deps "$cuobjdump_pin"
 fi
 
-# NVRTC (ordo_kernels::nvrtc compiles CUDA C at run time; its tests compile without a GPU).
+# NVRTC (ordo_cuda_libs::nvrtc compiles CUDA C at run time; its tests compile without a GPU).
 nvrtc_pin="nvidia-cuda-nvrtc==13.0.88"
 if [ ! -e "$cu13/lib/libnvrtc.so.13" ]; then
   log "installing $nvrtc_pin"

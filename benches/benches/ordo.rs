@@ -6,12 +6,12 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 use ordo_benches::cpp;
 use ordo_benches::kernels::{bl_empty, bl_ptr_int};
-use ordo_core::graph::{capture, CaptureMode, InstantiateFlags};
-use ordo_core::launch::{Kernel, LaunchConfig};
-use ordo_core::memory::copy;
-use ordo_core::pipeline::{Buffers, Pipeline, Plan, Schedule};
-use ordo_core::*;
-use ordo_kernels::{ChainPlan, PdlMode};
+use ordo_cuda_core::graph::{capture, CaptureMode, InstantiateFlags};
+use ordo_cuda_core::launch::{Kernel, LaunchConfig};
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::pipeline::{Buffers, Pipeline, Plan, Schedule};
+use ordo_cuda_core::*;
+use ordo_cuda_kernels::{ChainPlan, PdlMode};
 use std::time::{Duration, Instant};
 
 #[path = "ordo-bench/cudarc_side.rs"]
@@ -101,7 +101,7 @@ fn graphs_and_pdl(c: &mut Criterion, s: StreamRef<'_>) -> Result<()> {
     // after every replay enqueued there; nothing else uses `s` during the capture (one thread).
     let exec = unsafe {
         capture(s, CaptureMode::Global, |cs| {
-            (0..200).try_for_each(|_| ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(xp, N)))
+            (0..200).try_for_each(|_| ordo_cuda_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(xp, N)))
         })
     }?
     .instantiate(InstantiateFlags::empty())?;
@@ -134,7 +134,7 @@ fn graphs_and_pdl(c: &mut Criterion, s: StreamRef<'_>) -> Result<()> {
         // freed on `s` after every replay enqueued there; nothing else uses `s` during the capture.
         let exec = unsafe {
             capture(s, CaptureMode::Global, |cs| {
-                ordo_kernels::chain(cs, a.as_mut_slice(), bb.as_mut_slice(), scale.as_slice(), 100, &plan)
+                ordo_cuda_kernels::chain(cs, a.as_mut_slice(), bb.as_mut_slice(), scale.as_slice(), 100, &plan)
             })
         }?
         .instantiate(InstantiateFlags::empty())?;
@@ -213,7 +213,7 @@ fn copies_and_pipeline(c: &mut Criterion, s: StreamRef<'_>) -> Result<()> {
                     output: PinnedSliceMut::from_raw_parts(op, N),
                 };
                 pipe.run(s, buffers, Plan { chunks: 32, schedule: Schedule::Staged }, |cs, i, o| {
-                    ordo_kernels::heavy_into(cs, i.as_slice(), o)
+                    ordo_cuda_kernels::heavy_into(cs, i.as_slice(), o)
                 })
             })
         })
@@ -230,7 +230,7 @@ fn copies_and_pipeline(c: &mut Criterion, s: StreamRef<'_>) -> Result<()> {
 }
 
 fn benches(c: &mut Criterion) {
-    if ordo_core::device::count().map_or(true, |n| n == 0) {
+    if ordo_cuda_core::device::count().map_or(true, |n| n == 0) {
         eprintln!("ordo benches: no CUDA device; nothing to measure");
         return;
     }

@@ -160,7 +160,7 @@ void bl_stamp_run(cudaStream_t s, unsigned long long* st, int count, unsigned lo
 
 // A spin of `spin_ns` (none for 0), then `steps` stamped chain steps with cudaLaunchKernelEx over
 // `blocks` blocks: the PDL form with the PDL attribute from the second step on when pdl != 0 (as
-// ordo_kernels::chain launches it), else the plain form.
+// ordo_cuda_kernels::chain launches it), else the plain form.
 void bl_chain_stamped(cudaStream_t s, float* a, float* b, const float* scale, int n, int steps, int pdl, int blocks,
                       unsigned long long* st, unsigned long long spin_ns) {
     if (spin_ns) bl_spin<<<1, 1, 0, s>>>(spin_ns);

@@ -1,7 +1,7 @@
 //! ordo's benchmark support: the plain CUDA C++ baselines (compiled from `cuda/baseline.cu`) and
 //! the measurement helpers the `ordo-bench` report and the criterion benches share.
 
-use ordo_core::sys::{cudaEvent_t, cudaGraphExec_t, cudaStream_t};
+use ordo_cuda_core::sys::{cudaEvent_t, cudaGraphExec_t, cudaStream_t};
 
 /// The C++ baselines.
 pub mod cpp {

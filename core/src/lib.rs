@@ -1,4 +1,4 @@
-//! # ordo-core
+//! # ordo-cuda-core
 //!
 //! A thin, zero-cost layer over the CUDA runtime for code that counts microseconds: streams,
 //! events, device/pinned/registered/managed memory, stream-ordered allocation and pools, copies,

@@ -15,7 +15,7 @@
 //! own length in its header, which CUDA trusts: loading one is `unsafe`
 //! ([`Library::from_image`]).
 //!
-//! CUDA C source compiles to PTX at run time with NVRTC (`ordo_kernels::nvrtc`).
+//! CUDA C source compiles to PTX at run time with NVRTC (`ordo_cuda_libs::nvrtc`).
 
 use crate::error::{Error, Result};
 use crate::launch::{Kernel, KernelArgs, LaunchConfig};

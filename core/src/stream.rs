@@ -8,7 +8,7 @@
 //!
 //! ```compile_fail,E0133
 //! // A pseudo stream needs `unsafe` and its contract.
-//! let s = ordo_core::StreamRef::per_thread_default();
+//! let s = ordo_cuda_core::StreamRef::per_thread_default();
 //! ```
 
 use crate::device::Device;

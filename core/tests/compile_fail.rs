@@ -1,7 +1,7 @@
 //! Compile-fail tests of the type-level promises (trybuild): each file in `tests/compile_fail/`
 //! must fail to compile, with the compiler message checked in beside it (`.stderr`). Regenerate
 //! the messages after a deliberate change with
-//! `TRYBUILD=overwrite cargo test -p ordo-core --test compile_fail`, and read them: each must fail
+//! `TRYBUILD=overwrite cargo test -p ordo-cuda-core --test compile_fail`, and read them: each must fail
 //! for the reason its file names, not another. Needs no GPU, but needs cargo: where the test
 //! binary runs without a Rust toolchain (a GPU machine running a prebuilt bundle) it says so and
 //! checks nothing; `cargo test` always has one, so CI checks every case.

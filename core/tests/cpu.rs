@@ -2,9 +2,9 @@
 //! CUDA, and every constructor returning `Err` (never panicking) when there is no driver.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::error::{is_sticky_code, CudaError};
-use ordo_core::memory::copy;
-use ordo_core::*;
+use ordo_cuda_core::error::{is_sticky_code, CudaError};
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::*;
 
 fn driver_present() -> bool {
     std::path::Path::new("/dev/nvidiactl").exists()
@@ -174,7 +174,7 @@ fn without_a_driver_every_constructor_returns_err() {
 
 #[test]
 fn launch_configurations_are_checked_before_cuda() {
-    use ordo_core::launch::{Dim3, LaunchConfig};
+    use ordo_cuda_core::launch::{Dim3, LaunchConfig};
     let ok = LaunchConfig::new(16, 256);
     assert!(ok.validate().is_ok());
     let bad = |c: LaunchConfig, what: &str| {
@@ -220,7 +220,7 @@ fn launch_configurations_are_checked_before_cuda() {
 
 #[test]
 fn kernel_arguments_are_packed_by_address_in_order() {
-    use ordo_core::launch::KernelArgs;
+    use ordo_cuda_core::launch::KernelArgs;
     let mut args = (7u8, 0x1122_3344_5566_7788u64, 2.5f32, core::ptr::null_mut::<f32>());
     let ptrs = args.arg_ptrs();
     assert_eq!(ptrs.len(), 4);
@@ -237,7 +237,7 @@ fn kernel_arguments_are_packed_by_address_in_order() {
 
 #[test]
 fn a_bad_launch_configuration_never_reaches_cuda() {
-    use ordo_core::launch::{Kernel, LaunchConfig};
+    use ordo_cuda_core::launch::{Kernel, LaunchConfig};
     extern "C" fn not_a_kernel(_: i32) {}
     let k = Kernel::new(not_a_kernel as unsafe extern "C" fn(i32));
     // SAFETY: the zero grid is refused before CUDA is called: nothing is launched, and the stream
@@ -248,7 +248,7 @@ fn a_bad_launch_configuration_never_reaches_cuda() {
 
 #[test]
 fn bucket_round_up_and_its_edges() {
-    use ordo_core::graph_cache::{bucket_index, default_buckets, GraphCache, Overflow};
+    use ordo_cuda_core::graph_cache::{bucket_index, default_buckets, GraphCache, Overflow};
     // SAFETY: used on this thread only, with the current device unchanged.
     let per_thread = unsafe { StreamRef::per_thread_default() };
     let b = default_buckets();
@@ -311,7 +311,9 @@ fn bucket_round_up_and_its_edges() {
 
 #[test]
 fn pipeline_model_matches_the_sources_measurements() {
-    use ordo_core::pipeline::{check_run, choose_plan, chunk_range, predict_ms, Machine, Plan, Schedule, StageTimes};
+    use ordo_cuda_core::pipeline::{
+        check_run, choose_plan, chunk_range, predict_ms, Machine, Plan, Schedule, StageTimes,
+    };
     // The source's program on an H200: 256 MiB in, the 64-step kernel, 256 MiB out.
     let times = StageTimes { copy_in_ms: 4.89, compute_ms: 0.32, copy_out_ms: 4.86 };
     let h200 = Machine {
@@ -371,7 +373,7 @@ fn pipeline_model_matches_the_sources_measurements() {
 
 #[test]
 fn upload_at_instantiation_needs_a_stream() {
-    use ordo_core::graph::InstantiateFlags;
+    use ordo_cuda_core::graph::InstantiateFlags;
     // Refused before CUDA is reached: the flag needs the stream that instantiate_and_upload takes.
     if let Ok(g) = Graph::new() {
         let e = g.instantiate(InstantiateFlags::UPLOAD).unwrap_err();
@@ -384,7 +386,7 @@ fn upload_at_instantiation_needs_a_stream() {
 
 #[test]
 fn defect_08_chunk_range_of_no_chunk_is_empty_not_a_division_by_zero() {
-    use ordo_core::pipeline::chunk_range;
+    use ordo_cuda_core::pipeline::chunk_range;
     assert_eq!(chunk_range(10, 0, 0), 10..10);
     assert_eq!(chunk_range(10, 0, 3), 10..10);
     assert_eq!(chunk_range(0, 0, 0), 0..0);
@@ -398,7 +400,7 @@ fn defect_08_chunk_range_of_no_chunk_is_empty_not_a_division_by_zero() {
 
 #[test]
 fn runs_in_records_are_checked_against_whole_elements() {
-    use ordo_core::pipeline::{check_run, check_run_records};
+    use ordo_cuda_core::pipeline::{check_run, check_run_records};
     assert!(check_run_records([24; 4], 12, 2).is_ok());
     assert!(check_run_records([24; 4], 0, 1).is_err(), "zero values an element");
     assert!(check_run_records([25; 4], 12, 1).is_err(), "not a whole number of elements");
@@ -410,7 +412,7 @@ fn runs_in_records_are_checked_against_whole_elements() {
 
 #[test]
 fn chunk_of_finds_the_chunk_holding_each_record() {
-    use ordo_core::pipeline::{chunk_of, chunk_range};
+    use ordo_cuda_core::pipeline::{chunk_of, chunk_range};
     for n in 1..40usize {
         for k in 1..=n + 2 {
             for r in 0..n {
@@ -430,7 +432,7 @@ fn chunk_of_finds_the_chunk_holding_each_record() {
 /// copy-ins that compute needs.
 #[test]
 fn stencil_windows_widen_each_chunk_by_the_halo_clamped_at_the_edges() {
-    use ordo_core::pipeline::{chunk_range, stencil_window, StencilWindow};
+    use ordo_cuda_core::pipeline::{chunk_range, stencil_window, StencilWindow};
     for records in 1..30usize {
         for chunks in 1..=records {
             for halo in [0, 1, 2, 3, 5, 31, usize::MAX] {
@@ -466,7 +468,7 @@ fn stencil_windows_widen_each_chunk_by_the_halo_clamped_at_the_edges() {
 
 #[test]
 fn stencil_runs_are_checked_before_cuda() {
-    use ordo_core::pipeline::{check_stencil, MAX_CHUNKS};
+    use ordo_cuda_core::pipeline::{check_stencil, MAX_CHUNKS};
     let err = |lens, i, o, chunks| check_stencil(lens, i, o, chunks).unwrap_err().to_string();
     // 8 rows of 6 inputs and 3 outputs.
     assert_eq!(check_stencil([48, 48, 24, 24], 6, 3, 3), Ok(8));
@@ -493,7 +495,7 @@ fn stencil_runs_are_checked_before_cuda() {
 /// one `Pipeline::run` always had (copy-in, a wait where the stages' streams differ, compute).
 #[test]
 fn enqueue_steps_order_every_compute_after_the_copy_ins_it_reads() {
-    use ordo_core::pipeline::{enqueue_steps, stencil_window, Plan, Schedule, Step};
+    use ordo_cuda_core::pipeline::{enqueue_steps, stencil_window, Plan, Schedule, Step};
     let schedules = [
         Schedule::Staged,
         Schedule::RoundRobin { streams: 1 },
@@ -594,7 +596,7 @@ fn enqueue_steps_order_every_compute_after_the_copy_ins_it_reads() {
 
 #[test]
 fn defect_08_choose_plan_with_a_huge_chunk_limit_terminates_within_max_chunks() {
-    use ordo_core::pipeline::{choose_plan, Machine, StageTimes, MAX_CHUNKS};
+    use ordo_cuda_core::pipeline::{choose_plan, Machine, StageTimes, MAX_CHUNKS};
     let times = StageTimes { copy_in_ms: 4.89, compute_ms: 0.32, copy_out_ms: 4.86 };
     // No per-chunk cost: more chunks always look better, so the planner goes to its limit.
     for copy_engines in [0, 1, 3] {
@@ -627,7 +629,7 @@ fn defect_08_choose_plan_with_a_huge_chunk_limit_terminates_within_max_chunks() 
 
 #[test]
 fn defect_08_predict_ms_and_choose_plan_on_nan_negative_and_infinite_input() {
-    use ordo_core::pipeline::{choose_plan, predict_ms, Machine, Plan, Schedule, StageTimes};
+    use ordo_cuda_core::pipeline::{choose_plan, predict_ms, Machine, Plan, Schedule, StageTimes};
     let h200 = Machine {
         copy_engines: 3,
         duplex: 1.83,
@@ -678,7 +680,7 @@ fn defect_08_predict_ms_and_choose_plan_on_nan_negative_and_infinite_input() {
 
 #[test]
 fn defect_08_a_run_refuses_more_chunks_than_max_chunks() {
-    use ordo_core::pipeline::{check_run, MAX_CHUNKS};
+    use ordo_cuda_core::pipeline::{check_run, MAX_CHUNKS};
     assert!(check_run([usize::MAX; 4], MAX_CHUNKS).is_ok());
     let e = check_run([usize::MAX; 4], MAX_CHUNKS + 1).unwrap_err();
     assert!(e.to_string().contains("MAX_CHUNKS"), "{e}");
@@ -690,7 +692,7 @@ fn defect_08_a_run_refuses_more_chunks_than_max_chunks() {
 /// over 1024 threads.
 #[test]
 fn defect_08_a_block_volume_past_u64_is_refused_not_a_panic() {
-    let config = ordo_core::LaunchConfig::new(1u32, (1u32 << 31, 1u32 << 31, 4u32));
+    let config = ordo_cuda_core::LaunchConfig::new(1u32, (1u32 << 31, 1u32 << 31, 4u32));
     assert!(config.validate().is_err());
 }
 
@@ -698,9 +700,9 @@ fn defect_08_a_block_volume_past_u64_is_refused_not_a_panic() {
 /// refused before CUDA is called.
 #[test]
 fn defect_08_a_pipeline_of_absurdly_many_streams_is_refused_before_cuda() {
-    let e = ordo_core::pipeline::Pipeline::new(usize::MAX).err().expect("refused");
+    let e = ordo_cuda_core::pipeline::Pipeline::new(usize::MAX).err().expect("refused");
     assert!(e.cuda_code().is_none(), "{e}");
-    assert!(ordo_core::pipeline::Pipeline::new(ordo_core::pipeline::MAX_STREAMS + 1).is_err());
+    assert!(ordo_cuda_core::pipeline::Pipeline::new(ordo_cuda_core::pipeline::MAX_STREAMS + 1).is_err());
 }
 
 /// With no driver at all, CUDA says "driver version is insufficient"; ordo's error says there is
@@ -712,14 +714,14 @@ fn without_a_driver_the_error_says_so() {
     }
     let e = Stream::new().unwrap_err();
     let c = e.cuda().expect("a CUDA error");
-    assert_eq!(c.code(), ordo_core::sys::cudaError::cudaErrorInsufficientDriver);
+    assert_eq!(c.code(), ordo_cuda_core::sys::cudaError::cudaErrorInsufficientDriver);
     assert!(e.to_string().contains("no NVIDIA driver"), "{e}");
 }
 
 /// 2-D and 3-D grids covering an extent (issue 18): each dimension rounded up; bad shapes refused.
 #[test]
 fn grids_cover_2d_and_3d_extents() {
-    use ordo_core::LaunchConfig;
+    use ordo_cuda_core::LaunchConfig;
     let c = LaunchConfig::for_extent((1920u32, 1080u32), (16u32, 16u32)).unwrap();
     assert_eq!((c.grid.x, c.grid.y, c.grid.z), (120, 68, 1));
     assert_eq!((c.block.x, c.block.y, c.block.z), (16, 16, 1));
@@ -733,7 +735,7 @@ fn grids_cover_2d_and_3d_extents() {
 
 #[test]
 fn instantiate_flags_are_the_headers_values() {
-    use ordo_core::graph::InstantiateFlags;
+    use ordo_cuda_core::graph::InstantiateFlags;
     let text = include_str!(concat!(env!("ORDO_CUDA_INCLUDE"), "/driver_types.h"));
     let value = |name: &str| -> u64 {
         let at = text.find(&format!("{name} ")).unwrap() + name.len();
@@ -748,7 +750,7 @@ fn instantiate_flags_are_the_headers_values() {
 
 #[test]
 fn device_launch_with_auto_free_is_refused_before_cuda() {
-    use ordo_core::graph::InstantiateFlags;
+    use ordo_cuda_core::graph::InstantiateFlags;
     let both = InstantiateFlags::DEVICE_LAUNCH | InstantiateFlags::AUTO_FREE_ON_LAUNCH;
     if let Ok(g) = Graph::new() {
         let e = g.instantiate(both).unwrap_err();
@@ -761,7 +763,7 @@ fn device_launch_with_auto_free_is_refused_before_cuda() {
 
 #[test]
 fn a_captured_one_dimensional_copy_reads_as_a_linear_copy() {
-    use ordo_core::graph::LinearCopy;
+    use ordo_cuda_core::graph::LinearCopy;
     use ordo_cuda_sys as sys;
     let (mut src, mut dst) = ([1u8; 64], [2u8; 64]);
     // The form CUDA stores for a captured `cudaMemcpyAsync` of 48 bytes at offsets 8 and 16.
@@ -794,7 +796,7 @@ fn a_captured_one_dimensional_copy_reads_as_a_linear_copy() {
 
 #[test]
 fn update_outcomes_name_each_refused_change() {
-    use ordo_core::graph::{UpdateNodes, UpdateOutcome};
+    use ordo_cuda_core::graph::{UpdateNodes, UpdateOutcome};
     use ordo_cuda_sys as sys;
     use sys::cudaGraphExecUpdateResult as R;
     let (node, from) = (16 as sys::cudaGraphNode_t, 32 as sys::cudaGraphNode_t);
@@ -823,7 +825,7 @@ fn update_outcomes_name_each_refused_change() {
 
 #[test]
 fn a_conditional_handle_is_passed_to_kernels_as_cudas_64_bit_handle() {
-    use ordo_core::graph::ConditionalHandle;
+    use ordo_cuda_core::graph::ConditionalHandle;
     use ordo_cuda_sys as sys;
     // `ordo_conditional_handle` in include/ordo/graph.cuh: the kernel parameter is 8 bytes.
     assert_eq!(std::mem::size_of::<ConditionalHandle>(), std::mem::size_of::<sys::cudaGraphConditionalHandle>());
@@ -848,7 +850,7 @@ fn while_nodes_return_err_without_a_driver() {
 
 #[test]
 fn an_error_takes_static_words_or_words_made_at_run_time() {
-    use ordo_core::error::{Text, UsageError};
+    use ordo_cuda_core::error::{Text, UsageError};
     // Static words, also in a constant.
     const REFUSED: Error = Error::usage_static(UsageKind::InvalidArgument, "frame", "no rows");
     assert_eq!(REFUSED.to_string(), "frame: InvalidArgument: no rows");
@@ -880,7 +882,7 @@ fn an_error_takes_static_words_or_words_made_at_run_time() {
 
 #[test]
 fn conditional_nodes_refuse_bad_kinds_before_cuda() {
-    use ordo_core::graph::ConditionalKind;
+    use ordo_cuda_core::graph::ConditionalKind;
     // SAFETY: used on this thread only, with the current device unchanged.
     let s = unsafe { StreamRef::per_thread_default() };
     let usage = |e: Error, kind: UsageKind, what: &str| {
@@ -911,7 +913,7 @@ fn conditional_nodes_refuse_bad_kinds_before_cuda() {
 
 #[test]
 fn conditional_nodes_have_their_bodies_or_return_err_without_a_driver() {
-    use ordo_core::graph::ConditionalKind;
+    use ordo_cuda_core::graph::ConditionalKind;
     let Ok(g) = Graph::new() else {
         // Without a driver, or a device, even an empty graph cannot be made.
         assert!(Graph::new().unwrap_err().cuda().is_some());

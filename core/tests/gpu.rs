@@ -2,8 +2,8 @@
 //! pools, managed memory, devices. Run on the GPU machine (the bundle passes --include-ignored).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::memory::copy;
-use ordo_core::*;
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::*;
 use std::time::Instant;
 
 #[path = "support/gpu_lock.rs"]
@@ -293,7 +293,7 @@ fn dropping_a_buffer_while_its_stream_still_uses_it_is_safe() {
 fn a_context_tag_is_alive_on_a_thread_new_to_cuda() {
     let _gpu = gpu_lock::shared();
     let _stream = Stream::new().unwrap();
-    let tag = ordo_core::context::ContextTag::current().unwrap();
+    let tag = ordo_cuda_core::context::ContextTag::current().unwrap();
     assert!(tag.alive());
     assert!(std::thread::spawn(move || tag.alive()).join().unwrap(), "a fresh thread saw the context as destroyed");
 }
@@ -375,7 +375,7 @@ $L_done:
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn kernels_load_at_run_time_from_ptx_and_keep_their_library() {
-    use ordo_core::library::Library;
+    use ordo_cuda_core::library::Library;
     let _gpu = gpu_lock::shared();
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();

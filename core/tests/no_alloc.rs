@@ -3,7 +3,7 @@
 //! nor do conditional nodes, their bodies and body captures.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::*;
+use ordo_cuda_core::*;
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
@@ -42,7 +42,7 @@ fn record_wait_query_and_async_alloc_do_not_allocate() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn conditional_nodes_and_body_captures_do_not_allocate() {
-    use ordo_core::graph::ConditionalKind;
+    use ordo_cuda_core::graph::ConditionalKind;
     let stream = Stream::new().unwrap();
     let body_stream = Stream::new().unwrap();
     let (s, bs) = (stream.as_stream(), body_stream.as_stream());

@@ -5,11 +5,11 @@
 //! each other by one lock (a capture in this binary must not see another test's synchronise).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::graph::{capture, capture_into, CaptureMode, CaptureStatus, Graph, InstantiateFlags};
-use ordo_core::host_fn::{launch_host_fn, take_host_fn_panics};
-use ordo_core::memory::copy;
-use ordo_core::staging::{free_deferred, StagingRing};
-use ordo_core::*;
+use ordo_cuda_core::graph::{capture, capture_into, CaptureMode, CaptureStatus, Graph, InstantiateFlags};
+use ordo_cuda_core::host_fn::{launch_host_fn, take_host_fn_panics};
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::staging::{free_deferred, StagingRing};
+use ordo_cuda_core::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};

@@ -5,12 +5,12 @@
 //! so this binary needs no nvcc.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::error::{self, CudaError};
+use ordo_cuda_core::error::{self, CudaError};
 #[cfg(cuda_library_api)]
-use ordo_core::launch::Kernel;
-use ordo_core::launch::LaunchConfig;
-use ordo_core::memory::{copy, order};
-use ordo_core::*;
+use ordo_cuda_core::launch::Kernel;
+use ordo_cuda_core::launch::LaunchConfig;
+use ordo_cuda_core::memory::{copy, order};
+use ordo_cuda_core::*;
 use static_assertions::{assert_impl_all, assert_not_impl_any};
 use std::cell::Cell;
 use std::rc::Rc;

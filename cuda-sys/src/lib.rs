@@ -5,7 +5,7 @@
 //! The build reads `CUDART_VERSION` from the headers, refuses a toolkit older than 12.3, and sets
 //! `cfg(cuda_13)` (and the threshold `cuda_12_8`) for the gated calls. [`CUDA_VERSION`] is the version bound against.
 //!
-//! Everything here is `unsafe` FFI; the safe layer is `ordo-core`. The crate is `no_std`.
+//! Everything here is `unsafe` FFI; the safe layer is `ordo-cuda-core`. The crate is `no_std`.
 #![no_std]
 
 /// The generated bindings. Never edited by hand: regenerated from the headers on each build.

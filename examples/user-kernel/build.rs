@@ -1,16 +1,18 @@
-// Compiles saxpy.cu with the nvcc ordo was built against (DEP_ORDO_NVCC) and ordo's headers on the
-// include path (DEP_ORDO_INCLUDE, for ordo/pdl.cuh): both come from ordo's `links` metadata, so
-// `ordo` is the only dependency this needs.
+// Compiles saxpy.cu with the nvcc ordo was built against (DEP_ORDO_CUDA_NVCC) and ordo's headers on the
+// include path (DEP_ORDO_CUDA_INCLUDE, for ordo/pdl.cuh): both come from ordo-cuda's `links` metadata, so
+// `ordo-cuda` is the only dependency this needs.
 fn main() {
     println!("cargo::rerun-if-changed=saxpy.cu");
-    let (Some(nvcc), Some(include)) = (std::env::var_os("DEP_ORDO_NVCC"), std::env::var_os("DEP_ORDO_INCLUDE")) else {
+    let (Some(nvcc), Some(include)) =
+        (std::env::var_os("DEP_ORDO_CUDA_NVCC"), std::env::var_os("DEP_ORDO_CUDA_INCLUDE"))
+    else {
         eprintln!("user-kernel: ordo's CUDA toolkit has no nvcc; set CUDA_HOME to one that has");
         std::process::exit(1);
     };
     std::env::set_var("NVCC", nvcc);
     let mut build = cc::Build::new();
-    // The GPU targets ordo's own kernels are built for (DEP_ORDO_GENCODE).
-    for flag in std::env::var("DEP_ORDO_GENCODE").unwrap_or_default().split_whitespace() {
+    // The GPU targets ordo's own kernels are built for (DEP_ORDO_CUDA_GENCODE).
+    for flag in std::env::var("DEP_ORDO_CUDA_GENCODE").unwrap_or_default().split_whitespace() {
         build.flag(flag);
     }
     let built = build

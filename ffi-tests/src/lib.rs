@@ -44,7 +44,7 @@ pub fn gpu_lock() -> std::sync::MutexGuard<'static, ()> {
 }
 
 // Keeps the `ordo` exports linked into every binary of this crate.
-pub use ordo::ffi::ordo_version;
+pub use ordo_cuda_capi::ordo_version;
 
 /// CPU references for the results of ordo's exports.
 pub mod reference {

@@ -10,7 +10,7 @@ use syn::{Expr, FnArg, GenericArgument, Item, Lit, PathArguments, ReturnType, Ty
 
 include!(concat!(env!("OUT_DIR"), "/ffi_sources.rs"));
 
-const HEADER: &str = include_str!("../../include/ordo.h");
+const HEADER: &str = include_str!("../../capi/include/ordo.h");
 
 /// Return type and parameter types, in C spelling.
 type Signature = (String, Vec<String>);
@@ -463,7 +463,7 @@ fn header_declares_exactly_the_exports_with_the_same_signatures() {
 
 #[test]
 fn status_values_agree_and_sit_where_cuda_has_none() {
-    use ordo::ffi::*;
+    use ordo_cuda_capi::*;
     let header = parse_header(HEADER);
     let rust = rust_abi();
     assert_eq!(header.defines, rust.constants);
@@ -474,7 +474,7 @@ fn status_values_agree_and_sit_where_cuda_has_none() {
         }
     }
     assert_eq!(header.other_defines.get("ORDO_NOT_READY"), Some(&600), "cudaErrorNotReady");
-    assert_eq!(ordo::sys::cudaError::cudaErrorNotReady.0, 600);
+    assert_eq!(ordo_cuda_core::sys::cudaError::cudaErrorNotReady.0, 600);
     // The running library's own table agrees with both.
     assert_eq!(ORDO_STATUSES.len(), header.defines.len());
     for (code, name, _) in ORDO_STATUSES {
@@ -543,5 +543,5 @@ fn version_macros_are_the_crates() {
         env!("CARGO_PKG_VERSION").split(['.', '-']).take(3).map(|p| p.parse().unwrap()).collect();
     let header = [define("ORDO_VERSION_MAJOR"), define("ORDO_VERSION_MINOR"), define("ORDO_VERSION_PATCH")];
     assert_eq!(header.to_vec(), crate_version, "update the version macros in ordo.h");
-    assert_eq!(ordo::ffi::ordo_version_number(), header[0] * 1_000_000 + header[1] * 1_000 + header[2]);
+    assert_eq!(ordo_cuda_capi::ordo_version_number(), header[0] * 1_000_000 + header[1] * 1_000 + header[2]);
 }

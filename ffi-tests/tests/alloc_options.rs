@@ -5,8 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use core::ptr::null_mut;
-use ordo::ffi::*;
-use ordo::sys;
+use ordo_cuda_capi::*;
+use ordo_cuda_core::sys;
 use ordo_ffi_tests::gpu_lock;
 
 fn cuda(code: sys::cudaError_t, what: &str) {
@@ -63,7 +63,7 @@ fn bad_alloc_options_are_refused_before_cuda() {
 fn gpu_temporaries_from_the_callers_pool_eagerly_and_in_a_global_capture() {
     let _gpu = gpu_lock();
     cuda(unsafe { sys::cudaSetDevice(0) }, "cudaSetDevice");
-    let pool = ordo::memory::MemPool::new(ordo::Device::from_ordinal(0)).unwrap();
+    let pool = ordo_cuda_core::memory::MemPool::new(ordo_cuda_core::Device::from_ordinal(0)).unwrap();
     pool.as_pool().set_release_threshold(u64::MAX).unwrap();
     let options = OrdoAllocOptions { size: core::mem::size_of::<OrdoAllocOptions>(), pool: pool.as_pool().as_raw() };
     let mut s = null_mut();

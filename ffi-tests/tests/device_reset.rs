@@ -7,8 +7,8 @@
 
 use core::ffi::c_void;
 use core::ptr::{null, null_mut};
-use ordo::ffi::*;
-use ordo::sys;
+use ordo_cuda_capi::*;
+use ordo_cuda_core::sys;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 unsafe extern "C" fn nop_body(_: sys::cudaStream_t, _: usize, _: *mut c_void) -> OrdoStatus {

@@ -4,8 +4,8 @@
 
 use core::ffi::{c_char, CStr};
 use core::ptr::null_mut;
-use ordo::ffi::*;
-use ordo::sys;
+use ordo_cuda_capi::*;
+use ordo_cuda_core::sys;
 
 fn info() -> OrdoErrorInfo {
     let mut info = OrdoErrorInfo {

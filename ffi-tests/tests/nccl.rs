@@ -12,9 +12,9 @@
 
 use core::ffi::c_void;
 use core::ptr::null_mut;
-use ordo::ffi::*;
-use ordo::memory::copy;
-use ordo::*;
+use ordo_cuda_capi::*;
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::*;
 
 /// A unique id, or `None` (after saying why) where NCCL cannot be loaded.
 fn unique_id(test: &str) -> Option<[u8; ORDO_NCCL_UNIQUE_ID_BYTES]> {

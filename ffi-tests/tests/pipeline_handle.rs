@@ -7,8 +7,8 @@
 
 use core::ffi::c_void;
 use core::ptr::null_mut;
-use ordo::ffi::*;
-use ordo::sys;
+use ordo_cuda_capi::*;
+use ordo_cuda_core::sys;
 use ordo_ffi_tests::gpu_lock;
 
 const FIELDS: usize = 3;
@@ -78,9 +78,9 @@ fn gpu_a_pipeline_of_12_byte_elements_from_the_callers_pool_eagerly_and_in_a_glo
     let _gpu = gpu_lock();
     let n = 100_003; // elements: no chunk count divides it
     let values = n * FIELDS;
-    let device = ordo::Device::from_ordinal(0);
+    let device = ordo_cuda_core::Device::from_ordinal(0);
     cuda(unsafe { sys::cudaSetDevice(0) }, "cudaSetDevice");
-    let pool = ordo::memory::MemPool::new(device).unwrap();
+    let pool = ordo_cuda_core::memory::MemPool::new(device).unwrap();
     // Kept reserved across synchronisations, so that the pool's use is visible afterwards.
     pool.as_pool().set_release_threshold(u64::MAX).unwrap();
     assert_eq!(pool.as_pool().reserved_bytes().unwrap(), 0, "a fresh pool");
@@ -204,7 +204,7 @@ fn gpu_a_pipeline_of_12_byte_elements_from_the_callers_pool_eagerly_and_in_a_glo
 fn gpu_a_pool_the_device_cannot_use_and_a_stream_of_another_device_are_refused() {
     let _gpu = gpu_lock();
     cuda(unsafe { sys::cudaSetDevice(0) }, "cudaSetDevice");
-    let count = ordo::device::count().unwrap();
+    let count = ordo_cuda_core::device::count().unwrap();
     let mut options = OrdoPipelineOptions {
         size: core::mem::size_of::<OrdoPipelineOptions>(),
         device: 0,
@@ -216,7 +216,7 @@ fn gpu_a_pool_the_device_cannot_use_and_a_stream_of_another_device_are_refused()
         pool: null_mut(),
     };
     let mut p: *mut OrdoPipeline = null_mut();
-    let (least, greatest) = ordo::Device::from_ordinal(0).stream_priority_range().unwrap();
+    let (least, greatest) = ordo_cuda_core::Device::from_ordinal(0).stream_priority_range().unwrap();
     for priority in [least + 1, greatest - 1] {
         options.priority = priority;
         assert_eq!(
@@ -232,7 +232,7 @@ fn gpu_a_pool_the_device_cannot_use_and_a_stream_of_another_device_are_refused()
         return;
     }
     // A pool of device 1 without access for device 0.
-    let pool = ordo::memory::MemPool::new(ordo::Device::from_ordinal(1)).unwrap();
+    let pool = ordo_cuda_core::memory::MemPool::new(ordo_cuda_core::Device::from_ordinal(1)).unwrap();
     options.device = 0;
     options.pool = pool.as_pool().as_raw();
     assert_eq!(unsafe { ordo_pipeline_create(&options, &mut p) }, ORDO_ERROR_INVALID_ARGUMENT, "another device's pool");

@@ -16,8 +16,8 @@
 
 use core::ffi::c_void;
 use core::ptr::{null, null_mut};
-use ordo::ffi::*;
-use ordo::sys;
+use ordo_cuda_capi::*;
+use ordo_cuda_core::sys;
 use ordo_ffi_tests::{gpu_lock, reference};
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,7 +26,7 @@ const CUDA_INVALID_VALUE: OrdoStatus = 1;
 const CUDA_NOT_READY: OrdoStatus = ORDO_NOT_READY;
 
 fn gpu() -> bool {
-    ordo::device::count().is_ok_and(|n| n > 0)
+    ordo_cuda_core::device::count().is_ok_and(|n| n > 0)
 }
 
 struct Rng(u64);
@@ -110,7 +110,7 @@ const MODES: [sys::cudaStreamCaptureMode; 3] = [
 
 // ---- Callbacks ----------------------------------------------------------------------------------
 
-// ordo's chain step, both forms (`ORDO_PDL_KERNELS` in ordo-kernels, linked into ordo): the
+// ordo's chain step, both forms (`ORDO_PDL_KERNELS` in ordo-cuda-kernels, linked into ordo): the
 // fuzz's kernel for `ordo_launch_kernel` and `ordo_pdl_plan_launch`. A grid-stride loop over n.
 unsafe extern "C" {
     fn ordok_chain_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
@@ -874,7 +874,7 @@ impl Fuzz<'_> {
 
     fn record(&mut self, status: OrdoStatus, what: &str) -> OrdoStatus {
         check(status, what);
-        if ordo::ffi::status::failed(status) {
+        if ordo_cuda_capi::status::failed(status) {
             // Every failing export records its status as this thread's last error (ORDO_NOT_READY
             // is no failure: it leaves the record as it was).
             let mut info = core::mem::MaybeUninit::<OrdoErrorInfo>::zeroed();
@@ -1159,7 +1159,7 @@ impl Fuzz<'_> {
                 // seconds, holding locks that stall every other thread's CUDA calls (measured on
                 // the H200: single calls of other exports waited 22-96 s). Such sizes become
                 // 16 MiB; the sizes that overflow or pass the caps stay.
-                if slots <= ordo::staging::StagingRing::<u8>::MAX_SLOTS
+                if slots <= ordo_cuda_core::staging::StagingRing::<u8>::MAX_SLOTS
                     && slots.checked_mul(bytes).is_some_and(|t| t > 1 << 24 && t <= isize::MAX as usize)
                 {
                     bytes = (1 << 24) / slots.max(1);
@@ -1342,7 +1342,7 @@ impl Fuzz<'_> {
         }
         let pick = |rng: &mut Rng, values: &[usize]| values[rng.below(values.len() as u64) as usize];
         // One past the last device: refused.
-        let devices = ordo::device::count().unwrap_or(0) as i32;
+        let devices = ordo_cuda_core::device::count().unwrap_or(0) as i32;
         // 64 worker streams (the most) only now and then: each thread running a pipeline holds one.
         let most = if self.rng.chance(8) { 64 } else { 8 };
         let o = OrdoPipelineOptions {
@@ -1870,7 +1870,7 @@ fn fuzz(threads: u64, calls: usize) {
         mem.free(gpu);
         // Refused captures of the legacy stream leave a non-sticky error in the runtime's
         // last-error slot; the context itself is fine.
-        if let Err(e) = ordo::error::take_last_error() {
+        if let Err(e) = ordo_cuda_core::error::take_last_error() {
             assert!(!e.is_sticky(), "{e}");
         }
     }

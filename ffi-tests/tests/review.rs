@@ -6,12 +6,12 @@
 
 use core::ffi::c_void;
 use core::ptr::{null, null_mut};
-use ordo::ffi::*;
-use ordo::sys;
+use ordo_cuda_capi::*;
+use ordo_cuda_core::sys;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 unsafe extern "C" {
-    /// `__global__ void ordok_empty()` in ordo-kernels (linked into ordo).
+    /// `__global__ void ordok_empty()` in ordo-cuda-kernels (linked into ordo).
     fn ordok_empty();
 }
 
@@ -183,8 +183,9 @@ fn first_out_of_bounds(thread: u32, stride: u32, n: i32) -> Option<u64> {
 /// loop never wraps for any n a plan allows.
 #[test]
 fn pdl_cuh_example_loop_stays_in_bounds_for_planned_grids() {
-    use ordo::launch::{BeyondOneWave, PdlMode, PdlPlan};
-    let header = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../include/ordo/pdl.cuh")).unwrap();
+    use ordo_cuda_core::launch::{BeyondOneWave, PdlMode, PdlPlan};
+    // Embedded at compile time: the test binary runs on machines that have no source tree.
+    let header = include_str!("../../core/include/ordo/pdl.cuh");
     assert!(header.contains("for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)n;"));
     let one_wave = 132 * 8; // an H200: 132 SMs, 8 blocks of 256 threads each
     let mut bad = Vec::new();

@@ -7,8 +7,8 @@
 use core::ffi::c_void;
 use core::ptr::null_mut;
 use core::sync::atomic::{AtomicUsize, Ordering};
-use ordo::ffi::*;
-use ordo::sys;
+use ordo_cuda_capi::*;
+use ordo_cuda_core::sys;
 
 /// Checked sound: option and argument checks that run before any CUDA call (no driver needed).
 #[test]

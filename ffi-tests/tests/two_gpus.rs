@@ -7,10 +7,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use core::ptr::null_mut;
-use ordo::ffi::*;
-use ordo::memory::copy;
-use ordo::sys;
-use ordo::*;
+use ordo_cuda_capi::*;
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::sys;
+use ordo_cuda_core::*;
 use std::ffi::CStr;
 
 const N: usize = 4096;

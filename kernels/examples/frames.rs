@@ -3,10 +3,10 @@
 //! streams touch the same memory. Every 50th frame's output is kept and checked against a CPU
 //! reference; throughput is reported against the serial version.
 //!
-//!     cargo run --release -p ordo-kernels --example frames
+//!     cargo run --release -p ordo-cuda-kernels --example frames
 
-use ordo_core::memory::copy;
-use ordo_core::{DeviceBuffer, Event, HostAllocFlags, PinnedBuffer, Result, Stream, TimingEvent};
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::{DeviceBuffer, Event, HostAllocFlags, PinnedBuffer, Result, Stream, TimingEvent};
 use std::process::ExitCode;
 
 #[path = "../tests/common/mod.rs"]
@@ -48,7 +48,7 @@ fn run(streams: usize, frames: &PinnedBuffer<u8>, refs: &[Vec<u8>]) -> Result<(f
         // SAFETY: every buffer outlives the run (main is synchronised below before they drop).
         unsafe {
             copy::h2d_async(rgb[i].as_mut_slice(), src, s)?;
-            ordo_kernels::frame_filter(s, rgb[i].as_slice(), out[i].as_mut_slice(), W, H)?;
+            ordo_cuda_kernels::frame_filter(s, rgb[i].as_slice(), out[i].as_mut_slice(), W, H)?;
             if f % CHECK_EVERY == 0 {
                 let k = f / CHECK_EVERY;
                 copy::d2h_async(kept.pinned_range_mut(k * W * H..(k + 1) * W * H)?, out[i].as_slice(), s)?;
@@ -72,7 +72,7 @@ fn run(streams: usize, frames: &PinnedBuffer<u8>, refs: &[Vec<u8>]) -> Result<(f
 }
 
 fn main() -> ExitCode {
-    if let Err(e) = ordo_core::device::count() {
+    if let Err(e) = ordo_cuda_core::device::count() {
         eprintln!("frames: no usable CUDA device: {e}");
         return ExitCode::FAILURE;
     }

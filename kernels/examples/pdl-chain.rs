@@ -5,12 +5,12 @@
 //! reported, each with its ratio to the best plain form (the baseline: what a user writes without
 //! PDL, in its faster shape). Prints one line and exits non-zero without a GPU.
 //!
-//!     cargo run --release -p ordo-kernels --example pdl-chain [-- REPEATS]
+//!     cargo run --release -p ordo-cuda-kernels --example pdl-chain [-- REPEATS]
 
-use ordo_core::graph::{capture, CaptureMode, InstantiateFlags};
-use ordo_core::memory::copy;
-use ordo_core::{Device, DeviceBuffer, Result, Stream, TimingEvent};
-use ordo_kernels::{chain, ChainPlan, PdlMode};
+use ordo_cuda_core::graph::{capture, CaptureMode, InstantiateFlags};
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::{Device, DeviceBuffer, Result, Stream, TimingEvent};
+use ordo_cuda_kernels::{chain, ChainPlan, PdlMode};
 use std::process::ExitCode;
 
 const STEPS: usize = 100;
@@ -97,7 +97,7 @@ fn run(repeats: usize) -> Result<()> {
 
 fn main() -> ExitCode {
     let repeats = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(21);
-    if let Err(e) = ordo_core::device::count() {
+    if let Err(e) = ordo_cuda_core::device::count() {
         eprintln!("pdl-chain: no usable CUDA device: {e}");
         return ExitCode::FAILURE;
     }

@@ -6,7 +6,7 @@
 //! instruction, the PDL form waits and triggers. [`PdlMode::Auto`] launches the PDL form over the
 //! full grid when it fits in one wave, and larger work as a one-wave grid-stride grid: the PDL
 //! form up to four waves of work, the plain form past them (the rule and the measurements behind
-//! it: [`ordo_core::launch::pdl`]).
+//! it: [`ordo_cuda_core::launch::pdl`]).
 //!
 //! The baseline of every PDL figure is the plain form, launched as a user launches it without PDL
 //! ([`PdlMode::Plain`], one element a thread) or as a one-wave grid-stride grid
@@ -14,8 +14,8 @@
 //! off, which pays for the wait in grids of several waves.
 
 use crate::{kernel, BLOCK};
-use ordo_core::launch::{PdlMode, PdlPlan};
-use ordo_core::{Device, DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
+use ordo_cuda_core::launch::{PdlMode, PdlPlan};
+use ordo_cuda_core::{Device, DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
 
 /// A planned chain: its length and the [`PdlPlan`] of its steps. Made only by [`ChainPlan::new`]
 /// or [`ChainPlan::with_wave`], which check that `n` is 1 to `i32::MAX` and that the full grid's
@@ -81,7 +81,7 @@ pub const MAX_CHAIN_STEPS: usize = 1 << 24;
 /// overlaps neither (each step loads `scale` before its PDL wait, while the previous step may
 /// still be writing its output). Addresses only: nothing is read.
 pub fn check_chain(a: *const f32, b: *const f32, scale: *const f32, n: usize, steps: usize) -> Result<()> {
-    const CALL: &str = "ordo_kernels::chain";
+    const CALL: &str = "ordo_cuda_kernels::chain";
     if n == 0 || steps == 0 {
         return Err(Error::invalid(CALL, "zero elements or zero steps"));
     }
@@ -132,7 +132,7 @@ pub unsafe fn chain(
     steps: usize,
     plan: &ChainPlan,
 ) -> Result<()> {
-    const CALL: &str = "ordo_kernels::chain";
+    const CALL: &str = "ordo_cuda_kernels::chain";
     if a.len() != plan.n || b.len() != plan.n || scale.len() != plan.n {
         return Err(Error::invalid(CALL, "a, b and scale must all have the plan's length"));
     }

@@ -2,9 +2,9 @@
 //! blur with a horizontal 2x downsample over one chunk of a stencil pipeline.
 
 use crate::{count_i32, kernel};
-use ordo_core::launch::{Kernel, LaunchConfig};
-use ordo_core::pipeline::StencilChunk;
-use ordo_core::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, Error, MemPoolRef, Result, StreamRef};
+use ordo_cuda_core::launch::{Kernel, LaunchConfig};
+use ordo_cuda_core::pipeline::StencilChunk;
+use ordo_cuda_core::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, Error, MemPoolRef, Result, StreamRef};
 
 /// Grayscale (0.299 R + 0.587 G + 0.114 B) and a 5x5 binomial blur with clamped edges of one
 /// interleaved-RGB frame, on `stream`. The grayscale intermediate comes from `cudaMallocAsync` on
@@ -36,7 +36,7 @@ pub unsafe fn frame_filter_in(
     width: usize,
     height: usize,
 ) -> Result<()> {
-    const CALL: &str = "ordo_kernels::frame_filter";
+    const CALL: &str = "ordo_cuda_kernels::frame_filter";
     let pixels = width.checked_mul(height).ok_or(Error::invalid(CALL, "width * height overflows"))?;
     let rgb_len = pixels.checked_mul(3).ok_or(Error::invalid(CALL, "width * height * 3 overflows"))?;
     if rgb.len() != rgb_len || out.len() != pixels {
@@ -87,7 +87,7 @@ impl BlurInput for u8 {
 pub const BLUR_MAX_RADIUS: usize = (i32::MAX as usize - 1) / 2;
 
 /// A vertical box blur of `radius` rows, then a horizontal 2x downsample, over one chunk of a
-/// [stencil pipeline](ordo_core::pipeline::Pipeline::run_stencil) whose input rows hold `width`
+/// [stencil pipeline](ordo_cuda_core::pipeline::Pipeline::run_stencil) whose input rows hold `width`
 /// values and whose output rows hold `width / 2` floats, on `stream`:
 /// `out[r][c]` is the mean over `dr` in `-radius..=radius` of
 /// `(in[r + dr][2c] + in[r + dr][2c + 1]) / 2`, the row `r + dr` clamped to the rows of
@@ -111,7 +111,7 @@ pub unsafe fn blur_rows_downsample<T: BlurInput>(
     width: usize,
     radius: usize,
 ) -> Result<()> {
-    const CALL: &str = "ordo_kernels::blur_rows_downsample";
+    const CALL: &str = "ordo_cuda_kernels::blur_rows_downsample";
     if width < 2 {
         return Err(Error::invalid(CALL, "width below 2: no output column"));
     }

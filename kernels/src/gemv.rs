@@ -2,8 +2,8 @@
 //! shared with the cuBLAS variant.
 
 use crate::{count_i32, kernel, BLOCK};
-use ordo_core::launch::LaunchConfig;
-use ordo_core::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, MemPoolRef, Result, StreamRef};
+use ordo_cuda_core::launch::LaunchConfig;
+use ordo_cuda_core::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, MemPoolRef, Result, StreamRef};
 
 /// The most rows [`gemv_normalize`] takes: the gemv kernel gives each row a warp, and its thread
 /// index (`blockIdx.x * blockDim.x + threadIdx.x`, an `int`) must stay below 2^31, so at most
@@ -108,7 +108,7 @@ pub unsafe fn gemv_normalize_in(
     rows: usize,
     cols: usize,
 ) -> Result<()> {
-    let (rows_i, cols_i) = check_gemv("ordo_kernels::gemv_normalize", &a, &x, &y, rows, cols)?;
+    let (rows_i, cols_i) = check_gemv("ordo_cuda_kernels::gemv_normalize", &a, &x, &y, rows, cols)?;
     let warps_per_block = (BLOCK / 32) as usize;
     let gemv_config = LaunchConfig::for_elements(rows.div_ceil(warps_per_block) * BLOCK as usize, BLOCK)?;
     // SAFETY: sizes checked above; the caller owes the lifetimes of a, x, y.

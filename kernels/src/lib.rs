@@ -1,10 +1,10 @@
-//! # ordo-kernels
+//! # ordo-cuda-kernels
 //!
 //! CUDA C kernels (`kernels/cuda/*.cu`) compiled by nvcc through the `cc` crate for sm_80 and sm_90
-//! machine code plus compute_90 PTX, their typed [`Kernel`](ordo_core::Kernel) handles, and stream-correct functions
+//! machine code plus compute_90 PTX, their typed [`Kernel`](ordo_cuda_core::Kernel) handles, and stream-correct functions
 //! built on them.
 //!
-//! The device header `include/ordo/pdl.cuh` (beside `ordo.h`) gives the PDL helpers and
+//! The device header `ordo/pdl.cuh` (in ordo-cuda-core's `include/`) gives the PDL helpers and
 //! `ORDO_PDL_KERNELS`, which compiles one kernel body into a plain form and a PDL form (see
 //! [`launch::pdl`] for why and for the rule that picks one).
 //!
@@ -17,28 +17,22 @@
 //! # Safety
 //! The functions that take device views are `unsafe` for the reason the asynchronous copies are:
 //! the kernels run after the call returns, and the memory must stay allocated until they complete.
-//! That holds without further thought for [`DeviceBuffer`](ordo_core::DeviceBuffer)s used on the
+//! That holds without further thought for [`DeviceBuffer`](ordo_cuda_core::DeviceBuffer)s used on the
 //! stream they are freed on.
 
 pub mod chain;
 #[cfg(feature = "cublas")]
 pub mod cublas;
-#[cfg(any(feature = "cublas", feature = "nccl", feature = "nvrtc"))]
-mod dl;
 mod frame;
 mod gemv;
-#[cfg(feature = "nccl")]
-pub mod nccl;
-#[cfg(feature = "nvrtc")]
-pub mod nvrtc;
 
 pub use chain::{chain, ChainPlan};
 pub use frame::{blur_rows_downsample, frame_filter, frame_filter_in, BlurInput, BLUR_MAX_RADIUS};
 pub use gemv::{check_gemv_shape, gemv_normalize, gemv_normalize_in, GEMV_MAX_COLS, GEMV_MAX_ROWS};
-pub use ordo_core::launch::{BeyondOneWave, PdlMode};
+pub use ordo_cuda_core::launch::{BeyondOneWave, PdlMode};
 
-use ordo_core::launch::LaunchConfig;
-use ordo_core::{DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
+use ordo_cuda_core::launch::LaunchConfig;
+use ordo_cuda_core::{DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
 
 /// The raw host stubs of the kernels in `cuda/kernels.cu`.
 pub mod ffi {
@@ -76,8 +70,8 @@ pub mod ffi {
         pub fn ordok_grid_sum(x: *const f32, partial: *mut f32, out: *mut f32, n: i32);
         pub fn ordok_chain_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
         pub fn ordok_chain_step_pdl(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
-        pub fn ordok_countdown(condition: ordo_core::graph::ConditionalHandle, counter: *mut u32);
-        pub fn ordok_set_condition_from(condition: ordo_core::graph::ConditionalHandle, value: *const u32);
+        pub fn ordok_countdown(condition: ordo_cuda_core::graph::ConditionalHandle, counter: *mut u32);
+        pub fn ordok_set_condition_from(condition: ordo_cuda_core::graph::ConditionalHandle, value: *const u32);
         pub fn ordok_scale_add(x: *mut f32, a: f32, b: f32, n: i32);
     }
 }
@@ -85,8 +79,8 @@ pub mod ffi {
 /// Typed handles of the kernels.
 pub mod kernel {
     use super::ffi;
-    use ordo_core::graph::ConditionalHandle;
-    use ordo_core::launch::{Kernel, PdlKernel};
+    use ordo_cuda_core::graph::ConditionalHandle;
+    use ordo_cuda_core::launch::{Kernel, PdlKernel};
 
     /// `ordok_empty()`: does nothing (launch-latency measurements).
     pub fn empty() -> Kernel<()> {
@@ -143,7 +137,7 @@ pub mod kernel {
     }
     /// `ordok_grid_sum(x, partial, out, n)`: `*out = Σ x[i]` in one cooperative launch (blocks
     /// of a power-of-two size up to 1024, `partial` one float a block; launch it with
-    /// [`LaunchConfig::with_cooperative`](ordo_core::launch::LaunchConfig::with_cooperative)).
+    /// [`LaunchConfig::with_cooperative`](ordo_cuda_core::launch::LaunchConfig::with_cooperative)).
     pub fn grid_sum() -> Kernel<(*const f32, *mut f32, *mut f32, i32)> {
         Kernel::new(ffi::ordok_grid_sum as unsafe extern "C" fn(*const f32, *mut f32, *mut f32, i32))
     }
@@ -199,7 +193,7 @@ pub(crate) fn count_i32(n: usize, call: &'static str) -> Result<i32> {
 /// # Safety
 /// `x` stays allocated until the kernel completes (see the [crate docs](crate#safety)).
 pub unsafe fn add_one(stream: StreamRef<'_>, x: DeviceSliceMut<'_, f32>) -> Result<()> {
-    let n = count_i32(x.len(), "ordo_kernels::add_one")?;
+    let n = count_i32(x.len(), "ordo_cuda_kernels::add_one")?;
     let config = LaunchConfig::for_elements(x.len(), BLOCK)?;
     // SAFETY: in-bounds by n; lifetime owed by the caller.
     unsafe { kernel::add_one().launch(stream, &config, (x.as_mut_ptr(), n)) }
@@ -210,7 +204,7 @@ pub unsafe fn add_one(stream: StreamRef<'_>, x: DeviceSliceMut<'_, f32>) -> Resu
 /// # Safety
 /// As [`add_one`].
 pub unsafe fn heavy(stream: StreamRef<'_>, x: DeviceSliceMut<'_, f32>) -> Result<()> {
-    let n = count_i32(x.len(), "ordo_kernels::heavy")?;
+    let n = count_i32(x.len(), "ordo_cuda_kernels::heavy")?;
     let config = LaunchConfig::for_elements(x.len(), BLOCK)?;
     // SAFETY: in-bounds by n; lifetime owed by the caller.
     unsafe { kernel::heavy().launch(stream, &config, (x.as_mut_ptr(), n)) }
@@ -226,9 +220,9 @@ pub unsafe fn heavy_into(
     out: DeviceSliceMut<'_, f32>,
 ) -> Result<()> {
     if input.len() != out.len() {
-        return Err(Error::invalid("ordo_kernels::heavy_into", "input and output lengths differ"));
+        return Err(Error::invalid("ordo_cuda_kernels::heavy_into", "input and output lengths differ"));
     }
-    let n = count_i32(input.len(), "ordo_kernels::heavy_into")?;
+    let n = count_i32(input.len(), "ordo_cuda_kernels::heavy_into")?;
     let config = LaunchConfig::for_elements(input.len(), BLOCK)?;
     // SAFETY: in-bounds by n; lifetime owed by the caller.
     unsafe { kernel::heavy_into().launch(stream, &config, (input.as_ptr(), out.as_mut_ptr(), n)) }
@@ -240,9 +234,9 @@ pub unsafe fn heavy_into(
 /// As [`add_one`].
 pub unsafe fn square(stream: StreamRef<'_>, input: DeviceSlice<'_, f32>, out: DeviceSliceMut<'_, f32>) -> Result<()> {
     if input.len() != out.len() {
-        return Err(Error::invalid("ordo_kernels::square", "input and output lengths differ"));
+        return Err(Error::invalid("ordo_cuda_kernels::square", "input and output lengths differ"));
     }
-    let n = count_i32(input.len(), "ordo_kernels::square")?;
+    let n = count_i32(input.len(), "ordo_cuda_kernels::square")?;
     let config = LaunchConfig::for_elements(input.len(), BLOCK)?;
     // SAFETY: in-bounds by n; lifetime owed by the caller.
     unsafe { kernel::square().launch(stream, &config, (input.as_ptr(), out.as_mut_ptr(), n)) }
@@ -255,4 +249,4 @@ pub fn empty(stream: StreamRef<'_>) -> Result<()> {
 }
 
 /// Re-exported for users' own kernels.
-pub use ordo_core::launch;
+pub use ordo_cuda_core::launch;

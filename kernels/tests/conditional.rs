@@ -6,11 +6,11 @@
 //! source's first conditional test is in `graphs.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::graph::{capture, CaptureMode, CaptureStatus, ConditionalKind, InstantiateFlags, NodeKind};
-use ordo_core::launch::LaunchConfig;
-use ordo_core::memory::copy;
-use ordo_core::*;
-use ordo_kernels::{kernel, BLOCK};
+use ordo_cuda_core::graph::{capture, CaptureMode, CaptureStatus, ConditionalKind, InstantiateFlags, NodeKind};
+use ordo_cuda_core::launch::LaunchConfig;
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::*;
+use ordo_cuda_kernels::{kernel, BLOCK};
 
 mod common;
 use common::{download, gpu_lock, upload};
@@ -187,7 +187,7 @@ fn a_while_body_filled_by_capture_counts_down_at_each_replay() {
     // the only writer of the condition.
     let step = unsafe {
         body.capture(&[], s, CaptureMode::Global, |bs| {
-            ordo_kernels::add_one(bs, x.as_mut_slice())?;
+            ordo_cuda_kernels::add_one(bs, x.as_mut_slice())?;
             kernel::countdown().launch(bs, &one_thread(), (condition, counter.as_mut_ptr()))
         })
     }
@@ -275,7 +275,7 @@ fn a_while_node_added_inside_a_capture_loops_a_body_captured_on_a_second_stream(
     // writer of the condition.
     let g = unsafe {
         capture(s, CaptureMode::Global, |cs| {
-            ordo_kernels::add_one(cs, x.as_mut_slice())?;
+            ordo_cuda_kernels::add_one(cs, x.as_mut_slice())?;
             cs.capture_conditional(ConditionalKind::While, Some(1), |condition, bodies| {
                 assert_eq!(bodies.len(), 1);
                 let body = bodies.get(0).unwrap();
@@ -283,12 +283,12 @@ fn a_while_node_added_inside_a_capture_loops_a_body_captured_on_a_second_stream(
                 let e = body.capture(&[], cs, CaptureMode::ThreadLocal, |_| Ok(())).unwrap_err();
                 assert!(matches!(e, Error::Usage(UsageError { kind: UsageKind::InvalidArgument, .. })), "{e:?}");
                 body.capture(&[], body_stream.as_stream(), CaptureMode::ThreadLocal, |bs| {
-                    ordo_kernels::add_one(bs, y.as_mut_slice())?;
+                    ordo_cuda_kernels::add_one(bs, y.as_mut_slice())?;
                     kernel::countdown().launch(bs, &one_thread(), (condition, counter.as_mut_ptr()))
                 })?;
                 Ok(())
             })?;
-            ordo_kernels::square(cs, y.as_slice(), z.as_mut_slice())
+            ordo_cuda_kernels::square(cs, y.as_slice(), z.as_mut_slice())
         })
     }
     .unwrap();
@@ -329,7 +329,7 @@ fn a_failed_body_capture_leaves_the_body_as_it_was() {
     // The function fails after enqueuing work.
     let e = unsafe {
         body.capture(&[], s, CaptureMode::ThreadLocal, |bs| {
-            ordo_kernels::add_one(bs, x.as_mut_slice())?;
+            ordo_cuda_kernels::add_one(bs, x.as_mut_slice())?;
             Err(Error::invalid("test", "deliberate failure"))
         })
     }
@@ -340,7 +340,7 @@ fn a_failed_body_capture_leaves_the_body_as_it_was() {
     // with a freed body, and the graph's destruction crashing).
     let e = unsafe {
         body.capture(&[], s, CaptureMode::ThreadLocal, |bs| {
-            ordo_kernels::add_one(bs, x.as_mut_slice())?;
+            ordo_cuda_kernels::add_one(bs, x.as_mut_slice())?;
             let _ = bs.synchronize(); // refused inside a capture: the capture is invalidated
             Ok(())
         })
@@ -350,7 +350,7 @@ fn a_failed_body_capture_leaves_the_body_as_it_was() {
     // A panic ends the capture as it unwinds.
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
         body.capture(&[], s, CaptureMode::ThreadLocal, |bs| {
-            ordo_kernels::add_one(bs, x.as_mut_slice())?;
+            ordo_cuda_kernels::add_one(bs, x.as_mut_slice())?;
             panic!("deliberate panic inside a body capture")
         })
     }));
@@ -358,7 +358,7 @@ fn a_failed_body_capture_leaves_the_body_as_it_was() {
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
     let _ = error::take_last_error(); // the refused synchronise and capture end
                                       // The body is as it was (empty), so this capture's work is all it holds.
-    unsafe { body.capture(&[], s, CaptureMode::ThreadLocal, |bs| ordo_kernels::add_one(bs, x.as_mut_slice())) }
+    unsafe { body.capture(&[], s, CaptureMode::ThreadLocal, |bs| ordo_cuda_kernels::add_one(bs, x.as_mut_slice())) }
         .unwrap();
     let exec = g.instantiate(InstantiateFlags::empty()).unwrap();
     exec.launch(s).unwrap();

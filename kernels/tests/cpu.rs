@@ -1,8 +1,8 @@
 //! Tests that need no GPU: the compiled targets, chain planning arithmetic, argument checks.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::{DeviceSlice, DeviceSliceMut, Error, StreamRef};
-use ordo_kernels::{ChainPlan, PdlMode};
+use ordo_cuda_core::{DeviceSlice, DeviceSliceMut, Error, StreamRef};
+use ordo_cuda_kernels::{ChainPlan, PdlMode};
 
 #[test]
 fn kernels_are_compiled_for_sm80_sm90_and_compute90_ptx() {
@@ -90,7 +90,7 @@ fn chain_plan_follows_the_pdl_rule() {
 /// any grid), and `n` past the kernel's `int` index is refused.
 #[test]
 fn defect_14_a_chain_plan_must_cover_every_element() {
-    let usage = |r: ordo_core::Result<ChainPlan>, what: &str| {
+    let usage = |r: ordo_cuda_core::Result<ChainPlan>, what: &str| {
         let e = r.unwrap_err();
         assert!(matches!(e, Error::Usage(_)), "{e:?}");
         assert!(e.to_string().contains(what), "{e} lacks {what}");
@@ -121,14 +121,14 @@ fn mismatched_lengths_are_usage_errors_before_any_cuda_call() {
     unsafe {
         let s = StreamRef::per_thread_default();
         let a = DeviceSlice::from_raw_parts(host.as_ptr(), 64);
-        usage(ordo_kernels::square(s, a, view(&mut host, 32)).unwrap_err());
-        usage(ordo_kernels::gemv_normalize(s, a, a.slice(..8).unwrap(), view(&mut host, 8), 8, 7).unwrap_err());
-        usage(ordo_kernels::gemv_normalize(s, a, a, view(&mut host, 8), usize::MAX, 2).unwrap_err());
-        usage(ordo_kernels::add_one(s, view(&mut host, 0)).unwrap_err());
+        usage(ordo_cuda_kernels::square(s, a, view(&mut host, 32)).unwrap_err());
+        usage(ordo_cuda_kernels::gemv_normalize(s, a, a.slice(..8).unwrap(), view(&mut host, 8), 8, 7).unwrap_err());
+        usage(ordo_cuda_kernels::gemv_normalize(s, a, a, view(&mut host, 8), usize::MAX, 2).unwrap_err());
+        usage(ordo_cuda_kernels::add_one(s, view(&mut host, 0)).unwrap_err());
         let rgb = DeviceSlice::from_raw_parts(bytes.as_ptr(), 48);
         let out = DeviceSliceMut::from_raw_parts(bytes.as_mut_ptr(), 16);
-        usage(ordo_kernels::frame_filter(s, rgb, out, 4, 5).unwrap_err());
+        usage(ordo_cuda_kernels::frame_filter(s, rgb, out, 4, 5).unwrap_err());
         let plan = ChainPlan::with_wave(64, 1, PdlMode::Auto).unwrap();
-        usage(ordo_kernels::chain(s, view(&mut host, 64), view(&mut host, 32), a, 3, &plan).unwrap_err());
+        usage(ordo_cuda_kernels::chain(s, view(&mut host, 64), view(&mut host, 32), a, 3, &plan).unwrap_err());
     }
 }

@@ -3,11 +3,11 @@
 //! stream-correct function captured in global mode and replayed; launch-configuration errors.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::graph::{capture, CaptureMode, CaptureStatus, InstantiateFlags};
-use ordo_core::launch::LaunchConfig;
-use ordo_core::memory::copy;
-use ordo_core::*;
-use ordo_kernels::{kernel, ChainPlan, PdlMode};
+use ordo_cuda_core::graph::{capture, CaptureMode, CaptureStatus, InstantiateFlags};
+use ordo_cuda_core::launch::LaunchConfig;
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::*;
+use ordo_cuda_kernels::{kernel, ChainPlan, PdlMode};
 
 /// Every launch mode of the chain: ordo's rule, the two plain baselines, the PDL form over the
 /// full grid and over one wave (grid-stride at 4M elements).
@@ -41,22 +41,22 @@ fn elementwise_kernels_match_the_cpu() {
     let x = rng.f32s(n, -4.0, 4.0);
 
     let mut d = upload(&x, s);
-    unsafe { ordo_kernels::add_one(s, d.as_mut_slice()).unwrap() };
+    unsafe { ordo_cuda_kernels::add_one(s, d.as_mut_slice()).unwrap() };
     let expect: Vec<f32> = x.iter().map(|v| v + 1.0).collect();
     assert!(download(&d, s) == expect, "add_one");
 
     let mut d = upload(&x, s);
-    unsafe { ordo_kernels::heavy(s, d.as_mut_slice()).unwrap() };
+    unsafe { ordo_cuda_kernels::heavy(s, d.as_mut_slice()).unwrap() };
     let expect: Vec<f32> = x.iter().map(|&v| common::heavy_cpu(v)).collect();
     assert!(download(&d, s) == expect, "heavy");
 
     let input = upload(&x, s);
     let mut out = poisoned(n, s);
-    unsafe { ordo_kernels::square(s, input.as_slice(), out.as_mut_slice()).unwrap() };
+    unsafe { ordo_cuda_kernels::square(s, input.as_slice(), out.as_mut_slice()).unwrap() };
     let expect: Vec<f32> = x.iter().map(|v| v * v).collect();
     assert!(download(&out, s) == expect, "square");
 
-    ordo_kernels::empty(s).unwrap();
+    ordo_cuda_kernels::empty(s).unwrap();
     s.synchronize().unwrap();
 }
 
@@ -86,7 +86,7 @@ fn gemv_normalize_matches_the_cpu() {
         let (da, dx) = (upload(&a, s), upload(&x, s));
         let mut dy = poisoned(rows, s);
         unsafe {
-            ordo_kernels::gemv_normalize(s, da.as_slice(), dx.as_slice(), dy.as_mut_slice(), rows, cols).unwrap()
+            ordo_cuda_kernels::gemv_normalize(s, da.as_slice(), dx.as_slice(), dy.as_mut_slice(), rows, cols).unwrap()
         };
         assert_close(&download(&dy, s), &gemv_normalize_cpu(&a, &x, rows, cols), 2e-3, "gemv_normalize");
     }
@@ -103,7 +103,7 @@ fn frame_filter_matches_the_cpu() {
         let rgb = rng.bytes(w * h * 3);
         let drgb = upload(&rgb, s);
         let mut out = upload(&vec![0xABu8; w * h], s);
-        unsafe { ordo_kernels::frame_filter(s, drgb.as_slice(), out.as_mut_slice(), w, h).unwrap() };
+        unsafe { ordo_cuda_kernels::frame_filter(s, drgb.as_slice(), out.as_mut_slice(), w, h).unwrap() };
         assert!(download(&out, s) == frame_filter_cpu(&rgb, w, h), "frame filter {w}x{h}");
     }
 }
@@ -138,7 +138,8 @@ fn pdl_chain_eager_and_graph_match_the_cpu_and_keep_programmatic_edges() {
             let mut a = upload(&a0, s);
             let mut b = poisoned(n, s);
             unsafe {
-                ordo_kernels::chain(s, a.as_mut_slice(), b.as_mut_slice(), dscale.as_slice(), STEPS, &plan).unwrap()
+                ordo_cuda_kernels::chain(s, a.as_mut_slice(), b.as_mut_slice(), dscale.as_slice(), STEPS, &plan)
+                    .unwrap()
             };
             assert!(download(&a, s) == expect, "eager chain n={n} {pdl:?}");
             // Captured into a graph and replayed.
@@ -150,7 +151,7 @@ fn pdl_chain_eager_and_graph_match_the_cpu_and_keep_programmatic_edges() {
             // the GPU lock exclusively, and this thread only enqueues through `cs`).
             let graph = unsafe {
                 capture(s, CaptureMode::Global, |cs| {
-                    ordo_kernels::chain(cs, a.as_mut_slice(), b.as_mut_slice(), dscale.as_slice(), STEPS, &plan)
+                    ordo_cuda_kernels::chain(cs, a.as_mut_slice(), b.as_mut_slice(), dscale.as_slice(), STEPS, &plan)
                 })
             }
             .unwrap();
@@ -188,7 +189,7 @@ fn defect_14_chain_matches_the_cpu_for_odd_sizes_and_a_scale_written_just_before
     let s = stream.as_stream();
     let mut rng = Rng(1414);
     for n in [1usize, 255, 257, 100_003, (4 << 20) + 3] {
-        assert_ne!(n % ordo_kernels::BLOCK as usize, 0);
+        assert_ne!(n % ordo_cuda_kernels::BLOCK as usize, 0);
         let p = rng.f32s(n, -1.0, 1.0);
         let q = rng.f32s(n, 0.1, 0.5);
         let x0 = rng.f32s(n, -1.0, 1.0);
@@ -203,8 +204,10 @@ fn defect_14_chain_matches_the_cpu_for_odd_sizes_and_a_scale_written_just_before
             let mut a = upload(&x0, s);
             let mut b = poisoned(n, s);
             unsafe {
-                ordo_kernels::chain(s, dp.as_mut_slice(), dscale.as_mut_slice(), dq.as_slice(), BEFORE, &plan).unwrap();
-                ordo_kernels::chain(s, a.as_mut_slice(), b.as_mut_slice(), dscale.as_slice(), STEPS, &plan).unwrap();
+                ordo_cuda_kernels::chain(s, dp.as_mut_slice(), dscale.as_mut_slice(), dq.as_slice(), BEFORE, &plan)
+                    .unwrap();
+                ordo_cuda_kernels::chain(s, a.as_mut_slice(), b.as_mut_slice(), dscale.as_slice(), STEPS, &plan)
+                    .unwrap();
             }
             assert!(download(&dscale, s) == scale, "n={n} {pdl:?}: the chain before");
             assert!(download(&b, s) == expect, "n={n} {pdl:?}: {plan:?}");
@@ -237,14 +240,14 @@ fn every_stream_correct_function_captures_in_global_mode_and_replays_like_eager(
                    c2: &mut DeviceBuffer<'_, f32>|
      -> Result<()> {
         unsafe {
-            ordo_kernels::gemv_normalize(s, da.as_slice(), dx.as_slice(), y.as_mut_slice(), rows, cols)?;
-            ordo_kernels::frame_filter(s, drgb.as_slice(), frame.as_mut_slice(), w, h)?;
-            ordo_kernels::square(s, dv.as_slice(), sq.as_mut_slice())?;
-            ordo_kernels::add_one(s, sq.as_mut_slice())?;
-            ordo_kernels::heavy(s, sq.as_mut_slice())?;
+            ordo_cuda_kernels::gemv_normalize(s, da.as_slice(), dx.as_slice(), y.as_mut_slice(), rows, cols)?;
+            ordo_cuda_kernels::frame_filter(s, drgb.as_slice(), frame.as_mut_slice(), w, h)?;
+            ordo_cuda_kernels::square(s, dv.as_slice(), sq.as_mut_slice())?;
+            ordo_cuda_kernels::add_one(s, sq.as_mut_slice())?;
+            ordo_cuda_kernels::heavy(s, sq.as_mut_slice())?;
             copy::d2d_async(c1.as_mut_slice(), dv.as_slice(), s)?;
-            ordo_kernels::chain(s, c1.as_mut_slice(), c2.as_mut_slice(), scale.as_slice(), 7, &plan)?;
-            ordo_kernels::empty(s)
+            ordo_cuda_kernels::chain(s, c1.as_mut_slice(), c2.as_mut_slice(), scale.as_slice(), 7, &plan)?;
+            ordo_cuda_kernels::empty(s)
         }
     };
     let outputs = |s| (poisoned(rows, s), upload(&vec![0u8; w * h], s), poisoned(n, s), poisoned(n, s), poisoned(n, s));
@@ -286,7 +289,7 @@ fn a_synchronise_inside_capture_fails_clearly_and_the_stream_stays_usable() {
     // (exclusive GPU lock).
     let err = unsafe {
         capture(s, CaptureMode::Global, |cs| {
-            ordo_kernels::add_one(cs, x.as_mut_slice())?;
+            ordo_cuda_kernels::add_one(cs, x.as_mut_slice())?;
             cs.synchronize()
         })
     }
@@ -295,13 +298,14 @@ fn a_synchronise_inside_capture_fails_clearly_and_the_stream_stays_usable() {
     assert_eq!(err.call(), "cudaStreamSynchronize");
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::None);
     // The stream works, and a following capture succeeds.
-    unsafe { ordo_kernels::add_one(s, x.as_mut_slice()).unwrap() };
+    unsafe { ordo_cuda_kernels::add_one(s, x.as_mut_slice()).unwrap() };
     // SAFETY (both captures): `x` outlives each executable graph (dropped at the end of its
     // statement, after a launch that `download` below waits for on the same stream); nothing else
     // uses `s` during the captures.
-    let g = unsafe { capture(s, CaptureMode::ThreadLocal, |cs| ordo_kernels::add_one(cs, x.as_mut_slice())) }.unwrap();
+    let g =
+        unsafe { capture(s, CaptureMode::ThreadLocal, |cs| ordo_cuda_kernels::add_one(cs, x.as_mut_slice())) }.unwrap();
     g.instantiate(InstantiateFlags::empty()).unwrap().launch(s).unwrap();
-    let g = unsafe { capture(s, CaptureMode::Relaxed, |cs| ordo_kernels::add_one(cs, x.as_mut_slice())) }.unwrap();
+    let g = unsafe { capture(s, CaptureMode::Relaxed, |cs| ordo_cuda_kernels::add_one(cs, x.as_mut_slice())) }.unwrap();
     g.instantiate(InstantiateFlags::empty()).unwrap().launch(s).unwrap();
     assert!(download(&x, s).iter().all(|&v| v == 4.0));
 }
@@ -336,16 +340,17 @@ fn launch_configuration_errors_are_clear_and_leave_the_context_usable() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn cublas_gemv_normalize_matches_the_cpu_and_captures() {
+    use ordo_cuda_kernels::cublas::gemv_normalize as gemv_normalize_cublas;
     let _gpu = gpu_lock::exclusive(); // captures in global mode
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
-    let mut blas = ordo_kernels::cublas::Cublas::new().unwrap();
+    let mut blas = ordo_cuda_libs::cublas::Cublas::new().unwrap();
     let mut rng = Rng(3);
     let (rows, cols) = (777, 1025);
     let (a, x) = (rng.f32s(rows * cols, -1.0, 1.0), rng.f32s(cols, -1.0, 1.0));
     let (da, dx) = (upload(&a, s), upload(&x, s));
     let mut y = poisoned(rows, s);
-    unsafe { blas.gemv_normalize(s, da.as_slice(), dx.as_slice(), y.as_mut_slice(), rows, cols).unwrap() };
+    unsafe { gemv_normalize_cublas(&mut blas, s, da.as_slice(), dx.as_slice(), y.as_mut_slice(), rows, cols).unwrap() };
     let expect = gemv_normalize_cpu(&a, &x, rows, cols);
     assert_close(&download(&y, s), &expect, 2e-3, "cublas gemv_normalize");
     // Another stream between calls: the handle follows the caller's stream each time.
@@ -356,7 +361,7 @@ fn cublas_gemv_normalize_matches_the_cpu_and_captures() {
     // launch (read back below); nothing else uses `other` during the capture (exclusive GPU lock).
     let g = unsafe {
         capture(other.as_stream(), CaptureMode::Global, |cs| {
-            blas.gemv_normalize(cs, da.as_slice(), dx.as_slice(), y2.as_mut_slice(), rows, cols)
+            gemv_normalize_cublas(&mut blas, cs, da.as_slice(), dx.as_slice(), y2.as_mut_slice(), rows, cols)
         })
     }
     .unwrap();

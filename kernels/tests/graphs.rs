@@ -3,12 +3,12 @@
 //! kinds including allocation nodes, the bucket cache against eager on random sizes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::graph::{capture, capture_into, CaptureMode, InstantiateFlags, NodeKind, UpdateOutcome};
-use ordo_core::graph_cache::{GraphCache, Overflow};
-use ordo_core::launch::LaunchConfig;
-use ordo_core::memory::copy;
-use ordo_core::*;
-use ordo_kernels::kernel;
+use ordo_cuda_core::graph::{capture, capture_into, CaptureMode, InstantiateFlags, NodeKind, UpdateOutcome};
+use ordo_cuda_core::graph_cache::{GraphCache, Overflow};
+use ordo_cuda_core::launch::LaunchConfig;
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::*;
+use ordo_cuda_kernels::kernel;
 
 mod common;
 use common::{download, gpu_lock, upload};
@@ -27,13 +27,13 @@ fn the_sources_200_kernel_program_gives_the_same_result_eager_and_as_a_graph() {
     let mut eager = upload(&data, s);
     let mut graphed = upload(&data, s);
     for _ in 0..200 {
-        unsafe { ordo_kernels::add_one(s, eager.as_mut_slice()).unwrap() };
+        unsafe { ordo_cuda_kernels::add_one(s, eager.as_mut_slice()).unwrap() };
     }
     // SAFETY: `graphed` outlives the executable graph (declared before it) and is read back after
     // its launch; nothing else uses `s` during the capture (exclusive GPU lock).
     let g = unsafe {
         capture(s, CaptureMode::Global, |cs| {
-            (0..200).try_for_each(|_| ordo_kernels::add_one(cs, graphed.as_mut_slice()))
+            (0..200).try_for_each(|_| ordo_cuda_kernels::add_one(cs, graphed.as_mut_slice()))
         })
     }
     .unwrap();
@@ -61,10 +61,10 @@ fn exec_update_succeeds_for_new_pointers_and_reports_a_changed_topology() {
     // SAFETY (the three captures): `a` and `b` are declared before every graph and executable
     // graph, so they outlive them and their launches (each read back after it); nothing else uses
     // `s` during the captures (exclusive GPU lock).
-    let ga = unsafe { capture(s, CaptureMode::Global, |cs| ordo_kernels::add_one(cs, a.as_mut_slice())) }.unwrap();
+    let ga = unsafe { capture(s, CaptureMode::Global, |cs| ordo_cuda_kernels::add_one(cs, a.as_mut_slice())) }.unwrap();
     let mut exec = ga.instantiate(InstantiateFlags::empty()).unwrap();
     // Same topology, another buffer: updates in place.
-    let gb = unsafe { capture(s, CaptureMode::Global, |cs| ordo_kernels::add_one(cs, b.as_mut_slice())) }.unwrap();
+    let gb = unsafe { capture(s, CaptureMode::Global, |cs| ordo_cuda_kernels::add_one(cs, b.as_mut_slice())) }.unwrap();
     assert_eq!(exec.update(&gb).unwrap(), UpdateOutcome::Updated);
     exec.launch(s).unwrap();
     assert!(download(&a, s) == a0, "the old buffer must be untouched");
@@ -72,8 +72,8 @@ fn exec_update_succeeds_for_new_pointers_and_reports_a_changed_topology() {
     // Two kernels instead of one: the update is refused, with the reason.
     let gc = unsafe {
         capture(s, CaptureMode::Global, |cs| {
-            ordo_kernels::add_one(cs, b.as_mut_slice())?;
-            ordo_kernels::add_one(cs, b.as_mut_slice())
+            ordo_cuda_kernels::add_one(cs, b.as_mut_slice())?;
+            ordo_cuda_kernels::add_one(cs, b.as_mut_slice())
         })
     }
     .unwrap();
@@ -96,7 +96,7 @@ fn kernel_node_arguments_can_be_replaced_in_an_instantiated_graph() {
     let (a0, b0) = (download(&a, s), download(&b, s));
     // SAFETY: `a` (and `b`, which the node is pointed at below) outlive the executable graph and its
     // launch (read back after it); nothing else uses `s` during the capture (exclusive GPU lock).
-    let g = unsafe { capture(s, CaptureMode::Global, |cs| ordo_kernels::heavy(cs, a.as_mut_slice())) }.unwrap();
+    let g = unsafe { capture(s, CaptureMode::Global, |cs| ordo_cuda_kernels::heavy(cs, a.as_mut_slice())) }.unwrap();
     let mut exec = g.instantiate(InstantiateFlags::empty()).unwrap();
     let nodes = g.kernel_nodes(kernel::heavy()).unwrap();
     assert_eq!(nodes.len(), 1);
@@ -122,13 +122,14 @@ fn capture_into_an_existing_graph_and_allocation_nodes() {
     // SAFETY (both captures): `x` outlives the graph and the executable graph (declared before
     // them) and is read back after their launches; the temporary is the graph's own allocation
     // node; nothing else uses `s` during the captures (exclusive GPU lock).
-    let mut g = unsafe { capture(s, CaptureMode::Global, |cs| ordo_kernels::add_one(cs, x.as_mut_slice())) }.unwrap();
+    let mut g =
+        unsafe { capture(s, CaptureMode::Global, |cs| ordo_cuda_kernels::add_one(cs, x.as_mut_slice())) }.unwrap();
     unsafe {
         capture_into(&mut g, s, CaptureMode::Global, |cs| {
             // A stream-ordered temporary inside the capture: an allocation node and a free node.
             let mut tmp = DeviceBuffer::<f32>::alloc_async(2048, cs)?;
             copy::d2d_async(tmp.as_mut_slice(), x.as_slice(), cs)?;
-            ordo_kernels::square(cs, tmp.as_slice(), x.as_mut_slice())?;
+            ordo_cuda_kernels::square(cs, tmp.as_slice(), x.as_mut_slice())?;
             tmp.free_async()
         })
     }
@@ -161,11 +162,11 @@ fn the_bucket_cache_gives_eager_results_for_random_sizes() {
     // which nothing else uses meanwhile (exclusive GPU lock). The body's views are in bounds
     // (n is at most MAX, the buffers' length).
     let mut cache = unsafe {
-        GraphCache::new(ordo_core::graph_cache::default_buckets(), Overflow::Error, |cs, n| {
+        GraphCache::new(ordo_cuda_core::graph_cache::default_buckets(), Overflow::Error, |cs, n| {
             let i = DeviceSliceMut::from_raw_parts(inp, n);
             let o = DeviceSliceMut::from_raw_parts(out, n);
-            ordo_kernels::square(cs, i.as_slice(), o)?;
-            ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(out, n))
+            ordo_cuda_kernels::square(cs, i.as_slice(), o)?;
+            ordo_cuda_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(out, n))
         })
     }
     .unwrap();
@@ -206,7 +207,7 @@ fn a_cache_with_options_warms_up_and_captures_largest_first() {
     let mut x = DeviceBuffer::<f32>::zeroed_async(64, s).unwrap();
     let xp = x.as_mut_ptr();
     let calls = std::cell::RefCell::new(Vec::new());
-    let options = ordo_core::graph_cache::CacheOptions {
+    let options = ordo_cuda_core::graph_cache::CacheOptions {
         mode: CaptureMode::ThreadLocal,
         warmup: true,
         instantiate: InstantiateFlags::empty(),
@@ -216,7 +217,7 @@ fn a_cache_with_options_warms_up_and_captures_largest_first() {
     let mut cache = unsafe {
         GraphCache::with_options(buckets.clone(), Overflow::Error, options, |cs, n| {
             calls.borrow_mut().push(n);
-            ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(xp, n))
+            ordo_cuda_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(xp, n))
         })
     }
     .unwrap();
@@ -248,7 +249,7 @@ fn add_one_squared(x: &[f32]) -> Vec<f32> {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn a_captured_frame_is_replayed_for_other_host_and_device_buffers_by_retargeting_its_nodes() {
-    use ordo_core::graph::NodeKind;
+    use ordo_cuda_core::graph::NodeKind;
     let _gpu = gpu_lock::exclusive(); // captures in global mode
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
@@ -266,8 +267,8 @@ fn a_captured_frame_is_replayed_for_other_host_and_device_buffers_by_retargeting
     let g = unsafe {
         capture(s, CaptureMode::Global, |cs| {
             copy::h2d_async(dev_in[0].as_mut_slice(), host_in[0].pinned(), cs)?;
-            ordo_kernels::add_one(cs, dev_in[0].as_mut_slice())?;
-            ordo_kernels::square(cs, dev_in[0].as_slice(), dev_out[0].as_mut_slice())?;
+            ordo_cuda_kernels::add_one(cs, dev_in[0].as_mut_slice())?;
+            ordo_cuda_kernels::square(cs, dev_in[0].as_slice(), dev_out[0].as_mut_slice())?;
             copy::d2h_async(host_out[0].pinned_mut(), dev_out[0].as_slice(), cs)
         })
     }
@@ -286,7 +287,7 @@ fn a_captured_frame_is_replayed_for_other_host_and_device_buffers_by_retargeting
     assert_eq!(roots[0].kind().unwrap(), NodeKind::Memcpy);
     let add = g.kernel_nodes(kernel::add_one()).unwrap()[0];
     let sq = g.kernel_nodes(kernel::square()).unwrap()[0];
-    let config = LaunchConfig::for_elements(n, ordo_kernels::BLOCK).unwrap();
+    let config = LaunchConfig::for_elements(n, ordo_cuda_kernels::BLOCK).unwrap();
     let mut exec = g.instantiate(InstantiateFlags::empty()).unwrap();
     // Frame 1 first (every node retargeted), then frame 0 (back to the captured buffers).
     for k in [1, 0] {
@@ -317,7 +318,7 @@ fn a_captured_frame_is_replayed_for_other_host_and_device_buffers_by_retargeting
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn a_captured_memset_is_pointed_at_another_buffer_with_another_value() {
-    use ordo_core::graph::MemsetParams;
+    use ordo_cuda_core::graph::MemsetParams;
     let _gpu = gpu_lock::exclusive(); // captures in global mode
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
@@ -328,7 +329,7 @@ fn a_captured_memset_is_pointed_at_another_buffer_with_another_value() {
     let g = unsafe {
         capture(s, CaptureMode::Global, |cs| {
             copy::memset_async(a.as_mut_slice(), 0x3f, cs)?;
-            ordo_kernels::add_one(cs, a.as_mut_slice())
+            ordo_cuda_kernels::add_one(cs, a.as_mut_slice())
         })
     }
     .unwrap();
@@ -350,7 +351,7 @@ fn a_captured_memset_is_pointed_at_another_buffer_with_another_value() {
     exec.launch(s).unwrap();
     assert!(download(&a, s) == vec![f32::from_bits(0x3f3f_3f3f) + 1.0; n]);
     copy::h2d_blocking(a.as_mut_slice(), &vec![5.0; n], s).unwrap();
-    let config = LaunchConfig::for_elements(n, ordo_kernels::BLOCK).unwrap();
+    let config = LaunchConfig::for_elements(n, ordo_cuda_kernels::BLOCK).unwrap();
     // SAFETY: as for the capture.
     unsafe {
         exec.set_memset_node(memset, &MemsetParams { dst: b.as_mut_ptr().cast(), value: pattern(0x40), ..p }).unwrap();
@@ -377,8 +378,8 @@ fn a_disabled_kernel_node_is_skipped_until_enabled_again() {
     // are read back after each launch; nothing else uses `s` during the capture.
     let g = unsafe {
         capture(s, CaptureMode::Global, |cs| {
-            ordo_kernels::add_one(cs, x.as_mut_slice())?;
-            ordo_kernels::square(cs, x.as_slice(), y.as_mut_slice())
+            ordo_cuda_kernels::add_one(cs, x.as_mut_slice())?;
+            ordo_cuda_kernels::square(cs, x.as_slice(), y.as_mut_slice())
         })
     }
     .unwrap();
@@ -410,8 +411,8 @@ fn a_device_launchable_graph_reports_its_flag_and_replays_from_the_host() {
     // SAFETY: as in the test above.
     let g = unsafe {
         capture(s, CaptureMode::Global, |cs| {
-            ordo_kernels::add_one(cs, x.as_mut_slice())?;
-            ordo_kernels::square(cs, x.as_slice(), y.as_mut_slice())
+            ordo_cuda_kernels::add_one(cs, x.as_mut_slice())?;
+            ordo_cuda_kernels::square(cs, x.as_slice(), y.as_mut_slice())
         })
     }
     .unwrap();
@@ -450,7 +451,7 @@ fn a_while_node_runs_its_body_until_the_countdown_kernel_sets_the_condition_to_z
     let (node, body) = g.add_while_node(&[], condition).unwrap();
     assert_eq!(node.kind().unwrap(), NodeKind::Conditional);
     assert_eq!(g.root_nodes().unwrap(), vec![node]);
-    let config = LaunchConfig::for_elements(n, ordo_kernels::BLOCK).unwrap();
+    let config = LaunchConfig::for_elements(n, ordo_cuda_kernels::BLOCK).unwrap();
     // SAFETY: `x` and `counter` are declared before the graph and the executable graph, so they
     // outlive them and their launches (each read back after it); countdown runs on one thread,
     // the only writer of the condition.

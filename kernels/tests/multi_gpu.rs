@@ -4,9 +4,9 @@
 //! says the machine has two (see `two_devices_or_skip`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::memory::copy;
-use ordo_core::pipeline::{Buffers, Pipeline, Plan, Schedule};
-use ordo_core::*;
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::pipeline::{Buffers, Pipeline, Plan, Schedule};
+use ordo_cuda_core::*;
 use std::time::Instant;
 
 mod common;
@@ -25,7 +25,7 @@ fn two_gpus_streams_events_and_peer_copies() {
     copy::h2d_blocking(a0.as_mut_slice(), &data, s0.as_stream()).unwrap();
     // A long kernel on device 0, then an event that device 1's stream waits on.
     for _ in 0..20 {
-        unsafe { ordo_kernels::heavy(s0.as_stream(), a0.as_mut_slice()).unwrap() };
+        unsafe { ordo_cuda_kernels::heavy(s0.as_stream(), a0.as_mut_slice()).unwrap() };
     }
     let ready = Event::new().unwrap();
     ready.record(s0.as_stream()).unwrap();
@@ -123,7 +123,7 @@ fn two_gpus_pool_access_round_trip_and_peer_kernel() {
     d1.set_current().unwrap();
     let s1 = Stream::new().unwrap();
     // A kernel on device 1 writes device 0's pool memory in place.
-    unsafe { ordo_kernels::add_one(s1.as_stream(), x0.as_mut_slice()).unwrap() };
+    unsafe { ordo_cuda_kernels::add_one(s1.as_stream(), x0.as_mut_slice()).unwrap() };
     s1.synchronize().unwrap();
     d0.set_current().unwrap();
     let mut back = vec![0f32; N];
@@ -163,7 +163,7 @@ fn two_gpus_streams_and_events_of_another_device() {
     let mut back = vec![0f32; N];
 
     // A launch onto device 1's stream, with device 0 current, runs on device 1.
-    unsafe { ordo_kernels::add_one(s1.as_stream(), x1.as_mut_slice()).unwrap() };
+    unsafe { ordo_cuda_kernels::add_one(s1.as_stream(), x1.as_mut_slice()).unwrap() };
     copy::d2h_blocking(&mut back, x1.as_slice(), s1.as_stream()).unwrap();
     assert!(back == plus(1), "the launch ran on device 1");
     assert_eq!(Device::current().unwrap(), d0);
@@ -172,7 +172,7 @@ fn two_gpus_streams_and_events_of_another_device() {
     let record = e0.record(s1.as_stream());
     println!("event of device 0 recorded on a stream of device 1: {record:?}");
     let e = record.unwrap_err();
-    assert_eq!(e.cuda_code(), Some(ordo_core::sys::cudaError::cudaErrorInvalidResourceHandle), "{e}");
+    assert_eq!(e.cuda_code(), Some(ordo_cuda_core::sys::cudaError::cudaErrorInvalidResourceHandle), "{e}");
     assert!(!e.is_sticky() && e.call() == "cudaEventRecord", "{e}");
     e0.record(s0.as_stream()).unwrap();
     e0.synchronize().unwrap();
@@ -193,14 +193,15 @@ fn two_gpus_streams_and_events_of_another_device() {
         output: output.pinned_mut(),
     };
     let plan = Plan { chunks: 4, schedule: Schedule::Staged };
-    let run = unsafe { p.run(s1.as_stream(), buffers, plan, |cs, i, o| ordo_kernels::heavy_into(cs, i.as_slice(), o)) }
-        .unwrap_err();
+    let run =
+        unsafe { p.run(s1.as_stream(), buffers, plan, |cs, i, o| ordo_cuda_kernels::heavy_into(cs, i.as_slice(), o)) }
+            .unwrap_err();
     println!("pipeline of device 0 run from a stream of device 1: {run}");
     assert!(run.to_string().contains("another device"), "{run}");
 
     // Legal: device 0's stream waits on device 1's work (a long kernel there), then reads it.
     for _ in 0..50 {
-        unsafe { ordo_kernels::add_one(s1.as_stream(), x1.as_mut_slice()).unwrap() };
+        unsafe { ordo_cuda_kernels::add_one(s1.as_stream(), x1.as_mut_slice()).unwrap() };
     }
     d1.set_current().unwrap();
     let ready = Event::new().unwrap();
@@ -211,13 +212,13 @@ fn two_gpus_streams_and_events_of_another_device() {
     copy::d2h_blocking(&mut back, x0.as_slice(), s0.as_stream()).unwrap();
     assert!(back == plus(51), "device 0 read device 1's buffer after its 51 kernels");
     // Both devices still work.
-    unsafe { ordo_kernels::add_one(s0.as_stream(), x0.as_mut_slice()).unwrap() };
+    unsafe { ordo_cuda_kernels::add_one(s0.as_stream(), x0.as_mut_slice()).unwrap() };
     copy::d2h_blocking(&mut back, x0.as_slice(), s0.as_stream()).unwrap();
     assert!(back == plus(52));
     drop((x0, dev_out));
     s0.synchronize().unwrap();
     d1.set_current().unwrap();
-    unsafe { ordo_kernels::add_one(s1.as_stream(), x1.as_mut_slice()).unwrap() };
+    unsafe { ordo_cuda_kernels::add_one(s1.as_stream(), x1.as_mut_slice()).unwrap() };
     copy::d2h_blocking(&mut back, x1.as_slice(), s1.as_stream()).unwrap();
     assert!(back == plus(52));
     drop(x1);
@@ -225,11 +226,10 @@ fn two_gpus_streams_and_events_of_another_device() {
     d0.set_current().unwrap();
 }
 
-#[cfg(feature = "nccl")]
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn two_gpus_nccl_all_reduce_overlaps_compute() {
-    use ordo_kernels::nccl::Communicators;
+    use ordo_cuda_libs::nccl::Communicators;
     let Some((d0, d1)) = two_devices_or_skip("two_gpus_nccl_all_reduce_overlaps_compute") else { return };
     const N: usize = 32 << 20; // 128 MiB a device
     const C: usize = 8 << 20;
@@ -272,7 +272,7 @@ fn two_gpus_nccl_all_reduce_overlaps_compute() {
     for (i, d) in [d0, d1].into_iter().enumerate() {
         d.set_current().unwrap();
         for _ in 0..10 {
-            unsafe { ordo_kernels::heavy(compute_streams[i].as_stream(), work[i].as_mut_slice()).unwrap() };
+            unsafe { ordo_cuda_kernels::heavy(compute_streams[i].as_stream(), work[i].as_mut_slice()).unwrap() };
         }
         // Join: the compute stream waits for the collective before anything that reads `recv`.
         let done = Event::new().unwrap();

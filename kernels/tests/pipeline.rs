@@ -2,15 +2,15 @@
 //! staging ring.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::graph::{capture, CaptureMode, InstantiateFlags};
-use ordo_core::host_fn::{launch_host_fn, take_host_fn_panics};
-use ordo_core::memory::copy;
-use ordo_core::pipeline::{
+use ordo_cuda_core::graph::{capture, CaptureMode, InstantiateFlags};
+use ordo_cuda_core::host_fn::{launch_host_fn, take_host_fn_panics};
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::pipeline::{
     chunk_range, stencil_window, Buffers, Pipeline, Plan, RunBuffers, RunOptions, Schedule, Stencil, StencilChunk,
 };
-use ordo_core::staging::StagingRing;
-use ordo_core::*;
-use ordo_kernels::BlurInput;
+use ordo_cuda_core::staging::StagingRing;
+use ordo_cuda_core::*;
+use ordo_cuda_kernels::BlurInput;
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -53,7 +53,7 @@ fn pipeline_results_equal_the_serial_version_for_several_plans() {
                 dev_out: dev_out.as_mut_slice(),
                 output: output.pinned_mut(),
             };
-            unsafe { p.run(s, buffers, plan, |cs, i, o| ordo_kernels::heavy_into(cs, i.as_slice(), o)).unwrap() };
+            unsafe { p.run(s, buffers, plan, |cs, i, o| ordo_cuda_kernels::heavy_into(cs, i.as_slice(), o)).unwrap() };
             s.synchronize().unwrap();
             assert!(output[..] == expect[..], "n {n} {plan:?} timing {timing}");
             if !timing {
@@ -112,17 +112,17 @@ fn pipeline_records_through_temporaries_of_the_callers_pool() {
             assert_eq!(i.len() % 3, 0, "whole records");
             seen.push(i.len() / 3);
             for f in 0..3 {
-                let code = ordo_core::sys::cudaMemcpy2DAsync(
+                let code = ordo_cuda_core::sys::cudaMemcpy2DAsync(
                     o.as_mut_ptr().add((f + 1) % 3).cast(),
                     12,
                     i.as_mut_ptr().add(f).cast_const().cast(),
                     12,
                     4,
                     i.len() / 3,
-                    ordo_core::sys::cudaMemcpyKind::cudaMemcpyDeviceToDevice,
+                    ordo_cuda_core::sys::cudaMemcpyKind::cudaMemcpyDeviceToDevice,
                     cs.as_raw(),
                 );
-                assert_eq!(code, ordo_core::sys::cudaError::cudaSuccess);
+                assert_eq!(code, ordo_cuda_core::sys::cudaError::cudaSuccess);
             }
             Ok(())
         })
@@ -184,7 +184,7 @@ fn defect_05_a_failing_run_joins_its_worker_streams_to_main() {
             // SAFETY: the closure only sleeps: no CUDA call.
             unsafe { launch_host_fn(cs, || std::thread::sleep(Duration::from_millis(50)))? };
             // SAFETY: the pipeline's own views, valid for the run.
-            unsafe { ordo_kernels::heavy_into(cs, i.as_slice(), o) }
+            unsafe { ordo_cuda_kernels::heavy_into(cs, i.as_slice(), o) }
         };
         let buffers = Buffers {
             input: input.pinned(),
@@ -222,7 +222,7 @@ fn defect_05_a_failing_run_joins_its_worker_streams_to_main() {
     // SAFETY: the buffers live until main is synchronised below.
     unsafe {
         p.run(s, buffers, Plan { chunks: CHUNKS, schedule: Schedule::Staged }, |cs, i, o| {
-            ordo_kernels::heavy_into(cs, i.as_slice(), o)
+            ordo_cuda_kernels::heavy_into(cs, i.as_slice(), o)
         })
     }
     .unwrap();
@@ -259,7 +259,7 @@ fn defect_05_a_panicking_compute_callback_still_joins_the_workers() {
         // SAFETY: the closure only sleeps: no CUDA call.
         unsafe { launch_host_fn(cs, || std::thread::sleep(Duration::from_millis(50)))? };
         // SAFETY: the pipeline's own views, valid for the run.
-        unsafe { ordo_kernels::heavy_into(cs, i.as_slice(), o) }
+        unsafe { ordo_cuda_kernels::heavy_into(cs, i.as_slice(), o) }
     };
     let buffers = Buffers {
         input: input.pinned(),
@@ -427,7 +427,7 @@ fn check_blur_run<T: BlurInput + Into<f32>>(
     let compute = |cs: StreamRef<'_>, chunk: StencilChunk<'_, T, f32>| {
         seen.push((chunk.first_row, chunk.rows, chunk.before, chunk.after, chunk.input.len(), chunk.output.len()));
         // SAFETY: the pipeline's views, valid for the run.
-        unsafe { ordo_kernels::blur_rows_downsample(cs, chunk, width, radius) }
+        unsafe { ordo_cuda_kernels::blur_rows_downsample(cs, chunk, width, radius) }
     };
     // SAFETY: the buffers outlive the run: `s` is synchronised below, before they drop.
     unsafe { p.run_stencil(s, buffers, plan, stencil, compute) }.unwrap();
@@ -532,7 +532,7 @@ fn a_failing_stencil_run_joins_its_worker_streams_to_main() {
             // SAFETY: the closure only sleeps: no CUDA call.
             unsafe { launch_host_fn(cs, || std::thread::sleep(Duration::from_millis(30)))? };
             // SAFETY: the pipeline's views, valid for the run.
-            unsafe { ordo_kernels::blur_rows_downsample(cs, c, width, halo) }
+            unsafe { ordo_cuda_kernels::blur_rows_downsample(cs, c, width, halo) }
         };
         let buffers = RunBuffers { input: input.pinned(), dev_in: None, dev_out: None, output: output.pinned_mut() };
         let stencil = Stencil { in_record_len: width, out_record_len: width / 2, halo, pool: None };
@@ -572,7 +572,7 @@ fn a_stencil_run_captured_in_global_mode_replays_on_changed_input() {
         let compute = |ws: StreamRef<'_>, c: StencilChunk<'_, u8, f32>| {
             // SAFETY: the pipeline's views, valid for the run (at every replay: the capture's
             // contract below).
-            unsafe { ordo_kernels::blur_rows_downsample(ws, c, width, halo) }
+            unsafe { ordo_cuda_kernels::blur_rows_downsample(ws, c, width, halo) }
         };
         input.copy_from_slice(&data(0));
         output.fill(f32::NAN);

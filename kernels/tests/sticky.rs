@@ -4,8 +4,8 @@
 //! panics or hangs. A bad launch configuration, by contrast, leaves the context usable.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::launch::LaunchConfig;
-use ordo_core::*;
+use ordo_cuda_core::launch::LaunchConfig;
+use ordo_cuda_core::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -29,14 +29,14 @@ fn child() {
     let s = stream.as_stream();
     let mut buf = DeviceBuffer::<f32>::zeroed_async(1024, s).unwrap();
     let launched = unsafe {
-        ordo_kernels::kernel::write_at().launch(s, &LaunchConfig::new(1, 32), (buf.as_mut_ptr(), 1i64 << 40))
+        ordo_cuda_kernels::kernel::write_at().launch(s, &LaunchConfig::new(1, 32), (buf.as_mut_ptr(), 1i64 << 40))
     };
     println!("CHILD {}", describe("launch", launched));
     println!("CHILD {}", describe("synchronize", s.synchronize()));
     println!("CHILD {}", describe("query", s.query().map(|_| ())));
     println!("CHILD {}", describe("event", Event::new().map(|_| ())));
     println!("CHILD {}", describe("alloc", DeviceBuffer::<f32>::alloc_async(16, s).map(|_| ())));
-    println!("CHILD {}", describe("launch-again", ordo_kernels::empty(s)));
+    println!("CHILD {}", describe("launch-again", ordo_cuda_kernels::empty(s)));
     std::mem::forget(buf); // its free would fail too; the process is about to exit
 }
 
@@ -96,7 +96,7 @@ fn a_bad_launch_configuration_is_not_sticky() {
     let data: Vec<f32> = (0..N).map(|i| (i as f32).sin() * 100.0).collect();
     let mut x = DeviceBuffer::<f32>::alloc_async(N, s).unwrap();
     memory::copy::h2d_blocking(x.as_mut_slice(), &data, s).unwrap();
-    let add_one = ordo_kernels::kernel::add_one();
+    let add_one = ordo_cuda_kernels::kernel::add_one();
     let refused = [
         ("1 GiB of dynamic shared memory", LaunchConfig::new(1, 256).with_shared_mem(1 << 30)),
         ("a cluster of 32 blocks", LaunchConfig::new(32, 128).with_cluster(32)),
@@ -114,7 +114,7 @@ fn a_bad_launch_configuration_is_not_sticky() {
         // Nothing left behind: the last-error slot is clear, a correct launch runs.
         error::peek_last_error().unwrap();
         // SAFETY: as above.
-        unsafe { ordo_kernels::add_one(s, x.as_mut_slice()).unwrap() };
+        unsafe { ordo_cuda_kernels::add_one(s, x.as_mut_slice()).unwrap() };
         let mut back = vec![0f32; N];
         memory::copy::d2h_blocking(&mut back, x.as_slice(), s).unwrap();
         let expect: Vec<f32> = data.iter().map(|v| (0..=k).fold(*v, |v, _| v + 1.0)).collect();

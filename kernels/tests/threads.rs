@@ -3,8 +3,8 @@
 //! recorded by one thread while others query it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_core::memory::copy;
-use ordo_core::*;
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::*;
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
@@ -25,9 +25,9 @@ fn eight_threads_on_their_own_streams_and_on_one_shared_stream() {
                 let own = Stream::new().unwrap();
                 let mut mine = DeviceBuffer::<f32>::zeroed_async(N, own.as_stream()).unwrap();
                 for _ in 0..LAUNCHES + t {
-                    unsafe { ordo_kernels::add_one(own.as_stream(), mine.as_mut_slice()).unwrap() };
+                    unsafe { ordo_cuda_kernels::add_one(own.as_stream(), mine.as_mut_slice()).unwrap() };
                     // The shared stream, from every thread at once.
-                    unsafe { ordo_kernels::add_one(shared.as_stream(), buf.as_mut_slice()).unwrap() };
+                    unsafe { ordo_cuda_kernels::add_one(shared.as_stream(), buf.as_mut_slice()).unwrap() };
                     event.record(shared.as_stream()).unwrap();
                     let _ = event.query().unwrap();
                 }

@@ -2,8 +2,8 @@
 
 use crate::{ms_between, Report};
 use ordo_benches::{cpp, interleave, median};
-use ordo_core::memory::copy;
-use ordo_core::*;
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::*;
 use std::time::Instant;
 
 pub(crate) fn copy_group(r: &mut Report, rounds: usize) -> Result<()> {

@@ -2,7 +2,7 @@
 //! the baselines' kernels loaded into the device's primary context (the runtime's too) from the
 //! fatbin build.rs makes of the same source, launched with `launch_builder`.
 
-use ordo_core::{Device, Error, Result};
+use ordo_cuda_core::{Device, Error, Result};
 use std::time::Instant;
 
 /// The baselines' kernels as a module image, for cudarc (the same source, compiled by nvcc).

@@ -9,12 +9,12 @@ use ordo_benches::kernels::{bl_chain_step_stamped, bl_chain_step_stamped_pdl, bl
 /// Long enough for the host to queue every launch of a measurement behind it.
 const SPIN_NS: u64 = 3_000_000;
 use ordo_benches::{cpp, median};
-use ordo_core::graph::{capture, CaptureMode, InstantiateFlags};
-use ordo_core::launch::PdlKernel;
-use ordo_core::launch::{Kernel, LaunchConfig};
-use ordo_core::memory::copy;
-use ordo_core::*;
-use ordo_kernels::{ChainPlan, PdlMode};
+use ordo_cuda_core::graph::{capture, CaptureMode, InstantiateFlags};
+use ordo_cuda_core::launch::PdlKernel;
+use ordo_cuda_core::launch::{Kernel, LaunchConfig};
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::*;
+use ordo_cuda_kernels::{ChainPlan, PdlMode};
 
 /// One chain's first kernels for the SVG: (entry, release, end) a kernel, microseconds from the
 /// first kernel's entry.
@@ -145,7 +145,7 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
             (0..STEPS).try_for_each(|k| {
                 let (prev, out) = if k % 2 == 0 { (ap, bp) } else { (bp, ap) };
                 // SAFETY: every buffer holds what the grid touches and outlives the kernels; the
-                // first step is launched without the PDL attribute, as ordo_kernels::chain does.
+                // first step is launched without the PDL attribute, as ordo_cuda_kernels::chain does.
                 unsafe { step.launch(cs, plan.launch_plan(), k > 0, (prev.cast_const(), out, sp, n32, stp, k as i32)) }
             })
         };

@@ -3,9 +3,9 @@
 
 use crate::{ms_between, Report};
 use ordo_benches::{cpp, interleave, median};
-use ordo_core::graph::{capture, CaptureMode, InstantiateFlags};
-use ordo_core::graph_cache::{default_buckets, GraphCache, Overflow};
-use ordo_core::*;
+use ordo_cuda_core::graph::{capture, CaptureMode, InstantiateFlags};
+use ordo_cuda_core::graph_cache::{default_buckets, GraphCache, Overflow};
+use ordo_cuda_core::*;
 use std::time::Instant;
 
 pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
@@ -21,7 +21,7 @@ pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
     // SAFETY: `x` is declared before the graph and `exec`, so it outlives them, and is freed on
     // `s` after every replay enqueued there; nothing else uses `s` during the capture.
     let graph = unsafe {
-        capture(s, CaptureMode::Global, |cs| (0..K).try_for_each(|_| ordo_kernels::add_one(cs, x.as_mut_slice())))
+        capture(s, CaptureMode::Global, |cs| (0..K).try_for_each(|_| ordo_cuda_kernels::add_one(cs, x.as_mut_slice())))
     }?;
     let captured_ms = t0.elapsed().as_secs_f64() * 1e3;
     let t0 = Instant::now();
@@ -35,7 +35,7 @@ pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
         &mut [
             &mut || {
                 ms_between(s, &start, &end, || {
-                    (0..K).try_for_each(|_| unsafe { ordo_kernels::add_one(s, x.as_mut_slice()) })
+                    (0..K).try_for_each(|_| unsafe { ordo_cuda_kernels::add_one(s, x.as_mut_slice()) })
                 })
             },
             &mut || Ok(unsafe { cpp::bl_eager_add_one_ms(s.as_raw(), y.as_mut_ptr(), N as i32, K as i32) }),
@@ -77,12 +77,12 @@ pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
     // nothing else uses `s` while they capture.
     let mut cache = unsafe {
         GraphCache::new(default_buckets(), Overflow::Error, |cs, n| {
-            ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(ip, n))
+            ordo_cuda_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(ip, n))
         })
     }?;
     cache.capture_all(s)?;
     let bare = unsafe {
-        capture(s, CaptureMode::Global, |cs| ordo_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(ip, 256)))
+        capture(s, CaptureMode::Global, |cs| ordo_cuda_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(ip, 256)))
     }?
     .instantiate(InstantiateFlags::empty())?;
     bare.upload(s)?;
@@ -127,7 +127,7 @@ pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
     let mut mem_cache = unsafe {
         GraphCache::new(default_buckets(), Overflow::Error, |cs, n| {
             let mut tmp = DeviceBuffer::<f32>::zeroed_async(n * per_mib, cs)?;
-            ordo_kernels::add_one(cs, tmp.as_mut_slice())?;
+            ordo_cuda_kernels::add_one(cs, tmp.as_mut_slice())?;
             drop(tmp);
             Ok(())
         })

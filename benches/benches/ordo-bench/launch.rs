@@ -6,8 +6,8 @@ use crate::cudarc_side::Cudarc;
 use crate::Report;
 use ordo_benches::kernels::{bl_empty, bl_ptr_int};
 use ordo_benches::{cpp, interleave, median};
-use ordo_core::launch::{Kernel, LaunchConfig};
-use ordo_core::*;
+use ordo_cuda_core::launch::{Kernel, LaunchConfig};
+use ordo_cuda_core::*;
 use std::time::Instant;
 
 /// Launches a sample.

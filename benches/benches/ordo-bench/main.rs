@@ -18,7 +18,7 @@ mod pipeline;
 mod small_ops;
 mod svg;
 
-use ordo_core::*;
+use ordo_cuda_core::*;
 use output::Row;
 use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
@@ -27,7 +27,7 @@ use std::time::Instant;
 pub(crate) struct Report {
     rows: Vec<Row>,
     /// The planned pipeline's chunks, for the SVG.
-    timeline: Vec<ordo_core::pipeline::ChunkTimes>,
+    timeline: Vec<ordo_cuda_core::pipeline::ChunkTimes>,
     /// PDL chains' kernels, for the SVG.
     kernel_lanes: Vec<gaps::KernelLane>,
     started: Instant,
@@ -91,7 +91,7 @@ fn main() -> ExitCode {
         }
     };
     let rounds = if options.quick { 5 } else { 15 };
-    match ordo_core::device::count() {
+    match ordo_cuda_core::device::count() {
         Ok(n) if n > 0 => {}
         Ok(_) => {
             eprintln!("ordo-bench: no CUDA device");

@@ -5,10 +5,10 @@
 
 use crate::Report;
 use ordo_benches::{cpp, interleave};
-use ordo_core::memory::copy;
-use ordo_core::*;
-use ordo_kernels::nccl::bandwidth::{bandwidth_gbps, Collective};
-use ordo_kernels::nccl::Communicators;
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::*;
+use ordo_cuda_libs::nccl::bandwidth::{bandwidth_gbps, Collective};
+use ordo_cuda_libs::nccl::Communicators;
 use std::time::Instant;
 
 pub(crate) fn multi_group(r: &mut Report, rounds: usize) -> Result<()> {
@@ -287,7 +287,7 @@ fn all_reduce(r: &mut Report, rounds: usize, d0: Device, d1: Device) -> Result<(
                     for _ in 0..10 {
                         // SAFETY: the work buffer holds WORK floats and is waited for.
                         unsafe {
-                            ordo_kernels::heavy(
+                            ordo_cuda_kernels::heavy(
                                 compute[i].as_stream(),
                                 DeviceSliceMut::from_raw_parts(work_ptrs[i], WORK),
                             )?

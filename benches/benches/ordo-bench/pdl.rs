@@ -11,11 +11,11 @@
 use crate::{ms_between, Report};
 use ordo_benches::kernels::{bl_chain_step_plain, bl_chain_step_plain_stride};
 use ordo_benches::{cpp, interleave};
-use ordo_core::graph::{capture, CaptureMode, GraphExec, InstantiateFlags};
-use ordo_core::launch::{Kernel, LaunchConfig};
-use ordo_core::memory::copy;
-use ordo_core::*;
-use ordo_kernels::{ChainPlan, PdlMode};
+use ordo_cuda_core::graph::{capture, CaptureMode, GraphExec, InstantiateFlags};
+use ordo_cuda_core::launch::{Kernel, LaunchConfig};
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::*;
+use ordo_cuda_kernels::{ChainPlan, PdlMode};
 
 const STEPS: usize = 100;
 
@@ -46,9 +46,9 @@ pub(crate) fn pdl_group(r: &mut Report, rounds: usize) -> Result<()> {
         // The user's plain kernels in a graph: one element a thread, and grid-stride over one wave.
         let user_chain = |cs: StreamRef<'_>, stride: bool| -> Result<()> {
             let (kernel, config) = if stride {
-                (plain_stride, LaunchConfig::new(wave.min(full), ordo_kernels::BLOCK))
+                (plain_stride, LaunchConfig::new(wave.min(full), ordo_cuda_kernels::BLOCK))
             } else {
-                (plain, LaunchConfig::new(full, ordo_kernels::BLOCK))
+                (plain, LaunchConfig::new(full, ordo_cuda_kernels::BLOCK))
             };
             (0..STEPS).try_for_each(|k| {
                 let (prev, out) = if k % 2 == 0 { (ap, bp) } else { (bp, ap) };
@@ -69,7 +69,7 @@ pub(crate) fn pdl_group(r: &mut Report, rounds: usize) -> Result<()> {
             // SAFETY: as above.
             let g = unsafe {
                 capture(s, CaptureMode::Global, |cs| {
-                    ordo_kernels::chain(cs, a.as_mut_slice(), b.as_mut_slice(), scale.as_slice(), STEPS, plan)
+                    ordo_cuda_kernels::chain(cs, a.as_mut_slice(), b.as_mut_slice(), scale.as_slice(), STEPS, plan)
                 })
             }?;
             let e = g.instantiate(InstantiateFlags::empty())?;
@@ -79,7 +79,7 @@ pub(crate) fn pdl_group(r: &mut Report, rounds: usize) -> Result<()> {
         let run_chain = |plan: &ChainPlan| {
             // SAFETY: the views are the buffers above, alive until the end of this iteration.
             ms_between(s, &start, &end, || unsafe {
-                ordo_kernels::chain(
+                ordo_cuda_kernels::chain(
                     s,
                     DeviceSliceMut::from_raw_parts(ap, n),
                     DeviceSliceMut::from_raw_parts(bp, n),

@@ -3,11 +3,11 @@
 
 use crate::{ms_between, Report};
 use ordo_benches::{cpp, interleave, median};
-use ordo_core::memory::copy;
-use ordo_core::pipeline::{
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::pipeline::{
     choose_plan, predict_ms, Buffers, Machine, Pipeline, Plan, RunBuffers, Schedule, StageTimes, Stencil, StencilChunk,
 };
-use ordo_core::*;
+use ordo_cuda_core::*;
 
 pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
     r.progress("pipeline sweep");
@@ -26,7 +26,7 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
         copy::h2d_async(DeviceSliceMut::from_raw_parts(dip, N), PinnedSlice::from_raw_parts(ip, N), s)
     })?;
     let b = ms_between(s, &start, &end, || unsafe {
-        ordo_kernels::heavy_into(s, DeviceSlice::from_raw_parts(dip, N), DeviceSliceMut::from_raw_parts(dop, N))
+        ordo_cuda_kernels::heavy_into(s, DeviceSlice::from_raw_parts(dip, N), DeviceSliceMut::from_raw_parts(dop, N))
     })?;
     let c = ms_between(s, &start, &end, || unsafe {
         copy::d2h_async(PinnedSliceMut::from_raw_parts(op, N), DeviceSlice::from_raw_parts(dip, N), s)
@@ -89,7 +89,7 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
                 dev_out: DeviceSliceMut::from_raw_parts(dop, N),
                 output: PinnedSliceMut::from_raw_parts(op, N),
             };
-            p.run(s, buffers, plan, |cs, i, o| ordo_kernels::heavy_into(cs, i.as_slice(), o))
+            p.run(s, buffers, plan, |cs, i, o| ordo_cuda_kernels::heavy_into(cs, i.as_slice(), o))
         })
     };
     let run = |plan: Plan| run_with(plan, true);
@@ -228,7 +228,7 @@ fn stencil(r: &mut Report, rounds: usize, pipe: &mut Pipeline, [ip, op, dip, dop
             };
             let stencil = Stencil { in_record_len: W, out_record_len: W / 2, halo: RADIUS, pool: None };
             pipe.run_stencil(s, buffers, plan, stencil, |cs, chunk| {
-                ordo_kernels::blur_rows_downsample(cs, chunk, W, RADIUS)
+                ordo_cuda_kernels::blur_rows_downsample(cs, chunk, W, RADIUS)
             })
         })
     };
@@ -243,7 +243,7 @@ fn stencil(r: &mut Report, rounds: usize, pipe: &mut Pipeline, [ip, op, dip, dop
                 rows: H,
                 output: DeviceSliceMut::from_raw_parts(dop, W / 2 * H),
             };
-            ordo_kernels::blur_rows_downsample(s, chunk, W, RADIUS)?;
+            ordo_cuda_kernels::blur_rows_downsample(s, chunk, W, RADIUS)?;
             copy::d2h_async(
                 PinnedSliceMut::from_raw_parts(op, W / 2 * H),
                 DeviceSlice::from_raw_parts(dop, W / 2 * H),

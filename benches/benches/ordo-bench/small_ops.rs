@@ -2,8 +2,8 @@
 
 use crate::Report;
 use ordo_benches::{cpp, interleave, median, quantile};
-use ordo_core::host_fn::launch_host_fn;
-use ordo_core::*;
+use ordo_cuda_core::host_fn::launch_host_fn;
+use ordo_cuda_core::*;
 use std::time::Instant;
 
 pub(crate) fn small_ops_group(r: &mut Report, rounds: usize) -> Result<()> {

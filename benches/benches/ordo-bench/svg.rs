@@ -2,7 +2,7 @@
 //! and below it the first kernels of PDL chains with and without PDL (from `%globaltimer` stamps).
 
 use crate::gaps::KernelLane;
-use ordo_core::pipeline::ChunkTimes;
+use ordo_cuda_core::pipeline::ChunkTimes;
 use std::fmt::Write as _;
 
 const LEFT: f32 = 150.0;

@@ -6,13 +6,13 @@
 //! configuration.
 //!
 //! ```no_run
-//! use ordo_core::launch::{Kernel, LaunchConfig};
-//! use ordo_core::{DeviceBuffer, Stream};
+//! use ordo_cuda_core::launch::{Kernel, LaunchConfig};
+//! use ordo_cuda_core::{DeviceBuffer, Stream};
 //! extern "C" {
 //!     // The host stub nvcc generates for `extern "C" __global__ void add_one(float*, int)`.
 //!     fn add_one(x: *mut f32, n: i32);
 //! }
-//! # fn main() -> ordo_core::Result<()> {
+//! # fn main() -> ordo_cuda_core::Result<()> {
 //! let stream = Stream::new()?;
 //! let mut x = DeviceBuffer::<f32>::zeroed_async(1 << 20, stream.as_stream())?;
 //! let kernel = Kernel::new(add_one as unsafe extern "C" fn(*mut f32, i32));

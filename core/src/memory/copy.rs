@@ -21,8 +21,8 @@
 //! asynchronous. The `*_blocking` functions take ordinary slices and return after the copy.
 //!
 //! ```no_run
-//! use ordo_core::{memory::copy, DeviceBuffer, HostAllocFlags, PinnedBuffer, Stream};
-//! # fn main() -> ordo_core::Result<()> {
+//! use ordo_cuda_core::{memory::copy, DeviceBuffer, HostAllocFlags, PinnedBuffer, Stream};
+//! # fn main() -> ordo_cuda_core::Result<()> {
 //! let stream = Stream::new()?;
 //! let host = PinnedBuffer::<f32>::from_slice(&[1.0, 2.0, 3.0])?;
 //! let mut dev = DeviceBuffer::<f32>::alloc_async(3, stream.as_stream())?;
@@ -34,7 +34,7 @@
 //!
 //! Pageable memory does not compile where pinned memory is required:
 //! ```compile_fail
-//! # use ordo_core::{memory::copy, DeviceBuffer, StreamRef};
+//! # use ordo_cuda_core::{memory::copy, DeviceBuffer, StreamRef};
 //! # fn f(dev: &mut DeviceBuffer<'_, u32>, pageable: &[u32]) {
 //! unsafe { copy::h2d_async(dev.as_mut_slice(), pageable, StreamRef::per_thread_default()) };
 //! # }

@@ -1,7 +1,7 @@
 // The bodies of a conditional node added inside a capture belong to the capture's graph, which
 // the capture ends (and may destroy): they cannot leave the function that fills them.
-use ordo_core::graph::{capture, CaptureMode, ConditionalKind};
-use ordo_core::Stream;
+use ordo_cuda_core::graph::{capture, CaptureMode, ConditionalKind};
+use ordo_cuda_core::Stream;
 
 fn main() {
     let stream = Stream::new().unwrap();

@@ -1,6 +1,6 @@
 // A conditional node's body is CUDA's, freed with the graph that holds the node: it borrows that
 // graph and cannot outlive it.
-use ordo_core::Graph;
+use ordo_cuda_core::Graph;
 
 fn main() {
     let body = {

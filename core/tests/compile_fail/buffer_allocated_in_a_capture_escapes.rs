@@ -1,7 +1,7 @@
 // A buffer allocated on the capturing stream inside a capture is an allocation node of the graph:
 // the handle `capture` gives its closure lives only for the call, so the buffer cannot leave it.
-use ordo_core::graph::{capture, CaptureMode};
-use ordo_core::{DeviceBuffer, Stream};
+use ordo_cuda_core::graph::{capture, CaptureMode};
+use ordo_cuda_core::{DeviceBuffer, Stream};
 
 fn main() {
     let stream = Stream::new().unwrap();

@@ -1,5 +1,5 @@
 // A DeviceBuffer is freed on its stream when dropped, so it cannot outlive that stream.
-use ordo_core::{DeviceBuffer, Stream};
+use ordo_cuda_core::{DeviceBuffer, Stream};
 
 fn main() {
     let buffer;

@@ -1,9 +1,9 @@
 // Captured work runs at every replay of the graph, long after the capture: what it uses must stay
 // valid for all of them, and nothing else may use the stream while it captures. The type system
 // cannot carry that, so every way of capturing is unsafe.
-use ordo_core::graph::{capture, capture_into, CaptureMode, Graph};
-use ordo_core::graph_cache::{default_buckets, GraphCache, Overflow};
-use ordo_core::{Result, Stream, StreamRef};
+use ordo_cuda_core::graph::{capture, capture_into, CaptureMode, Graph};
+use ordo_cuda_core::graph_cache::{default_buckets, GraphCache, Overflow};
+use ordo_cuda_core::{Result, Stream, StreamRef};
 
 fn main() {
     let stream = Stream::new().unwrap();

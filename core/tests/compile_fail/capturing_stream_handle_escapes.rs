@@ -1,6 +1,6 @@
 // Nor can the capturing handle itself leave the closure (to enqueue on, or end, the capture later).
-use ordo_core::graph::{capture, CaptureMode};
-use ordo_core::Stream;
+use ordo_cuda_core::graph::{capture, CaptureMode};
+use ordo_cuda_core::Stream;
 
 fn main() {
     let stream = Stream::new().unwrap();

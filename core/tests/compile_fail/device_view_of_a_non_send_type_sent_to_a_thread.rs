@@ -1,6 +1,6 @@
 // A mutable device view hands its elements to whoever holds it: it is Send only where the element
 // type is Send. A type that is Sync but not Send (like a MutexGuard) must not cross threads in one.
-use ordo_core::DeviceSliceMut;
+use ordo_cuda_core::DeviceSliceMut;
 use std::marker::PhantomData;
 
 struct SyncNotSend(PhantomData<*const ()>);

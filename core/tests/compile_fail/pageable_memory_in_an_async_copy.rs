@@ -1,6 +1,6 @@
 // An asynchronous copy takes pinned host memory by type: pageable memory (a Vec) is refused.
-use ordo_core::memory::copy;
-use ordo_core::{DeviceBuffer, Stream};
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::{DeviceBuffer, Stream};
 
 fn main() {
     let stream = Stream::new().unwrap();

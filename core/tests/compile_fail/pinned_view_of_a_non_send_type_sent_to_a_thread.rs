@@ -1,5 +1,5 @@
 // As for device views: a mutable pinned view is Send only where the element type is Send.
-use ordo_core::PinnedSliceMut;
+use ordo_cuda_core::PinnedSliceMut;
 use std::marker::PhantomData;
 
 struct SyncNotSend(PhantomData<*const ()>);

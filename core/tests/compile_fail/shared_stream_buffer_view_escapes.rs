@@ -1,6 +1,6 @@
 // A SharedStreamBuffer keeps its stream alive, but its views borrow the buffer: a view (and the
 // stream through its origin) cannot outlive the buffer.
-use ordo_core::{SharedStreamBuffer, Stream};
+use ordo_cuda_core::{SharedStreamBuffer, Stream};
 use std::sync::Arc;
 
 fn main() {

@@ -1,8 +1,8 @@
 // A stencil chunk's views live only as long as its compute callback: the input view (shared with
 // the neighbouring chunks' computes, over memory that may be a temporary freed after the run)
 // cannot be kept for later.
-use ordo_core::pipeline::{Pipeline, Plan, RunBuffers, Schedule, Stencil, StencilChunk};
-use ordo_core::{DeviceSlice, HostAllocFlags, PinnedBuffer, Stream, StreamRef};
+use ordo_cuda_core::pipeline::{Pipeline, Plan, RunBuffers, Schedule, Stencil, StencilChunk};
+use ordo_cuda_core::{DeviceSlice, HostAllocFlags, PinnedBuffer, Stream, StreamRef};
 
 fn main() {
     let stream = Stream::new().unwrap();

@@ -2,9 +2,9 @@
 //! stream, and checks the result against the CPU: once as a plain kernel, then as a chain of
 //! dependent launches in the two forms `ORDO_PDL_KERNELS` compiled, planned by ordo's PDL rule.
 
-use ordo::launch::{Kernel, LaunchConfig, PdlKernel, PdlMode};
-use ordo::memory::copy;
-use ordo::{Device, DeviceBuffer, Stream};
+use ordo_cuda::launch::{Kernel, LaunchConfig, PdlKernel, PdlMode};
+use ordo_cuda::memory::copy;
+use ordo_cuda::{Device, DeviceBuffer, Stream};
 use std::process::ExitCode;
 
 extern "C" {
@@ -15,7 +15,7 @@ extern "C" {
 
 type Saxpy = unsafe extern "C" fn(f32, *const f32, *mut f32, i32);
 
-fn run() -> ordo::Result<bool> {
+fn run() -> ordo_cuda::Result<bool> {
     let n = 1 << 20;
     let stream = Stream::new()?;
     let s = stream.as_stream();

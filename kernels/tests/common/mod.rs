@@ -6,8 +6,8 @@
 #[path = "../../../core/tests/support/gpu_lock.rs"]
 pub mod gpu_lock;
 
-use ordo_core::memory::copy;
-use ordo_core::{DeviceBuffer, DeviceCopy, StreamRef};
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::{DeviceBuffer, DeviceCopy, StreamRef};
 
 /// A xorshift generator.
 pub struct Rng(pub u64);
@@ -99,7 +99,7 @@ pub fn hash2(row: usize, col: usize) -> u32 {
     x
 }
 
-/// `ordo_kernels::blur_rows_downsample` over a whole frame of `height` rows of `width` values, on
+/// `ordo_cuda_kernels::blur_rows_downsample` over a whole frame of `height` rows of `width` values, on
 /// the CPU in the kernel's arithmetic (each sum and product rounded on its own, in the same
 /// order): out[r][c] = mean over dr in -radius..=radius of (in[rr][2c] + in[rr][2c + 1]) / 2, rr
 /// clamped to the frame.

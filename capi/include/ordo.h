@@ -1,0 +1,582 @@
+/* ordo.h: the C ABI of ordo, for C and C++ programs that own their CUDA streams.
+ *
+ * Link libordo.a (cargo build --release -p ordo: target/release/libordo.a) together with the CUDA
+ * runtime (nvcc links the static one by default; otherwise -lcudart_static) and -lrt -lpthread -ldl
+ * -lstdc++ -lm. ffi-tests/cmake-example shows a CMake project doing so. C99 and C++ both. The
+ * header is written by hand; a test (ffi-tests/tests/abi.rs) checks it against the Rust exports.
+ *
+ * STREAMS. Every function that enqueues work takes the caller's stream and is stream-correct: it
+ * enqueues on that stream only, never synchronises (but on the two error paths THREADS lists),
+ * allocates temporaries on it (ALLOCATION) and joins internal forks back to it with events
+ * on every path out, errors included: once the stream has passed the point of a call, nothing the
+ * call enqueued is still running. A NULL stream is refused with ORDO_ERROR_INVALID_ARGUMENT: pass
+ * cudaStreamLegacy or cudaStreamPerThread to mean a default stream. Streams are
+ * `struct CUstream_st *`, which is what cudaStream_t is.
+ *
+ * ALLOCATION. ordo's temporaries are stream-ordered: allocated on the caller's stream before the
+ * work that uses them and freed on it after (cudaFreeAsync), so they return to their pool in stream
+ * order and never synchronise; while the stream captures, they are allocation and free nodes of the
+ * caller's graph. They come from the device's current pool (cudaMallocAsync; cudaDeviceSetMemPool
+ * chooses it), or from a pool the caller names in an options struct: ordo_pipeline_options.pool
+ * (the pipeline's device buffers, when a run is given NULL for them) and ordo_alloc_options.pool
+ * (the _with forms of ordo_gemv_normalize and ordo_frame_filter). The exports that allocate a
+ * temporary: ordo_pipeline_run_on and ordo_pipeline_run_stencil (NULL device buffers),
+ * ordo_gemv_normalize (4 bytes, a sum of
+ * squares), ordo_frame_filter (4 bytes a pixel). No other export allocates device memory itself
+ * (ordo_pipeline_run takes the caller's buffers; a staging ring's slots are pinned host memory).
+ *
+ * STATUS CODES. 0 is success; CUDA's codes (positive) pass through unchanged, ORDO_NOT_READY
+ * (cudaErrorNotReady, "not yet") among them; ordo's own are -1 to -9 below. Every function returns
+ * one of these and nothing else; ordo_last_error gives the detail of a failure. No Rust panic
+ * crosses into C (ORDO_ERROR_PANIC instead). NULL or misaligned pointers, zero sizes and sizes whose byte count
+ * overflows give ORDO_ERROR_INVALID_ARGUMENT before anything is enqueued (one exception, said at
+ * ordo_graph_cache_run: its n 0 rounds up to the first bucket, as in the Rust API).
+ *
+ * HANDLES (ordo_graph_cache, ordo_staging_ring, ordo_timer, ordo_pipeline) are opaque tokens that ordo never
+ * dereferences: it looks each one up in a table of live handles. A handle that is not a live
+ * handle of the expected kind (NULL, already destroyed, never made by ordo, or a handle of another
+ * kind) gives ORDO_ERROR_INVALID_HANDLE and nothing is done; a stale handle never reaches a newer
+ * object. The destroy functions accept any value: NULL, destroyed, unknown and wrong-kind handles
+ * are ignored, so destroying twice is harmless.
+ *
+ * THREADS. Every function may be called from any thread, and every handle may be used from several
+ * threads at once. No lock of ordo's is ever held while a callback runs. A graph cache locks its
+ * table of graphs only to look a bucket up, install a graph or launch one, so its body may run on
+ * several threads at once (see ordo_graph_cache_create); a staging ring and a timer need no
+ * serialising (atomics and short locks, or CUDA's events). Destroying a handle while another
+ * thread's call on it is running is safe: that call completes, the object is freed when it
+ * returns, and later calls get ORDO_ERROR_INVALID_HANDLE; an ordo_staging_ring_acquire waiting on
+ * a ring that another thread destroys returns ORDO_ERROR_INVALID_HANDLE at once. During a thread's
+ * exit cleanup (a C++ thread_local destructor or a pthread key destructor that runs after ordo's
+ * per-thread state is gone), ordo_graph_cache_run and ordo_graph_cache_capture_all return
+ * ORDO_ERROR_NOT_SUPPORTED (they cannot guard their callback's re-entry there) and no call records
+ * a last error.
+ * Calls that may block the calling thread, all of them:
+ * - ordo_staging_ring_acquire with wait 1: on the host, until a slot's copy has finished;
+ * - ordo_staging_ring_create and ordo_staging_ring_destroy: cudaHostAlloc and cudaFreeHost, which
+ *   CUDA may make wait for the device. Creating a ring (or destroying the last handle of one) also
+ *   frees, with cudaFreeHost, the pinned memory of rings whose last user let go on a CUDA thread
+ *   (the last copy in flight, or the last graph holding a slot), where CUDA forbids the free;
+ * - on error paths only: ordo_staging_ring_submit whose copy was enqueued but whose slot-release
+ *   host function (or its ordering) could not be, synchronises `stream` before it returns (the slot
+ *   must not be reused under the copy); ordo_pipeline_run, ordo_pipeline_run_on and
+ *   ordo_pipeline_run_stencil whose join of a
+ *   worker stream fails (the event record or the wait) synchronise that worker stream, on the
+ *   calling thread;
+ * - a graph cache call, while another thread launches one of the same cache's graphs (the launch
+ *   itself, cudaGraphLaunch, never a body), and any call, briefly, on ordo's internal tables (live
+ *   handles, the pipelines' shelves), which are never held across a callback or a wait for the device;
+ * - NCCL: ordo_nccl_comm_init_rank (until every rank has joined), ordo_nccl_comm_destroy (until
+ *   the collectives queued on every rank have completed), ordo_nccl_comm_wait (at most its
+ *   timeout); none of them holds a lock that another NCCL call of ordo's waits for.
+ * No other call waits for the device or for another thread.
+ * No ordo function may be called from a CUDA host function (cudaLaunchHostFunc) or from a CUDA
+ * user object's destructor: CUDA forbids CUDA calls there, and ordo's functions make them.
+ *
+ * CALLBACKS (ordo_compute_fn, ordo_pipeline_fn, ordo_stencil_fn, ordo_capture_fn) run on the thread that made the ordo call, before
+ * that call returns, with the stream they are given capturing or not as described at each.
+ * - They must not throw a C++ exception or otherwise unwind out of the callback: unwinding through
+ *   ordo's frames is undefined behaviour. Catch everything inside and return a status.
+ * - A non-zero status ends the ordo call, which returns that status unchanged when it is positive
+ *   (CUDA's code space, as STATUS CODES says: any cudaError_t, known to this toolkit or not) or one
+ *   of ordo's failures, else ORDO_ERROR_LIBRARY (ORDO_NOT_READY among them: it is no failure, but
+ *   the call stopped there). The last error records it with its stickiness.
+ * - They may call back into ordo on their thread, and that never deadlocks: every call works as
+ *   usual, except that a graph cache's body calling into the same cache (on its thread) gets
+ *   ORDO_ERROR_HANDLE_BUSY, where the call would recurse without end. No callback runs under a lock
+ *   of ordo's, so bodies on two threads that each call the other's cache, or wait for each other,
+ *   cannot deadlock inside ordo.
+ * - They run in the capture mode the calling thread had when it called ordo.
+ * - `user` is passed as given. For ordo_pipeline_run, ordo_pipeline_run_on and ordo_pipeline_run_stencil it must stay
+ *   valid for the call; for a graph
+ *   cache until the cache is destroyed, and usable from every thread that calls the cache.
+ *
+ * CAPTURES. Every function may be called while the stream it is given is being captured
+ * (cudaStreamBeginCapture, in global, thread-local or relaxed mode), and while other threads
+ * capture: the work is captured into the caller's graph and the capture stays valid, or the call is
+ * refused with a documented status without touching the capture (ORDO_ERROR_STREAM_CAPTURING where
+ * that is said below). One exception: a launch of the caller's own kernel (ordo_launch_kernel)
+ * that passes ordo's checks but that CUDA refuses (more dynamic shared memory than the kernel was
+ * allowed, say) fails inside a capture as the same cudaLaunchKernelEx would, which may end the
+ * capture; its status is CUDA's. ordo makes its own calls that CUDA restricts during captures (a ring's
+ * pinned allocation, a cache's graph instantiation, destruction) with the calling thread's capture
+ * mode exchanged to relaxed (cudaThreadExchangeStreamCaptureMode), restored before it returns, so
+ * they neither fail nor invalidate any capture. While the stream captures, CUDA forbids any query of
+ * it (its device included: the query would invalidate the capture), so ordo takes the calling
+ * thread's current device as the stream's device: keep the stream's device current while capturing.
+ * Work captured into a graph runs at every launch of it: the memory it uses must be valid then.
+ * While an ordo call on a stream runs, no other thread may begin or end a capture on that stream
+ * (cudaStreamBeginCapture, cudaStreamEndCapture), nor on a stream the call's work joins: ordo asks
+ * once whether the stream captures and acts on the answer, and a capture begun meanwhile could
+ * capture work meant to run once (the staging ring's slot-release host function, which would then
+ * run at every replay), or end with ordo's internal streams unjoined. This is CUDA's own rule for
+ * any work enqueued on a stream while another thread begins or ends its capture (which side of the
+ * capture the work lands on is not defined), and the Rust API's capture contract asks the same
+ * (until a capture ends, its stream is used only by the capturing code).
+ * CUDA refuses work on cudaStreamLegacy while any blocking stream captures (cudaStreamPerThread is
+ * one: a graph cache run on it captures it), with cudaErrorStreamCaptureImplicit.
+ *
+ * DEVICE POINTERS passed with a stream must be device memory of the stream's device, or managed
+ * memory: the work runs on the stream's device whatever the current device is, and memory of
+ * another device gives ORDO_ERROR_INVALID_ARGUMENT (cudaPointerGetAttributes tells) rather than a
+ * fault on the device. ordo cannot see an allocation's size: sizes are the caller's promise. ordo
+ * learns a stream's device from cudaStreamGetDevice (CUDA 12.8 and later); built against an older
+ * toolkit it takes the calling thread's current device as the stream's: keep it current, or a
+ * stream and memory of another device are refused with ORDO_ERROR_INVALID_ARGUMENT.
+ *
+ * AFTER cudaDeviceReset every stream, event, graph and allocation made before is gone, and CUDA
+ * itself may crash on a handle of the destroyed context (measured with CUDA 13.0: destroying or
+ * launching an old executable graph segfaults). ordo remembers the context each handle's CUDA
+ * objects were made in (a timer's and a ring's: the device current at create; a graph cache's
+ * graphs: the stream's device at each one's capture) and never touches them once that context is
+ * gone: calls on such a handle return cudaErrorContextIsDestroyed (709), and destroying it is safe
+ * (its CUDA objects are forgotten, CUDA having freed them; so is a ring's pinned memory whose free
+ * was deferred past the reset, never passed to cudaFreeHost). Make new handles after the reset.
+ * ordo's internal pipelines are replaced the same way, so ordo_pipeline_run works again at once,
+ * and so does ordo_pipeline_run_on on a pipeline without a pool (a pool made before the reset is
+ * gone with it: destroy such a pipeline and make a new one with a new pool).
+ * Streams and memory the caller made before the reset are the caller's to forget.
+ */
+#ifndef ORDO_H
+#define ORDO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct CUstream_st;
+
+/* A status: a fixed-width int. 0 is success; positive values are CUDA's cudaError_t codes, passed
+ * through unchanged; ordo's own codes are negative, where CUDA has none (CUDA's codes are all
+ * non-negative, up to cudaErrorApiFailureBase = 10000 and beyond), so the two never collide. */
+typedef int32_t ordo_status;
+
+enum ordo_status_code {
+    ORDO_SUCCESS = 0,
+    /* Not a failure: the answer "not yet" (a staging ring with no free slot, acquired without
+     * waiting; a timer whose stop event has not completed). Equal to cudaErrorNotReady. Test
+     * failures with ORDO_FAILED(status), which counts neither success nor this. */
+    ORDO_NOT_READY = 600,
+    /* A NULL or misaligned pointer, a zero or mismatched size, a size whose byte count overflows,
+     * a value out of range. */
+    ORDO_ERROR_INVALID_ARGUMENT = -1,
+    /* Pageable host memory where pinned or registered memory is required. */
+    ORDO_ERROR_PAGEABLE_MEMORY = -2,
+    /* Not supported by the CUDA version ordo was built against, or by the device. */
+    ORDO_ERROR_NOT_SUPPORTED = -3,
+    /* A Rust panic was caught at the boundary. */
+    ORDO_ERROR_PANIC = -4,
+    /* A CUDA library (cuBLAS, NCCL) failed, or a callback returned a status that is neither
+     * success, a CUDA code nor one of these. */
+    ORDO_ERROR_LIBRARY = -5,
+    /* Not a live handle of the expected kind: NULL, destroyed, never made by ordo, or of another
+     * kind. */
+    ORDO_ERROR_INVALID_HANDLE = -6,
+    /* Refused because the stream is capturing, before anything was enqueued: the capture is
+     * untouched. */
+    ORDO_ERROR_STREAM_CAPTURING = -7,
+    /* A callback called back into the handle whose call is running it, on the same thread (a
+     * graph cache's body calling its own cache would recurse without end). Nothing was done. */
+    ORDO_ERROR_HANDLE_BUSY = -8,
+    /* A staging-ring ticket the ring does not hold: never issued by it, already submitted or
+     * released, or released by the ring's destroy. Nothing was done. */
+    ORDO_ERROR_INVALID_TICKET = -9
+};
+
+/* Whether a status is a failure: neither ORDO_SUCCESS nor ORDO_NOT_READY. */
+#define ORDO_FAILED(status) ((status) != ORDO_SUCCESS && (status) != ORDO_NOT_READY)
+
+/* Version and build information. ordo_version is the ordo crate's version, e.g. "0.1.0";
+ * ordo_version_number the same as MAJOR * 1000000 + MINOR * 1000 + PATCH. The macros below are the
+ * version of this header (a test keeps them equal to the crate's): a program checks at start that
+ * the library it runs with is the one its header came from,
+ *     if (ordo_version_number() != ORDO_VERSION_NUMBER) { ... refuse to run ... }
+ * ABI policy while ordo is 0.x: a release that changes MINOR may change the C ABI (functions,
+ * handle rules, status values); one that changes only PATCH does not. */
+#define ORDO_VERSION_MAJOR 0
+#define ORDO_VERSION_MINOR 1
+#define ORDO_VERSION_PATCH 0
+#define ORDO_VERSION_NUMBER (ORDO_VERSION_MAJOR * 1000000 + ORDO_VERSION_MINOR * 1000 + ORDO_VERSION_PATCH)
+const char* ordo_version(void);
+int ordo_version_number(void);
+int ordo_cuda_version(void);
+ordo_status ordo_runtime_version(int* out);
+
+/* Status names and descriptions (static strings); 1 if the status is a sticky CUDA error. */
+const char* ordo_status_name(ordo_status status);
+const char* ordo_status_string(ordo_status status);
+int ordo_status_is_sticky(ordo_status status);
+
+/* The calling thread's last error. Every export that fails records, on its thread, what it knew:
+ * the status it returned, CUDA's code when the failure came from CUDA, another library's or a
+ * callback's status, whether the error is sticky, the call that failed (a CUDA function, an ordo
+ * function, or the export) and a message. A successful export leaves the record as it was (as
+ * errno does); ordo_clear_last_error forgets it.
+ *
+ *     ordo_error_info info;
+ *     info.size = sizeof info;
+ *     if (ordo_pdl_chain(...) != ORDO_SUCCESS && ordo_last_error(&info) == ORDO_SUCCESS)
+ *         fprintf(stderr, "%s (in %s)\n", info.message, info.call);
+ *
+ * `size` lets later versions add fields at the end: set it to sizeof(ordo_error_info). */
+#define ORDO_LAST_ERROR_CALL_LEN 64
+#define ORDO_LAST_ERROR_MESSAGE_LEN 512
+typedef struct ordo_error_info {
+    size_t size;          /* sizeof(ordo_error_info), set by the caller */
+    ordo_status status;   /* the failing export's status; ORDO_SUCCESS when none failed here */
+    int cuda_error;       /* CUDA's code when the failure came from CUDA, else 0 */
+    int library_status;   /* cuBLAS's, NCCL's or a callback's own status, else 0 */
+    int sticky;           /* 1 when the error is sticky (the CUDA context is lost) */
+    char call[64];        /* the call that failed, NUL-terminated (ORDO_LAST_ERROR_CALL_LEN) */
+    char message[512];    /* what went wrong, NUL-terminated (ORDO_LAST_ERROR_MESSAGE_LEN) */
+} ordo_error_info;
+
+/* Fills *info; ORDO_ERROR_INVALID_ARGUMENT (nothing written) for NULL, a misaligned pointer or a
+ * size below this header's sizeof(ordo_error_info). Does not itself change the record. */
+ordo_status ordo_last_error(ordo_error_info* info);
+/* Copies the message into buf (len bytes, NUL-terminated, truncated to fit; nothing written when
+ * buf is NULL or len is 0) and returns its full length without the NUL, as snprintf does; 0 when
+ * no export has failed on this thread. */
+size_t ordo_last_error_message(char* buf, size_t len);
+void ordo_clear_last_error(void);
+
+/* Allocation options of the exports that allocate a temporary (see ALLOCATION), for their _with
+ * forms; options NULL: the defaults. Set size to sizeof(ordo_alloc_options) (a smaller size gives
+ * ORDO_ERROR_INVALID_ARGUMENT). pool: the pool the temporary comes from (cudaMallocFromPoolAsync
+ * on the call's stream, freed on it); NULL for the device's current pool. It must be readable and
+ * writable by the stream's device (ORDO_ERROR_INVALID_ARGUMENT otherwise) and stay alive until the
+ * work completes (at every replay, if captured). */
+typedef struct ordo_alloc_options {
+    size_t size;
+    struct CUmemPoolHandle_st* pool;
+} ordo_alloc_options;
+#define ORDO_ALLOC_OPTIONS_INIT { sizeof(ordo_alloc_options), NULL }
+
+/* y = normalize(A x); a is row-major rows x cols; all device memory. rows 1 to 2^26 and cols 1 to
+ * 2^31 - 32 (the kernels index in 32 bits): ORDO_ERROR_INVALID_ARGUMENT beyond, before anything is
+ * enqueued. Kernels and a 4-byte stream-ordered temporary: capturable. */
+ordo_status ordo_gemv_normalize(struct CUstream_st* stream, const float* a, const float* x, float* y, size_t rows, size_t cols);
+ordo_status ordo_gemv_normalize_with(const ordo_alloc_options* options, struct CUstream_st* stream, const float* a, const float* x, float* y, size_t rows, size_t cols);
+
+/* Grayscale + 5x5 Gaussian blur of an interleaved-RGB frame (device memory), through a
+ * stream-ordered intermediate of 4 bytes a pixel. Capturable. */
+ordo_status ordo_frame_filter(struct CUstream_st* stream, const uint8_t* rgb, uint8_t* out, size_t width, size_t height);
+ordo_status ordo_frame_filter_with(const ordo_alloc_options* options, struct CUstream_st* stream, const uint8_t* rgb, uint8_t* out, size_t width, size_t height);
+
+/* Launching your own kernels with ordo's launch configuration. kernel: the __global__ function's
+ * address (as cudaLaunchKernel takes it); args: one pointer to each argument, in order (NULL for a
+ * kernel without parameters). The configuration is checked as ordo's Rust API checks it (zero or
+ * oversized grid or block, a grid not a multiple of its cluster, a cooperative grid larger than the
+ * device holds at once, a cooperative launch with clusters: ORDO_ERROR_INVALID_ARGUMENT before CUDA
+ * is called). Set size to sizeof(ordo_launch_config) (the size of the first layout, up to and
+ * including cooperative, is accepted too; any other smaller size is ORDO_ERROR_INVALID_ARGUMENT);
+ * cluster all 0 for none. Capturable. */
+typedef struct ordo_launch_config {
+    size_t size;
+    unsigned int grid[3];
+    unsigned int block[3];
+    unsigned int shared_mem_bytes;
+    int pdl;           /* programmatic stream serialization (PDL) */
+    int has_priority;  /* non-zero: priority applies */
+    int priority;      /* lower is higher, as for streams */
+    unsigned int cluster[3];
+    int cooperative;   /* every block resident at once: grid-wide sync allowed */
+    /* Since 0.1.0's second layout (a caller whose size ends before these gets none of them):
+     * events the launch records, each NULL for none, each made with cudaEventDisableTiming on the
+     * stream's device and alive at the launch (captured: at every replay of the graph). programmatic_event fires once every block has
+     * called cudaTriggerProgrammaticLaunchCompletion() (or at its end), or as each block starts
+     * when programmatic_event_at_block_start is non-zero; launch_completion_event once every
+     * block has started. Work that waits on them may overlap the kernel. */
+    struct CUevent_st* programmatic_event;
+    int programmatic_event_at_block_start;
+    struct CUevent_st* launch_completion_event;
+} ordo_launch_config;
+ordo_status ordo_launch_kernel(struct CUstream_st* stream, const void* kernel, void** args, const ordo_launch_config* config);
+
+/* The PDL rule for a kernel compiled in two forms by ORDO_PDL_KERNELS (ordo/pdl.cuh), ordo_pdl_plan_launch: plain and
+ * pdl are NAME and NAME_pdl. For n elements in blocks of `block` threads on `device`, out says
+ * which form to launch (use_pdl_form: NAME_pdl with pdl set in its ordo_launch_config, except for
+ * a chain's first kernel; else NAME without PDL) over how many blocks (grid; the body is a
+ * grid-stride loop). mode: ORDO_PDL_AUTO (ordo's rule: PDL within one wave of blocks; beyond, a
+ * one-wave grid-stride grid, with PDL up to four waves of work and without past them),
+ * ORDO_PDL_AUTO_PLAIN_BEYOND_ONE_WAVE (the plain full grid beyond
+ * one wave), or one form forced for measuring. A few occupancy queries: once per size, not per
+ * launch. Set out->size to sizeof(ordo_pdl_plan). */
+#define ORDO_PDL_AUTO 0
+#define ORDO_PDL_PLAIN 1
+#define ORDO_PDL_PLAIN_ONE_WAVE 2
+#define ORDO_PDL_FULL_GRID 3
+#define ORDO_PDL_ONE_WAVE 4
+#define ORDO_PDL_AUTO_PLAIN_BEYOND_ONE_WAVE 5
+typedef struct ordo_pdl_plan {
+    size_t size;
+    int use_pdl_form;
+    unsigned int grid;
+    unsigned int full_blocks;
+    unsigned int one_wave_blocks;
+} ordo_pdl_plan;
+ordo_status ordo_pdl_plan_launch(const void* plain, const void* pdl, int device, size_t n, unsigned int block, int mode, ordo_pdl_plan* out);
+
+/* `steps` dependent kernels out = prev * scale + 1, ping-ponging a -> b -> a ... (the result is
+ * in b after an odd number of steps, in a after an even one); pdl: 0 off (the step compiled
+ * without griddepcontrol, one element a thread), 1 ordo's rule (Programmatic Dependent Launch
+ * within one wave of blocks; beyond, a one-wave grid-stride grid, with PDL up to four waves of
+ * work; see ordo/pdl.cuh). steps 1 to 2^24 (16777216); a and
+ * b are the same pointer (each step in place) or n-float ranges that do not overlap; scale's range
+ * overlaps neither (each step reads scale before waiting for the previous step). Otherwise
+ * ORDO_ERROR_INVALID_ARGUMENT, before anything is enqueued. Capturable. */
+ordo_status ordo_pdl_chain(struct CUstream_st* stream, float* a, float* b, const float* scale, size_t n, size_t steps, int pdl);
+
+/* The chunked copy/compute pipeline over n floats: host_in -> dev_in, compute dev_in -> dev_out,
+ * dev_out -> host_out, in `chunks` chunks (1 to n, at most 65536) over internal streams forked from
+ * `stream` and joined back to it on every path out. host_in and host_out must be pinned or
+ * registered (ORDO_ERROR_PAGEABLE_MEMORY otherwise); dev_in and dev_out device memory of the
+ * stream's device. One pool of internal pipelines a device; concurrent runs each get their own.
+ * compute runs once a chunk, on the calling thread, with the internal stream it must enqueue on and
+ * the chunk's pointers (NULL: ordo's 64-step kernel); while `stream` captures, that stream is part
+ * of the capture. If compute (or a copy) fails on a chunk, no later chunk is enqueued, the status is
+ * returned, and the work already enqueued is joined back to `stream`: after the caller synchronises
+ * `stream`, ordo writes nothing more. Capturable in every mode; the graph replays the whole run.
+ * A pipeline whose run was captured stays reserved for that capture until the capture ends; at most
+ * 256 a device are kept so: a run that would need another gets cudaErrorMemoryAllocation (end or
+ * abandon the open captures). Idle pipelines are kept up to 16 a device. */
+typedef ordo_status (*ordo_compute_fn)(struct CUstream_st* stream, const float* input, float* output, size_t n, void* user);
+ordo_status ordo_pipeline_run(struct CUstream_st* stream, const float* host_in, float* dev_in, float* dev_out, float* host_out, size_t n, size_t chunks, ordo_compute_fn compute, void* user);
+
+/* A pipeline handle: the chunked pipeline above, made explicitly with options instead of the hidden
+ * pool ordo_pipeline_run uses. ordo_pipeline_create checks the options and makes the first internal
+ * pipeline (its streams and events) on the pipeline's device, so that a bad device or priority fails
+ * there; options NULL: the defaults, ORDO_PIPELINE_OPTIONS_INIT. Set size to
+ * sizeof(ordo_pipeline_options) (NCCL's ncclConfig_t pattern: later versions add fields at the end
+ * and accept this size); a smaller size gives ORDO_ERROR_INVALID_ARGUMENT, nothing read beyond it.
+ * - device: the device ordinal, or -1 for the device current at create.
+ * - element_size: bytes an element, 1 or more. Runs count n in elements, chunks are cut at element
+ *   boundaries, and compute gets element counts. Host and device pointers must be aligned to the
+ *   largest power of two that divides element_size, at most 16 (ORDO_ERROR_INVALID_ARGUMENT).
+ * - streams: worker streams, 0 for 3 (the staged schedule's), at most 64; 1 and 2 also give 3
+ *   (the staged schedule needs one stream a stage).
+ * - priority: the worker streams' priority, 0 for CUDA's default; within the device's
+ *   cudaDeviceGetStreamPriorityRange (lower numbers are higher priorities), else
+ *   ORDO_ERROR_INVALID_ARGUMENT.
+ * - chunks: chunks a run, at most 65536 and at most n at each run; 0: ordo's planner chooses
+ *   from n * element_size bytes each way (the copy model of ordo_cuda_core::pipeline, assuming a 55 GB/s
+ *   host link and a compute that is not the slowest stage).
+ * - stage_timing: 1 records timing events around each chunk's stages (about 3% slower), 0 (the
+ *   default) only the events the cross-stream waits need. (The stage times are read from Rust;
+ *   the C ABI has no reader yet.)
+ * - pool: the memory pool ordo's temporaries come from (cudaMallocFromPoolAsync on the run's
+ *   stream, freed on it with cudaFreeAsync after the run's join); NULL for the device's current pool
+ *   (cudaMallocAsync). It must be readable and writable by the device (ORDO_ERROR_INVALID_ARGUMENT
+ *   otherwise) and stay alive until the pipeline is destroyed and its work has completed. While the
+ *   stream captures, the temporaries are allocation and free nodes of the caller's graph.
+ * ordo_pipeline_run_on: as ordo_pipeline_run, on `pipeline`'s internal pipelines, over n elements of
+ * element_size bytes. `stream` must be a stream of the pipeline's device. dev_in and dev_out may be
+ * NULL: each NULL one is a temporary of n elements from the pipeline's pool, allocated on `stream`
+ * before the run and freed on it after, on every path out. compute NULL: ordo's 64-step kernel,
+ * for element_size 4 only (floats; ORDO_ERROR_INVALID_ARGUMENT otherwise). Threads: any number of
+ * threads may run one pipeline at once, each on an internal pipeline of its own (made when none is
+ * idle; the same limits of 16 idle and 256 held by open captures apply to each handle); compute may
+ * call back into any pipeline, its own included. Capturable in every mode, as ordo_pipeline_run.
+ * ordo_pipeline_destroy: NULL, destroyed and unknown handles are ignored; internal pipelines still
+ * held by an open capture live until that capture ends (their streams belong to it). */
+typedef struct OrdoPipeline ordo_pipeline;
+typedef struct ordo_pipeline_options {
+    size_t size;
+    int device;
+    size_t element_size;
+    size_t streams;
+    int priority;
+    size_t chunks;
+    int stage_timing;
+    struct CUmemPoolHandle_st* pool;
+} ordo_pipeline_options;
+#define ORDO_PIPELINE_OPTIONS_INIT { sizeof(ordo_pipeline_options), -1, 4, 0, 0, 0, 0, NULL }
+typedef ordo_status (*ordo_pipeline_fn)(struct CUstream_st* stream, const void* input, void* output, size_t n, void* user);
+ordo_status ordo_pipeline_create(const ordo_pipeline_options* options, ordo_pipeline** out);
+ordo_status ordo_pipeline_run_on(ordo_pipeline* pipeline, struct CUstream_st* stream, const void* host_in, void* dev_in, void* dev_out, void* host_out, size_t n, ordo_pipeline_fn compute, void* user);
+void ordo_pipeline_destroy(ordo_pipeline* pipeline);
+
+/* A stencil over the rows of a frame on a pipeline handle: `rows` input rows of in_row_bytes
+ * bytes (host_in -> dev_in) and as many output rows of out_row_bytes (dev_out -> host_out), cut
+ * into chunks of whole rows, where each chunk's compute reads `halo` rows before and after the
+ * rows it writes (fewer at the frame's edges: the halo is clamped there). A vertical blur with a
+ * horizontal 2x downsample of a frame of floats, say: in_row_bytes = width * 4, out_row_bytes =
+ * width / 2 * 4, halo = the blur's radius. Each input row is copied in once, by its own chunk;
+ * a chunk's compute waits for the copy-ins of the chunks whose rows it reads.
+ * - compute (required: NULL gives ORDO_ERROR_INVALID_ARGUMENT) runs once a chunk, on the calling
+ *   thread, with the internal stream it must enqueue on: `input` points to input row
+ *   first_row - before of dev_in and holds before + rows + after rows; `output` points to output
+ *   row first_row of dev_out and holds `rows` rows. It may read only those input rows and must not
+ *   write them (the computes of neighbouring chunks read them too, possibly at the same time on
+ *   other streams); it writes only its output rows.
+ * - The pipeline's options apply as for ordo_pipeline_run_on (streams, priority, stage timing, pool,
+ *   chunks: 0 plans from rows * in_row_bytes bytes in and rows * out_row_bytes out, else 1 to
+ *   `rows`), except element_size, which is not used: rows are the records. host_in and dev_in
+ *   must be aligned to the largest power of two that divides in_row_bytes (at most 16), host_out
+ *   and dev_out to that of out_row_bytes. host_in must not overlap host_out, nor dev_in dev_out
+ *   (ORDO_ERROR_INVALID_ARGUMENT: no stencil runs in place, as a halo reads rows that other chunks
+ *   write). NULL dev_in or dev_out: a temporary of the input's or
+ *   the output's size from the pipeline's pool, allocated on `stream` before the run and freed on
+ *   it after, on every path out.
+ * - rows 0, a row size of 0, byte counts that overflow, or more chunks than rows give
+ *   ORDO_ERROR_INVALID_ARGUMENT before anything is enqueued; pageable host memory
+ *   ORDO_ERROR_PAGEABLE_MEMORY. Failures, joins, threads and captures as ordo_pipeline_run_on. */
+typedef ordo_status (*ordo_stencil_fn)(struct CUstream_st* stream, const void* input, void* output, size_t first_row, size_t rows, size_t before, size_t after, void* user);
+ordo_status ordo_pipeline_run_stencil(ordo_pipeline* pipeline, struct CUstream_st* stream, const void* host_in, void* dev_in, void* dev_out, void* host_out, size_t rows, size_t in_row_bytes, size_t out_row_bytes, size_t halo, ordo_stencil_fn compute, void* user);
+
+/* Graphs cached per batch-size bucket. body enqueues the work for `bucket` elements on the stream
+ * it is given, over buffers the caller holds; the memory it uses must stay valid until the cache
+ * is destroyed. n_buckets 0: the buckets 1, 2, 4, ... 256 (buckets is ignored); otherwise buckets
+ * points to n_buckets strictly increasing, non-zero values (NULL or misaligned:
+ * ORDO_ERROR_INVALID_ARGUMENT). overflow_eager: run sizes over the largest bucket eagerly instead
+ * of failing with ORDO_ERROR_INVALID_ARGUMENT.
+ * body is called, on the thread of the run or capture_all that needs it, in one of three ways:
+ * - to capture a bucket's graph: `stream` is then capturing, in a capture ordo began in global mode
+ *   (cudaStreamCaptureModeGlobal) and ends itself before the call returns; meanwhile no other
+ *   thread may enqueue work on `stream` (it would join the capture), as for any capture;
+ * - when run is called while the caller's `stream` captures: straight into the caller's capture,
+ *   in the caller's capture mode (a graph launch would invalidate the capture);
+ * - for a size over the largest bucket with overflow_eager: eagerly, `stream` not capturing.
+ * The calling thread's capture mode during body is the one it had when it called ordo. body may
+ * run on several threads at once, for different buckets or the same one (two threads that find a
+ * bucket not yet captured both capture it: the first graph is kept, the other is destroyed
+ * unlaunched), so it, and `user`, must be safe to use from several threads at once.
+ * run: replays the graph of the bucket n rounds up to (capturing it first on `stream` if needed);
+ * n 0 rounds up to the first bucket, as in the Rust API (GraphCache::run); the bucket used (or n,
+ * run eagerly) goes to bucket_out (may be NULL). Replays of one cache on several streams share the
+ * cache's buffers and are not ordered with each other: order them if they overlap.
+ * capture_all: captures every bucket not captured yet; ORDO_ERROR_STREAM_CAPTURING while `stream`
+ * captures. */
+typedef struct OrdoGraphCache ordo_graph_cache;
+typedef ordo_status (*ordo_capture_fn)(struct CUstream_st* stream, size_t bucket, void* user);
+ordo_status ordo_graph_cache_create(const size_t* buckets, size_t n_buckets, int overflow_eager, ordo_capture_fn body, void* user, ordo_graph_cache** out);
+
+/* Options of a graph cache, for ordo_graph_cache_create_with_options (NULL: the defaults, as
+ * ordo_graph_cache_create with overflow_eager 0). Set size to sizeof(ordo_graph_cache_options).
+ * capture_mode: how the cache's own captures run (ORDO_CAPTURE_GLOBAL, the default: a capture-unsafe
+ * call from any thread fails the capture; ORDO_CAPTURE_THREAD_LOCAL: from this thread only, for
+ * servers whose other threads allocate meanwhile; ORDO_CAPTURE_RELAXED: the caller vouches that
+ * nothing capture-unsafe runs). warmup non-zero: the body runs once, eagerly, before each capture
+ * (lazy initialisation happens outside the capture; its work runs as a run of that bucket would).
+ * instantiate_flags: cudaGraphInstantiateFlagAutoFreeOnLaunch, cudaGraphInstantiateFlagUseNodePriority
+ * or 0. capture_all captures from the largest bucket to the smallest. A bad value:
+ * ORDO_ERROR_INVALID_ARGUMENT. */
+#define ORDO_CAPTURE_GLOBAL 0
+#define ORDO_CAPTURE_THREAD_LOCAL 1
+#define ORDO_CAPTURE_RELAXED 2
+typedef void (*ordo_user_free_fn)(void* user);
+typedef struct ordo_graph_cache_options {
+    size_t size;
+    int capture_mode;
+    int warmup;
+    int overflow_eager;
+    uint64_t instantiate_flags;
+    /* Called exactly once with `user`: after the cache is destroyed and no call of it runs any
+     * more, or when the create fails (once the options could be read). NULL for none. It must not
+     * throw and must not call ordo. */
+    ordo_user_free_fn user_free;
+} ordo_graph_cache_options;
+ordo_status ordo_graph_cache_create_with_options(const size_t* buckets, size_t n_buckets, const ordo_graph_cache_options* options, ordo_capture_fn body, void* user, ordo_graph_cache** out);
+ordo_status ordo_graph_cache_capture_all(ordo_graph_cache* cache, struct CUstream_st* stream);
+ordo_status ordo_graph_cache_run(ordo_graph_cache* cache, struct CUstream_st* stream, size_t n, size_t* bucket_out);
+void ordo_graph_cache_destroy(ordo_graph_cache* cache);
+
+/* A ring of pinned staging slots: acquire a slot (its memory and a ticket), fill it, submit its
+ * copy; the slot is free again once the copy has finished.
+ * create: 1 to 65536 slots (ORDO_ERROR_INVALID_ARGUMENT beyond); cudaErrorMemoryAllocation when
+ * the memory cannot be had.
+ * Tickets are numbers from a counter that is never reused (never 0): a ticket names its slot from
+ * acquire until it is submitted or released, and never again; a ticket the ring does not hold
+ * (never issued by it, already submitted or released, released by destroy) gives
+ * ORDO_ERROR_INVALID_TICKET and touches no slot.
+ * acquire: wait 0: ORDO_NOT_READY when no slot is free; wait 1: waits on the host for a slot
+ * whose copy is in flight, and returns ORDO_NOT_READY as soon as every slot is held by a ticket
+ * not yet submitted or released, or by a graph (at the start or during the wait), since nothing
+ * could come free by waiting; CUDA's error when the context is lost, cudaErrorContextIsDestroyed
+ * after cudaDeviceReset; ORDO_ERROR_INVALID_HANDLE when another thread destroys the ring.
+ * The slot's memory (slot_bytes bytes) is the caller's to write until the ticket is submitted or
+ * released, or the ring destroyed: a program that destroys a ring orders the destroy after every
+ * thread has stopped writing its slots (as with free()). A ticket is used by the code that
+ * acquired it (or was handed it): submitting or releasing another thread's ticket takes its slot
+ * away while that thread may still write it.
+ * submit: 1 <= bytes <= slot_bytes, device_dst device memory; the ticket is used up by the call
+ * once its arguments passed their checks, also if it then fails. Capturable: the captured copy runs
+ * at every launch of the graph, and the slot stays held until the graph and every executable graph
+ * made from it are destroyed.
+ * release: frees a ticket's slot without copying it; the ticket is used up.
+ * destroy: tickets not submitted are released; waiting acquires return; copies in flight and graphs
+ * keep the pinned memory until they are done with it. */
+typedef struct OrdoStagingRing ordo_staging_ring;
+ordo_status ordo_staging_ring_create(size_t slots, size_t slot_bytes, ordo_staging_ring** out);
+ordo_status ordo_staging_ring_acquire(ordo_staging_ring* ring, int wait, void** slot_out, size_t* ticket_out);
+ordo_status ordo_staging_ring_submit(ordo_staging_ring* ring, size_t ticket, size_t bytes, void* device_dst, struct CUstream_st* stream);
+ordo_status ordo_staging_ring_release(ordo_staging_ring* ring, size_t ticket);
+void ordo_staging_ring_destroy(ordo_staging_ring* ring);
+
+/* Event-based timing (events of the device current at create): start and stop on a stream (of
+ * that device), elapsed milliseconds once stop has completed (ORDO_NOT_READY before; it never
+ * waits; ORDO_ERROR_INVALID_ARGUMENT if either was never recorded). start and stop may be
+ * captured; CUDA cannot time events recorded by a graph (elapsed then returns CUDA's error). */
+typedef struct OrdoTimer ordo_timer;
+ordo_status ordo_timer_create(ordo_timer** out);
+ordo_status ordo_timer_start(ordo_timer* timer, struct CUstream_st* stream);
+ordo_status ordo_timer_stop(ordo_timer* timer, struct CUstream_st* stream);
+ordo_status ordo_timer_elapsed_ms(ordo_timer* timer, float* ms);
+void ordo_timer_destroy(ordo_timer* timer);
+
+/* NCCL (loaded at run time: libnccl.so.2, or the file the ORDO_NCCL environment variable names).
+ * No library, or one too old for a call: ORDO_ERROR_NOT_SUPPORTED. A failure of NCCL's:
+ * ORDO_ERROR_LIBRARY. One process per rank: rank 0 writes a unique id (ordo_nccl_get_unique_id,
+ * id_bytes must be ORDO_NCCL_UNIQUE_ID_BYTES), the caller carries the bytes to every rank (a file,
+ * a pipe, TCP), and each rank makes its communicator on its device (ordo_nccl_comm_init_rank,
+ * which blocks until every rank has joined). The collectives enqueue one NCCL call on `stream` (a
+ * stream of the communicator's device), never synchronise, and are capturable; counts are in
+ * elements of dtype (NCCL's values below), buffers device memory that stays allocated until the
+ * work completes, and every rank must make the matching call with the same count, dtype, op and
+ * root (NCCL cannot check other ranks' sizes). A NULL or misaligned buffer, a byte count that
+ * overflows, a root not below nranks, an unknown dtype or op: ORDO_ERROR_INVALID_ARGUMENT, before
+ * NCCL. Any thread may call; ordo serialises the calls on one handle, and NCCL calls for
+ * communicators of one device (NCCL forbids them at once from several threads).
+ * wait: waits at most timeout_ms for the work on `stream`, polling the communicator's health, so
+ * that a dead peer gives ORDO_ERROR_LIBRARY instead of a hang; then abort the communicator. An
+ * abort from another thread (a watchdog) gets in between two polls; the wait then returns
+ * ORDO_ERROR_INVALID_HANDLE.
+ * abort: stops the communicator's work and frees it without the other ranks, ending the handle.
+ * destroy: waits for the queued collectives on every rank (use abort when a peer may be gone). */
+#define ORDO_NCCL_UNIQUE_ID_BYTES 128
+#define ORDO_NCCL_INT8 0
+#define ORDO_NCCL_UINT8 1
+#define ORDO_NCCL_INT32 2
+#define ORDO_NCCL_UINT32 3
+#define ORDO_NCCL_INT64 4
+#define ORDO_NCCL_UINT64 5
+#define ORDO_NCCL_FLOAT16 6
+#define ORDO_NCCL_FLOAT32 7
+#define ORDO_NCCL_FLOAT64 8
+#define ORDO_NCCL_BFLOAT16 9
+#define ORDO_NCCL_SUM 0
+#define ORDO_NCCL_PROD 1
+#define ORDO_NCCL_MAX 2
+#define ORDO_NCCL_MIN 3
+#define ORDO_NCCL_AVG 4
+typedef struct OrdoNcclComm ordo_nccl_comm;
+ordo_status ordo_nccl_get_unique_id(uint8_t* id_out, size_t id_bytes_len);
+ordo_status ordo_nccl_comm_init_rank(int device, size_t nranks, const uint8_t* id, size_t id_bytes_len, size_t rank, ordo_nccl_comm** out);
+void ordo_nccl_comm_destroy(ordo_nccl_comm* comm);
+ordo_status ordo_nccl_comm_abort(ordo_nccl_comm* comm);
+ordo_status ordo_nccl_comm_wait(ordo_nccl_comm* comm, struct CUstream_st* stream, uint32_t timeout_ms);
+ordo_status ordo_nccl_all_reduce(ordo_nccl_comm* comm, const void* send, void* recv, size_t count, int dtype, int op, struct CUstream_st* stream);
+ordo_status ordo_nccl_broadcast(ordo_nccl_comm* comm, const void* send, void* recv, size_t count, int dtype, size_t root, struct CUstream_st* stream);
+ordo_status ordo_nccl_reduce(ordo_nccl_comm* comm, const void* send, void* recv, size_t count, int dtype, int op, size_t root, struct CUstream_st* stream);
+ordo_status ordo_nccl_all_gather(ordo_nccl_comm* comm, const void* send, void* recv, size_t send_count, int dtype, struct CUstream_st* stream);
+ordo_status ordo_nccl_reduce_scatter(ordo_nccl_comm* comm, const void* send, void* recv, size_t recv_count, int dtype, int op, struct CUstream_st* stream);
+
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ORDO_H */

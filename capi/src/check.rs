@@ -1,0 +1,240 @@
+//! The checks every export makes before it enqueues anything, capture-aware in one place.
+//!
+//! # Captures
+//! CUDA refuses "potentially unsafe" calls (allocations, frees, instantiating or destroying
+//! executable graphs, synchronising or querying other streams and events) on a thread while that
+//! thread captures, or while any thread captures in global mode, and the refusal **invalidates the
+//! capture** (measured with CUDA 13.0 on an H200: cudaErrorStreamCaptureUnsupported, then
+//! cudaErrorStreamCaptureInvalidated at its end). ordo's own calls of that kind (a ring's pinned
+//! allocation, a graph cache's instantiation, an object's destruction) have nothing to do with the
+//! caller's capture, so every export runs with the calling thread's capture mode exchanged to
+//! relaxed (`RelaxedCaptureMode`, as CCCL does; `cudaThreadExchangeStreamCaptureMode`), restored
+//! on the way out. The caller's callbacks run in the caller's own mode again
+//! (`in_caller_mode`), so CUDA checks what *they* do as the caller asked.
+//!
+//! What no mode makes legal is any query of the capturing stream itself: `cudaStreamGetDevice`,
+//! `cudaStreamGetFlags` and `cudaStreamGetId` on a capturing stream fail and invalidate the
+//! capture in every mode (measured, same machine). So while the stream captures, its device is
+//! taken to be the calling thread's current device (`stream_device`), and the one query made of
+//! the stream is `cudaStreamGetCaptureInfo`, which is the capture's own. `cudaPointerGetAttributes`
+//! is legal inside captures (measured) and runs in every case.
+
+use super::status::{invalid, Outcome};
+use core::cell::Cell;
+use core::ffi::c_void;
+use ordo_cuda_core::graph::CaptureStatus;
+use ordo_cuda_core::{sys, Device, Error, MemPoolRef, PoolAccess, StreamRef, UsageKind};
+
+thread_local! {
+    /// The capture mode the calling thread had when the outermost running export entered, while
+    /// the export runs with it relaxed; `None` outside exports (or when the exchange failed).
+    static CALLER_MODE: Cell<Option<sys::cudaStreamCaptureMode>> = const { Cell::new(None) };
+}
+
+/// Exchanges the thread's capture mode (`cudaThreadExchangeStreamCaptureMode`): sets `mode` and
+/// returns the previous one, or `None` if CUDA refused (then nothing changed).
+fn exchange(mode: sys::cudaStreamCaptureMode) -> Option<sys::cudaStreamCaptureMode> {
+    let mut m = mode;
+    // SAFETY: `m` is writable; the call only swaps a per-thread setting.
+    let code = unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut m) };
+    (code == sys::cudaError::cudaSuccess).then_some(m)
+}
+
+/// The calling thread's capture mode relaxed for the scope's lifetime, restored when it drops
+/// (also during a panic's unwinding). Without a driver the exchange fails: nothing is changed then,
+/// and the export's first real CUDA call returns CUDA's status as usual.
+pub(crate) struct RelaxedCaptureMode {
+    previous: Option<sys::cudaStreamCaptureMode>,
+    outer: Option<sys::cudaStreamCaptureMode>,
+}
+
+impl RelaxedCaptureMode {
+    pub(crate) fn enter() -> RelaxedCaptureMode {
+        let previous = exchange(sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed);
+        let outer = CALLER_MODE.with(|c| c.replace(previous));
+        RelaxedCaptureMode { previous, outer }
+    }
+}
+
+impl Drop for RelaxedCaptureMode {
+    fn drop(&mut self) {
+        if let Some(mode) = self.previous {
+            let _ = exchange(mode);
+        }
+        CALLER_MODE.with(|c| c.set(self.outer));
+    }
+}
+
+/// Runs a caller's callback with the capture mode the caller had when it called ordo (relaxed
+/// again afterwards), so that CUDA refuses in the callback what it would refuse in the caller.
+pub(crate) fn in_caller_mode<R>(f: impl FnOnce() -> R) -> R {
+    struct BackToRelaxed(bool);
+    impl Drop for BackToRelaxed {
+        fn drop(&mut self) {
+            if self.0 {
+                let _ = exchange(sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed);
+            }
+        }
+    }
+    let restored = match CALLER_MODE.with(Cell::get) {
+        Some(mode) => exchange(mode).is_some(),
+        None => false,
+    };
+    let _back = BackToRelaxed(restored);
+    f()
+}
+
+/// The caller's stream. NULL is refused: pass `cudaStreamLegacy` or `cudaStreamPerThread` to
+/// mean a default stream, so that it is never used by accident.
+pub(crate) fn stream_ref<'a>(raw: sys::cudaStream_t) -> Outcome<StreamRef<'a>> {
+    // SAFETY: the C contract: a live stream (or one of CUDA's pseudo-stream handles) that stays
+    // valid for the call; null is refused here.
+    unsafe { StreamRef::from_raw(raw) }
+        .ok_or_else(|| invalid("null stream: pass cudaStreamLegacy or cudaStreamPerThread for a default stream"))
+}
+
+/// Whether `s` is capturing (or holds an invalidated capture not yet ended), asked the one way
+/// that is legal during a capture (`cudaStreamGetCaptureInfo`).
+pub(crate) fn capturing(s: StreamRef<'_>) -> Outcome<bool> {
+    Ok(!matches!(s.capture_status()?, CaptureStatus::None))
+}
+
+/// The device work on `s` runs on: the stream's own (`cudaStreamGetDevice`, CUDA 12.8 and later;
+/// before that the current device), except while `s` captures, where any query of the stream
+/// would invalidate the capture: the calling thread's current device then.
+pub(crate) fn stream_device(s: StreamRef<'_>) -> Outcome<Device> {
+    if capturing(s)? {
+        Ok(Device::current()?)
+    } else {
+        Ok(s.device_or_current()?)
+    }
+}
+
+/// Refuses a null pointer, and one not aligned for `T` (a misaligned device pointer would fault on
+/// the device, a sticky error, instead of failing here).
+pub(crate) fn non_null<T>(p: *const T, what: &'static str) -> Outcome {
+    if p.is_null() {
+        Err(invalid(what))
+    } else if (p as usize) % core::mem::align_of::<T>() != 0 {
+        Err(invalid("pointer not aligned for its element type"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Refuses a null pointer, and one not aligned to `align` bytes (a power of two), for elements
+/// whose type only the caller knows.
+pub(crate) fn non_null_aligned(p: *const c_void, align: usize, what: &'static str) -> Outcome {
+    if p.is_null() {
+        Err(invalid(what))
+    } else if (p as usize) % align.max(1) != 0 {
+        Err(invalid("pointer not aligned for its element size"))
+    } else {
+        Ok(())
+    }
+}
+
+/// The bytes of `n` elements of `T`, refused when that overflows or exceeds `isize::MAX` (no
+/// allocation can be that large, and Rust's views may not be).
+pub(crate) fn byte_len<T>(n: usize) -> Outcome<usize> {
+    n.checked_mul(core::mem::size_of::<T>())
+        .filter(|&b| isize::try_from(b).is_ok())
+        .ok_or_else(|| invalid("size in bytes overflows"))
+}
+
+/// What `cudaPointerGetAttributes` says of `p` (legal inside captures; the export's relaxed
+/// capture mode keeps it legal under other threads' captures too).
+fn attributes(p: *const c_void) -> Outcome<sys::cudaPointerAttributes> {
+    // Its layout differs between CUDA 12 and 13 (13 adds reserved words): default-construct it.
+    let mut attrs = sys::cudaPointerAttributes::default();
+    // SAFETY: `attrs` is writable; any pointer value may be asked about.
+    ordo_cuda_core::error::check(unsafe { sys::cudaPointerGetAttributes(&mut attrs, p) }, "cudaPointerGetAttributes")?;
+    Ok(attrs)
+}
+
+/// Pinned (`cudaHostAlloc`) or registered (`cudaHostRegister`) host memory.
+pub(crate) fn require_pinned(p: *const c_void) -> Outcome {
+    if attributes(p)?.type_ != sys::cudaMemoryType::cudaMemoryTypeHost {
+        let e = Error::usage(
+            UsageKind::PageableMemory,
+            "ordo C ABI",
+            "host memory must be pinned (cudaHostAlloc) or registered (cudaHostRegister)",
+        );
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+/// Device or managed memory, of any device (what a copy needs).
+pub(crate) fn require_device(p: *const c_void) -> Outcome {
+    let t = attributes(p)?.type_;
+    if t != sys::cudaMemoryType::cudaMemoryTypeDevice && t != sys::cudaMemoryType::cudaMemoryTypeManaged {
+        return Err(invalid("expected device (or managed) memory"));
+    }
+    Ok(())
+}
+
+/// Device memory of `device`, or managed memory (what a kernel on `device` may touch). Device
+/// memory of another device is refused: without peer access the kernel would fault there, a sticky
+/// error that loses that device's context.
+pub(crate) fn require_device_on(p: *const c_void, device: Device) -> Outcome {
+    let a = attributes(p)?;
+    match a.type_ {
+        sys::cudaMemoryType::cudaMemoryTypeManaged => Ok(()),
+        sys::cudaMemoryType::cudaMemoryTypeDevice if a.device == device.ordinal() => Ok(()),
+        sys::cudaMemoryType::cudaMemoryTypeDevice => Err(invalid("device memory of another device than the stream's")),
+        _ => Err(invalid("expected device (or managed) memory")),
+    }
+}
+
+/// Refuses a pool whose memory `device`'s kernels cannot read and write.
+pub(crate) fn require_pool_for(pool: Option<MemPoolRef<'_>>, device: Device) -> Outcome {
+    match pool {
+        Some(pool) if pool.access(device)? != PoolAccess::ReadWrite => {
+            Err(invalid("options.pool is not readable and writable by the device"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Writes `value` to the caller's out-pointer, checked first (null, alignment).
+pub(crate) fn write_out<T>(out: *mut T, value: T, what: &'static str) -> Outcome {
+    non_null(out.cast_const(), what)?;
+    // SAFETY: checked non-null and aligned; the C contract makes it writable.
+    unsafe { out.write(value) };
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_pointers_are_checked_before_cuda() {
+        assert!(byte_len::<f32>(usize::MAX / 4 + 1).is_err());
+        assert!(byte_len::<f32>(isize::MAX as usize / 4 + 1).is_err(), "over isize::MAX bytes");
+        assert_eq!(byte_len::<f32>(10), Ok(40));
+        let x = [0u32; 2];
+        let misaligned = (x.as_ptr() as usize + 1) as *const u32;
+        assert!(non_null(misaligned, "x").is_err());
+        assert!(non_null(core::ptr::null::<u32>(), "x").is_err());
+        assert!(non_null(x.as_ptr(), "x").is_ok());
+        assert!(stream_ref(core::ptr::null_mut()).is_err());
+    }
+
+    #[test]
+    fn callbacks_run_in_the_callers_mode_and_the_scope_restores_it() {
+        // Without a driver the exchange fails and nothing is recorded; with one, the scope records
+        // the caller's mode and restores it. Either way the thread's state after equals before.
+        let before = CALLER_MODE.with(Cell::get);
+        {
+            let _scope = RelaxedCaptureMode::enter();
+            let inner = CALLER_MODE.with(Cell::get);
+            in_caller_mode(|| {
+                let _nested = RelaxedCaptureMode::enter();
+            });
+            assert_eq!(CALLER_MODE.with(Cell::get), inner);
+        }
+        assert_eq!(CALLER_MODE.with(Cell::get), before);
+    }
+}

@@ -1,0 +1,391 @@
+//! The graph bucket cache: the caller's capture callback captured per bucket with the Rust
+//! [`GraphCache`], behind a handle that several threads may use at once.
+//!
+//! # No lock across the body
+//! Each bucket's graph is a one-bucket [`GraphCache`] of its own, installed in the cache's table
+//! once captured. The table's lock is held to look a bucket up, to install a graph, and to launch
+//! one (a graph is launched by one thread at a time: CUDA does not make graph objects thread-safe),
+//! never while the body runs. A bucket not yet captured is captured by the calling thread with
+//! the lock released; two threads that find the same bucket empty at once each capture it, the
+//! first graph installed is kept, and the other is destroyed without ever being launched. So no
+//! thread ever waits for another thread's body, and nothing can deadlock, whatever the bodies do
+//! (block on other threads, call other caches). The price: the body may run on several threads at
+//! once, which the header says.
+//!
+//! A body that calls back into its own cache, on its thread, would recurse (each call calling the
+//! body again): such a call gets `ORDO_ERROR_HANDLE_BUSY` (`handles::enter_call`).
+
+use super::check::{capturing, in_caller_mode, non_null, stream_device, stream_ref};
+use super::context::{CheckContext as _, Context, InContext};
+use super::handles::{self, enter_call};
+use super::status::{
+    callback_error, guard, guard_void, invalid, Failure, OrdoStatus, Outcome, ORDO_ERROR_STREAM_CAPTURING, ORDO_SUCCESS,
+};
+use core::ffi::{c_int, c_void};
+use ordo_cuda_core::graph::{CaptureMode, InstantiateFlags};
+use ordo_cuda_core::graph_cache::{bucket_index, default_buckets, CacheOptions, GraphCache, Overflow};
+use ordo_cuda_core::{sys, StreamRef};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// The C capture callback, not NULL.
+type CaptureFnPtr = unsafe extern "C" fn(stream: sys::cudaStream_t, bucket: usize, user: *mut c_void) -> OrdoStatus;
+
+/// A capture callback: enqueue the work for `bucket` elements on `stream` (which is capturing).
+pub type OrdoCaptureFn = Option<CaptureFnPtr>;
+
+type CacheBody = Box<dyn FnMut(StreamRef<'_>, usize) -> ordo_cuda_core::Result<()> + Send>;
+
+/// One bucket's captured graph, and the context it was made in (see [`super::context`]).
+type BucketGraph = InContext<GraphCache<CacheBody>>;
+
+/// The C handle type of a graph cache: opaque, never dereferenced (see [`handles`]).
+#[repr(C)]
+pub struct OrdoGraphCache {
+    _opaque: [u8; 0],
+}
+
+struct CacheObject {
+    /// Strictly increasing, non-zero (checked by [`GraphCache::new`] at creation).
+    buckets: Vec<usize>,
+    /// Each bucket's graph once captured. Locked to look up, install or launch; never across the
+    /// body.
+    graphs: Mutex<Vec<Option<BucketGraph>>>,
+    body: CaptureFnPtr,
+    /// The caller's `user` pointer, as an address: the C contract makes it usable from every
+    /// thread that calls the cache, until the cache is destroyed.
+    user: usize,
+    overflow_eager: bool,
+    /// How each bucket is captured (mode, warm-up, instantiate flags).
+    options: CacheOptions,
+    /// Called with `user` once the cache is destroyed and no call uses it any more.
+    user_free: OrdoUserFreeFn,
+}
+
+/// A finalizer for a callback's `user` pointer: called once, with `user`, when nothing of ordo's
+/// will call the callback again.
+pub type OrdoUserFreeFn = Option<unsafe extern "C" fn(user: *mut c_void)>;
+
+impl Drop for CacheObject {
+    fn drop(&mut self) {
+        // The last handle of the cache is gone: no call runs the body any more (replays of
+        // captured graphs never call it). Graphs go first, then the finalizer.
+        drop(core::mem::take(&mut *self.graphs.get_mut().unwrap_or_else(PoisonError::into_inner)));
+        if let Some(free) = self.user_free {
+            // SAFETY: the caller's finalizer with its own pointer, once (the C contract: it does
+            // not unwind).
+            unsafe { free(self.user as *mut c_void) };
+        }
+    }
+}
+
+/// Options of a graph cache (`ordo_graph_cache_options` in ordo.h). The caller sets `size` to
+/// `sizeof(ordo_graph_cache_options)` of its header, so that later versions can add fields.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct OrdoGraphCacheOptions {
+    /// `sizeof(ordo_graph_cache_options)`, set by the caller.
+    pub size: usize,
+    /// The capture mode of the cache's own captures: `ORDO_CAPTURE_GLOBAL` (the default),
+    /// `ORDO_CAPTURE_THREAD_LOCAL` or `ORDO_CAPTURE_RELAXED`.
+    pub capture_mode: c_int,
+    /// Non-zero: run the body once, eagerly, before each capture.
+    pub warmup: c_int,
+    /// Non-zero: sizes over the largest bucket run the body eagerly instead of failing.
+    pub overflow_eager: c_int,
+    /// `cudaGraphInstantiateFlags` for each bucket's graph: `cudaGraphInstantiateFlagAutoFreeOnLaunch`
+    /// and `cudaGraphInstantiateFlagUseNodePriority`, or 0.
+    pub instantiate_flags: u64,
+    /// Called exactly once with `user`: after the cache is destroyed and no call of it runs any
+    /// more, or when the create fails (once `options` itself could be read); NULL for none.
+    pub user_free: OrdoUserFreeFn,
+}
+
+/// `capture_mode` of [`OrdoGraphCacheOptions`]: `cudaStreamCaptureModeGlobal`.
+pub const ORDO_CAPTURE_GLOBAL: c_int = 0;
+/// `cudaStreamCaptureModeThreadLocal`.
+pub const ORDO_CAPTURE_THREAD_LOCAL: c_int = 1;
+/// `cudaStreamCaptureModeRelaxed`.
+pub const ORDO_CAPTURE_RELAXED: c_int = 2;
+
+/// The Rust options for C's (checked).
+fn cache_options(o: &OrdoGraphCacheOptions) -> Outcome<(CacheOptions, bool, OrdoUserFreeFn)> {
+    if o.size < core::mem::size_of::<OrdoGraphCacheOptions>() {
+        return Err(invalid("options.size below this version's sizeof(ordo_graph_cache_options)"));
+    }
+    let mode = match o.capture_mode {
+        ORDO_CAPTURE_GLOBAL => CaptureMode::Global,
+        ORDO_CAPTURE_THREAD_LOCAL => CaptureMode::ThreadLocal,
+        ORDO_CAPTURE_RELAXED => CaptureMode::Relaxed,
+        _ => return Err(invalid("unknown capture mode")),
+    };
+    let allowed = InstantiateFlags::AUTO_FREE_ON_LAUNCH | InstantiateFlags::USE_NODE_PRIORITY;
+    let instantiate = InstantiateFlags::from_bits(o.instantiate_flags)
+        .filter(|f| allowed.contains(*f))
+        .ok_or_else(|| invalid("instantiate flags other than AutoFreeOnLaunch and UseNodePriority"))?;
+    Ok((CacheOptions { mode, warmup: o.warmup != 0, instantiate }, o.overflow_eager != 0, o.user_free))
+}
+
+impl CacheObject {
+    fn graphs(&self) -> MutexGuard<'_, Vec<Option<BucketGraph>>> {
+        // Nothing under the lock can panic half-way through a change: recovered as it is.
+        self.graphs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `cudaErrorContextIsDestroyed` once the context of any of the cache's graphs is gone (a
+    /// `cudaDeviceReset`): the cache is then never used again.
+    fn check(&self) -> Outcome {
+        let contexts: Vec<Context> = self.graphs().iter().flatten().map(InContext::context).collect();
+        let mut checked: Vec<Context> = Vec::new();
+        for c in contexts {
+            if !checked.contains(&c) {
+                c.check()?;
+                checked.push(c);
+            }
+        }
+        Ok(())
+    }
+
+    /// The body for `bucket`, as the Rust API calls it.
+    fn body(&self) -> CacheBody {
+        let (body, user) = (self.body, self.user);
+        Box::new(move |s: StreamRef<'_>, size: usize| call_body(body, s, size, user))
+    }
+
+    /// Makes sure bucket `i` has a graph: captures it on `s` (the lock released while the body
+    /// runs) unless one is installed; installs it unless another thread installed one meanwhile
+    /// (ours is then destroyed, never launched).
+    fn ensure(&self, i: usize, s: StreamRef<'_>) -> Outcome {
+        if self.graphs()[i].is_some() {
+            return Ok(());
+        }
+        let device = stream_device(s)?;
+        let bucket = self.buckets[i];
+        // SAFETY: the C contract of `ordo_graph_cache_create`, passed on: the memory the body's
+        // captured work uses stays valid for every replay of this graph, until the cache (which
+        // owns it) is destroyed; the cache ends its own capture.
+        let mut graph = unsafe { GraphCache::with_options(vec![bucket], Overflow::Error, self.options, self.body()) }?;
+        graph.capture_all(s)?;
+        let graph = InContext::made_in(Context::of(device)?, graph);
+        let spare = {
+            let mut graphs = self.graphs();
+            match &graphs[i] {
+                None => {
+                    graphs[i] = Some(graph);
+                    None
+                }
+                Some(_) => Some(graph),
+            }
+        };
+        drop(spare); // outside the lock
+        Ok(())
+    }
+
+    /// Launches bucket `i`'s graph (installed) on `s`, under the lock.
+    fn launch(&self, i: usize, s: StreamRef<'_>) -> Outcome {
+        let mut graphs = self.graphs();
+        let graph = graphs[i].as_mut().ok_or_else(|| invalid("bucket not captured"))?;
+        graph.context().check()?;
+        // Captured: this replays, it never calls the body.
+        graph.checked_mut().run(s, self.buckets[i])?;
+        Ok(())
+    }
+}
+
+/// Calls the caller's body for `size` on `s`, in the caller's capture mode.
+fn call_body(body: CaptureFnPtr, s: StreamRef<'_>, size: usize, user: usize) -> ordo_cuda_core::Result<()> {
+    // SAFETY: the caller's callback with its own user pointer (the C contract).
+    let status = in_caller_mode(|| unsafe { body(s.as_raw(), size, user as *mut c_void) });
+    if status == ORDO_SUCCESS {
+        Ok(())
+    } else {
+        Err(callback_error("ordo_capture_fn", status))
+    }
+}
+
+/// Creates a graph bucket cache over `buckets` (strictly increasing, non-zero; `n_buckets` 0 for
+/// 1, 2, 4, ... 256). `body` captures the work for a bucket; `overflow_eager` runs sizes over the
+/// largest bucket eagerly instead of failing. Captures are global-mode, without warm-up.
+///
+/// # Safety
+/// The C contract: `buckets` points to `n_buckets` values when `n_buckets` is not 0; `out` is
+/// writable; `body` does not unwind, and the memory its captured work uses stays valid for every
+/// replay until the cache is destroyed; `user` stays valid as long.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_graph_cache_create(
+    buckets: *const usize,
+    n_buckets: usize,
+    overflow_eager: c_int,
+    body: OrdoCaptureFn,
+    user: *mut c_void,
+    out: *mut *mut OrdoGraphCache,
+) -> OrdoStatus {
+    guard("ordo_graph_cache_create", || {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { create(buckets, n_buckets, (CacheOptions::default(), overflow_eager != 0, None), body, user, out) }
+    })
+}
+
+/// As [`ordo_graph_cache_create`], with `options` (NULL for the defaults: global-mode captures,
+/// no warm-up, no overflow, no instantiate flags). A bad option is `ORDO_ERROR_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// As [`ordo_graph_cache_create`]; a non-null `options` points to `options->size` readable bytes.
+/// With `ORDO_CAPTURE_RELAXED`, the caller vouches that nothing capture-unsafe runs meanwhile.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_graph_cache_create_with_options(
+    buckets: *const usize,
+    n_buckets: usize,
+    options: *const OrdoGraphCacheOptions,
+    body: OrdoCaptureFn,
+    user: *mut c_void,
+    out: *mut *mut OrdoGraphCache,
+) -> OrdoStatus {
+    guard("ordo_graph_cache_create_with_options", || {
+        let options = if options.is_null() {
+            (CacheOptions::default(), false, None)
+        } else {
+            non_null(options, "options")?;
+            // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes, so the
+            // size field first, then (when it covers this version's struct) the whole.
+            if unsafe { options.cast::<usize>().read() } < core::mem::size_of::<OrdoGraphCacheOptions>() {
+                return Err(invalid("options.size below this version's sizeof(ordo_graph_cache_options)"));
+            }
+            // SAFETY: as above: at least this version's struct is readable.
+            let o = unsafe { options.read() };
+            cache_options(&o).inspect_err(|_| {
+                if let Some(free) = o.user_free {
+                    // SAFETY: the caller's finalizer with its own pointer, once.
+                    unsafe { free(user) };
+                }
+            })?
+        };
+        // SAFETY: the caller's contract, passed on.
+        unsafe { create(buckets, n_buckets, options, body, user, out) }
+    })
+}
+
+/// The body of both creates.
+///
+/// # Safety
+/// As [`ordo_graph_cache_create`].
+unsafe fn create(
+    buckets: *const usize,
+    n_buckets: usize,
+    (options, overflow_eager, user_free): (CacheOptions, bool, OrdoUserFreeFn),
+    body: OrdoCaptureFn,
+    user: *mut c_void,
+    out: *mut *mut OrdoGraphCache,
+) -> Outcome {
+    // From here on the finalizer runs exactly once: by the cache's drop, or here on a failure.
+    let fail = |f: super::status::Failure| {
+        if let Some(free) = user_free {
+            // SAFETY: the caller's finalizer with its own pointer, once.
+            unsafe { free(user) };
+        }
+        f
+    };
+    non_null(out.cast_const(), "null out").map_err(fail)?;
+    let body = body.ok_or_else(|| invalid("null capture callback")).map_err(fail)?;
+    let list = if n_buckets == 0 {
+        default_buckets()
+    } else {
+        non_null(buckets, "null buckets with a non-zero count").map_err(fail)?;
+        super::check::byte_len::<usize>(n_buckets).map_err(fail)?;
+        // SAFETY: checked non-null, aligned, and a byte length that fits; the C contract promises
+        // `n_buckets` readable values.
+        unsafe { core::slice::from_raw_parts(buckets, n_buckets) }.to_vec()
+    };
+    // The Rust API's checks of the buckets (non-empty, non-zero, strictly increasing).
+    let no_body = |_: StreamRef<'_>, _: usize| -> ordo_cuda_core::Result<()> { Ok(()) };
+    // SAFETY: nothing is captured: this cache is dropped unused.
+    let list =
+        unsafe { GraphCache::new(list, Overflow::Error, no_body) }.map_err(|e| fail(e.into()))?.buckets().to_vec();
+    let graphs = Mutex::new(list.iter().map(|_| None).collect());
+    let object = CacheObject { buckets: list, graphs, body, user: user as usize, overflow_eager, options, user_free };
+    // A failed registration drops the object, which calls the finalizer.
+    let handle = handles::register(object)?;
+    // SAFETY: checked non-null and aligned; writable by the C contract.
+    unsafe { out.write(handle) };
+    Ok(())
+}
+
+/// Captures every bucket's graph now, on `stream` (buckets already captured are kept). Refused
+/// with `ORDO_ERROR_STREAM_CAPTURING` while `stream` captures (a capture cannot begin on a
+/// capturing stream).
+///
+/// # Safety
+/// The C contract: `stream` is a live stream.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_graph_cache_capture_all(
+    cache: *mut OrdoGraphCache,
+    stream: sys::cudaStream_t,
+) -> OrdoStatus {
+    guard("ordo_graph_cache_capture_all", || {
+        let c = handles::get::<CacheObject, _>(cache)?;
+        let s = stream_ref(stream)?;
+        if capturing(s)? {
+            return Err(Failure(ORDO_ERROR_STREAM_CAPTURING));
+        }
+        let _call = enter_call(cache)?;
+        c.check()?;
+        // Largest first, as the Rust API does.
+        for i in (0..c.buckets.len()).rev() {
+            c.ensure(i, s)?;
+        }
+        Ok(())
+    })
+}
+
+/// Runs size `n` on `stream`: replays the graph of the bucket `n` rounds up to (capturing it
+/// first if needed); `n` 0 rounds up to the first bucket, as in the Rust API; the bucket used goes
+/// to `bucket_out` (may be NULL). While `stream` captures, the body's work for the bucket is
+/// enqueued straight into that capture instead (a graph launch would invalidate it).
+///
+/// # Safety
+/// The C contract: `stream` is a live stream; `bucket_out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_graph_cache_run(
+    cache: *mut OrdoGraphCache,
+    stream: sys::cudaStream_t,
+    n: usize,
+    bucket_out: *mut usize,
+) -> OrdoStatus {
+    guard("ordo_graph_cache_run", || {
+        let c = handles::get::<CacheObject, _>(cache)?;
+        let s = stream_ref(stream)?;
+        if !bucket_out.is_null() {
+            non_null(bucket_out.cast_const(), "bucket_out")?;
+        }
+        let _call = enter_call(cache)?;
+        c.check()?;
+        let index = bucket_index(&c.buckets, n);
+        let size = match index {
+            Some(i) => c.buckets[i],
+            None if c.overflow_eager => n,
+            None => return Err(invalid("size over the largest bucket")),
+        };
+        match index {
+            // Into the caller's capture (a graph launch would invalidate it), or an eager run of
+            // an overflow size: the body on `stream`, no lock held.
+            _ if capturing(s)? => call_body(c.body, s, size, c.user)?,
+            None => call_body(c.body, s, size, c.user)?,
+            Some(i) => {
+                c.ensure(i, s)?;
+                c.launch(i, s)?;
+            }
+        }
+        if !bucket_out.is_null() {
+            // SAFETY: checked non-null and aligned; writable by the C contract.
+            unsafe { bucket_out.write(size) };
+        }
+        Ok(())
+    })
+}
+
+/// Destroys a cache. NULL, destroyed and unknown handles, and handles of another kind, are
+/// ignored. A call still running on the cache (on another thread) finishes first: the cache is
+/// freed when it returns. Safe for any value: the handle is only looked up, never dereferenced.
+#[no_mangle]
+pub extern "C" fn ordo_graph_cache_destroy(cache: *mut OrdoGraphCache) {
+    guard_void("ordo_graph_cache_destroy", || drop(handles::remove::<CacheObject, _>(cache)));
+}

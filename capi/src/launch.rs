@@ -1,0 +1,295 @@
+//! Launching the caller's own kernels with ordo's launch configuration and PDL rule:
+//! `ordo_launch_kernel` (grid, block, shared memory, PDL, priority, cluster, cooperative, all
+//! checked as the Rust API checks them) and `ordo_pdl_plan_launch` (the rule of
+//! `ordo_cuda_core::launch::pdl` for a kernel compiled in two forms with `ORDO_PDL_KERNELS`).
+
+use super::check::stream_ref;
+use super::status::{guard, invalid, OrdoStatus};
+use core::ffi::{c_int, c_uint, c_void};
+use ordo_cuda_core::launch::{
+    self, BeyondOneWave, Dim3, Kernel, LaunchConfig, LaunchEvent, PdlKernel, PdlMode, PdlPlan, ProgrammaticEvent,
+};
+use ordo_cuda_core::{sys, Device};
+
+/// How `ordo_launch_kernel` launches (`ordo_launch_config` in ordo.h). The caller sets `size` to
+/// `sizeof(ordo_launch_config)` of its header, so that later versions can add fields.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct OrdoLaunchConfig {
+    /// `sizeof(ordo_launch_config)`, set by the caller.
+    pub size: usize,
+    /// Blocks in x, y, z (each at least 1).
+    pub grid: [c_uint; 3],
+    /// Threads a block in x, y, z (each at least 1, at most 1024 in all).
+    pub block: [c_uint; 3],
+    /// Dynamic shared memory a block, bytes.
+    pub shared_mem_bytes: c_uint,
+    /// Non-zero: programmatic stream serialization (PDL).
+    pub pdl: c_int,
+    /// Non-zero: `priority` applies (`cudaLaunchAttributePriority`).
+    pub has_priority: c_int,
+    /// The launch priority (lower is higher, as for streams).
+    pub priority: c_int,
+    /// Thread-block cluster dimensions; all 0 for none.
+    pub cluster: [c_uint; 3],
+    /// Non-zero: a cooperative launch (the grid is checked against what the device holds at once).
+    pub cooperative: c_int,
+    /// An event the kernel's blocks fire (`cudaLaunchAttributeProgrammaticEvent`); null for none.
+    /// Not read when `size` ends before it (the first layout).
+    pub programmatic_event: sys::cudaEvent_t,
+    /// Non-zero: each block fires `programmatic_event` as it starts.
+    pub programmatic_event_at_block_start: c_int,
+    /// An event recorded once every block has started
+    /// (`cudaLaunchAttributeLaunchCompletionEvent`); null for none.
+    pub launch_completion_event: sys::cudaEvent_t,
+}
+
+/// The size of the first layout of `ordo_launch_config` (up to and including `cooperative`),
+/// which callers built against it still pass.
+pub const ORDO_LAUNCH_CONFIG_FIRST_SIZE: usize = core::mem::offset_of!(OrdoLaunchConfig, programmatic_event);
+
+impl OrdoLaunchConfig {
+    /// All zero: no attributes, no events, a zero grid and block (refused until set).
+    fn zeroed() -> OrdoLaunchConfig {
+        OrdoLaunchConfig {
+            size: 0,
+            grid: [0; 3],
+            block: [0; 3],
+            shared_mem_bytes: 0,
+            pdl: 0,
+            has_priority: 0,
+            priority: 0,
+            cluster: [0; 3],
+            cooperative: 0,
+            programmatic_event: core::ptr::null_mut(),
+            programmatic_event_at_block_start: 0,
+            launch_completion_event: core::ptr::null_mut(),
+        }
+    }
+}
+
+/// The Rust configuration for C's (the size checked; the rest by `LaunchConfig::validate`).
+/// Events are taken by handle: the C contract says they are alive at the launch.
+fn launch_config(c: &OrdoLaunchConfig) -> Result<LaunchConfig, super::status::Failure> {
+    if c.size != ORDO_LAUNCH_CONFIG_FIRST_SIZE && c.size < core::mem::size_of::<OrdoLaunchConfig>() {
+        return Err(invalid("config.size is not sizeof(ordo_launch_config) of a known layout"));
+    }
+    let dim = |d: [c_uint; 3]| Dim3::new(d[0], d[1], d[2]);
+    let mut config = LaunchConfig::new(dim(c.grid), dim(c.block))
+        .with_shared_mem(c.shared_mem_bytes)
+        .with_pdl(c.pdl != 0)
+        .with_cooperative(c.cooperative != 0);
+    if c.has_priority != 0 {
+        config = config.with_priority(c.priority);
+    }
+    if c.cluster != [0, 0, 0] {
+        config = config.with_cluster(dim(c.cluster));
+    }
+    // The handles are used at the launch: the C contract says the events are alive then.
+    if let Some(event) = LaunchEvent::from_raw(c.programmatic_event) {
+        let trigger_at_block_start = c.programmatic_event_at_block_start != 0;
+        config.programmatic_event = Some(ProgrammaticEvent { event, trigger_at_block_start });
+    }
+    config.launch_completion_event = LaunchEvent::from_raw(c.launch_completion_event);
+    config.validate()?;
+    Ok(config)
+}
+
+/// Launches `kernel` (a `__global__` function's address, as `cudaLaunchKernel` takes it) on
+/// `stream` with `args` (one pointer to each argument, in order, as `cudaLaunchKernel` takes them;
+/// NULL for a kernel without parameters) as `config` says. A bad configuration (a zero or
+/// oversized grid or block, a grid not a multiple of its cluster, a cooperative grid larger than
+/// the device holds at once, a cooperative launch with clusters) is `ORDO_ERROR_INVALID_ARGUMENT`
+/// before CUDA is called; CUDA's own launch errors come back as its codes. Capturable.
+///
+/// # Safety
+/// The C contract: `kernel` is a kernel of this program and `args` matches its parameters, each
+/// pointing to a value of that parameter's type; what the arguments point to stays valid until
+/// the kernel completes (at every replay, if captured); `config` points to `config->size` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_launch_kernel(
+    stream: sys::cudaStream_t,
+    kernel: *const c_void,
+    args: *mut *mut c_void,
+    config: *const OrdoLaunchConfig,
+) -> OrdoStatus {
+    guard("ordo_launch_kernel", || {
+        let s = stream_ref(stream)?;
+        if kernel.is_null() {
+            return Err(invalid("null kernel"));
+        }
+        if config.is_null() || !config.is_aligned() {
+            return Err(invalid("null or misaligned config"));
+        }
+        // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes: the size
+        // field first, then as many bytes of the struct as it says (at most this version's; the
+        // fields past a shorter size stay zero: no events).
+        let size = unsafe { config.cast::<usize>().read() };
+        // A layout's size, or more (a later header's): a size that ends inside a field would
+        // hand CUDA half a pointer.
+        let full = core::mem::size_of::<OrdoLaunchConfig>();
+        if size != ORDO_LAUNCH_CONFIG_FIRST_SIZE && size < full {
+            return Err(invalid("config.size is not sizeof(ordo_launch_config) of a known layout"));
+        }
+        let mut copy = OrdoLaunchConfig::zeroed();
+        // SAFETY: as above; `copy` is a plain struct of integers and pointers, any bytes valid.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                config.cast::<u8>(),
+                core::ptr::addr_of_mut!(copy).cast::<u8>(),
+                size.min(core::mem::size_of::<OrdoLaunchConfig>()),
+            );
+        }
+        let config = launch_config(&copy)?;
+        // SAFETY: the C contract: a kernel, its arguments, their lifetimes.
+        unsafe { launch::launch_raw(kernel, s, &config, args) }?;
+        Ok(())
+    })
+}
+
+/// The plan `ordo_pdl_plan_launch` fills (`ordo_pdl_plan` in ordo.h).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct OrdoPdlPlan {
+    /// `sizeof(ordo_pdl_plan)`, set by the caller.
+    pub size: usize,
+    /// 1: launch the PDL form (`NAME_pdl`) with `pdl` set in its `ordo_launch_config` (0 for a
+    /// chain's first kernel); 0: the plain form (`NAME`) without PDL.
+    pub use_pdl_form: c_int,
+    /// Blocks to launch (x).
+    pub grid: c_uint,
+    /// Blocks of the one-element-a-thread grid.
+    pub full_blocks: c_uint,
+    /// Blocks the device holds at once for the kernel (resident blocks a SM x SMs).
+    pub one_wave_blocks: c_uint,
+}
+
+/// `mode` of `ordo_pdl_plan_launch`: ordo's rule (PDL within one wave; beyond, a one-wave
+/// grid-stride grid, with PDL up to four waves of work and without past them).
+pub const ORDO_PDL_AUTO: c_int = 0;
+/// The plain form over the full grid, without PDL (the baseline a user writes without PDL).
+pub const ORDO_PDL_PLAIN: c_int = 1;
+/// The plain form over at most one wave, grid-stride.
+pub const ORDO_PDL_PLAIN_ONE_WAVE: c_int = 2;
+/// The PDL form over the full grid (pays for the wait in grids of several waves: for measuring).
+pub const ORDO_PDL_FULL_GRID: c_int = 3;
+/// The PDL form over at most one wave.
+pub const ORDO_PDL_ONE_WAVE: c_int = 4;
+/// As `ORDO_PDL_AUTO`, but beyond one wave the plain form over the full grid (for a kernel whose
+/// own measurement shows its one-element-a-thread grid faster than its grid-stride one).
+pub const ORDO_PDL_AUTO_PLAIN_BEYOND_ONE_WAVE: c_int = 5;
+
+/// Plans a launch of a kernel compiled in two forms by `ORDO_PDL_KERNELS` (`plain`, `pdl`: their
+/// addresses) over `n` elements in blocks of `block` threads on `device`, by `mode`: fills `out`
+/// (whose `size` the caller set). A few attribute queries: call it once per size, not per launch.
+/// Not while a capture in global mode runs on another thread (it makes occupancy queries).
+///
+/// # Safety
+/// The C contract: `plain` and `pdl` are the two forms of one kernel of this program; `out` points
+/// to `out->size` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_pdl_plan_launch(
+    plain: *const c_void,
+    pdl: *const c_void,
+    device: c_int,
+    n: usize,
+    block: c_uint,
+    mode: c_int,
+    out: *mut OrdoPdlPlan,
+) -> OrdoStatus {
+    guard("ordo_pdl_plan_launch", || {
+        if out.is_null() || !out.is_aligned() {
+            return Err(invalid("null or misaligned out"));
+        }
+        // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes.
+        if unsafe { out.cast::<usize>().read() } < core::mem::size_of::<OrdoPdlPlan>() {
+            return Err(invalid("out.size below this version's sizeof(ordo_pdl_plan)"));
+        }
+        let (mode, beyond) = match mode {
+            ORDO_PDL_AUTO => (PdlMode::Auto, BeyondOneWave::default()),
+            ORDO_PDL_PLAIN => (PdlMode::Plain, BeyondOneWave::default()),
+            ORDO_PDL_PLAIN_ONE_WAVE => (PdlMode::PlainOneWave, BeyondOneWave::default()),
+            ORDO_PDL_FULL_GRID => (PdlMode::PdlFullGrid, BeyondOneWave::default()),
+            ORDO_PDL_ONE_WAVE => (PdlMode::PdlOneWave, BeyondOneWave::default()),
+            ORDO_PDL_AUTO_PLAIN_BEYOND_ONE_WAVE => (PdlMode::Auto, BeyondOneWave::Plain),
+            _ => return Err(invalid("unknown PDL mode")),
+        };
+        let device = usize::try_from(device).map_err(|_| invalid("negative device"))?;
+        // The pure checks first, with a placeholder wave, so that bad sizes never reach CUDA.
+        PdlPlan::for_elements(n, block, 1, mode, beyond)?;
+        // SAFETY: the C contract: two kernel stubs (their parameters are never used here: the
+        // plan only asks CUDA about occupancy).
+        let (plain, pdl) = unsafe { (Kernel::<()>::from_raw(plain), Kernel::<()>::from_raw(pdl)) };
+        let (Some(plain), Some(pdl)) = (plain, pdl) else {
+            return Err(invalid("null kernel"));
+        };
+        let kernel = PdlKernel::new(plain, pdl).beyond_one_wave(beyond);
+        let plan = kernel.plan(Device::new(device)?, n, block, mode)?;
+        let filled = OrdoPdlPlan {
+            size: core::mem::size_of::<OrdoPdlPlan>(),
+            use_pdl_form: c_int::from(plan.uses_pdl()),
+            grid: plan.grid(),
+            full_blocks: plan.full_blocks(),
+            one_wave_blocks: plan.one_wave_blocks(),
+        };
+        // SAFETY: checked non-null and aligned; at least this struct's size is writable. Fields
+        // a later header may add beyond it are left as they were.
+        unsafe { out.write(OrdoPdlPlan { size: out.cast::<usize>().read(), ..filled }) };
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> OrdoLaunchConfig {
+        OrdoLaunchConfig {
+            size: core::mem::size_of::<OrdoLaunchConfig>(),
+            grid: [4, 1, 1],
+            block: [256, 1, 1],
+            shared_mem_bytes: 0,
+            pdl: 1,
+            has_priority: 1,
+            priority: -1,
+            cluster: [0, 0, 0],
+            cooperative: 0,
+            programmatic_event: core::ptr::null_mut(),
+            programmatic_event_at_block_start: 0,
+            launch_completion_event: core::ptr::null_mut(),
+        }
+    }
+
+    #[test]
+    fn launch_configs_convert_and_are_checked() {
+        let c = launch_config(&config()).unwrap();
+        assert!(c.pdl && c.priority == Some(-1) && c.cluster.is_none() && c.grid == Dim3::new(4, 1, 1));
+        let with_cluster = launch_config(&OrdoLaunchConfig { cluster: [2, 1, 1], ..config() }).unwrap();
+        assert_eq!(with_cluster.cluster, Some(Dim3::new(2, 1, 1)));
+        let first = launch_config(&OrdoLaunchConfig { size: ORDO_LAUNCH_CONFIG_FIRST_SIZE, ..config() }).unwrap();
+        assert!(first.programmatic_event.is_none() && first.launch_completion_event.is_none());
+        let forged = 0x1000 as sys::cudaEvent_t;
+        let with_events = launch_config(&OrdoLaunchConfig {
+            programmatic_event: forged,
+            programmatic_event_at_block_start: 1,
+            launch_completion_event: forged,
+            ..config()
+        })
+        .unwrap();
+        let p = with_events.programmatic_event.unwrap();
+        assert!(p.trigger_at_block_start && p.event.as_raw() == forged);
+        assert_eq!(with_events.launch_completion_event.unwrap().as_raw(), forged);
+        for bad in [
+            OrdoLaunchConfig { size: 8, ..config() },
+            OrdoLaunchConfig { size: ORDO_LAUNCH_CONFIG_FIRST_SIZE - 1, ..config() },
+            OrdoLaunchConfig { size: ORDO_LAUNCH_CONFIG_FIRST_SIZE + 1, ..config() },
+            OrdoLaunchConfig { size: core::mem::size_of::<OrdoLaunchConfig>() - 1, ..config() },
+            OrdoLaunchConfig { grid: [0, 1, 1], ..config() },
+            OrdoLaunchConfig { block: [2048, 1, 1], ..config() },
+            OrdoLaunchConfig { cluster: [3, 1, 1], ..config() },
+            OrdoLaunchConfig { cluster: [2, 1, 1], cooperative: 1, ..config() },
+        ] {
+            assert!(launch_config(&bad).is_err(), "{bad:?}");
+        }
+    }
+}

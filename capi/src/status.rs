@@ -1,0 +1,274 @@
+//! Status codes, the conversion of ordo's errors into them, and the guard every export runs in:
+//! it catches panics, relaxes the calling thread's capture mode for ordo's own CUDA calls (see
+//! [`check`](super::check)) and turns the outcome into a status.
+
+use super::check::RelaxedCaptureMode;
+use core::ffi::{c_char, c_int};
+use ordo_cuda_core::{sys, Error, UsageKind};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// A status (`int32_t`): 0 success, CUDA's codes (positive, unchanged), or ordo's own (negative,
+/// where CUDA has none).
+pub type OrdoStatus = i32;
+
+/// Success.
+pub const ORDO_SUCCESS: OrdoStatus = 0;
+/// Not a failure: the answer "not yet". CUDA's `cudaErrorNotReady`.
+pub const ORDO_NOT_READY: OrdoStatus = 600;
+/// A null pointer, a misaligned pointer, a zero size, a size whose byte count overflows,
+/// mismatched sizes, a value out of range.
+pub const ORDO_ERROR_INVALID_ARGUMENT: OrdoStatus = -1;
+/// Pageable host memory where pinned or registered memory is required.
+pub const ORDO_ERROR_PAGEABLE_MEMORY: OrdoStatus = -2;
+/// Not supported by the CUDA version ordo was built against, or by the device.
+pub const ORDO_ERROR_NOT_SUPPORTED: OrdoStatus = -3;
+/// A Rust panic was caught at the boundary.
+pub const ORDO_ERROR_PANIC: OrdoStatus = -4;
+/// Another library (cuBLAS, NCCL) failed, or a callback returned a status outside the documented
+/// ranges.
+pub const ORDO_ERROR_LIBRARY: OrdoStatus = -5;
+/// A handle that is not a live handle of the expected kind: NULL, destroyed, never made by ordo,
+/// or a handle of another kind. Nothing was done.
+pub const ORDO_ERROR_INVALID_HANDLE: OrdoStatus = -6;
+/// The call cannot be made while its stream is capturing, and was refused before anything was
+/// enqueued: the capture is untouched and stays valid.
+pub const ORDO_ERROR_STREAM_CAPTURING: OrdoStatus = -7;
+/// A callback called back into the handle whose call is running it, on the same thread (the
+/// call would recurse without end). Nothing was done.
+pub const ORDO_ERROR_HANDLE_BUSY: OrdoStatus = -8;
+/// A staging-ring ticket the ring does not hold: never issued by it, already submitted or
+/// released, or released by the ring's destroy. Nothing was done.
+pub const ORDO_ERROR_INVALID_TICKET: OrdoStatus = -9;
+
+/// Every status of ordo's own, with its name and description (the tables `ordo_status_name` and
+/// `ordo_status_string` read).
+pub const ORDO_STATUSES: [(OrdoStatus, &core::ffi::CStr, &core::ffi::CStr); 10] = [
+    (ORDO_SUCCESS, c"ORDO_SUCCESS", c"success"),
+    (
+        ORDO_ERROR_INVALID_ARGUMENT,
+        c"ORDO_ERROR_INVALID_ARGUMENT",
+        c"invalid argument (null or misaligned pointer, zero or mismatched size, size overflow, value out of range)",
+    ),
+    (
+        ORDO_ERROR_PAGEABLE_MEMORY,
+        c"ORDO_ERROR_PAGEABLE_MEMORY",
+        c"pageable host memory where pinned or registered memory is required",
+    ),
+    (ORDO_ERROR_NOT_SUPPORTED, c"ORDO_ERROR_NOT_SUPPORTED", c"not supported by this CUDA version or device"),
+    (ORDO_ERROR_PANIC, c"ORDO_ERROR_PANIC", c"a Rust panic was caught at the C boundary"),
+    (
+        ORDO_ERROR_LIBRARY,
+        c"ORDO_ERROR_LIBRARY",
+        c"a CUDA library (cuBLAS, NCCL) call failed, or a callback returned an undocumented status",
+    ),
+    (
+        ORDO_ERROR_INVALID_HANDLE,
+        c"ORDO_ERROR_INVALID_HANDLE",
+        c"not a live handle of this kind (NULL, destroyed, foreign, or of another kind)",
+    ),
+    (
+        ORDO_ERROR_STREAM_CAPTURING,
+        c"ORDO_ERROR_STREAM_CAPTURING",
+        c"refused because the stream is capturing; the capture is untouched",
+    ),
+    (ORDO_ERROR_HANDLE_BUSY, c"ORDO_ERROR_HANDLE_BUSY", c"a callback called back into the handle that is running it"),
+    (
+        ORDO_ERROR_INVALID_TICKET,
+        c"ORDO_ERROR_INVALID_TICKET",
+        c"not a ticket the staging ring holds (never issued, already submitted or released)",
+    ),
+];
+
+/// The first of ordo's own codes (-1); they run down to [`ORDO_LAST_CODE`].
+pub const ORDO_FIRST_CODE: OrdoStatus = ORDO_ERROR_INVALID_ARGUMENT;
+/// The last of ordo's own codes (the most negative).
+pub const ORDO_LAST_CODE: OrdoStatus = ORDO_ERROR_INVALID_TICKET;
+
+/// Whether `status` is one the header documents: success, a CUDA code (any positive value), or
+/// ordo's own.
+pub fn is_documented(status: OrdoStatus) -> bool {
+    status >= ORDO_SUCCESS || (ORDO_LAST_CODE..=ORDO_FIRST_CODE).contains(&status)
+}
+
+/// Whether `status` is a CUDA code.
+fn is_cuda(status: OrdoStatus) -> bool {
+    status > 0
+}
+
+/// Whether a status is a failure: neither success nor [`ORDO_NOT_READY`] (`ORDO_FAILED` in ordo.h).
+pub fn failed(status: OrdoStatus) -> bool {
+    status != ORDO_SUCCESS && status != ORDO_NOT_READY
+}
+
+/// The name ordo gives a failed C callback in the [`LibraryError`](ordo_cuda_core::LibraryError) that
+/// carries its status through the Rust API.
+pub(crate) const CALLBACK: &str = "C callback";
+
+/// The status for an ordo error. A C callback's own status comes back unchanged when it is
+/// documented ([`is_documented`]) and a failure; otherwise (an undocumented value, or
+/// `ORDO_NOT_READY`, which `ORDO_FAILED` does not count as a failure although the call stopped at
+/// that callback) as `ORDO_ERROR_LIBRARY`.
+pub fn status_of(e: &Error) -> OrdoStatus {
+    match e {
+        Error::Cuda(c) => OrdoStatus::try_from(c.code().0).unwrap_or(ORDO_ERROR_LIBRARY),
+        Error::Usage(u) => match u.kind {
+            UsageKind::InvalidArgument => ORDO_ERROR_INVALID_ARGUMENT,
+            UsageKind::PageableMemory => ORDO_ERROR_PAGEABLE_MEMORY,
+            UsageKind::NotSupported => ORDO_ERROR_NOT_SUPPORTED,
+            UsageKind::Panicked => ORDO_ERROR_PANIC,
+            _ => ORDO_ERROR_INVALID_ARGUMENT,
+        },
+        Error::Library(l) if l.library == CALLBACK && failed(l.status) && is_documented(l.status) => l.status,
+        Error::Library(_) => ORDO_ERROR_LIBRARY,
+    }
+}
+
+/// A failed export: the status it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Failure(pub(crate) OrdoStatus);
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        let status = status_of(&e);
+        super::last_error::note(&e, status);
+        Failure(status)
+    }
+}
+
+/// What the body of an export returns.
+pub(crate) type Outcome<T = ()> = Result<T, Failure>;
+
+/// An `ORDO_ERROR_INVALID_ARGUMENT` failure (`what` documents the check at its call site).
+pub(crate) fn invalid(what: &'static str) -> Failure {
+    Error::invalid("ordo C ABI", what).into()
+}
+
+/// The error a C callback's non-zero status becomes inside the Rust API.
+pub(crate) fn callback_error(call: &'static str, status: OrdoStatus) -> Error {
+    Error::Library(ordo_cuda_core::LibraryError::new(CALLBACK, call, status))
+}
+
+/// Runs the body of `export`: with the thread's capture mode relaxed (restored after, also on a
+/// panic), a panic turned into `ORDO_ERROR_PANIC`, the outcome into a status, and a failure
+/// recorded as the thread's last error ([`last_error`](super::last_error)).
+pub(crate) fn guard(export: &'static str, f: impl FnOnce() -> Outcome) -> OrdoStatus {
+    let run = || {
+        let _relaxed = RelaxedCaptureMode::enter();
+        f()
+    };
+    let status = match catch_unwind(AssertUnwindSafe(run)) {
+        Ok(Ok(())) => ORDO_SUCCESS,
+        Ok(Err(Failure(status))) => status,
+        Err(_) => ORDO_ERROR_PANIC,
+    };
+    if failed(status) {
+        super::last_error::record(export, status);
+    } else {
+        // Success, or ORDO_NOT_READY ("not yet", not a failure): the record stays as it was.
+        super::last_error::discard_pending();
+    }
+    status
+}
+
+/// [`guard`] for the exports that return nothing (the destroy functions).
+pub(crate) fn guard_void(export: &'static str, f: impl FnOnce()) {
+    let _ = guard(export, || {
+        f();
+        Ok(())
+    });
+}
+
+/// The status's name: `ORDO_SUCCESS`, `ORDO_ERROR_*`, or CUDA's name for a CUDA code.
+#[no_mangle]
+pub extern "C" fn ordo_status_name(status: OrdoStatus) -> *const c_char {
+    match ORDO_STATUSES.iter().find(|(s, _, _)| *s == status) {
+        Some((_, name, _)) => name.as_ptr(),
+        // SAFETY: cudaGetErrorName returns a static string for any value.
+        None if is_cuda(status) => unsafe { sys::cudaGetErrorName(sys::cudaError(status.unsigned_abs())) },
+        None => c"ORDO_UNKNOWN_STATUS".as_ptr(),
+    }
+}
+
+/// A description of the status.
+#[no_mangle]
+pub extern "C" fn ordo_status_string(status: OrdoStatus) -> *const c_char {
+    match ORDO_STATUSES.iter().find(|(s, _, _)| *s == status) {
+        Some((_, _, text)) => text.as_ptr(),
+        // SAFETY: cudaGetErrorString returns a static string for any value.
+        None if is_cuda(status) => unsafe { sys::cudaGetErrorString(sys::cudaError(status.unsigned_abs())) },
+        None => c"unknown status".as_ptr(),
+    }
+}
+
+/// 1 when the status is a sticky CUDA error (the context is lost), else 0.
+#[no_mangle]
+pub extern "C" fn ordo_status_is_sticky(status: OrdoStatus) -> c_int {
+    c_int::from(is_cuda(status) && ordo_cuda_core::error::is_sticky_code(sys::cudaError(status.unsigned_abs())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_never_crosses_the_boundary() {
+        // The hook would print the panic; the status is what a C caller sees.
+        let status = guard("test", || panic!("deliberate panic inside an export"));
+        assert_eq!(status, ORDO_ERROR_PANIC);
+        assert_eq!(guard("test", || Ok(())), ORDO_SUCCESS);
+        assert_eq!(guard("test", || Err(invalid("x"))), ORDO_ERROR_INVALID_ARGUMENT);
+        let cuda = Error::Cuda(ordo_cuda_core::CudaError::new(sys::cudaError::cudaErrorInvalidValue, "test"));
+        assert_eq!(guard("test", || Err(cuda.into())), 1, "CUDA's codes pass through unchanged");
+        let pageable = Error::usage(UsageKind::PageableMemory, "test", "x");
+        assert_eq!(guard("test", || Err(pageable.into())), ORDO_ERROR_PAGEABLE_MEMORY);
+    }
+
+    /// `ORDO_NOT_READY` is no failure (ordo.h): a poll that answers "not yet" must not overwrite
+    /// the detail of the last real failure (before the fix the record became status 600).
+    #[test]
+    fn not_ready_leaves_the_last_error_as_it_was() {
+        super::super::last_error::ordo_clear_last_error();
+        assert_eq!(guard("first", || Err(invalid("the real failure"))), ORDO_ERROR_INVALID_ARGUMENT);
+        let not_ready =
+            Error::Cuda(ordo_cuda_core::CudaError::new(sys::cudaError::cudaErrorNotReady, "cudaEventQuery"));
+        assert_eq!(guard("poll", || Err(not_ready.into())), ORDO_NOT_READY);
+        assert_eq!(guard("poll", || Err(Failure(ORDO_NOT_READY))), ORDO_NOT_READY);
+        let mut info = core::mem::MaybeUninit::<super::super::last_error::OrdoErrorInfo>::zeroed();
+        // SAFETY: a zeroed record of the right size, `size` set before the call.
+        let info = unsafe {
+            (*info.as_mut_ptr()).size = core::mem::size_of::<super::super::last_error::OrdoErrorInfo>();
+            assert_eq!(super::super::last_error::ordo_last_error(info.as_mut_ptr()), ORDO_SUCCESS);
+            info.assume_init()
+        };
+        assert_eq!(info.status, ORDO_ERROR_INVALID_ARGUMENT, "the record is still the real failure");
+        super::super::last_error::ordo_clear_last_error();
+    }
+
+    #[test]
+    fn callback_statuses_pass_through_when_documented() {
+        assert_eq!(status_of(&callback_error("cb", 700)), 700);
+        assert_eq!(status_of(&callback_error("cb", ORDO_ERROR_INVALID_HANDLE)), ORDO_ERROR_INVALID_HANDLE);
+        assert_eq!(status_of(&callback_error("cb", -3)), ORDO_ERROR_NOT_SUPPORTED, "one of ordo's own");
+        assert_eq!(status_of(&callback_error("cb", -300)), ORDO_ERROR_LIBRARY);
+        assert_eq!(status_of(&callback_error("cb", ORDO_NOT_READY)), ORDO_ERROR_LIBRARY, "\"not yet\" is no failure");
+        assert_eq!(status_of(&callback_error("cb", 12345)), 12345, "CUDA's space, unchanged");
+        let cublas = Error::Library(ordo_cuda_core::LibraryError::new("cuBLAS", "x", 7));
+        assert_eq!(status_of(&cublas), ORDO_ERROR_LIBRARY, "other libraries' codes are not CUDA's");
+    }
+
+    #[test]
+    fn every_code_has_a_name_and_is_documented() {
+        for (code, name, text) in ORDO_STATUSES {
+            assert!(is_documented(code));
+            // SAFETY: static NUL-terminated strings.
+            unsafe {
+                assert_eq!(core::ffi::CStr::from_ptr(ordo_status_name(code)), name);
+                assert_eq!(core::ffi::CStr::from_ptr(ordo_status_string(code)), text);
+            }
+            assert_eq!(ordo_status_is_sticky(code), 0);
+        }
+        assert!(is_documented(1000) && is_documented(10001) && is_documented(i32::MAX), "CUDA's, unchanged");
+        assert!(!is_documented(ORDO_LAST_CODE - 1) && !is_documented(i32::MIN));
+        assert!(!failed(ORDO_SUCCESS) && !failed(ORDO_NOT_READY) && failed(ORDO_ERROR_PANIC) && failed(700));
+    }
+}

@@ -1,0 +1,263 @@
+//! The collectives and point-to-point calls, each one NCCL call enqueued on the caller's stream.
+//!
+//! Their contract: [`crate::nccl`], "Contract of the collectives".
+
+use super::api::{IN_PROGRESS, SUCCESS};
+use super::{Communicator, NcclType, ReduceOp};
+use core::ffi::c_int;
+use ordo_cuda_core::{DeviceSlice, DeviceSliceMut, Error, Result, StreamRef, UsageKind};
+
+impl Communicator {
+    #[inline(always)]
+    fn done(&self, call: &'static str, status: c_int) -> Result<()> {
+        if status == SUCCESS || status == IN_PROGRESS {
+            Ok(())
+        } else {
+            Err(self.error(call, status))
+        }
+    }
+
+    /// A root or peer rank as NCCL's int, checked against the number of ranks.
+    #[inline]
+    fn rank_arg(&self, call: &'static str, rank: usize) -> Result<c_int> {
+        if rank >= self.ranks() {
+            return Err(Error::invalid(call, "the root or peer rank must be below the number of ranks"));
+        }
+        Ok(rank as c_int) // below `ranks`, which NCCL gave as an int
+    }
+
+    /// `recv = op over the ranks of send`, element by element (`ncclAllReduce`). `send` and
+    /// `recv` have one length, the same on every rank.
+    ///
+    /// # Safety
+    /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives): buffers live until the work completes, every rank matches.
+    pub unsafe fn all_reduce<T: NcclType>(
+        &self,
+        send: DeviceSlice<'_, T>,
+        recv: DeviceSliceMut<'_, T>,
+        op: ReduceOp,
+        stream: StreamRef<'_>,
+    ) -> Result<()> {
+        if send.len() != recv.len() {
+            return Err(Error::invalid("Communicator::all_reduce", "send and receive buffers differ in length"));
+        }
+        let _lock = super::comm::device_lock(self.device());
+        // SAFETY: lengths checked; lifetimes and the other ranks' calls owed by the caller.
+        let status = unsafe {
+            (self.nccl_library().api().all_reduce)(
+                send.as_ptr().cast(),
+                recv.as_mut_ptr().cast(),
+                send.len(),
+                T::DATA_TYPE.raw(),
+                op.raw(),
+                self.as_raw(),
+                stream.as_raw(),
+            )
+        };
+        self.done("ncclAllReduce", status)
+    }
+
+    /// [`all_reduce`](Self::all_reduce) in place: `buf = op over the ranks of buf`.
+    ///
+    /// # Safety
+    /// As for [`all_reduce`](Self::all_reduce).
+    pub unsafe fn all_reduce_in_place<T: NcclType>(
+        &self,
+        buf: DeviceSliceMut<'_, T>,
+        op: ReduceOp,
+        stream: StreamRef<'_>,
+    ) -> Result<()> {
+        let p = buf.as_mut_ptr();
+        let _lock = super::comm::device_lock(self.device());
+        // SAFETY: in place, as NCCL allows (send == recv); the rest owed by the caller.
+        let status = unsafe {
+            (self.nccl_library().api().all_reduce)(
+                p.cast_const().cast(),
+                p.cast(),
+                buf.len(),
+                T::DATA_TYPE.raw(),
+                op.raw(),
+                self.as_raw(),
+                stream.as_raw(),
+            )
+        };
+        self.done("ncclAllReduce", status)
+    }
+
+    /// Copies `root`'s buffer to every rank's `recv` (`ncclBroadcast`). On the root, `send` is
+    /// the source (`None`: `recv` itself, in place); elsewhere it is ignored (pass `None`).
+    ///
+    /// # Safety
+    /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives).
+    pub unsafe fn broadcast<T: NcclType>(
+        &self,
+        send: Option<DeviceSlice<'_, T>>,
+        recv: DeviceSliceMut<'_, T>,
+        root: usize,
+        stream: StreamRef<'_>,
+    ) -> Result<()> {
+        const CALL: &str = "Communicator::broadcast";
+        let root = self.rank_arg(CALL, root)?;
+        if send.is_some_and(|s| s.len() != recv.len()) {
+            return Err(Error::invalid(CALL, "send and receive buffers differ in length"));
+        }
+        let dst = recv.as_mut_ptr();
+        let src = send.map_or(dst.cast_const(), |s| s.as_ptr());
+        let _lock = super::comm::device_lock(self.device());
+        // SAFETY: lengths and root checked; the rest owed by the caller.
+        let status = unsafe {
+            (self.nccl_library().api().broadcast)(
+                src.cast(),
+                dst.cast(),
+                recv.len(),
+                T::DATA_TYPE.raw(),
+                root,
+                self.as_raw(),
+                stream.as_raw(),
+            )
+        };
+        self.done("ncclBroadcast", status)
+    }
+
+    /// Reduces every rank's `send` into `root`'s `recv` (`ncclReduce`). `recv` is needed on the
+    /// root only (`None` elsewhere).
+    ///
+    /// # Safety
+    /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives).
+    pub unsafe fn reduce<T: NcclType>(
+        &self,
+        send: DeviceSlice<'_, T>,
+        recv: Option<DeviceSliceMut<'_, T>>,
+        op: ReduceOp,
+        root: usize,
+        stream: StreamRef<'_>,
+    ) -> Result<()> {
+        const CALL: &str = "Communicator::reduce";
+        let root_arg = self.rank_arg(CALL, root)?;
+        if recv.is_none() && root == self.rank() {
+            return Err(Error::invalid(CALL, "the root needs a receive buffer"));
+        }
+        if recv.as_ref().is_some_and(|r| r.len() != send.len()) {
+            return Err(Error::invalid(CALL, "send and receive buffers differ in length"));
+        }
+        let dst = recv.map_or(core::ptr::null_mut(), |r| r.as_mut_ptr());
+        let _lock = super::comm::device_lock(self.device());
+        // SAFETY: lengths and root checked; the rest owed by the caller.
+        let status = unsafe {
+            (self.nccl_library().api().reduce)(
+                send.as_ptr().cast(),
+                dst.cast(),
+                send.len(),
+                T::DATA_TYPE.raw(),
+                op.raw(),
+                root_arg,
+                self.as_raw(),
+                stream.as_raw(),
+            )
+        };
+        self.done("ncclReduce", status)
+    }
+
+    /// Gathers every rank's `send` into every rank's `recv`, rank `i`'s at `i * send.len()`
+    /// (`ncclAllGather`): `recv.len() == ranks * send.len()`.
+    ///
+    /// # Safety
+    /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives).
+    pub unsafe fn all_gather<T: NcclType>(
+        &self,
+        send: DeviceSlice<'_, T>,
+        recv: DeviceSliceMut<'_, T>,
+        stream: StreamRef<'_>,
+    ) -> Result<()> {
+        if send.len().checked_mul(self.ranks()) != Some(recv.len()) {
+            return Err(Error::invalid("Communicator::all_gather", "the receive buffer must hold ranks x send length"));
+        }
+        let _lock = super::comm::device_lock(self.device());
+        // SAFETY: lengths checked; the rest owed by the caller.
+        let status = unsafe {
+            (self.nccl_library().api().all_gather)(
+                send.as_ptr().cast(),
+                recv.as_mut_ptr().cast(),
+                send.len(),
+                T::DATA_TYPE.raw(),
+                self.as_raw(),
+                stream.as_raw(),
+            )
+        };
+        self.done("ncclAllGather", status)
+    }
+
+    /// Reduces every rank's `send` and leaves block `i` of the result in rank `i`'s `recv`
+    /// (`ncclReduceScatter`): `send.len() == ranks * recv.len()`.
+    ///
+    /// # Safety
+    /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives).
+    pub unsafe fn reduce_scatter<T: NcclType>(
+        &self,
+        send: DeviceSlice<'_, T>,
+        recv: DeviceSliceMut<'_, T>,
+        op: ReduceOp,
+        stream: StreamRef<'_>,
+    ) -> Result<()> {
+        if recv.len().checked_mul(self.ranks()) != Some(send.len()) {
+            return Err(Error::invalid(
+                "Communicator::reduce_scatter",
+                "the send buffer must hold ranks x receive length",
+            ));
+        }
+        let _lock = super::comm::device_lock(self.device());
+        // SAFETY: lengths checked; the rest owed by the caller.
+        let status = unsafe {
+            (self.nccl_library().api().reduce_scatter)(
+                send.as_ptr().cast(),
+                recv.as_mut_ptr().cast(),
+                recv.len(),
+                T::DATA_TYPE.raw(),
+                op.raw(),
+                self.as_raw(),
+                stream.as_raw(),
+            )
+        };
+        self.done("ncclReduceScatter", status)
+    }
+
+    /// Sends `buf` to rank `peer` (`ncclSend`, NCCL 2.7 and later), which receives it with
+    /// [`recv`](Self::recv). Make the pair of calls inside a [`Group`](super::Group) where one
+    /// rank both sends and receives, or they wait for each other forever.
+    ///
+    /// # Safety
+    /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives): `peer` makes the matching `recv` of the same length and type.
+    pub unsafe fn send<T: NcclType>(&self, buf: DeviceSlice<'_, T>, peer: usize, stream: StreamRef<'_>) -> Result<()> {
+        let peer = self.rank_arg("Communicator::send", peer)?;
+        let send = self.nccl_library().api().send.ok_or_else(|| too_old("Communicator::send"))?;
+        let _lock = super::comm::device_lock(self.device());
+        // SAFETY: peer checked; the rest owed by the caller.
+        let status =
+            unsafe { send(buf.as_ptr().cast(), buf.len(), T::DATA_TYPE.raw(), peer, self.as_raw(), stream.as_raw()) };
+        self.done("ncclSend", status)
+    }
+
+    /// Receives into `buf` what rank `peer` sends (`ncclRecv`); see [`send`](Self::send).
+    ///
+    /// # Safety
+    /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives).
+    pub unsafe fn recv<T: NcclType>(
+        &self,
+        buf: DeviceSliceMut<'_, T>,
+        peer: usize,
+        stream: StreamRef<'_>,
+    ) -> Result<()> {
+        let peer = self.rank_arg("Communicator::recv", peer)?;
+        let recv = self.nccl_library().api().recv.ok_or_else(|| too_old("Communicator::recv"))?;
+        let _lock = super::comm::device_lock(self.device());
+        // SAFETY: peer checked; the rest owed by the caller.
+        let status = unsafe {
+            recv(buf.as_mut_ptr().cast(), buf.len(), T::DATA_TYPE.raw(), peer, self.as_raw(), stream.as_raw())
+        };
+        self.done("ncclRecv", status)
+    }
+}
+
+fn too_old(call: &'static str) -> Error {
+    Error::usage(UsageKind::NotSupported, call, "the loaded NCCL is too old for this call (a symbol is missing)")
+}

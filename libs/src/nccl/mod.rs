@@ -1,0 +1,166 @@
+//! NCCL collectives as stream-ordered operations (feature `nccl`).
+//!
+//! NCCL is loaded at run time with `dlopen` (`libnccl.so.2`, or the file `ORDO_NCCL` names), so
+//! building needs no NCCL; a library without a function a call needs gives that call an error,
+//! never a panic. Two ways to make communicators:
+//! - **one process per GPU** (or per rank, across machines): rank 0 makes a [`UniqueId`]
+//!   ([`Nccl::unique_id`]), the caller carries its bytes to every rank (a file, a pipe, TCP), and
+//!   each rank makes its [`Communicator`] with [`Communicator::init_rank`] (or
+//!   [`init_rank_config`](Communicator::init_rank_config), non-blocking if asked);
+//! - **one process driving several GPUs**: [`Communicators::new`] (`ncclCommInitAll`), one
+//!   [`Communicator`] a device.
+//!
+//! Each collective is enqueued on the caller's stream like a kernel: one NCCL call, no
+//! synchronisation, no allocation, and it can be captured into a CUDA graph. Join it to compute
+//! streams with events; compute on other streams overlaps it. Several calls that must start
+//! together (send and receive, or one call on each of several communicators of one process) go
+//! inside a [`Group`].
+//!
+//! # Failures
+//! NCCL's status and its own text (`ncclGetLastError`) come back as [`Error::Library`]
+//! (`library: "NCCL"`). A peer that dies leaves the collectives of the others waiting on the
+//! device: [`Communicator::wait`] waits for a stream with a deadline, polling
+//! `ncclCommGetAsyncError`, and returns an error instead of hanging; then
+//! [`Communicator::abort`] stops the communicator's work so that its streams can drain.
+//!
+//! # Contract of the collectives
+//! The work runs on the device after the call returns, reading and writing the buffers and
+//! waiting for the other ranks, so the caller owes what the types cannot carry:
+//! - each buffer is device memory the communicator's device can access (its own, or a peer's
+//!   opened to it), stays allocated until the work completes on `stream` (at every replay, if the
+//!   call was captured into a graph), and is not written by other work meanwhile (nor read, for
+//!   the buffers this call writes);
+//! - every rank makes the matching call, in the same order on the communicator, with the same
+//!   element type, operation, count and root: NCCL cannot check other ranks' sizes, and a
+//!   mismatch reads or writes past a buffer or waits forever;
+//! - `stream` belongs to the communicator's device;
+//! - the calls of one [`Group`] are all made by the thread that opened it (a group is per thread),
+//!   and no other thread issues NCCL calls for communicators of the same devices while it is open
+//!   (NCCL's rule for grouped calls).
+//!
+//! # Threads
+//! NCCL forbids calls on one communicator, or on communicators of one device, from several
+//! threads at once. A [`Communicator`] is `Send` but not `Sync` (one thread at a time), and every
+//! NCCL call ordo makes for a communicator holds that device's lock for the call itself, so safe
+//! code on several threads cannot race inside NCCL. Grouped calls are the caller's to keep on one
+//! thread (above).
+//!
+//! ordo checks what one rank can: the lengths against each other and the count of ranks, roots
+//! and peers below the number of ranks. A non-blocking communicator's `ncclInProgress` is success
+//! so far (see [`Communicator::state`]).
+//!
+//! # Environment
+//! On machines with NVLink, keep NVLink multicast off where the platform requires it
+//! (`NCCL_NVLS_ENABLE=0`). `NCCL_DEBUG=WARN` makes NCCL say why it failed on standard error;
+//! `NCCL_SOCKET_IFNAME` picks the network interface of the bootstrap across machines.
+//!
+//! [`Error::Library`]: ordo_cuda_core::Error::Library
+
+mod all;
+mod api;
+pub mod bandwidth;
+mod collectives;
+mod comm;
+mod error;
+mod group;
+mod id;
+mod types;
+
+pub use all::Communicators;
+pub use api::UNIQUE_ID_BYTES;
+pub use comm::{CommConfig, CommState, Communicator};
+pub use error::{is_timeout, status_name, timeout as timeout_error};
+pub use group::Group;
+pub use id::UniqueId;
+pub use types::{Bf16, DataType, NcclType, ReduceOp, F16};
+
+use crate::dl::Library;
+use api::{Api, RawUniqueId, SUCCESS};
+use ordo_cuda_core::Result;
+use std::sync::Arc;
+
+struct Loaded {
+    api: Api,
+    // Dropped after everything that used the API (each holder keeps the `Arc`).
+    _lib: Library,
+}
+
+/// The loaded NCCL library: cheap to clone; every communicator keeps one, so the library stays
+/// loaded while any is alive.
+#[derive(Clone)]
+pub struct Nccl {
+    inner: Arc<Loaded>,
+}
+
+// SAFETY: the function table is plain addresses; NCCL's functions may be called from any thread.
+unsafe impl Send for Loaded {}
+// SAFETY: as above.
+unsafe impl Sync for Loaded {}
+
+impl core::fmt::Debug for Nccl {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("Nccl")
+    }
+}
+
+impl Nccl {
+    /// Loads NCCL: the file `ORDO_NCCL` names, else `libnccl.so.2` (or `libnccl.so`) from the
+    /// loader's path. Not found: [`UsageKind::NotSupported`](ordo_cuda_core::UsageKind::NotSupported);
+    /// a library older than 2.7 (a function every call needs is missing): the same.
+    ///
+    /// Once loaded, NCCL stays loaded for the life of the process, and later calls return the
+    /// same library (whatever `ORDO_NCCL` says by then): NCCL runs threads of its own that
+    /// outlive any call (`ncclGetUniqueId` starts the bootstrap root's, which waits for every
+    /// rank), and unloading the library under them crashes the process (the C ABI's NCCL test,
+    /// each of whose calls loaded and unloaded NCCL, died with SIGSEGV on the H200s).
+    pub fn load() -> Result<Nccl> {
+        static LOADED: std::sync::OnceLock<Nccl> = std::sync::OnceLock::new();
+        if let Some(nccl) = LOADED.get() {
+            return Ok(nccl.clone());
+        }
+        let lib = Library::open(
+            "ORDO_NCCL",
+            &[c"libnccl.so.2", c"libnccl.so"],
+            "Nccl::load",
+            "libnccl.so.2 not found by dlopen (set ORDO_NCCL to its path)",
+        )?;
+        let api = Api::load(&lib)?;
+        let loaded = Nccl { inner: Arc::new(Loaded { api, _lib: lib }) };
+        // A thread that lost a race drops its own handle: dlclose then only lowers the loader's
+        // count of a library the kept handle holds open.
+        Ok(LOADED.get_or_init(|| loaded).clone())
+    }
+
+    #[inline(always)]
+    pub(crate) fn api(&self) -> &Api {
+        &self.inner.api
+    }
+
+    /// NCCL's version code (`ncclGetVersion`), e.g. 22703 for 2.27.3.
+    pub fn version(&self) -> Result<i32> {
+        let mut v = 0;
+        // SAFETY: `v` is writable.
+        let status = unsafe { (self.api().version)(&mut v) };
+        if status != SUCCESS {
+            return Err(error::nccl_error(self.api(), core::ptr::null_mut(), "ncclGetVersion", status));
+        }
+        Ok(v)
+    }
+
+    /// A new unique id (`ncclGetUniqueId`), made by one rank and carried to the others. Opens the
+    /// bootstrap socket on this process: call it on the process of rank 0.
+    pub fn unique_id(&self) -> Result<UniqueId> {
+        let mut raw = RawUniqueId { internal: [0; UNIQUE_ID_BYTES] };
+        // SAFETY: `raw` is writable, of NCCL's layout.
+        let status = unsafe { (self.api().get_unique_id)(&mut raw) };
+        if status != SUCCESS {
+            return Err(error::nccl_error(self.api(), core::ptr::null_mut(), "ncclGetUniqueId", status));
+        }
+        Ok(UniqueId::from_raw(raw))
+    }
+
+    /// Starts a group (`ncclGroupStart`); see [`Group`].
+    pub fn group(&self) -> Result<Group<'_>> {
+        Group::start(self)
+    }
+}
