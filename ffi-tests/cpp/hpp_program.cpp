@@ -30,15 +30,6 @@ extern "C" int ffi_hpp_main(int driver_present) {
     expect_true("header and library versions", ordo::header_matches_library());
     const ordo::stream_ref legacy = ordo::stream_ref::legacy();
     expect_true("legacy stream value", legacy.get() == reinterpret_cast<CUstream_st*>(0x1));
-    // A null stream held in a variable is refused at run time.
-    CUstream_st* none = nullptr;
-    try {
-        ordo::stream_ref s(none);
-        (void)s;
-        expect_true("a null stream_ref throws", false);
-    } catch (const ordo::error& e) {
-        expect_true("null stream_ref status", e.status() == ORDO_ERROR_INVALID_ARGUMENT);
-    }
     // A refused argument throws ordo::error with the detail of the thread's last error.
     float f = 0;
     try {
@@ -46,9 +37,22 @@ extern "C" int ffi_hpp_main(int driver_present) {
         expect_true("gemv with a null matrix throws", false);
     } catch (const ordo::error& e) {
         expect_true("gemv status", e.status() == ORDO_ERROR_INVALID_ARGUMENT);
-        expect_true("gemv message", std::strstr(e.what(), "null a") != nullptr);
-        expect_true("gemv call", e.call() == "ordo C ABI");
+        expect_true("gemv message", std::strstr(e.what(), "ordo_gemv_normalize(a): null pointer") != nullptr);
+        expect_true("gemv call", e.call() == "ordo_gemv_normalize(a)");
         expect_true("gemv not sticky", !e.sticky() && e.cuda_error() == 0);
+    }
+    // A null stream held in a variable is refused at run time, with an error about that stream:
+    // the thread's last error (the gemv's, of the same status) is an earlier, unrelated failure.
+    CUstream_st* none = nullptr;
+    try {
+        ordo::stream_ref s(none);
+        (void)s;
+        expect_true("a null stream_ref throws", false);
+    } catch (const ordo::error& e) {
+        expect_true("null stream_ref status", e.status() == ORDO_ERROR_INVALID_ARGUMENT);
+        expect_true("null stream_ref call", e.call() == "ordo::stream_ref");
+        expect_true("null stream_ref message", std::strstr(e.what(), "null stream") != nullptr);
+        expect_true("null stream_ref is not the gemv's error", std::strstr(e.what(), "ordo_gemv_normalize") == nullptr);
     }
     // ordo::check: success and "not yet" are answers, not failures.
     expect_true("check success", ordo::check(ORDO_SUCCESS));
