@@ -99,8 +99,8 @@
  * - They may call back into ordo on their thread, and that never deadlocks: every call works as
  *   usual, except that a graph cache's body calling into the same cache (on its thread) gets
  *   ORDO_ERROR_HANDLE_BUSY, where the call would recurse without end. No callback runs under a lock
- *   of ordo's, so bodies on two threads that each call the other's cache, or wait for each other,
- *   cannot deadlock inside ordo.
+ *   of ordo's (but a body captured in ORDO_CAPTURE_GLOBAL mode, see THREADS), so bodies on two
+ *   threads that each call the other's cache, or wait for each other, cannot deadlock inside ordo.
  * - They run in the capture mode the calling thread had when it called ordo.
  * - `user` is passed as given. For ordo_pipeline_run, ordo_pipeline_run_on and ordo_pipeline_run_stencil it must stay
  *   valid for the call; for a graph cache until its user_free is called (ordo_graph_cache_options:

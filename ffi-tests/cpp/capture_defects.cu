@@ -79,8 +79,13 @@ void capture_loop(cudaStreamCaptureMode mode, Clock::time_point end, bool errors
     cudaStreamDestroy(s);
 }
 
-// Eager work synchronised on a stream of its own, until `end`.
-void sync_loop(Clock::time_point end, Counts& counts) {
+// Eager work synchronised on a stream of its own, until `end`; with `relaxed`, the thread's capture
+// mode exchanged to relaxed first (as ordo's C exports run their own CUDA calls).
+void sync_loop(Clock::time_point end, bool relaxed, Counts& counts) {
+    if (relaxed) {
+        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+        cudaThreadExchangeStreamCaptureMode(&mode);
+    }
     cudaStream_t s;
     if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return;
     float* x = nullptr;
@@ -154,7 +159,9 @@ void legacy_loop(Clock::time_point end, bool copy, Counts& counts) {
 //      streams;
 //   4: one thread copies 128 MiB device-to-host on the legacy stream and synchronises it, another
 //      begins and ends relaxed-mode captures on its own blocking stream;
-//   5: as 4, the legacy thread synchronising the legacy stream only (no copy).
+//   5: as 4, the legacy thread synchronising the legacy stream only (no copy);
+//   6: as 3, the synchronising threads in relaxed capture mode (cudaThreadExchangeStreamCaptureMode),
+//      as ordo's C exports make their own calls: whether that keeps them out of the crash.
 extern "C" int ffi_capture_defect_main(int scenario, int threads, int seconds) {
     if (threads < 2) threads = 2;
     Counts counts;
@@ -168,8 +175,9 @@ extern "C" int ffi_capture_defect_main(int scenario, int threads, int seconds) {
                 case 1: capture_loop(cudaStreamCaptureModeThreadLocal, end, false, counts); break;
                 case 2: capture_loop(cudaStreamCaptureModeRelaxed, end, false, counts); break;
                 case 3:
+                case 6:
                     if (t == 0) capture_loop(cudaStreamCaptureModeGlobal, end, true, counts);
-                    else sync_loop(end, counts);
+                    else sync_loop(end, scenario == 6, counts);
                     break;
                 case 4:
                 case 5:

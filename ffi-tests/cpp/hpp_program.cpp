@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <type_traits>
 
@@ -93,6 +94,27 @@ extern "C" int ffi_hpp_main(int driver_present) {
         o.warmup = 1;
         ordo::graph_cache c({1, 2}, o, [](ordo::stream_ref, size_t) {});
         expect_true("a cache with options", c.get() != nullptr);
+    }
+    // The cache owns its body (through user_free): freed by a failed create, and by the destroy
+    // when no call is running; a moved-from cache destroys nothing.
+    {
+        auto token = std::make_shared<int>(1);
+        try {
+            ordo_graph_cache_options o{};
+            o.capture_mode = 7;
+            ordo::graph_cache c({1}, o, [token](ordo::stream_ref, size_t) {});
+            expect_true("a bad capture mode throws", false);
+        } catch (const ordo::error&) {
+        }
+        expect_true("a failed create frees the body", token.use_count() == 1);
+        {
+            ordo::graph_cache c({1, 2}, false, [token](ordo::stream_ref, size_t) {});
+            ordo::graph_cache moved(std::move(c));
+            expect_true("the cache holds its body", token.use_count() == 2 && c.get() == nullptr);
+        }
+        expect_true("the destroy frees the body", token.use_count() == 1);
+        ordo_graph_cache_options defaults = ORDO_GRAPH_CACHE_OPTIONS_INIT;
+        expect_true("zeroed options are the defaults: thread-local", defaults.capture_mode == ORDO_CAPTURE_THREAD_LOCAL && ORDO_CAPTURE_THREAD_LOCAL == 0);
     }
     // Launch configurations are checked before CUDA: a zero grid, a NULL kernel.
     {

@@ -110,6 +110,7 @@ fn gpu_cuda_crashes_in_global_mode_and_runs_thread_local_and_relaxed_captures_cl
         (3, 8, "one global-mode capture beside 7 synchronising threads"),
         (4, 2, "a blocking copy on the legacy stream beside relaxed captures on a blocking stream"),
         (5, 2, "synchronises of the legacy stream beside relaxed captures on a blocking stream"),
+        (6, 8, "one global-mode capture beside 7 threads synchronising in relaxed capture mode"),
     ] {
         let outcome = run_scenario(TEST, scenario, threads, 10);
         // Recorded, not required: CUDA's behaviour (SIGSEGV is signal 11).
