@@ -4,7 +4,7 @@
 //! types and operations are NCCL's own values (`ORDO_NCCL_*` in ordo.h), read through the Rust
 //! API's one table (`DataType::from_raw`, `ReduceOp::from_raw`, `DataType::dispatch`).
 //!
-//! The five collectives share one path, [`Collective`] and `collective`: the handle lookup and
+//! The five collectives share one path, a `Collective` trait and `collective`: the handle lookup and
 //! its lock, the type dispatch, and the checks of every buffer (null and alignment, sizes, and the
 //! DEVICE POINTERS rule: device memory of the communicator's device, or managed memory, so that
 //! NCCL never gets a host pointer to fault on); each collective states only its lengths, which

@@ -365,9 +365,20 @@ pub unsafe extern "C" fn ordo_pipeline_run(
     })
 }
 
-/// The options' fields checked, into what a pipeline object keeps (the pool is checked against
-/// the device by [`ordo_pipeline_create`]).
-fn settings(o: &OrdoPipelineOptions) -> Outcome<(PoolSettings, usize, usize, c_int)> {
+/// A pipeline handle's options, checked (the memory pool is checked against the device by
+/// [`ordo_pipeline_create`]).
+struct Checked {
+    /// How the pool's pipelines are made.
+    settings: PoolSettings,
+    element_size: usize,
+    /// 0: planned each run.
+    chunks: usize,
+    /// `None`: the device current at create.
+    device: Option<usize>,
+}
+
+/// The options' fields checked, into what a pipeline object keeps.
+fn checked(o: &OrdoPipelineOptions) -> Outcome<Checked> {
     if o.element_size == 0 {
         return Err(invalid("options.element_size", "0"));
     }
@@ -388,7 +399,8 @@ fn settings(o: &OrdoPipelineOptions) -> Outcome<(PoolSettings, usize, usize, c_i
         priority: (o.priority != 0).then_some(o.priority),
         stage_timing: o.stage_timing == 1,
     };
-    Ok((settings, o.element_size, o.chunks, o.device))
+    let device = usize::try_from(o.device).ok();
+    Ok(Checked { settings, element_size: o.element_size, chunks: o.chunks, device })
 }
 
 /// The default options (`ORDO_PIPELINE_OPTIONS_INIT` in ordo.h).
@@ -418,8 +430,11 @@ pub unsafe extern "C" fn ordo_pipeline_create(
         non_null(out.cast_const(), "out")?;
         // SAFETY: the caller's contract: NULL or `size` readable bytes.
         let o = unsafe { read_options(options, "options") }?.unwrap_or(DEFAULT_OPTIONS);
-        let (settings, element_size, chunks, device) = settings(&o)?;
-        let device = if device == -1 { Device::current()? } else { Device::new(device as usize)? };
+        let Checked { settings, element_size, chunks, device } = checked(&o)?;
+        let device = match device {
+            None => Device::current()?,
+            Some(ordinal) => Device::new(ordinal)?,
+        };
         // SAFETY: the C contract: NULL or a live pool.
         require_pool_for(unsafe { MemPoolRef::from_raw(o.pool) }, device)?;
         let pool = PipelinePool::new(settings, PoolLimits::DEFAULT);
@@ -640,7 +655,7 @@ mod tests {
     #[test]
     fn options_are_checked_before_cuda() {
         let ok = DEFAULT_OPTIONS;
-        assert!(settings(&ok).is_ok());
+        assert!(checked(&ok).is_ok());
         for bad in [
             OrdoPipelineOptions { element_size: 0, ..ok },
             OrdoPipelineOptions { streams: 65, ..ok },
@@ -648,7 +663,7 @@ mod tests {
             OrdoPipelineOptions { stage_timing: 2, ..ok },
             OrdoPipelineOptions { device: -2, ..ok },
         ] {
-            assert!(settings(&bad).is_err());
+            assert!(checked(&bad).is_err());
         }
     }
 }

@@ -1,23 +1,4 @@
-//! A pool of [`Pipeline`]s of one setting, for callers that run pipelines from several threads at
-//! once and inside captures (the C ABI's pipeline handles and `ordo_pipeline_run` are pools).
-//!
-//! A run takes a pipeline from the pool ([`PipelinePool::run`], or [`take`](PipelinePool::take)
-//! and [`give_back`](PipelinePool::give_back)), runs with no lock held (the run's compute may run
-//! other pipelines of the pool, and several threads run at once, each on its own pipeline), and
-//! puts it back. The pool keeps:
-//! - **idle pipelines**, at most [`PoolLimits::idle`] a device: a pipeline given back beyond that
-//!   is dropped, and a take that finds more (left by captures that have ended since) drops the
-//!   surplus;
-//! - **pipelines held by open captures**: a pipeline whose last run was captured has worker
-//!   streams that belong to the caller's capture until it ends (work enqueued on them meanwhile
-//!   would join it), so it is kept out of use, and alive, until then; at most
-//!   [`PoolLimits::held_by_captures`] a device, after which a take that needs a new pipeline fails
-//!   with `cudaErrorMemoryAllocation`. When the pool goes, such pipelines move to a process-wide
-//!   list of orphans, dropped once their capture has ended (looked at on every take).
-//!
-//! A pipeline whose run failed with a CUDA error is dropped rather than kept; one whose context a
-//! `cudaDeviceReset` destroyed is forgotten without a CUDA call (its handles died with the
-//! context; see [`ContextTag`]), and the next take makes a fresh one.
+//! [`PipelinePool`]: pipelines of one setting, shared by threads and kept across captures.
 
 use super::Pipeline;
 use crate::context::ContextTag;
@@ -130,8 +111,28 @@ pub fn orphaned_pipelines() -> usize {
     locked(&ORPHANS).len()
 }
 
-/// Pipelines of one setting, any device: idle ones, and ones whose last run was captured into a
-/// capture still open. Locked only to take one out or put one back. See the [module](self).
+/// A pool of [`Pipeline`]s of one setting, any device, for callers that run pipelines from
+/// several threads at once and inside captures (the C ABI's pipeline handles and
+/// `ordo_pipeline_run` are pools). Locked only to take a pipeline out or put one back.
+///
+/// A run takes a pipeline from the pool ([`run`](Self::run), or [`take`](Self::take) and
+/// [`give_back`](Self::give_back)), runs with no lock held (the run's compute may run other
+/// pipelines of the pool, and several threads run at once, each on its own pipeline), and puts it
+/// back. The pool keeps:
+/// - **idle pipelines**, at most [`PoolLimits::idle`] a device: a pipeline given back beyond that
+///   is dropped, and a take that finds more (left by captures that have ended since) drops the
+///   surplus;
+/// - **pipelines held by open captures**: a pipeline whose last run was captured has worker
+///   streams that belong to the caller's capture until it ends (work enqueued on them meanwhile
+///   would join it), so it is kept out of use, and alive, until then; at most
+///   [`PoolLimits::held_by_captures`] a device, after which a take that needs a new pipeline fails
+///   with `cudaErrorMemoryAllocation`. When the pool is dropped, such pipelines move to a
+///   process-wide list of orphans ([`orphaned_pipelines`]), dropped once their capture has ended
+///   (looked at on every take).
+///
+/// A pipeline whose run failed with a CUDA error is dropped rather than kept; one whose context a
+/// `cudaDeviceReset` destroyed is forgotten without a CUDA call (its handles died with the
+/// context; see [`ContextTag`]), and the next take makes a fresh one.
 pub struct PipelinePool {
     settings: PoolSettings,
     limits: PoolLimits,
