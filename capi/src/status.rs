@@ -154,7 +154,7 @@ pub(crate) fn refused(status: OrdoStatus, arg: Option<&'static str>, what: &'sta
 
 /// `ORDO_ERROR_NOT_SUPPORTED` for an export whose library was built without `feature`
 /// (`kernels`, `nccl`): the export exists in every build, so that the ABI does not change.
-#[allow(dead_code)] // used only in builds without one of the features
+#[cfg(not(all(feature = "kernels", feature = "nccl")))]
 pub(crate) fn missing_feature(feature: &'static str) -> Failure {
     let what = match feature {
         "kernels" => "ordo was built without its `kernels` feature (ordo's CUDA kernels, which need nvcc)",
