@@ -24,7 +24,7 @@ use ordo_cuda_core::graph::{capture, capture_fence, CaptureMode, InstantiateFlag
 use ordo_cuda_core::memory::copy;
 use ordo_cuda_core::*;
 use ordo_ffi_tests::programs;
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 
 // ---- CUDA's behaviour, in child processes --------------------------------------------------------
 
@@ -129,6 +129,52 @@ const ROUNDS: usize = 3;
 /// Elements of each buffer: more than the largest bucket, so that writes past a bucket are seen.
 const LEN: usize = 32;
 
+/// A barrier that fails instead of hanging: a thread that panics (a failed check) before it reaches
+/// the barrier opens it for the others with a panic of their own, so that the test fails.
+struct Gate {
+    state: Mutex<(usize, usize, bool)>,
+    changed: std::sync::Condvar,
+    parties: usize,
+}
+
+impl Gate {
+    fn new(parties: usize) -> Gate {
+        Gate { state: Mutex::new((0, 0, false)), changed: std::sync::Condvar::new(), parties }
+    }
+
+    /// Waits for every party (or a panic of one).
+    fn wait(&self) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let generation = st.1;
+        st.0 += 1;
+        if st.0 == self.parties {
+            st.0 = 0;
+            st.1 += 1;
+            self.changed.notify_all();
+        }
+        while st.1 == generation && !st.2 {
+            st = self.changed.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        assert!(!st.2, "another thread of the test failed");
+    }
+
+    /// Held by each party: a panic while it is held opens the gate for the others.
+    fn party(&self) -> Party<'_> {
+        Party(self)
+    }
+}
+
+struct Party<'a>(&'a Gate);
+
+impl Drop for Party<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.state.lock().unwrap_or_else(|e| e.into_inner()).2 = true;
+            self.0.changed.notify_all();
+        }
+    }
+}
+
 fn bucket_of(n: usize) -> usize {
     *BUCKETS.iter().find(|&&b| b >= n).unwrap()
 }
@@ -184,11 +230,12 @@ fn gpu_rust_graph_caches_one_a_thread_in_every_mode_on_many_threads() {
     let _gpu = ordo_ffi_tests::gpu_lock();
     for mode in MODES {
         for threads in THREADS {
-            let barrier = Arc::new(Barrier::new(threads));
+            let barrier = Arc::new(Gate::new(threads));
             std::thread::scope(|scope| {
                 for _ in 0..threads {
                     let barrier = barrier.clone();
                     scope.spawn(move || {
+                        let _party = barrier.party();
                         // Streams and buffers are made, and later dropped, while no thread
                         // captures (between the barriers): no capture-unsafe call meets a
                         // global-mode capture.
@@ -234,11 +281,12 @@ fn gpu_rust_graph_cache_shared_by_many_threads_in_every_mode() {
             // SAFETY: `x` outlives the cache (dropped first, after its replays completed); the
             // threads fence their capture-unsafe calls.
             let cache = Mutex::new(unsafe { rust_cache(x.as_mut_ptr() as usize, mode) });
-            let barrier = Barrier::new(threads);
+            let barrier = Gate::new(threads);
             std::thread::scope(|scope| {
                 for _ in 0..threads {
                     let (cache, barrier) = (&cache, &barrier);
                     scope.spawn(move || {
+                        let _party = barrier.party();
                         let own = Stream::new().unwrap();
                         barrier.wait();
                         for _ in 0..ROUNDS {
@@ -328,11 +376,12 @@ fn gpu_c_graph_caches_one_a_thread_in_every_mode_on_many_threads() {
     let _gpu = ordo_ffi_tests::gpu_lock();
     for mode in MODES {
         for threads in THREADS {
-            let barrier = Arc::new(Barrier::new(threads));
+            let barrier = Arc::new(Gate::new(threads));
             std::thread::scope(|scope| {
                 for _ in 0..threads {
                     let barrier = barrier.clone();
                     scope.spawn(move || {
+                        let _party = barrier.party();
                         let stream = Stream::new().unwrap();
                         let s = stream.as_stream();
                         let mut x = zeroed(s);
@@ -375,11 +424,12 @@ fn gpu_c_graph_cache_shared_by_many_threads_at_once_in_every_mode() {
             drop(read(&x, s0));
             let mut user = CBody { x: x.as_mut_ptr() };
             let cache = c_cache(mode, Some(fill_body), (&mut user as *mut CBody).cast()) as usize;
-            let barrier = Barrier::new(threads);
+            let barrier = Gate::new(threads);
             std::thread::scope(|scope| {
                 for _ in 0..threads {
                     let barrier = &barrier;
                     scope.spawn(move || {
+                        let _party = barrier.party();
                         let own = Stream::new().unwrap();
                         barrier.wait();
                         for _ in 0..ROUNDS {
