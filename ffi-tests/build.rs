@@ -69,6 +69,7 @@ fn main() -> ExitCode {
         .file("cpp/captures.cu")
         .file("cpp/hpp_gpu.cu")
         .file("cpp/stencil.cu")
+        .file("cpp/capture_defects.cu")
         .try_compile("ordo_ffi_mixed");
     for (what, r) in [("header as C99", c99), ("C++ programs", cpp), ("CUDA C++ program", mixed)] {
         if let Err(e) = r {

@@ -3,6 +3,7 @@
 #  - checks the formatting (cargo fmt, rustfmt.toml);
 #  - builds and tests the whole workspace against CUDA 13.0, with clippy (no unwrap/expect/panic
 #    in library code), the docs (warnings denied) and the no_std build of ordo-cuda-core;
+#  - builds and tests the C ABI without its kernels and NCCL features (its exports unchanged);
 #  - builds and tests ordo-cuda-sys and ordo-cuda-core against CUDA 12.9 and against 12.3, the oldest
 #    supported (own target folders, so the builds do not invalidate each other);
 #  - compiles the standalone CUDA experiments (benches/experiments).
@@ -32,6 +33,17 @@ CUDA_HOME=$CUDA13_HOME cargo build -p ordo-cuda-capi --lib --locked
 g++ -std=c++17 -Wall -Wextra -Werror -Icapi/include -Iffi-tests/cpp ffi-tests/cpp/link_main.cpp target/debug/libordo_cuda_capi.a \
   -L"$CUDA13_HOME/lib" -lcudart_static -lpthread -ldl -lrt -lm -o target/ffi-link-check
 target/ffi-link-check
+step "CUDA 13.0: the C ABI without its features (kernels, nccl): built without nvcc-built code, the same exports as the default build, each missing one refusing by name"
+CUDA_HOME=$CUDA13_HOME CARGO_TARGET_DIR="$PWD/target/capi-minimal" cargo test -p ordo-cuda-capi --no-default-features --lib --locked
+CUDA_HOME=$CUDA13_HOME CARGO_TARGET_DIR="$PWD/target/capi-minimal" cargo build -p ordo-cuda-capi --no-default-features --lib --locked
+if cargo tree -p ordo-cuda-capi --no-default-features -e normal --locked | grep -q 'ordo-cuda-kernels\|ordo-cuda-libs'; then
+  echo "ordo-cuda-capi --no-default-features still depends on the kernels or the run-time libraries"; exit 1
+fi
+ordo_exports() { readelf -Ws --wide "$1" | awk '$5 == "GLOBAL" && $7 != "UND" && $8 ~ /^ordo_/ { print $8 }' | sort -u; }
+diff <(ordo_exports target/debug/libordo_cuda_capi.a) <(ordo_exports target/capi-minimal/debug/libordo_cuda_capi.a) \
+  || { echo "the C ABI's exports differ with and without its features (ffi-tests/tests/abi.rs checks them against ordo.h)"; exit 1; }
+g++ -std=c++17 -Wall -Wextra -Werror -Icapi/include -Iffi-tests/cpp ffi-tests/cpp/link_main.cpp target/capi-minimal/debug/libordo_cuda_capi.a \
+  -L"$CUDA13_HOME/lib" -lcudart_static -lpthread -ldl -lrt -lm -o target/ffi-link-check-minimal
 step "CUDA 13.0: the C/C++ package (scripts/package.sh): only ordo_* exported, SONAME, programs linked through pkg-config"
 CUDA_HOME=$CUDA13_HOME bash scripts/package.sh --debug target/package/ordo
 pkg=target/package/ordo

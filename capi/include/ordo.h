@@ -5,6 +5,14 @@
  * -lstdc++ -lm. ffi-tests/cmake-example shows a CMake project doing so. C99 and C++ both. The
  * header is written by hand; a test (ffi-tests/tests/abi.rs) checks it against the Rust exports.
  *
+ * BUILD FEATURES. The library is built with two features, both on by default: `kernels` (ordo's
+ * own CUDA kernels, compiled by nvcc: ordo_gemv_normalize, ordo_frame_filter, ordo_pdl_chain, and
+ * the pipelines' built-in compute, a NULL compute callback) and `nccl` (the ordo_nccl_* functions;
+ * NCCL itself is loaded at run time). A program that needs neither builds ordo without nvcc
+ * (cargo build -p ordo-cuda-capi --no-default-features). Every function below exists in every
+ * build; one whose feature is off returns ORDO_ERROR_NOT_SUPPORTED, and the last error names the
+ * feature.
+ *
  * STREAMS. Every function that enqueues work takes the caller's stream and is stream-correct: it
  * enqueues on that stream only, never synchronises (but on the two error paths THREADS lists),
  * allocates temporaries on it (ALLOCATION) and joins internal forks back to it with events
@@ -40,13 +48,16 @@
  * are ignored, so destroying twice is harmless.
  *
  * THREADS. Every function may be called from any thread, and every handle may be used from several
- * threads at once. No lock of ordo's is ever held while a callback runs. A graph cache locks its
- * table of graphs only to look a bucket up, install a graph or launch one, so its body may run on
- * several threads at once (see ordo_graph_cache_create); a staging ring and a timer need no
- * serialising (atomics and short locks, or CUDA's events). Destroying a handle while another
- * thread's call on it is running is safe: that call completes, the object is freed when it
- * returns, and later calls get ORDO_ERROR_INVALID_HANDLE; an ordo_staging_ring_acquire waiting on
- * a ring that another thread destroys returns ORDO_ERROR_INVALID_HANDLE at once. During a thread's
+ * threads at once. No lock of ordo's is held while a callback runs, with one exception: a graph
+ * cache's body captured in ORDO_CAPTURE_GLOBAL mode runs under ordo's process-wide global-capture
+ * lock (see CAPTURES), so such a body must not wait for another thread that uses a graph cache. A
+ * graph cache locks its table of graphs only to look a bucket up, install a graph or launch one,
+ * so its body may run on several threads at once (see ordo_graph_cache_create); a staging ring and
+ * a timer need no serialising (atomics and short locks, or CUDA's events). Destroying a handle
+ * while another thread's call on it is running is safe: that call completes (a graph cache's call
+ * stops sooner: see ordo_graph_cache_destroy), the object is freed when it returns, and later
+ * calls get ORDO_ERROR_INVALID_HANDLE; an ordo_staging_ring_acquire waiting on a ring that another
+ * thread destroys returns ORDO_ERROR_INVALID_HANDLE at once. During a thread's
  * exit cleanup (a C++ thread_local destructor or a pthread key destructor that runs after ordo's
  * per-thread state is gone), ordo_graph_cache_run and ordo_graph_cache_capture_all return
  * ORDO_ERROR_NOT_SUPPORTED (they cannot guard their callback's re-entry there) and no call records
@@ -65,7 +76,11 @@
  *   calling thread;
  * - a graph cache call, while another thread launches one of the same cache's graphs (the launch
  *   itself, cudaGraphLaunch, never a body), and any call, briefly, on ordo's internal tables (live
- *   handles, the pipelines' shelves), which are never held across a callback or a wait for the device;
+ *   handles, the pipelines' pools), which are never held across a callback or a wait for the device;
+ * - a graph cache call that captures in ORDO_CAPTURE_GLOBAL mode, while another thread's graph
+ *   cache captures in that mode; and a graph cache's instantiation or destruction of its graphs
+ *   (any mode), while another thread's graph cache captures in ORDO_CAPTURE_GLOBAL mode (see
+ *   CAPTURES);
  * - NCCL: ordo_nccl_comm_init_rank (until every rank has joined), ordo_nccl_comm_destroy (until
  *   the collectives queued on every rank have completed), ordo_nccl_comm_wait (at most its
  *   timeout); none of them holds a lock that another NCCL call of ordo's waits for.
@@ -84,18 +99,36 @@
  * - They may call back into ordo on their thread, and that never deadlocks: every call works as
  *   usual, except that a graph cache's body calling into the same cache (on its thread) gets
  *   ORDO_ERROR_HANDLE_BUSY, where the call would recurse without end. No callback runs under a lock
- *   of ordo's, so bodies on two threads that each call the other's cache, or wait for each other,
- *   cannot deadlock inside ordo.
+ *   of ordo's (but a body captured in ORDO_CAPTURE_GLOBAL mode, see THREADS), so bodies on two
+ *   threads that each call the other's cache, or wait for each other, cannot deadlock inside ordo.
  * - They run in the capture mode the calling thread had when it called ordo.
  * - `user` is passed as given. For ordo_pipeline_run, ordo_pipeline_run_on and ordo_pipeline_run_stencil it must stay
- *   valid for the call; for a graph
- *   cache until the cache is destroyed, and usable from every thread that calls the cache.
+ *   valid for the call; for a graph cache until its user_free is called (ordo_graph_cache_options:
+ *   once the cache is destroyed and the last call of it still running has returned), and usable
+ *   from every thread that calls the cache. A cache made without user_free has no such moment:
+ *   `user` must then stay valid until ordo_graph_cache_destroy has returned and every call of the
+ *   cache that was running on another thread meanwhile has returned too.
  *
  * CAPTURES. Every function may be called while the stream it is given is being captured
  * (cudaStreamBeginCapture, in global, thread-local or relaxed mode), and while other threads
- * capture: the work is captured into the caller's graph and the capture stays valid, or the call is
- * refused with a documented status without touching the capture (ORDO_ERROR_STREAM_CAPTURING where
- * that is said below). One exception: a launch of the caller's own kernel (ordo_launch_kernel)
+ * capture in thread-local or relaxed mode: the work is captured into the caller's graph and the
+ * capture stays valid, or the call is refused with a documented status without touching the
+ * capture (ORDO_ERROR_STREAM_CAPTURING where that is said below).
+ * GLOBAL MODE IS A CUDA HAZARD. Measured with CUDA 13.0 on driver 580 (an H200), and reproduced by
+ * plain C++ without ordo (ffi-tests/cpp/capture_defects.cu): while one thread captures in
+ * cudaStreamCaptureModeGlobal, another thread's global-mode capture, or another thread's
+ * capture-unsafe call (a synchronise, a graph instantiation, cudaMalloc/cudaFree,
+ * cudaHostAlloc/cudaFreeHost, a blocking copy), kills the process inside the driver (SIGSEGV)
+ * instead of failing as CUDA documents; thread-local and relaxed captures run clean. So ordo never
+ * captures in global mode unless asked (a graph cache's default is ORDO_CAPTURE_THREAD_LOCAL), and
+ * a program that captures in global mode (its own captures, or a graph cache made with
+ * ORDO_CAPTURE_GLOBAL) owes that, while that capture is open, no other thread of the process makes
+ * a capture-unsafe call: ordo's calls that make them included (creating or destroying a handle, a
+ * staging ring's create, a graph cache's first run of a bucket, which instantiates, the NCCL
+ * communicator calls) and the program's own. ordo keeps its own global-mode captures (graph caches
+ * in ORDO_CAPTURE_GLOBAL mode) from overlapping each other, and its graph caches' instantiations
+ * and destructions out of them, with a process-wide lock: a program whose only global-mode
+ * captures are ordo graph caches' owes the rule for its other threads' calls alone. One exception: a launch of the caller's own kernel (ordo_launch_kernel)
  * that passes ordo's checks but that CUDA refuses (more dynamic shared memory than the kernel was
  * allowed, say) fails inside a capture as the same cudaLaunchKernelEx would, which may end the
  * capture; its status is CUDA's. ordo makes its own calls that CUDA restricts during captures (a ring's
@@ -113,13 +146,19 @@
  * any work enqueued on a stream while another thread begins or ends its capture (which side of the
  * capture the work lands on is not defined), and the Rust API's capture contract asks the same
  * (until a capture ends, its stream is used only by the capturing code).
- * CUDA refuses work on cudaStreamLegacy while any blocking stream captures (cudaStreamPerThread is
- * one: a graph cache run on it captures it), with cudaErrorStreamCaptureImplicit.
+ * cudaStreamLegacy and captures: CUDA documents work on cudaStreamLegacy while any blocking stream
+ * captures (cudaStreamPerThread is one: a graph cache run on it captures it) as refused with
+ * cudaErrorStreamCaptureImplicit; with CUDA 13.0 on driver 580 a copy and synchronise on the
+ * legacy stream while another thread begins and ends captures (relaxed mode, on its own blocking
+ * stream) crash the process instead (measured, plain C++ too). So a program passes
+ * cudaStreamLegacy to ordo only while no thread of the process captures a blocking stream.
  *
  * DEVICE POINTERS passed with a stream must be device memory of the stream's device, or managed
  * memory: the work runs on the stream's device whatever the current device is, and memory of
- * another device gives ORDO_ERROR_INVALID_ARGUMENT (cudaPointerGetAttributes tells) rather than a
- * fault on the device. ordo cannot see an allocation's size: sizes are the caller's promise. ordo
+ * another device, or host memory, gives ORDO_ERROR_INVALID_ARGUMENT (cudaPointerGetAttributes
+ * tells) rather than a fault on the device. This holds for every export that takes device memory:
+ * the NCCL collectives' buffers (of the communicator's device) and a staging ring's destination
+ * (of the ring's device) included. ordo cannot see an allocation's size: sizes are the caller's promise. ordo
  * learns a stream's device from cudaStreamGetDevice (CUDA 12.8 and later); built against an older
  * toolkit it takes the calling thread's current device as the stream's: keep it current, or a
  * stream and memory of another device are refused with ORDO_ERROR_INVALID_ARGUMENT.
@@ -213,7 +252,8 @@ int ordo_status_is_sticky(ordo_status status);
 /* The calling thread's last error. Every export that fails records, on its thread, what it knew:
  * the status it returned, CUDA's code when the failure came from CUDA, another library's or a
  * callback's status, whether the error is sticky, the call that failed (a CUDA function, an ordo
- * function, or the export) and a message. A successful export leaves the record as it was (as
+ * function, or the export; for an argument the export refused, the export and the argument, as
+ * "ordo_staging_ring_create(slots)") and a message. A successful export leaves the record as it was (as
  * errno does); ordo_clear_last_error forgets it.
  *
  *     ordo_error_info info;
@@ -429,14 +469,15 @@ ordo_status ordo_pipeline_run_stencil(ordo_pipeline* pipeline, struct CUstream_s
 
 /* Graphs cached per batch-size bucket. body enqueues the work for `bucket` elements on the stream
  * it is given, over buffers the caller holds; the memory it uses must stay valid until the cache
- * is destroyed. n_buckets 0: the buckets 1, 2, 4, ... 256 (buckets is ignored); otherwise buckets
+ * is destroyed and the work it launched has completed. n_buckets 0: the buckets 1, 2, 4, ... 256 (buckets is ignored); otherwise buckets
  * points to n_buckets strictly increasing, non-zero values (NULL or misaligned:
  * ORDO_ERROR_INVALID_ARGUMENT). overflow_eager: run sizes over the largest bucket eagerly instead
  * of failing with ORDO_ERROR_INVALID_ARGUMENT.
  * body is called, on the thread of the run or capture_all that needs it, in one of three ways:
- * - to capture a bucket's graph: `stream` is then capturing, in a capture ordo began in global mode
- *   (cudaStreamCaptureModeGlobal) and ends itself before the call returns; meanwhile no other
- *   thread may enqueue work on `stream` (it would join the capture), as for any capture;
+ * - to capture a bucket's graph: `stream` is then capturing, in a capture ordo began in the cache's
+ *   capture mode (thread-local unless the options say otherwise) and ends itself before the call
+ *   returns; meanwhile no other thread may enqueue work on `stream` (it would join the capture),
+ *   as for any capture;
  * - when run is called while the caller's `stream` captures: straight into the caller's capture,
  *   in the caller's capture mode (a graph launch would invalidate the capture);
  * - for a size over the largest bucket with overflow_eager: eagerly, `stream` not capturing.
@@ -449,23 +490,32 @@ ordo_status ordo_pipeline_run_stencil(ordo_pipeline* pipeline, struct CUstream_s
  * run eagerly) goes to bucket_out (may be NULL). Replays of one cache on several streams share the
  * cache's buffers and are not ordered with each other: order them if they overlap.
  * capture_all: captures every bucket not captured yet; ORDO_ERROR_STREAM_CAPTURING while `stream`
- * captures. */
+ * captures.
+ * destroy: NULL, destroyed and unknown handles are ignored. It may be called while calls of the
+ * cache run, from another thread or from the cache's own body: from the moment it returns, no
+ * call of the cache launches a graph or begins a body call (a call that finds the cache destroyed
+ * returns ORDO_ERROR_INVALID_HANDLE; a body call already under way on another thread finishes),
+ * so the buffers may be freed once the work launched before has completed. `user` is released
+ * through user_free once the last call still running has returned (see CALLBACKS). */
 typedef struct OrdoGraphCache ordo_graph_cache;
 typedef ordo_status (*ordo_capture_fn)(struct CUstream_st* stream, size_t bucket, void* user);
 ordo_status ordo_graph_cache_create(const size_t* buckets, size_t n_buckets, int overflow_eager, ordo_capture_fn body, void* user, ordo_graph_cache** out);
 
 /* Options of a graph cache, for ordo_graph_cache_create_with_options (NULL: the defaults, as
  * ordo_graph_cache_create with overflow_eager 0). Set size to sizeof(ordo_graph_cache_options).
- * capture_mode: how the cache's own captures run (ORDO_CAPTURE_GLOBAL, the default: a capture-unsafe
- * call from any thread fails the capture; ORDO_CAPTURE_THREAD_LOCAL: from this thread only, for
- * servers whose other threads allocate meanwhile; ORDO_CAPTURE_RELAXED: the caller vouches that
- * nothing capture-unsafe runs). warmup non-zero: the body runs once, eagerly, before each capture
+ * Zeroed options (but size) are the defaults: ORDO_GRAPH_CACHE_OPTIONS_INIT.
+ * capture_mode: how the cache's own captures run (ORDO_CAPTURE_THREAD_LOCAL, 0, the default: a
+ * capture-unsafe call from the capturing thread fails the capture; ORDO_CAPTURE_GLOBAL: from any
+ * thread, and the caller owes what CAPTURES asks of global mode while the cache captures, which is
+ * during a bucket's first run and capture_all; ORDO_CAPTURE_RELAXED: the caller vouches that
+ * nothing capture-unsafe runs). These are not CUDA's cudaStreamCaptureMode values: 0 is the safe
+ * default. warmup non-zero: the body runs once, eagerly, before each capture
  * (lazy initialisation happens outside the capture; its work runs as a run of that bucket would).
  * instantiate_flags: cudaGraphInstantiateFlagAutoFreeOnLaunch, cudaGraphInstantiateFlagUseNodePriority
  * or 0. capture_all captures from the largest bucket to the smallest. A bad value:
  * ORDO_ERROR_INVALID_ARGUMENT. */
-#define ORDO_CAPTURE_GLOBAL 0
-#define ORDO_CAPTURE_THREAD_LOCAL 1
+#define ORDO_CAPTURE_THREAD_LOCAL 0
+#define ORDO_CAPTURE_GLOBAL 1
 #define ORDO_CAPTURE_RELAXED 2
 typedef void (*ordo_user_free_fn)(void* user);
 typedef struct ordo_graph_cache_options {
@@ -479,6 +529,7 @@ typedef struct ordo_graph_cache_options {
      * throw and must not call ordo. */
     ordo_user_free_fn user_free;
 } ordo_graph_cache_options;
+#define ORDO_GRAPH_CACHE_OPTIONS_INIT { sizeof(ordo_graph_cache_options), ORDO_CAPTURE_THREAD_LOCAL, 0, 0, 0, NULL }
 ordo_status ordo_graph_cache_create_with_options(const size_t* buckets, size_t n_buckets, const ordo_graph_cache_options* options, ordo_capture_fn body, void* user, ordo_graph_cache** out);
 ordo_status ordo_graph_cache_capture_all(ordo_graph_cache* cache, struct CUstream_st* stream);
 ordo_status ordo_graph_cache_run(ordo_graph_cache* cache, struct CUstream_st* stream, size_t n, size_t* bucket_out);
@@ -502,7 +553,9 @@ void ordo_graph_cache_destroy(ordo_graph_cache* cache);
  * thread has stopped writing its slots (as with free()). A ticket is used by the code that
  * acquired it (or was handed it): submitting or releasing another thread's ticket takes its slot
  * away while that thread may still write it.
- * submit: 1 <= bytes <= slot_bytes, device_dst device memory; the ticket is used up by the call
+ * submit: 1 <= bytes <= slot_bytes; `stream` a stream of the ring's device (the device current at
+ * create) and device_dst device memory of that device, or managed memory (ORDO_ERROR_INVALID_ARGUMENT
+ * otherwise, before anything is enqueued, the ticket still held); the ticket is used up by the call
  * once its arguments passed their checks, also if it then fails. Capturable: the captured copy runs
  * at every launch of the graph, and the slot stays held until the graph and every executable graph
  * made from it are destroyed.
@@ -527,18 +580,21 @@ ordo_status ordo_timer_stop(ordo_timer* timer, struct CUstream_st* stream);
 ordo_status ordo_timer_elapsed_ms(ordo_timer* timer, float* ms);
 void ordo_timer_destroy(ordo_timer* timer);
 
-/* NCCL (loaded at run time: libnccl.so.2, or the file the ORDO_NCCL environment variable names).
- * No library, or one too old for a call: ORDO_ERROR_NOT_SUPPORTED. A failure of NCCL's:
+/* NCCL (loaded at run time: libnccl.so.2, or the file the ORDO_NCCL environment variable names;
+ * ORDO_NCCL set but empty counts as unset, and a file it names that cannot be opened is
+ * ORDO_ERROR_NOT_SUPPORTED naming it, never a fall-back to another libnccl). No library, one too
+ * old for a call, or a library built without the `nccl` feature: ORDO_ERROR_NOT_SUPPORTED. A failure of NCCL's:
  * ORDO_ERROR_LIBRARY. One process per rank: rank 0 writes a unique id (ordo_nccl_get_unique_id,
  * id_bytes must be ORDO_NCCL_UNIQUE_ID_BYTES), the caller carries the bytes to every rank (a file,
  * a pipe, TCP), and each rank makes its communicator on its device (ordo_nccl_comm_init_rank,
  * which blocks until every rank has joined). The collectives enqueue one NCCL call on `stream` (a
  * stream of the communicator's device), never synchronise, and are capturable; counts are in
- * elements of dtype (NCCL's values below), buffers device memory that stays allocated until the
- * work completes, and every rank must make the matching call with the same count, dtype, op and
- * root (NCCL cannot check other ranks' sizes). A NULL or misaligned buffer, a byte count that
- * overflows, a root not below nranks, an unknown dtype or op: ORDO_ERROR_INVALID_ARGUMENT, before
- * NCCL. Any thread may call; ordo serialises the calls on one handle, and NCCL calls for
+ * elements of dtype (NCCL's values below), buffers device memory of the communicator's device (or
+ * managed memory) that stays allocated until the work completes, and every rank must make the
+ * matching call with the same count, dtype, op and root (NCCL cannot check other ranks' sizes). A
+ * NULL or misaligned buffer, host memory or another device's, a stream of another device, a byte
+ * count that overflows, a root not below nranks, an unknown dtype or op:
+ * ORDO_ERROR_INVALID_ARGUMENT, before NCCL. Any thread may call; ordo serialises the calls on one handle, and NCCL calls for
  * communicators of one device (NCCL forbids them at once from several threads).
  * wait: waits at most timeout_ms for the work on `stream`, polling the communicator's health, so
  * that a dead peer gives ORDO_ERROR_LIBRARY instead of a hang; then abort the communicator. An

@@ -26,6 +26,8 @@ namespace ordo {
 // A failed ordo call: its status and, when the thread's last error is that call's, its detail.
 class error : public std::exception {
 public:
+    // The failure an ordo call just returned: the detail is the thread's last error when that has
+    // the same status (check() makes these right after the call).
     explicit error(ordo_status status) : status_(status), sticky_(ordo_status_is_sticky(status) != 0) {
         ordo_error_info info;
         info.size = sizeof info;
@@ -39,6 +41,10 @@ public:
             message_ = std::string(ordo_status_name(status)) + ": " + ordo_status_string(status);
         }
     }
+    // A failure found by this header itself, before any ordo call: its own call and message, never
+    // the thread's last error (which describes an earlier failure).
+    error(ordo_status status, std::string call, std::string message)
+        : status_(status), sticky_(false), call_(std::move(call)), message_(std::move(message)) {}
     ordo_status status() const noexcept { return status_; }
     // CUDA's code when the failure came from CUDA, else 0.
     int cuda_error() const noexcept { return cuda_error_; }
@@ -73,9 +79,14 @@ public:
     stream_ref() = delete;
     stream_ref(int) = delete;
     stream_ref(std::nullptr_t) = delete;
-    // A null pointer held in a variable throws ordo::error (ORDO_ERROR_INVALID_ARGUMENT).
+    // A null pointer held in a variable throws ordo::error (ORDO_ERROR_INVALID_ARGUMENT) that
+    // describes that null stream.
     stream_ref(CUstream_st* stream) : stream_(stream) {  // NOLINT: implicit, as cudaStream_t
-        if (stream == nullptr) throw error(ORDO_ERROR_INVALID_ARGUMENT);
+        if (stream == nullptr) {
+            throw error(ORDO_ERROR_INVALID_ARGUMENT, "ordo::stream_ref",
+                        "ORDO_ERROR_INVALID_ARGUMENT: ordo::stream_ref: a null stream (name a default stream with "
+                        "ordo::stream_ref::legacy() or ordo::stream_ref::per_thread())");
+        }
     }
     // cudaStreamLegacy and cudaStreamPerThread (their values in cuda_runtime_api.h).
     static stream_ref legacy() noexcept { return stream_ref(reinterpret_cast<CUstream_st*>(0x1), 0); }
@@ -348,33 +359,32 @@ private:
 
 // Executable graphs by size bucket (ordo_graph_cache), with a lambda as the body:
 // `body(stream, bucket)` enqueues the work for `bucket` elements on `stream` (it runs under
-// capture). Move-only; the body lives as long as the cache.
+// capture). Move-only. The cache owns the body through ordo_graph_cache_options.user_free: it is
+// deleted once the cache is destroyed and the last call in flight has returned (a body may
+// destroy its own cache, and another thread's call may still be running when this object goes).
+// Captures are thread-local unless the options say otherwise (ordo.h, CAPTURES, for global mode).
 class graph_cache {
 public:
     using body_fn = std::function<void(stream_ref, size_t)>;
     graph_cache(std::vector<size_t> buckets, bool overflow_eager, body_fn body)
-        : body_(std::make_unique<body_fn>(std::move(body))) {
-        detail::finish(ordo_graph_cache_create(buckets.empty() ? nullptr : buckets.data(), buckets.size(),
-                                               overflow_eager ? 1 : 0, trampoline(), body_.get(), &c_));
-    }
-    // With options (capture mode, warm-up, overflow, instantiate flags); `size` is set here.
-    graph_cache(std::vector<size_t> buckets, ordo_graph_cache_options options, body_fn body)
-        : body_(std::make_unique<body_fn>(std::move(body))) {
+        : graph_cache(std::move(buckets), options_with(overflow_eager), std::move(body)) {}
+    // With options (capture mode, warm-up, overflow, instantiate flags); `size` and `user_free`
+    // are set here.
+    graph_cache(std::vector<size_t> buckets, ordo_graph_cache_options options, body_fn body) {
         options.size = sizeof options;
-        options.user_free = nullptr;  // the body is owned here
+        options.user_free = [](void* user) noexcept { delete static_cast<body_fn*>(user); };
+        // Owned by the cache from here: freed by user_free, also when the create fails.
+        body_fn* owned = new body_fn(std::move(body));
         detail::finish(ordo_graph_cache_create_with_options(buckets.empty() ? nullptr : buckets.data(),
-                                                            buckets.size(), &options, trampoline(), body_.get(),
-                                                            &c_));
+                                                            buckets.size(), &options, trampoline(), owned, &c_));
     }
-    graph_cache(graph_cache&& o) noexcept : c_(std::exchange(o.c_, nullptr)), body_(std::move(o.body_)) {}
+    graph_cache(graph_cache&& o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
     graph_cache& operator=(graph_cache&& o) noexcept {
         std::swap(c_, o.c_);
-        std::swap(body_, o.body_);
         return *this;
     }
     graph_cache(const graph_cache&) = delete;
     graph_cache& operator=(const graph_cache&) = delete;
-    // The cache is destroyed before its body (members are destroyed after this runs).
     ~graph_cache() { ordo_graph_cache_destroy(c_); }
     void capture_all(stream_ref s) { detail::finish(ordo_graph_cache_capture_all(c_, s)); }
     // Runs the bucket for n elements; returns the bucket.
@@ -386,6 +396,12 @@ public:
     ordo_graph_cache* get() const noexcept { return c_; }
 
 private:
+    static ordo_graph_cache_options options_with(bool overflow_eager) noexcept {
+        ordo_graph_cache_options o{};
+        o.size = sizeof o;
+        o.overflow_eager = overflow_eager ? 1 : 0;
+        return o;
+    }
     static ordo_capture_fn trampoline() noexcept {
         return [](CUstream_st* s, size_t bucket, void* user) {
             return detail::guarded([&] {
@@ -395,7 +411,6 @@ private:
         };
     }
     ordo_graph_cache* c_ = nullptr;
-    std::unique_ptr<body_fn> body_;
 };
 
 }  // namespace ordo

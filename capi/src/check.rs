@@ -19,11 +19,11 @@
 //! the stream is `cudaStreamGetCaptureInfo`, which is the capture's own. `cudaPointerGetAttributes`
 //! is legal inside captures (measured) and runs in every case.
 
-use super::status::{invalid, Outcome};
+use super::status::{invalid, refused, Outcome, ORDO_ERROR_PAGEABLE_MEMORY};
 use core::cell::Cell;
 use core::ffi::c_void;
 use ordo_cuda_core::graph::CaptureStatus;
-use ordo_cuda_core::{sys, Device, Error, MemPoolRef, PoolAccess, StreamRef, UsageKind};
+use ordo_cuda_core::{sys, Device, MemPoolRef, PoolAccess, StreamRef};
 
 thread_local! {
     /// The capture mode the calling thread had when the outermost running export entered, while
@@ -84,13 +84,15 @@ pub(crate) fn in_caller_mode<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// The caller's stream. NULL is refused: pass `cudaStreamLegacy` or `cudaStreamPerThread` to
-/// mean a default stream, so that it is never used by accident.
+/// The caller's stream (the export's argument `stream`). NULL is refused: pass
+/// `cudaStreamLegacy` or `cudaStreamPerThread` to mean a default stream, so that it is never used
+/// by accident.
 pub(crate) fn stream_ref<'a>(raw: sys::cudaStream_t) -> Outcome<StreamRef<'a>> {
     // SAFETY: the C contract: a live stream (or one of CUDA's pseudo-stream handles) that stays
     // valid for the call; null is refused here.
-    unsafe { StreamRef::from_raw(raw) }
-        .ok_or_else(|| invalid("null stream: pass cudaStreamLegacy or cudaStreamPerThread for a default stream"))
+    unsafe { StreamRef::from_raw(raw) }.ok_or_else(|| {
+        invalid("stream", "null stream: pass cudaStreamLegacy or cudaStreamPerThread for a default stream")
+    })
 }
 
 /// Whether `s` is capturing (or holds an invalidated capture not yet ended), asked the one way
@@ -110,36 +112,30 @@ pub(crate) fn stream_device(s: StreamRef<'_>) -> Outcome<Device> {
     }
 }
 
-/// Refuses a null pointer, and one not aligned for `T` (a misaligned device pointer would fault on
-/// the device, a sticky error, instead of failing here).
-pub(crate) fn non_null<T>(p: *const T, what: &'static str) -> Outcome {
-    if p.is_null() {
-        Err(invalid(what))
-    } else if (p as usize) % core::mem::align_of::<T>() != 0 {
-        Err(invalid("pointer not aligned for its element type"))
-    } else {
-        Ok(())
-    }
+/// Refuses argument `arg` when null, or not aligned for `T` (a misaligned device pointer would
+/// fault on the device, a sticky error, instead of failing here).
+pub(crate) fn non_null<T>(p: *const T, arg: &'static str) -> Outcome {
+    non_null_aligned(p.cast(), core::mem::align_of::<T>(), arg)
 }
 
-/// Refuses a null pointer, and one not aligned to `align` bytes (a power of two), for elements
-/// whose type only the caller knows.
-pub(crate) fn non_null_aligned(p: *const c_void, align: usize, what: &'static str) -> Outcome {
+/// Refuses argument `arg` when null, or not aligned to `align` bytes (a power of two), for
+/// elements whose type only the caller knows.
+pub(crate) fn non_null_aligned(p: *const c_void, align: usize, arg: &'static str) -> Outcome {
     if p.is_null() {
-        Err(invalid(what))
+        Err(invalid(arg, "null pointer"))
     } else if (p as usize) % align.max(1) != 0 {
-        Err(invalid("pointer not aligned for its element size"))
+        Err(invalid(arg, "pointer not aligned for its element type"))
     } else {
         Ok(())
     }
 }
 
-/// The bytes of `n` elements of `T`, refused when that overflows or exceeds `isize::MAX` (no
-/// allocation can be that large, and Rust's views may not be).
-pub(crate) fn byte_len<T>(n: usize) -> Outcome<usize> {
+/// The bytes of `n` elements of `T` (`arg`: the count's name), refused when that overflows or
+/// exceeds `isize::MAX` (no allocation can be that large, and Rust's views may not be).
+pub(crate) fn byte_len<T>(n: usize, arg: &'static str) -> Outcome<usize> {
     n.checked_mul(core::mem::size_of::<T>())
         .filter(|&b| isize::try_from(b).is_ok())
-        .ok_or_else(|| invalid("size in bytes overflows"))
+        .ok_or_else(|| invalid(arg, "size in bytes overflows"))
 }
 
 /// What `cudaPointerGetAttributes` says of `p` (legal inside captures; the export's relaxed
@@ -152,57 +148,66 @@ fn attributes(p: *const c_void) -> Outcome<sys::cudaPointerAttributes> {
     Ok(attrs)
 }
 
-/// Pinned (`cudaHostAlloc`) or registered (`cudaHostRegister`) host memory.
-pub(crate) fn require_pinned(p: *const c_void) -> Outcome {
+/// Argument `arg` is pinned (`cudaHostAlloc`) or registered (`cudaHostRegister`) host memory.
+pub(crate) fn require_pinned(p: *const c_void, arg: &'static str) -> Outcome {
     if attributes(p)?.type_ != sys::cudaMemoryType::cudaMemoryTypeHost {
-        let e = Error::usage(
-            UsageKind::PageableMemory,
-            "ordo C ABI",
-            "host memory must be pinned (cudaHostAlloc) or registered (cudaHostRegister)",
-        );
-        return Err(e.into());
+        let what = "host memory must be pinned (cudaHostAlloc) or registered (cudaHostRegister)";
+        return Err(refused(ORDO_ERROR_PAGEABLE_MEMORY, Some(arg), what));
     }
     Ok(())
 }
 
-/// Device or managed memory, of any device (what a copy needs).
-pub(crate) fn require_device(p: *const c_void) -> Outcome {
-    let t = attributes(p)?.type_;
-    if t != sys::cudaMemoryType::cudaMemoryTypeDevice && t != sys::cudaMemoryType::cudaMemoryTypeManaged {
-        return Err(invalid("expected device (or managed) memory"));
-    }
-    Ok(())
-}
-
-/// Device memory of `device`, or managed memory (what a kernel on `device` may touch). Device
-/// memory of another device is refused: without peer access the kernel would fault there, a sticky
-/// error that loses that device's context.
-pub(crate) fn require_device_on(p: *const c_void, device: Device) -> Outcome {
+/// Argument `arg` is device memory of `device`, or managed memory (what a kernel or copy on
+/// `device` may touch). Device memory of another device is refused: without peer access the work
+/// would fault there, a sticky error that loses that device's context.
+pub(crate) fn require_device_on(p: *const c_void, device: Device, arg: &'static str) -> Outcome {
     let a = attributes(p)?;
     match a.type_ {
         sys::cudaMemoryType::cudaMemoryTypeManaged => Ok(()),
         sys::cudaMemoryType::cudaMemoryTypeDevice if a.device == device.ordinal() => Ok(()),
-        sys::cudaMemoryType::cudaMemoryTypeDevice => Err(invalid("device memory of another device than the stream's")),
-        _ => Err(invalid("expected device (or managed) memory")),
+        sys::cudaMemoryType::cudaMemoryTypeDevice => {
+            Err(invalid(arg, "device memory of another device than the stream's"))
+        }
+        _ => Err(invalid(arg, "expected device (or managed) memory")),
     }
 }
 
-/// Refuses a pool whose memory `device`'s kernels cannot read and write.
+/// Refuses a pool (`options.pool`) whose memory `device`'s kernels cannot read and write.
 pub(crate) fn require_pool_for(pool: Option<MemPoolRef<'_>>, device: Device) -> Outcome {
     match pool {
         Some(pool) if pool.access(device)? != PoolAccess::ReadWrite => {
-            Err(invalid("options.pool is not readable and writable by the device"))
+            Err(invalid("options.pool", "not readable and writable by the device"))
         }
         _ => Ok(()),
     }
 }
 
-/// Writes `value` to the caller's out-pointer, checked first (null, alignment).
-pub(crate) fn write_out<T>(out: *mut T, value: T, what: &'static str) -> Outcome {
-    non_null(out.cast_const(), what)?;
+/// Writes `value` to the caller's out-pointer `arg`, checked first (null, alignment).
+pub(crate) fn write_out<T>(out: *mut T, value: T, arg: &'static str) -> Outcome {
+    non_null(out.cast_const(), arg)?;
     // SAFETY: checked non-null and aligned; the C contract makes it writable.
     unsafe { out.write(value) };
     Ok(())
+}
+
+/// Reads a caller's options struct of this version's type `T`, whose first field is its `size`:
+/// NULL gives `None`; a misaligned pointer, or a size below this version's `sizeof(T)`, is refused
+/// (nothing read beyond the size field).
+///
+/// # Safety
+/// The C contract: a non-null `options` points to `options->size` readable bytes.
+pub(crate) unsafe fn read_options<T: Copy>(options: *const T, arg: &'static str) -> Outcome<Option<T>> {
+    if options.is_null() {
+        return Ok(None);
+    }
+    non_null(options, arg)?;
+    // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes, so the size
+    // field first, then (when it covers this version's struct) the whole.
+    if unsafe { options.cast::<usize>().read() } < core::mem::size_of::<T>() {
+        return Err(invalid(arg, "size below this version's sizeof of the options struct"));
+    }
+    // SAFETY: as above: at least this version's struct is readable.
+    Ok(Some(unsafe { options.read() }))
 }
 
 #[cfg(test)]
@@ -211,9 +216,9 @@ mod tests {
 
     #[test]
     fn sizes_and_pointers_are_checked_before_cuda() {
-        assert!(byte_len::<f32>(usize::MAX / 4 + 1).is_err());
-        assert!(byte_len::<f32>(isize::MAX as usize / 4 + 1).is_err(), "over isize::MAX bytes");
-        assert_eq!(byte_len::<f32>(10), Ok(40));
+        assert!(byte_len::<f32>(usize::MAX / 4 + 1, "n").is_err());
+        assert!(byte_len::<f32>(isize::MAX as usize / 4 + 1, "n").is_err(), "over isize::MAX bytes");
+        assert_eq!(byte_len::<f32>(10, "n"), Ok(40));
         let x = [0u32; 2];
         let misaligned = (x.as_ptr() as usize + 1) as *const u32;
         assert!(non_null(misaligned, "x").is_err());

@@ -8,7 +8,7 @@
 //! gone is never touched again. Calls on it return `cudaErrorContextIsDestroyed`, and destroying it
 //! forgets its CUDA handles instead of freeing them (CUDA freed them with the context).
 
-use super::status::{Failure, Outcome};
+use super::status::{refused, OrdoStatus, Outcome};
 use core::mem::ManuallyDrop;
 use ordo_cuda_core::{sys, Error};
 
@@ -26,11 +26,8 @@ impl CheckContext for Context {
         if self.alive() {
             Ok(())
         } else {
-            let e = Error::Cuda(ordo_cuda_core::CudaError::new(
-                sys::cudaError::cudaErrorContextIsDestroyed,
-                "ordo C ABI (a cudaDeviceReset destroyed the handle's context)",
-            ));
-            Err(Failure::from(e))
+            let status = sys::cudaError::cudaErrorContextIsDestroyed.0 as OrdoStatus;
+            Err(refused(status, None, "a cudaDeviceReset destroyed the handle's context: make a new handle"))
         }
     }
 }

@@ -14,18 +14,35 @@
 //!
 //! A body that calls back into its own cache, on its thread, would recurse (each call calling the
 //! body again): such a call gets `ORDO_ERROR_HANDLE_BUSY` (`handles::enter_call`).
+//!
+//! # Destroyed during a call
+//! `ordo_graph_cache_destroy` may run while a call of the cache is running: on another thread, or
+//! from the cache's own body. The destroy marks the cache closed (under the table's lock), and
+//! every call looks at the mark before each body call and each launch: a call that finds it ends
+//! with `ORDO_ERROR_INVALID_HANDLE` and calls the body no more (a body call already under way on
+//! another thread finishes). No launch begins after the destroy has returned (launches and the
+//! mark share the lock), so the caller may free the cache's buffers once the destroy has returned
+//! and the work already launched has completed. The object itself, and `user` through the
+//! caller's `user_free`, go when the last call in flight has returned.
+//!
+//! # Capture modes
+//! The cache's own captures are thread-local unless the options ask otherwise. A global-mode
+//! capture holds ordo's process-wide global-capture lock (see `ordo_cuda_core::graph::capture_fence`)
+//! while the body runs, and the instantiation of every cache's graphs waits outside it.
 
-use super::check::{capturing, in_caller_mode, non_null, stream_device, stream_ref};
+use super::check::{capturing, in_caller_mode, non_null, read_options, stream_device, stream_ref};
 use super::context::{CheckContext as _, Context, InContext};
-use super::handles::{self, enter_call};
+use super::handles::{self, enter_call, locked};
 use super::status::{
-    callback_error, guard, guard_void, invalid, Failure, OrdoStatus, Outcome, ORDO_ERROR_STREAM_CAPTURING, ORDO_SUCCESS,
+    callback_error, guard, guard_void, invalid, refused, Failure, OrdoStatus, Outcome, ORDO_ERROR_INVALID_HANDLE,
+    ORDO_ERROR_STREAM_CAPTURING, ORDO_SUCCESS,
 };
 use core::ffi::{c_int, c_void};
+use core::sync::atomic::{AtomicBool, Ordering};
+use ordo_cuda_core::graph::cache::{bucket_index, default_buckets, CacheOptions, GraphCache, Overflow};
 use ordo_cuda_core::graph::{CaptureMode, InstantiateFlags};
-use ordo_cuda_core::graph_cache::{bucket_index, default_buckets, CacheOptions, GraphCache, Overflow};
 use ordo_cuda_core::{sys, StreamRef};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The C capture callback, not NULL.
 type CaptureFnPtr = unsafe extern "C" fn(stream: sys::cudaStream_t, bucket: usize, user: *mut c_void) -> OrdoStatus;
@@ -47,9 +64,13 @@ pub struct OrdoGraphCache {
 struct CacheObject {
     /// Strictly increasing, non-zero (checked by [`GraphCache::new`] at creation).
     buckets: Vec<usize>,
-    /// Each bucket's graph once captured. Locked to look up, install or launch; never across the
-    /// body.
+    /// Each bucket's graph once captured. Locked to look up, install or launch, and to close the
+    /// cache; never across the body.
     graphs: Mutex<Vec<Option<BucketGraph>>>,
+    /// Set (under the `graphs` lock) by `ordo_graph_cache_destroy`: no body call and no launch
+    /// begins once a call has seen it. Shared with the bodies the bucket graphs hold (which must not
+    /// hold the object itself: a cycle).
+    closed: Arc<AtomicBool>,
     body: CaptureFnPtr,
     /// The caller's `user` pointer, as an address: the C contract makes it usable from every
     /// thread that calls the cache, until the cache is destroyed.
@@ -69,7 +90,7 @@ impl Drop for CacheObject {
     fn drop(&mut self) {
         // The last handle of the cache is gone: no call runs the body any more (replays of
         // captured graphs never call it). Graphs go first, then the finalizer.
-        drop(core::mem::take(&mut *self.graphs.get_mut().unwrap_or_else(PoisonError::into_inner)));
+        drop(core::mem::take(&mut *self.graphs.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)));
         if let Some(free) = self.user_free {
             // SAFETY: the caller's finalizer with its own pointer, once (the C contract: it does
             // not unwind).
@@ -79,14 +100,15 @@ impl Drop for CacheObject {
 }
 
 /// Options of a graph cache (`ordo_graph_cache_options` in ordo.h). The caller sets `size` to
-/// `sizeof(ordo_graph_cache_options)` of its header, so that later versions can add fields.
+/// `sizeof(ordo_graph_cache_options)` of its header, so that later versions can add fields. All
+/// zero but `size` is the defaults.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct OrdoGraphCacheOptions {
     /// `sizeof(ordo_graph_cache_options)`, set by the caller.
     pub size: usize,
-    /// The capture mode of the cache's own captures: `ORDO_CAPTURE_GLOBAL` (the default),
-    /// `ORDO_CAPTURE_THREAD_LOCAL` or `ORDO_CAPTURE_RELAXED`.
+    /// The capture mode of the cache's own captures: `ORDO_CAPTURE_THREAD_LOCAL` (0, the default),
+    /// `ORDO_CAPTURE_GLOBAL` or `ORDO_CAPTURE_RELAXED`.
     pub capture_mode: c_int,
     /// Non-zero: run the body once, eagerly, before each capture.
     pub warmup: c_int,
@@ -100,35 +122,63 @@ pub struct OrdoGraphCacheOptions {
     pub user_free: OrdoUserFreeFn,
 }
 
-/// `capture_mode` of [`OrdoGraphCacheOptions`]: `cudaStreamCaptureModeGlobal`.
-pub const ORDO_CAPTURE_GLOBAL: c_int = 0;
-/// `cudaStreamCaptureModeThreadLocal`.
-pub const ORDO_CAPTURE_THREAD_LOCAL: c_int = 1;
+/// `capture_mode` of [`OrdoGraphCacheOptions`]: `cudaStreamCaptureModeThreadLocal`, the default
+/// (0, so that zeroed options are the safe ones; not CUDA's numbering).
+pub const ORDO_CAPTURE_THREAD_LOCAL: c_int = 0;
+/// `cudaStreamCaptureModeGlobal`: the caller keeps the other threads out of the cache's captures
+/// (ordo.h, CAPTURES).
+pub const ORDO_CAPTURE_GLOBAL: c_int = 1;
 /// `cudaStreamCaptureModeRelaxed`.
 pub const ORDO_CAPTURE_RELAXED: c_int = 2;
 
 /// The Rust options for C's (checked).
 fn cache_options(o: &OrdoGraphCacheOptions) -> Outcome<(CacheOptions, bool, OrdoUserFreeFn)> {
-    if o.size < core::mem::size_of::<OrdoGraphCacheOptions>() {
-        return Err(invalid("options.size below this version's sizeof(ordo_graph_cache_options)"));
-    }
     let mode = match o.capture_mode {
-        ORDO_CAPTURE_GLOBAL => CaptureMode::Global,
         ORDO_CAPTURE_THREAD_LOCAL => CaptureMode::ThreadLocal,
+        ORDO_CAPTURE_GLOBAL => CaptureMode::Global,
         ORDO_CAPTURE_RELAXED => CaptureMode::Relaxed,
-        _ => return Err(invalid("unknown capture mode")),
+        _ => return Err(invalid("options.capture_mode", "unknown capture mode")),
     };
     let allowed = InstantiateFlags::AUTO_FREE_ON_LAUNCH | InstantiateFlags::USE_NODE_PRIORITY;
     let instantiate = InstantiateFlags::from_bits(o.instantiate_flags)
         .filter(|f| allowed.contains(*f))
-        .ok_or_else(|| invalid("instantiate flags other than AutoFreeOnLaunch and UseNodePriority"))?;
+        .ok_or_else(|| invalid("options.instantiate_flags", "flags other than AutoFreeOnLaunch and UseNodePriority"))?;
     Ok((CacheOptions { mode, warmup: o.warmup != 0, instantiate }, o.overflow_eager != 0, o.user_free))
+}
+
+/// The refusal of a call on a cache destroyed while the call ran.
+fn destroyed() -> Failure {
+    refused(
+        ORDO_ERROR_INVALID_HANDLE,
+        Some("cache"),
+        "the cache was destroyed during this call: its body is not called again, nothing more is launched",
+    )
 }
 
 impl CacheObject {
     fn graphs(&self) -> MutexGuard<'_, Vec<Option<BucketGraph>>> {
-        // Nothing under the lock can panic half-way through a change: recovered as it is.
-        self.graphs.lock().unwrap_or_else(PoisonError::into_inner)
+        locked(&self.graphs)
+    }
+
+    /// Whether `ordo_graph_cache_destroy` has closed the cache.
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Refuses to go on once the cache is closed.
+    fn open(&self) -> Outcome {
+        if self.closed() {
+            return Err(destroyed());
+        }
+        Ok(())
+    }
+
+    /// Closes the cache: calls running now call the body no more and launch nothing more; under
+    /// the table's lock, so that no launch is under way when this returns.
+    fn close(&self) {
+        let graphs = self.graphs();
+        self.closed.store(true, Ordering::Release);
+        drop(graphs);
     }
 
     /// `cudaErrorContextIsDestroyed` once the context of any of the cache's graphs is gone (a
@@ -145,16 +195,30 @@ impl CacheObject {
         Ok(())
     }
 
-    /// The body for `bucket`, as the Rust API calls it.
+    /// The body for `bucket`, as the Rust API calls it (a warm-up and a capture, or a capture):
+    /// not called once the cache is closed.
     fn body(&self) -> CacheBody {
-        let (body, user) = (self.body, self.user);
-        Box::new(move |s: StreamRef<'_>, size: usize| call_body(body, s, size, user))
+        let (body, user, closed) = (self.body, self.user, Arc::clone(&self.closed));
+        Box::new(move |s: StreamRef<'_>, size: usize| call_body(&closed, body, s, size, user))
+    }
+
+    /// Calls the caller's body for `size` on `s`, unless the cache is closed.
+    fn call_body(&self, s: StreamRef<'_>, size: usize) -> ordo_cuda_core::Result<()> {
+        call_body(&self.closed, self.body, s, size, self.user)
+    }
+
+    /// The outcome of a body call: [`destroyed`] when the cache was closed meanwhile (the body's
+    /// own failure, if any, is the lesser news then).
+    fn after_body(&self, r: ordo_cuda_core::Result<()>) -> Outcome {
+        self.open()?;
+        Ok(r?)
     }
 
     /// Makes sure bucket `i` has a graph: captures it on `s` (the lock released while the body
     /// runs) unless one is installed; installs it unless another thread installed one meanwhile
     /// (ours is then destroyed, never launched).
     fn ensure(&self, i: usize, s: StreamRef<'_>) -> Outcome {
+        self.open()?;
         if self.graphs()[i].is_some() {
             return Ok(());
         }
@@ -162,9 +226,11 @@ impl CacheObject {
         let bucket = self.buckets[i];
         // SAFETY: the C contract of `ordo_graph_cache_create`, passed on: the memory the body's
         // captured work uses stays valid for every replay of this graph, until the cache (which
-        // owns it) is destroyed; the cache ends its own capture.
+        // owns it) is destroyed; the cache ends its own capture; in global mode the caller keeps
+        // the other threads out of the capture (ordo.h, CAPTURES).
         let mut graph = unsafe { GraphCache::with_options(vec![bucket], Overflow::Error, self.options, self.body()) }?;
-        graph.capture_all(s)?;
+        let captured = graph.capture_all(s);
+        self.after_body(captured)?;
         let graph = InContext::made_in(Context::of(device)?, graph);
         let spare = {
             let mut graphs = self.graphs();
@@ -180,10 +246,11 @@ impl CacheObject {
         Ok(())
     }
 
-    /// Launches bucket `i`'s graph (installed) on `s`, under the lock.
+    /// Launches bucket `i`'s graph (installed) on `s`, under the lock, unless the cache is closed.
     fn launch(&self, i: usize, s: StreamRef<'_>) -> Outcome {
         let mut graphs = self.graphs();
-        let graph = graphs[i].as_mut().ok_or_else(|| invalid("bucket not captured"))?;
+        self.open()?;
+        let graph = graphs[i].as_mut().ok_or_else(|| invalid("n", "bucket not captured"))?;
         graph.context().check()?;
         // Captured: this replays, it never calls the body.
         graph.checked_mut().run(s, self.buckets[i])?;
@@ -191,8 +258,18 @@ impl CacheObject {
     }
 }
 
-/// Calls the caller's body for `size` on `s`, in the caller's capture mode.
-fn call_body(body: CaptureFnPtr, s: StreamRef<'_>, size: usize, user: usize) -> ordo_cuda_core::Result<()> {
+/// Calls the caller's body for `size` on `s`, in the caller's capture mode, unless `closed` (then an
+/// error the call turns into [`destroyed`]).
+fn call_body(
+    closed: &AtomicBool,
+    body: CaptureFnPtr,
+    s: StreamRef<'_>,
+    size: usize,
+    user: usize,
+) -> ordo_cuda_core::Result<()> {
+    if closed.load(Ordering::Acquire) {
+        return Err(callback_error("ordo_graph_cache_destroy", ORDO_ERROR_INVALID_HANDLE));
+    }
     // SAFETY: the caller's callback with its own user pointer (the C contract).
     let status = in_caller_mode(|| unsafe { body(s.as_raw(), size, user as *mut c_void) });
     if status == ORDO_SUCCESS {
@@ -204,7 +281,7 @@ fn call_body(body: CaptureFnPtr, s: StreamRef<'_>, size: usize, user: usize) -> 
 
 /// Creates a graph bucket cache over `buckets` (strictly increasing, non-zero; `n_buckets` 0 for
 /// 1, 2, 4, ... 256). `body` captures the work for a bucket; `overflow_eager` runs sizes over the
-/// largest bucket eagerly instead of failing. Captures are global-mode, without warm-up.
+/// largest bucket eagerly instead of failing. Captures are thread-local, without warm-up.
 ///
 /// # Safety
 /// The C contract: `buckets` points to `n_buckets` values when `n_buckets` is not 0; `out` is
@@ -225,12 +302,14 @@ pub unsafe extern "C" fn ordo_graph_cache_create(
     })
 }
 
-/// As [`ordo_graph_cache_create`], with `options` (NULL for the defaults: global-mode captures,
+/// As [`ordo_graph_cache_create`], with `options` (NULL for the defaults: thread-local captures,
 /// no warm-up, no overflow, no instantiate flags). A bad option is `ORDO_ERROR_INVALID_ARGUMENT`.
 ///
 /// # Safety
 /// As [`ordo_graph_cache_create`]; a non-null `options` points to `options->size` readable bytes.
-/// With `ORDO_CAPTURE_RELAXED`, the caller vouches that nothing capture-unsafe runs meanwhile.
+/// With `ORDO_CAPTURE_RELAXED`, the caller vouches that nothing capture-unsafe runs meanwhile; with
+/// `ORDO_CAPTURE_GLOBAL`, that while the cache captures no other thread makes a capture-unsafe call
+/// or begins a global-mode capture outside ordo (ordo.h, CAPTURES).
 #[no_mangle]
 pub unsafe extern "C" fn ordo_graph_cache_create_with_options(
     buckets: *const usize,
@@ -241,23 +320,15 @@ pub unsafe extern "C" fn ordo_graph_cache_create_with_options(
     out: *mut *mut OrdoGraphCache,
 ) -> OrdoStatus {
     guard("ordo_graph_cache_create_with_options", || {
-        let options = if options.is_null() {
-            (CacheOptions::default(), false, None)
-        } else {
-            non_null(options, "options")?;
-            // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes, so the
-            // size field first, then (when it covers this version's struct) the whole.
-            if unsafe { options.cast::<usize>().read() } < core::mem::size_of::<OrdoGraphCacheOptions>() {
-                return Err(invalid("options.size below this version's sizeof(ordo_graph_cache_options)"));
-            }
-            // SAFETY: as above: at least this version's struct is readable.
-            let o = unsafe { options.read() };
-            cache_options(&o).inspect_err(|_| {
+        // SAFETY: the caller's contract: NULL or `size` readable bytes.
+        let options = match unsafe { read_options(options, "options") }? {
+            None => (CacheOptions::default(), false, None),
+            Some(o) => cache_options(&o).inspect_err(|_| {
                 if let Some(free) = o.user_free {
                     // SAFETY: the caller's finalizer with its own pointer, once.
                     unsafe { free(user) };
                 }
-            })?
+            })?,
         };
         // SAFETY: the caller's contract, passed on.
         unsafe { create(buckets, n_buckets, options, body, user, out) }
@@ -284,13 +355,13 @@ unsafe fn create(
         }
         f
     };
-    non_null(out.cast_const(), "null out").map_err(fail)?;
-    let body = body.ok_or_else(|| invalid("null capture callback")).map_err(fail)?;
+    non_null(out.cast_const(), "out").map_err(fail)?;
+    let body = body.ok_or_else(|| invalid("body", "null capture callback")).map_err(fail)?;
     let list = if n_buckets == 0 {
         default_buckets()
     } else {
-        non_null(buckets, "null buckets with a non-zero count").map_err(fail)?;
-        super::check::byte_len::<usize>(n_buckets).map_err(fail)?;
+        non_null(buckets, "buckets").map_err(fail)?;
+        super::check::byte_len::<usize>(n_buckets, "n_buckets").map_err(fail)?;
         // SAFETY: checked non-null, aligned, and a byte length that fits; the C contract promises
         // `n_buckets` readable values.
         unsafe { core::slice::from_raw_parts(buckets, n_buckets) }.to_vec()
@@ -301,7 +372,9 @@ unsafe fn create(
     let list =
         unsafe { GraphCache::new(list, Overflow::Error, no_body) }.map_err(|e| fail(e.into()))?.buckets().to_vec();
     let graphs = Mutex::new(list.iter().map(|_| None).collect());
-    let object = CacheObject { buckets: list, graphs, body, user: user as usize, overflow_eager, options, user_free };
+    let closed = Arc::new(AtomicBool::new(false));
+    let object =
+        CacheObject { buckets: list, graphs, closed, body, user: user as usize, overflow_eager, options, user_free };
     // A failed registration drops the object, which calls the finalizer.
     let handle = handles::register(object)?;
     // SAFETY: checked non-null and aligned; writable by the C contract.
@@ -328,7 +401,7 @@ pub unsafe extern "C" fn ordo_graph_cache_capture_all(
         }
         let _call = enter_call(cache)?;
         c.check()?;
-        // Largest first, as the Rust API does.
+        // Largest first, as the Rust API does; `ensure` stops once the cache is closed.
         for i in (0..c.buckets.len()).rev() {
             c.ensure(i, s)?;
         }
@@ -358,17 +431,18 @@ pub unsafe extern "C" fn ordo_graph_cache_run(
         }
         let _call = enter_call(cache)?;
         c.check()?;
+        c.open()?;
         let index = bucket_index(&c.buckets, n);
         let size = match index {
             Some(i) => c.buckets[i],
             None if c.overflow_eager => n,
-            None => return Err(invalid("size over the largest bucket")),
+            None => return Err(invalid("n", "size over the largest bucket")),
         };
         match index {
             // Into the caller's capture (a graph launch would invalidate it), or an eager run of
             // an overflow size: the body on `stream`, no lock held.
-            _ if capturing(s)? => call_body(c.body, s, size, c.user)?,
-            None => call_body(c.body, s, size, c.user)?,
+            _ if capturing(s)? => c.after_body(c.call_body(s, size))?,
+            None => c.after_body(c.call_body(s, size))?,
             Some(i) => {
                 c.ensure(i, s)?;
                 c.launch(i, s)?;
@@ -383,9 +457,16 @@ pub unsafe extern "C" fn ordo_graph_cache_run(
 }
 
 /// Destroys a cache. NULL, destroyed and unknown handles, and handles of another kind, are
-/// ignored. A call still running on the cache (on another thread) finishes first: the cache is
-/// freed when it returns. Safe for any value: the handle is only looked up, never dereferenced.
+/// ignored. Calls of the cache still running (on another thread, or the one whose body destroys
+/// its own cache) call the body no more and launch nothing more once this has returned; they end
+/// with `ORDO_ERROR_INVALID_HANDLE`. The cache, and `user` through `user_free`, are freed when the
+/// last of them has returned. Safe for any value: the handle is only looked up, never
+/// dereferenced.
 #[no_mangle]
 pub extern "C" fn ordo_graph_cache_destroy(cache: *mut OrdoGraphCache) {
-    guard_void("ordo_graph_cache_destroy", || drop(handles::remove::<CacheObject, _>(cache)));
+    guard_void("ordo_graph_cache_destroy", || {
+        if let Some(c) = handles::remove::<CacheObject, _>(cache) {
+            c.close();
+        }
+    });
 }

@@ -31,7 +31,14 @@ const TAG_BITS: u32 = 4;
 const TAG: usize = 0b1011;
 
 fn table() -> MutexGuard<'static, BTreeMap<usize, Object>> {
-    TABLE.lock().unwrap_or_else(PoisonError::into_inner)
+    locked(&TABLE)
+}
+
+/// Locks one of the C ABI's tables (live handles, a cache's graphs, a communicator, a pipeline's
+/// shelf). Their operations do not panic half-way through a change, so a lock poisoned by a panic
+/// elsewhere is recovered as it is.
+pub(crate) fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn invalid_handle() -> Failure {
@@ -44,7 +51,9 @@ pub(crate) fn register<T: Send + Sync + 'static, H>(object: T) -> Outcome<*mut H
         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
             s.checked_add(1).filter(|&n| n.leading_zeros() >= TAG_BITS)
         })
-        .map_err(|_| super::status::invalid("handle serial numbers exhausted"))?;
+        .map_err(|_| {
+            super::status::refused(super::status::ORDO_ERROR_INVALID_ARGUMENT, None, "handle serial numbers exhausted")
+        })?;
     let token = (serial << TAG_BITS) | TAG;
     let object: Object = Arc::new(object);
     table().insert(token, object);

@@ -49,6 +49,9 @@ struct Record {
     sticky: bool,
     call: String,
     message: String,
+    /// A refusal of the export's own: the export is named when it is recorded, with the argument
+    /// refused (`Some`) or alone (`None`), and `message` is what was wrong.
+    refusal: Option<Option<&'static str>>,
 }
 
 thread_local! {
@@ -80,6 +83,22 @@ pub(crate) fn note(e: &Error, status: OrdoStatus) {
         sticky: e.is_sticky() || (callback_cuda != 0 && super::status::ordo_status_is_sticky(callback_cuda) != 0),
         call: e.call().to_string(),
         message: format!("{}: {e}", text(ordo_status_name(status))),
+        refusal: None,
+    };
+    let _ = PENDING.try_with(|p| *p.borrow_mut() = Some(record));
+}
+
+/// Keeps the detail of a refusal of the running export's own (`arg`: the argument refused, `None`
+/// for the call as a whole), which it is about to return as `status`.
+pub(crate) fn note_refusal(status: OrdoStatus, arg: Option<&'static str>, what: &'static str) {
+    let record = Record {
+        status,
+        cuda_error: if status > 0 { status } else { 0 },
+        library_status: 0,
+        sticky: super::status::ordo_status_is_sticky(status) != 0,
+        call: String::new(),
+        message: what.to_string(),
+        refusal: Some(arg),
     };
     let _ = PENDING.try_with(|p| *p.borrow_mut() = Some(record));
 }
@@ -89,7 +108,17 @@ pub(crate) fn note(e: &Error, status: OrdoStatus) {
 pub(crate) fn record(export: &'static str, status: OrdoStatus) {
     let noted = PENDING.try_with(|p| p.borrow_mut().take()).ok().flatten();
     let record = match noted {
-        Some(r) if r.status == status => r,
+        Some(r) if r.status == status => match r.refusal {
+            None => r,
+            Some(arg) => {
+                let call = match arg {
+                    Some(arg) => format!("{export}({arg})"),
+                    None => export.to_string(),
+                };
+                let message = format!("{}: {call}: {}", text(ordo_status_name(status)), r.message);
+                Record { call, message, refusal: None, ..r }
+            }
+        },
         _ => Record {
             status,
             cuda_error: if status > 0 { status } else { 0 },
@@ -97,6 +126,7 @@ pub(crate) fn record(export: &'static str, status: OrdoStatus) {
             sticky: super::status::ordo_status_is_sticky(status) != 0,
             call: export.to_string(),
             message: format!("{}: {}: {}", text(ordo_status_name(status)), export, text(ordo_status_string(status))),
+            refusal: None,
         },
     };
     let _ = LAST.try_with(|l| *l.borrow_mut() = Some(record));

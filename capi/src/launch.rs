@@ -72,7 +72,7 @@ impl OrdoLaunchConfig {
 /// Events are taken by handle: the C contract says they are alive at the launch.
 fn launch_config(c: &OrdoLaunchConfig) -> Result<LaunchConfig, super::status::Failure> {
     if c.size != ORDO_LAUNCH_CONFIG_FIRST_SIZE && c.size < core::mem::size_of::<OrdoLaunchConfig>() {
-        return Err(invalid("config.size is not sizeof(ordo_launch_config) of a known layout"));
+        return Err(invalid("config", "config->size is not sizeof(ordo_launch_config) of a known layout"));
     }
     let dim = |d: [c_uint; 3]| Dim3::new(d[0], d[1], d[2]);
     let mut config = LaunchConfig::new(dim(c.grid), dim(c.block))
@@ -116,10 +116,10 @@ pub unsafe extern "C" fn ordo_launch_kernel(
     guard("ordo_launch_kernel", || {
         let s = stream_ref(stream)?;
         if kernel.is_null() {
-            return Err(invalid("null kernel"));
+            return Err(invalid("kernel", "null pointer"));
         }
         if config.is_null() || !config.is_aligned() {
-            return Err(invalid("null or misaligned config"));
+            return Err(invalid("config", "null or misaligned pointer"));
         }
         // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes: the size
         // field first, then as many bytes of the struct as it says (at most this version's; the
@@ -129,7 +129,7 @@ pub unsafe extern "C" fn ordo_launch_kernel(
         // hand CUDA half a pointer.
         let full = core::mem::size_of::<OrdoLaunchConfig>();
         if size != ORDO_LAUNCH_CONFIG_FIRST_SIZE && size < full {
-            return Err(invalid("config.size is not sizeof(ordo_launch_config) of a known layout"));
+            return Err(invalid("config", "config->size is not sizeof(ordo_launch_config) of a known layout"));
         }
         let mut copy = OrdoLaunchConfig::zeroed();
         // SAFETY: as above; `copy` is a plain struct of integers and pointers, any bytes valid.
@@ -199,11 +199,11 @@ pub unsafe extern "C" fn ordo_pdl_plan_launch(
 ) -> OrdoStatus {
     guard("ordo_pdl_plan_launch", || {
         if out.is_null() || !out.is_aligned() {
-            return Err(invalid("null or misaligned out"));
+            return Err(invalid("out", "null or misaligned pointer"));
         }
         // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes.
         if unsafe { out.cast::<usize>().read() } < core::mem::size_of::<OrdoPdlPlan>() {
-            return Err(invalid("out.size below this version's sizeof(ordo_pdl_plan)"));
+            return Err(invalid("out", "out->size below this version's sizeof(ordo_pdl_plan)"));
         }
         let (mode, beyond) = match mode {
             ORDO_PDL_AUTO => (PdlMode::Auto, BeyondOneWave::default()),
@@ -212,17 +212,16 @@ pub unsafe extern "C" fn ordo_pdl_plan_launch(
             ORDO_PDL_FULL_GRID => (PdlMode::PdlFullGrid, BeyondOneWave::default()),
             ORDO_PDL_ONE_WAVE => (PdlMode::PdlOneWave, BeyondOneWave::default()),
             ORDO_PDL_AUTO_PLAIN_BEYOND_ONE_WAVE => (PdlMode::Auto, BeyondOneWave::Plain),
-            _ => return Err(invalid("unknown PDL mode")),
+            _ => return Err(invalid("mode", "unknown PDL mode")),
         };
-        let device = usize::try_from(device).map_err(|_| invalid("negative device"))?;
+        let device = usize::try_from(device).map_err(|_| invalid("device", "negative device ordinal"))?;
         // The pure checks first, with a placeholder wave, so that bad sizes never reach CUDA.
         PdlPlan::for_elements(n, block, 1, mode, beyond)?;
         // SAFETY: the C contract: two kernel stubs (their parameters are never used here: the
         // plan only asks CUDA about occupancy).
         let (plain, pdl) = unsafe { (Kernel::<()>::from_raw(plain), Kernel::<()>::from_raw(pdl)) };
-        let (Some(plain), Some(pdl)) = (plain, pdl) else {
-            return Err(invalid("null kernel"));
-        };
+        let Some(plain) = plain else { return Err(invalid("plain", "null pointer")) };
+        let Some(pdl) = pdl else { return Err(invalid("pdl", "null pointer")) };
         let kernel = PdlKernel::new(plain, pdl).beyond_one_wave(beyond);
         let plan = kernel.plan(Device::new(device)?, n, block, mode)?;
         let filled = OrdoPdlPlan {

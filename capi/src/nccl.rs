@@ -1,255 +1,27 @@
 //! NCCL through the C ABI: a communicator handle made from a unique id, the collectives on the
 //! caller's stream. The checks one call can make happen here (handles, pointers, sizes with
-//! checked arithmetic, enum values); the logic is the Rust API's ([`ordo_cuda_libs::nccl`]).
-//! Element types and operations are NCCL's own values (`ORDO_NCCL_*` in ordo.h).
+//! checked arithmetic, enum values); the logic is the Rust API's (`ordo_cuda_libs::nccl`). Element
+//! types and operations are NCCL's own values (`ORDO_NCCL_*` in ordo.h), read through the Rust
+//! API's one table (`DataType::from_raw`, `ReduceOp::from_raw`, `DataType::dispatch`).
+//!
+//! The five collectives share one path, a `Collective` trait and `collective`: the handle lookup and
+//! its lock, the type dispatch, and the checks of every buffer (null and alignment, sizes, and the
+//! DEVICE POINTERS rule: device memory of the communicator's device, or managed memory, so that
+//! NCCL never gets a host pointer to fault on); each collective states only its lengths, which
+//! buffer may be NULL, and its Rust call.
+//!
+//! NCCL is reached through the feature `nccl` (on by default). Without it these exports still
+//! exist, so that the ABI is the same in every build, and return `ORDO_ERROR_NOT_SUPPORTED` naming
+//! the feature.
 
-use super::check::{byte_len, capturing, non_null, stream_ref, write_out};
-use super::handles;
-use super::status::{
-    guard, guard_void, invalid, Failure, OrdoStatus, ORDO_ERROR_INVALID_HANDLE, ORDO_ERROR_STREAM_CAPTURING,
-};
+use super::status::OrdoStatus;
 use core::ffi::{c_int, c_void};
-use core::time::Duration;
-use ordo_cuda_core::{sys, Device, DeviceSlice, DeviceSliceMut, StreamRef};
-use ordo_cuda_libs::nccl::{Bf16, Communicator, Nccl, NcclType, ReduceOp, UniqueId, F16};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use ordo_cuda_core::sys;
 
-/// The C handle type of a communicator: opaque, never dereferenced (see [`handles`]).
+/// The C handle type of a communicator: opaque, never dereferenced (see [`super::handles`]).
 #[repr(C)]
 pub struct OrdoNcclComm {
     _opaque: [u8; 0],
-}
-
-/// A communicator behind a handle: `None` once aborted (a call still in flight on another thread
-/// then finds it gone). The lock is held for one NCCL call (one thread at a time, as NCCL asks).
-type CommObject = Mutex<Option<Communicator>>;
-
-fn lock(c: &CommObject) -> MutexGuard<'_, Option<Communicator>> {
-    c.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn id_bytes(len: usize) -> Result<(), Failure> {
-    if len != UniqueId::BYTES {
-        return Err(invalid("a unique id is ORDO_NCCL_UNIQUE_ID_BYTES (128) bytes"));
-    }
-    Ok(())
-}
-
-/// Writes a new unique id (`ncclGetUniqueId`) to `id_out`: `id_bytes` must be 128. Call it on
-/// rank 0's process, and carry the bytes to the other ranks.
-///
-/// # Safety
-/// The C contract: `id_out` holds `id_bytes` writable bytes.
-#[no_mangle]
-pub unsafe extern "C" fn ordo_nccl_get_unique_id(id_out: *mut u8, id_bytes_len: usize) -> OrdoStatus {
-    guard("ordo_nccl_get_unique_id", || {
-        non_null(id_out.cast_const(), "null id_out")?;
-        id_bytes(id_bytes_len)?;
-        let id = Nccl::load()?.unique_id()?;
-        let bytes = id.to_bytes();
-        // SAFETY: the C contract: 128 writable bytes (checked length), not overlapping ours.
-        unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), id_out, bytes.len()) };
-        Ok(())
-    })
-}
-
-/// Makes rank `rank` of `nranks` on CUDA device `device` from the unique id's 128 bytes
-/// (`ncclCommInitRank`); blocks until every rank has joined.
-///
-/// # Safety
-/// The C contract: `id` holds `id_bytes_len` readable bytes; `out` is writable.
-#[no_mangle]
-pub unsafe extern "C" fn ordo_nccl_comm_init_rank(
-    device: c_int,
-    nranks: usize,
-    id: *const u8,
-    id_bytes_len: usize,
-    rank: usize,
-    out: *mut *mut OrdoNcclComm,
-) -> OrdoStatus {
-    guard("ordo_nccl_comm_init_rank", || {
-        non_null(out.cast_const(), "null out")?;
-        non_null(id, "null id")?;
-        id_bytes(id_bytes_len)?;
-        if device < 0 {
-            return Err(invalid("negative device ordinal"));
-        }
-        if nranks == 0 || rank >= nranks {
-            return Err(invalid("rank must be below nranks, nranks at least 1"));
-        }
-        // SAFETY: the C contract: 128 readable bytes (checked length).
-        let bytes = unsafe { core::slice::from_raw_parts(id, id_bytes_len) };
-        let id = UniqueId::from_bytes(bytes)?;
-        let nccl = Nccl::load()?;
-        let comm = Communicator::init_rank(&nccl, Device::from_ordinal(device), nranks, &id, rank)?;
-        let object: CommObject = Mutex::new(Some(comm));
-        write_out(out, handles::register(object)?, "null out")
-    })
-}
-
-/// Destroys a communicator (`ncclCommDestroy`: waits for its queued collectives on every rank;
-/// use ordo_nccl_comm_abort when a peer may be gone). NULL, destroyed, aborted and unknown
-/// handles, and handles of another kind, are ignored.
-#[no_mangle]
-pub extern "C" fn ordo_nccl_comm_destroy(comm: *mut OrdoNcclComm) {
-    guard_void("ordo_nccl_comm_destroy", || {
-        if let Some(c) = handles::remove::<CommObject, _>(comm) {
-            let taken = lock(&c).take();
-            drop(taken);
-        }
-    });
-}
-
-/// Aborts a communicator (`ncclCommAbort`: stops its work on the device, frees it without
-/// waiting for the other ranks) and ends the handle. ORDO_ERROR_INVALID_HANDLE for a handle that
-/// is not a live communicator.
-#[no_mangle]
-pub extern "C" fn ordo_nccl_comm_abort(comm: *mut OrdoNcclComm) -> OrdoStatus {
-    guard("ordo_nccl_comm_abort", || {
-        let c = handles::remove::<CommObject, _>(comm).ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
-        let taken = lock(&c).take();
-        match taken {
-            Some(comm) => Ok(comm.abort()?),
-            None => Err(Failure(ORDO_ERROR_INVALID_HANDLE)),
-        }
-    })
-}
-
-/// Waits on the host, at most `timeout_ms` milliseconds, until the work enqueued so far on
-/// `stream` completes, polling the communicator's health: ORDO_SUCCESS when done,
-/// ORDO_ERROR_LIBRARY when the communicator broke (a peer gone) or the time passed; then abort it.
-///
-/// # Safety
-/// The C contract: `stream` is a live stream of the communicator's device.
-#[no_mangle]
-pub unsafe extern "C" fn ordo_nccl_comm_wait(
-    comm: *mut OrdoNcclComm,
-    stream: sys::cudaStream_t,
-    timeout_ms: u32,
-) -> OrdoStatus {
-    guard("ordo_nccl_comm_wait", || {
-        let s = stream_ref(stream)?;
-        let c = handles::get::<CommObject, _>(comm)?;
-        // A host wait is no work for a capture, and querying the stream would end it: refused
-        // before anything touches the stream (the capture-status query is the one legal there).
-        if capturing(s)? {
-            return Err(Failure(ORDO_ERROR_STREAM_CAPTURING));
-        }
-        // Polled with the handle's lock taken per poll, not for the whole wait: an
-        // ordo_nccl_comm_abort from another thread (a watchdog) gets in between two polls, and
-        // this wait then ends with ORDO_ERROR_INVALID_HANDLE.
-        let deadline = std::time::Instant::now().checked_add(Duration::from_millis(u64::from(timeout_ms)));
-        let mut pause = Duration::from_micros(20);
-        loop {
-            {
-                let held = lock(&c);
-                let comm = held.as_ref().ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
-                // One poll: the communicator's health, then the stream (a zero timeout). Only
-                // "not yet" (the zero timeout passing) goes round again: a broken communicator or
-                // a CUDA error of the stream (a sticky one too) is returned at once.
-                match comm.wait(s, Duration::ZERO) {
-                    Ok(()) => return Ok(()),
-                    Err(e) if ordo_cuda_libs::nccl::is_timeout(&e) => {}
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-                return Err(Failure::from(ordo_cuda_libs::nccl::timeout_error("ordo_nccl_comm_wait")));
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(2));
-        }
-    })
-}
-
-/// The buffers of one call, typed: `T` chosen by the element type.
-struct Call {
-    send: *const c_void,
-    recv: *mut c_void,
-    send_len: usize,
-    recv_len: usize,
-}
-
-/// Checks a call's pointers (alignment for `T`; `send` and `recv` may be null where the call
-/// allows) and byte sizes, then runs it with typed views.
-fn typed<T: NcclType>(
-    call: &Call,
-    send_may_be_null: bool,
-    recv_may_be_null: bool,
-    f: impl FnOnce(Option<DeviceSlice<'_, T>>, Option<DeviceSliceMut<'_, T>>) -> ordo_cuda_core::Result<()>,
-) -> Result<(), Failure> {
-    let send = call.send.cast::<T>();
-    let recv = call.recv.cast::<T>();
-    if !(send.is_null() && send_may_be_null) {
-        non_null(send, "null or misaligned send buffer")?;
-    }
-    if !(recv.is_null() && recv_may_be_null) {
-        non_null(recv.cast_const(), "null or misaligned receive buffer")?;
-    }
-    if call.send_len == 0 || call.recv_len == 0 {
-        return Err(invalid("zero count"));
-    }
-    byte_len::<T>(call.send_len)?;
-    byte_len::<T>(call.recv_len)?;
-    // SAFETY: the C contract: device memory of the stated sizes (checked to fit), live until the
-    // work completes; these views last for the call only.
-    let (s, r) = unsafe {
-        (
-            (!send.is_null()).then(|| DeviceSlice::from_raw_parts(send, call.send_len)),
-            (!recv.is_null()).then(|| DeviceSliceMut::from_raw_parts(recv, call.recv_len)),
-        )
-    };
-    Ok(f(s, r)?)
-}
-
-/// Runs `$body` with `$t` the Rust type of NCCL element type `$dtype` (NCCL's value), or
-/// refuses an unknown value.
-macro_rules! with_type {
-    ($dtype:expr, $t:ident => $body:expr) => {
-        match $dtype {
-            ORDO_NCCL_INT8 => {
-                type $t = i8;
-                $body
-            }
-            ORDO_NCCL_UINT8 => {
-                type $t = u8;
-                $body
-            }
-            ORDO_NCCL_INT32 => {
-                type $t = i32;
-                $body
-            }
-            ORDO_NCCL_UINT32 => {
-                type $t = u32;
-                $body
-            }
-            ORDO_NCCL_INT64 => {
-                type $t = i64;
-                $body
-            }
-            ORDO_NCCL_UINT64 => {
-                type $t = u64;
-                $body
-            }
-            ORDO_NCCL_FLOAT16 => {
-                type $t = F16;
-                $body
-            }
-            ORDO_NCCL_FLOAT32 => {
-                type $t = f32;
-                $body
-            }
-            ORDO_NCCL_FLOAT64 => {
-                type $t = f64;
-                $body
-            }
-            ORDO_NCCL_BFLOAT16 => {
-                type $t = Bf16;
-                $body
-            }
-            _ => Err(invalid("unknown element type (ORDO_NCCL_INT8 .. ORDO_NCCL_BFLOAT16)")),
-        }
-    };
 }
 
 /// Element types, NCCL's own values (`ncclDataType_t`); the header's `ORDO_NCCL_*`.
@@ -285,28 +57,100 @@ pub const ORDO_NCCL_AVG: c_int = 4;
 /// Bytes of a unique id.
 pub const ORDO_NCCL_UNIQUE_ID_BYTES: usize = 128;
 
-fn op_of(op: c_int) -> Result<ReduceOp, Failure> {
-    Ok(match op {
-        ORDO_NCCL_SUM => ReduceOp::Sum,
-        ORDO_NCCL_PROD => ReduceOp::Prod,
-        ORDO_NCCL_MAX => ReduceOp::Max,
-        ORDO_NCCL_MIN => ReduceOp::Min,
-        ORDO_NCCL_AVG => ReduceOp::Avg,
-        _ => return Err(invalid("unknown reduction (ORDO_NCCL_SUM .. ORDO_NCCL_AVG)")),
-    })
+/// Writes a new unique id (`ncclGetUniqueId`) to `id_out`: `id_bytes_len` must be 128. Call it on
+/// rank 0's process, and carry the bytes to the other ranks.
+///
+/// # Safety
+/// The C contract: `id_out` holds `id_bytes_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_nccl_get_unique_id(id_out: *mut u8, id_bytes_len: usize) -> OrdoStatus {
+    #[cfg(feature = "nccl")]
+    {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { imp::get_unique_id(id_out, id_bytes_len) }
+    }
+    #[cfg(not(feature = "nccl"))]
+    {
+        let _ = (id_out, id_bytes_len);
+        unavailable("ordo_nccl_get_unique_id")
+    }
 }
 
-/// Runs `f` on the live communicator behind `comm`, with the stream checked.
-fn on_comm(
+/// Makes rank `rank` of `nranks` on CUDA device `device` from the unique id's 128 bytes
+/// (`ncclCommInitRank`); blocks until every rank has joined.
+///
+/// # Safety
+/// The C contract: `id` holds `id_bytes_len` readable bytes; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_nccl_comm_init_rank(
+    device: c_int,
+    nranks: usize,
+    id: *const u8,
+    id_bytes_len: usize,
+    rank: usize,
+    out: *mut *mut OrdoNcclComm,
+) -> OrdoStatus {
+    #[cfg(feature = "nccl")]
+    {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { imp::comm_init_rank(device, nranks, id, id_bytes_len, rank, out) }
+    }
+    #[cfg(not(feature = "nccl"))]
+    {
+        let _ = (device, nranks, id, id_bytes_len, rank, out);
+        unavailable("ordo_nccl_comm_init_rank")
+    }
+}
+
+/// Destroys a communicator (`ncclCommDestroy`: waits for its queued collectives on every rank;
+/// use ordo_nccl_comm_abort when a peer may be gone). NULL, destroyed, aborted and unknown
+/// handles, and handles of another kind, are ignored.
+#[no_mangle]
+pub extern "C" fn ordo_nccl_comm_destroy(comm: *mut OrdoNcclComm) {
+    #[cfg(feature = "nccl")]
+    imp::comm_destroy(comm);
+    #[cfg(not(feature = "nccl"))]
+    let _ = comm;
+}
+
+/// Aborts a communicator (`ncclCommAbort`: stops its work on the device, frees it without
+/// waiting for the other ranks) and ends the handle. ORDO_ERROR_INVALID_HANDLE for a handle that
+/// is not a live communicator.
+#[no_mangle]
+pub extern "C" fn ordo_nccl_comm_abort(comm: *mut OrdoNcclComm) -> OrdoStatus {
+    #[cfg(feature = "nccl")]
+    {
+        imp::comm_abort(comm)
+    }
+    #[cfg(not(feature = "nccl"))]
+    {
+        let _ = comm;
+        unavailable("ordo_nccl_comm_abort")
+    }
+}
+
+/// Waits on the host, at most `timeout_ms` milliseconds, until the work enqueued so far on
+/// `stream` completes, polling the communicator's health: ORDO_SUCCESS when done,
+/// ORDO_ERROR_LIBRARY when the communicator broke (a peer gone) or the time passed; then abort it.
+///
+/// # Safety
+/// The C contract: `stream` is a live stream of the communicator's device.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_nccl_comm_wait(
     comm: *mut OrdoNcclComm,
     stream: sys::cudaStream_t,
-    f: impl FnOnce(&Communicator, StreamRef<'_>) -> Result<(), Failure>,
-) -> Result<(), Failure> {
-    let s = stream_ref(stream)?;
-    let c = handles::get::<CommObject, _>(comm)?;
-    let held = lock(&c);
-    let comm = held.as_ref().ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
-    f(comm, s)
+    timeout_ms: u32,
+) -> OrdoStatus {
+    #[cfg(feature = "nccl")]
+    {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { imp::comm_wait(comm, stream, timeout_ms) }
+    }
+    #[cfg(not(feature = "nccl"))]
+    {
+        let _ = (comm, stream, timeout_ms);
+        unavailable("ordo_nccl_comm_wait")
+    }
 }
 
 /// `recv = op over the ranks of send`, `count` elements (`ncclAllReduce`); `send == recv` in
@@ -325,17 +169,17 @@ pub unsafe extern "C" fn ordo_nccl_all_reduce(
     op: c_int,
     stream: sys::cudaStream_t,
 ) -> OrdoStatus {
-    guard("ordo_nccl_all_reduce", || {
-        let op = op_of(op)?;
-        on_comm(comm, stream, |c, s| {
-            let call = Call { send, recv, send_len: count, recv_len: count };
-            with_type!(dtype, T => typed::<T>(&call, false, false, |sv, rv| match (sv, rv) {
-                // SAFETY: the C contract.
-                (Some(sv), Some(rv)) => unsafe { c.all_reduce(sv, rv, op, s) },
-                _ => Err(ordo_cuda_core::Error::invalid("ordo_nccl_all_reduce", "null buffer")),
-            }))
-        })
-    })
+    #[cfg(feature = "nccl")]
+    {
+        let call = imp::Call { comm, send, recv, count, dtype, stream };
+        // SAFETY: the C contract, forwarded; `collective` checks handles, pointers, sizes.
+        unsafe { imp::collective(call, || Ok(imp::AllReduce { op: imp::op_of(op)? })) }
+    }
+    #[cfg(not(feature = "nccl"))]
+    {
+        let _ = (comm, send, recv, count, dtype, op, stream);
+        unavailable("ordo_nccl_all_reduce")
+    }
 }
 
 /// Copies `root`'s `count` elements to every rank's `recv` (`ncclBroadcast`); `send` is read on
@@ -353,16 +197,17 @@ pub unsafe extern "C" fn ordo_nccl_broadcast(
     root: usize,
     stream: sys::cudaStream_t,
 ) -> OrdoStatus {
-    guard("ordo_nccl_broadcast", || {
-        on_comm(comm, stream, |c, s| {
-            let call = Call { send, recv, send_len: count, recv_len: count };
-            with_type!(dtype, T => typed::<T>(&call, true, false, |sv, rv| match rv {
-                // SAFETY: the C contract.
-                Some(rv) => unsafe { c.broadcast(sv, rv, root, s) },
-                None => Err(ordo_cuda_core::Error::invalid("ordo_nccl_broadcast", "null receive buffer")),
-            }))
-        })
-    })
+    #[cfg(feature = "nccl")]
+    {
+        let call = imp::Call { comm, send, recv, count, dtype, stream };
+        // SAFETY: as above.
+        unsafe { imp::collective(call, || Ok(imp::Broadcast { root })) }
+    }
+    #[cfg(not(feature = "nccl"))]
+    {
+        let _ = (comm, send, recv, count, dtype, root, stream);
+        unavailable("ordo_nccl_broadcast")
+    }
 }
 
 /// Reduces every rank's `count` elements into `root`'s `recv` (`ncclReduce`); `recv` may be
@@ -381,17 +226,17 @@ pub unsafe extern "C" fn ordo_nccl_reduce(
     root: usize,
     stream: sys::cudaStream_t,
 ) -> OrdoStatus {
-    guard("ordo_nccl_reduce", || {
-        let op = op_of(op)?;
-        on_comm(comm, stream, |c, s| {
-            let call = Call { send, recv, send_len: count, recv_len: count };
-            with_type!(dtype, T => typed::<T>(&call, false, true, |sv, rv| match sv {
-                // SAFETY: the C contract.
-                Some(sv) => unsafe { c.reduce(sv, rv, op, root, s) },
-                None => Err(ordo_cuda_core::Error::invalid("ordo_nccl_reduce", "null send buffer")),
-            }))
-        })
-    })
+    #[cfg(feature = "nccl")]
+    {
+        let call = imp::Call { comm, send, recv, count, dtype, stream };
+        // SAFETY: as above.
+        unsafe { imp::collective(call, || Ok(imp::Reduce { op: imp::op_of(op)?, root })) }
+    }
+    #[cfg(not(feature = "nccl"))]
+    {
+        let _ = (comm, send, recv, count, dtype, op, root, stream);
+        unavailable("ordo_nccl_reduce")
+    }
 }
 
 /// Gathers every rank's `send_count` elements into every rank's `recv` (`nranks * send_count`
@@ -408,17 +253,17 @@ pub unsafe extern "C" fn ordo_nccl_all_gather(
     dtype: c_int,
     stream: sys::cudaStream_t,
 ) -> OrdoStatus {
-    guard("ordo_nccl_all_gather", || {
-        on_comm(comm, stream, |c, s| {
-            let recv_len = send_count.checked_mul(c.ranks()).ok_or_else(|| invalid("nranks * send_count overflows"))?;
-            let call = Call { send, recv, send_len: send_count, recv_len };
-            with_type!(dtype, T => typed::<T>(&call, false, false, |sv, rv| match (sv, rv) {
-                // SAFETY: the C contract.
-                (Some(sv), Some(rv)) => unsafe { c.all_gather(sv, rv, s) },
-                _ => Err(ordo_cuda_core::Error::invalid("ordo_nccl_all_gather", "null buffer")),
-            }))
-        })
-    })
+    #[cfg(feature = "nccl")]
+    {
+        let call = imp::Call { comm, send, recv, count: send_count, dtype, stream };
+        // SAFETY: as above.
+        unsafe { imp::collective(call, || Ok(imp::AllGather)) }
+    }
+    #[cfg(not(feature = "nccl"))]
+    {
+        let _ = (comm, send, recv, send_count, dtype, stream);
+        unavailable("ordo_nccl_all_gather")
+    }
 }
 
 /// Reduces every rank's `nranks * recv_count` elements and leaves block i of the result in rank
@@ -436,24 +281,422 @@ pub unsafe extern "C" fn ordo_nccl_reduce_scatter(
     op: c_int,
     stream: sys::cudaStream_t,
 ) -> OrdoStatus {
-    guard("ordo_nccl_reduce_scatter", || {
-        let op = op_of(op)?;
-        on_comm(comm, stream, |c, s| {
-            let send_len = recv_count.checked_mul(c.ranks()).ok_or_else(|| invalid("nranks * recv_count overflows"))?;
-            let call = Call { send, recv, send_len, recv_len: recv_count };
-            with_type!(dtype, T => typed::<T>(&call, false, false, |sv, rv| match (sv, rv) {
-                // SAFETY: the C contract.
-                (Some(sv), Some(rv)) => unsafe { c.reduce_scatter(sv, rv, op, s) },
-                _ => Err(ordo_cuda_core::Error::invalid("ordo_nccl_reduce_scatter", "null buffer")),
-            }))
-        })
-    })
+    #[cfg(feature = "nccl")]
+    {
+        let call = imp::Call { comm, send, recv, count: recv_count, dtype, stream };
+        // SAFETY: as above.
+        unsafe { imp::collective(call, || Ok(imp::ReduceScatter { op: imp::op_of(op)? })) }
+    }
+    #[cfg(not(feature = "nccl"))]
+    {
+        let _ = (comm, send, recv, recv_count, dtype, op, stream);
+        unavailable("ordo_nccl_reduce_scatter")
+    }
 }
 
-#[cfg(test)]
+/// An export's answer in a build without NCCL: `ORDO_ERROR_NOT_SUPPORTED`, naming the feature.
+#[cfg(not(feature = "nccl"))]
+fn unavailable(export: &'static str) -> OrdoStatus {
+    super::status::guard(export, || Err(super::status::missing_feature("nccl")))
+}
+
+/// The exports' bodies, with NCCL.
+#[cfg(feature = "nccl")]
+mod imp {
+    use super::super::check::write_out;
+    use super::super::check::{byte_len, capturing, non_null, require_device_on, stream_device, stream_ref};
+    use super::super::handles::{self, locked};
+    use super::super::status::{
+        guard, guard_void, invalid, Failure, OrdoStatus, Outcome, ORDO_ERROR_INVALID_HANDLE,
+        ORDO_ERROR_STREAM_CAPTURING,
+    };
+    use super::OrdoNcclComm;
+    use core::ffi::{c_int, c_void};
+    use core::time::Duration;
+    use ordo_cuda_core::{sys, Device, DeviceSlice, DeviceSliceMut, StreamRef};
+    use ordo_cuda_libs::nccl::{
+        is_timeout, poll_with_backoff, Communicator, DataType, ForEachType, Nccl, NcclType, ReduceOp, UniqueId,
+    };
+    use std::sync::Mutex;
+
+    /// A communicator behind a handle: `None` once aborted (a call still in flight on another
+    /// thread then finds it gone). The lock is held for one NCCL call (one thread at a time, as
+    /// NCCL asks).
+    type CommObject = Mutex<Option<Communicator>>;
+
+    /// Runs `f` on the live communicator behind `comm`, under its lock: the lookup, the lock and
+    /// the check that it was not aborted, written once. `ORDO_ERROR_INVALID_HANDLE` for a handle
+    /// that is not a live communicator, or one aborted meanwhile.
+    fn with_comm<R>(comm: *mut OrdoNcclComm, f: impl FnOnce(&Communicator) -> Outcome<R>) -> Outcome<R> {
+        let c = handles::get::<CommObject, _>(comm)?;
+        let held = locked(&c);
+        let comm = held.as_ref().ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
+        f(comm)
+    }
+
+    fn id_bytes(len: usize) -> Outcome {
+        if len != UniqueId::BYTES {
+            return Err(invalid("id_bytes_len", "a unique id is ORDO_NCCL_UNIQUE_ID_BYTES (128) bytes"));
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// As `ordo_nccl_get_unique_id`.
+    pub(super) unsafe fn get_unique_id(id_out: *mut u8, id_bytes_len: usize) -> OrdoStatus {
+        guard("ordo_nccl_get_unique_id", || {
+            non_null(id_out.cast_const(), "id_out")?;
+            id_bytes(id_bytes_len)?;
+            let id = Nccl::load()?.unique_id()?;
+            let bytes = id.to_bytes();
+            // SAFETY: the C contract: 128 writable bytes (checked length), not overlapping ours.
+            unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), id_out, bytes.len()) };
+            Ok(())
+        })
+    }
+
+    /// # Safety
+    /// As `ordo_nccl_comm_init_rank`.
+    pub(super) unsafe fn comm_init_rank(
+        device: c_int,
+        nranks: usize,
+        id: *const u8,
+        id_bytes_len: usize,
+        rank: usize,
+        out: *mut *mut OrdoNcclComm,
+    ) -> OrdoStatus {
+        guard("ordo_nccl_comm_init_rank", || {
+            non_null(out.cast_const(), "out")?;
+            non_null(id, "id")?;
+            id_bytes(id_bytes_len)?;
+            if device < 0 {
+                return Err(invalid("device", "negative device ordinal"));
+            }
+            if nranks == 0 {
+                return Err(invalid("nranks", "nranks must be at least 1"));
+            }
+            if rank >= nranks {
+                return Err(invalid("rank", "rank must be below nranks"));
+            }
+            // SAFETY: the C contract: 128 readable bytes (checked length).
+            let bytes = unsafe { core::slice::from_raw_parts(id, id_bytes_len) };
+            let id = UniqueId::from_bytes(bytes)?;
+            let nccl = Nccl::load()?;
+            let comm = Communicator::init_rank(&nccl, Device::from_ordinal(device), nranks, &id, rank)?;
+            let object: CommObject = Mutex::new(Some(comm));
+            write_out(out, handles::register(object)?, "out")
+        })
+    }
+
+    pub(super) fn comm_destroy(comm: *mut OrdoNcclComm) {
+        guard_void("ordo_nccl_comm_destroy", || {
+            if let Some(c) = handles::remove::<CommObject, _>(comm) {
+                let taken = locked(&c).take();
+                drop(taken);
+            }
+        });
+    }
+
+    pub(super) fn comm_abort(comm: *mut OrdoNcclComm) -> OrdoStatus {
+        guard("ordo_nccl_comm_abort", || {
+            let c = handles::remove::<CommObject, _>(comm).ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
+            let taken = locked(&c).take();
+            match taken {
+                Some(comm) => Ok(comm.abort()?),
+                None => Err(Failure(ORDO_ERROR_INVALID_HANDLE)),
+            }
+        })
+    }
+
+    /// # Safety
+    /// As `ordo_nccl_comm_wait`.
+    pub(super) unsafe fn comm_wait(comm: *mut OrdoNcclComm, stream: sys::cudaStream_t, timeout_ms: u32) -> OrdoStatus {
+        guard("ordo_nccl_comm_wait", || {
+            let s = stream_ref(stream)?;
+            handles::get::<CommObject, _>(comm)?;
+            // A host wait is no work for a capture, and querying the stream would end it: refused
+            // before anything touches the stream (the capture-status query is the one legal there).
+            if capturing(s)? {
+                return Err(Failure(ORDO_ERROR_STREAM_CAPTURING));
+            }
+            // The handle's lock is taken per poll, not for the whole wait: an ordo_nccl_comm_abort
+            // from another thread (a watchdog) gets in between two polls, and this wait then ends
+            // with ORDO_ERROR_INVALID_HANDLE. One poll: the communicator's health, then the stream
+            // (a zero timeout); only "not yet" goes round again, a broken communicator or a CUDA
+            // error of the stream (a sticky one too) is returned at once.
+            let timeout = Duration::from_millis(u64::from(timeout_ms));
+            poll_with_backoff(timeout, "ordo_nccl_comm_wait", || {
+                with_comm(comm, |c| match c.wait(s, Duration::ZERO) {
+                    Ok(()) => Ok(Some(())),
+                    Err(e) if is_timeout(&e) => Ok(None),
+                    Err(e) => Err(e.into()),
+                })
+            })
+        })
+    }
+
+    /// The reduction of NCCL's value `op`, or `ORDO_ERROR_INVALID_ARGUMENT`.
+    pub(super) fn op_of(op: c_int) -> Outcome<ReduceOp> {
+        ReduceOp::from_raw(op).ok_or_else(|| invalid("op", "unknown reduction (ORDO_NCCL_SUM .. ORDO_NCCL_AVG)"))
+    }
+
+    /// One collective's C export: its name, its buffers' lengths and which of them may be NULL,
+    /// and its Rust call; everything else is [`collective`]'s.
+    pub(super) trait Collective {
+        /// The export, as the last error names it.
+        const NAME: &'static str;
+        /// Whether `send` may be NULL (on this rank).
+        const SEND_MAY_BE_NULL: bool = false;
+        /// Whether `recv` may be NULL (on this rank).
+        const RECV_MAY_BE_NULL: bool = false;
+        /// (send, recv) lengths in elements for the export's `count` on `ranks` ranks; `None` when
+        /// they overflow.
+        fn lens(&self, count: usize, ranks: usize) -> Option<(usize, usize)>;
+        /// Enqueues the collective on `s`.
+        ///
+        /// # Safety
+        /// The export's C contract, forwarded by [`collective`], which has checked the buffers:
+        /// [`Buffers::send`] and [`Buffers::recv`] are non-null unless `SEND_MAY_BE_NULL` or
+        /// `RECV_MAY_BE_NULL` says otherwise (use [`Buffers::send_or_none`] and
+        /// [`Buffers::recv_or_none`] for those).
+        unsafe fn enqueue<T: NcclType>(
+            &self,
+            c: &Communicator,
+            s: StreamRef<'_>,
+            b: Buffers<T>,
+        ) -> ordo_cuda_core::Result<()>;
+    }
+
+    /// A collective's buffers, checked by [`collective`]: aligned for `T`, their byte counts
+    /// within `isize::MAX`, device memory of the communicator's device (or managed), and non-null
+    /// unless the collective allows NULL.
+    pub(super) struct Buffers<T> {
+        send: *const T,
+        recv: *mut T,
+        send_len: usize,
+        recv_len: usize,
+    }
+
+    impl<T: NcclType> Buffers<T> {
+        /// The send buffer.
+        ///
+        /// # Safety
+        /// A buffer the collective does not allow to be NULL (so [`collective`] checked it
+        /// non-null), of `send_len` elements live for `'a` (the C contract).
+        pub(super) unsafe fn send<'a>(&self) -> DeviceSlice<'a, T> {
+            // SAFETY: the caller's contract, above.
+            unsafe { DeviceSlice::from_raw_parts(self.send, self.send_len) }
+        }
+
+        /// The receive buffer.
+        ///
+        /// # Safety
+        /// As [`send`](Self::send).
+        pub(super) unsafe fn recv<'a>(&self) -> DeviceSliceMut<'a, T> {
+            // SAFETY: the caller's contract, above.
+            unsafe { DeviceSliceMut::from_raw_parts(self.recv, self.recv_len) }
+        }
+
+        /// The send buffer, `None` when NULL.
+        ///
+        /// # Safety
+        /// When not NULL, `send_len` elements live for `'a` (the C contract).
+        pub(super) unsafe fn send_or_none<'a>(&self) -> Option<DeviceSlice<'a, T>> {
+            // SAFETY: non-null here; the rest is the caller's contract.
+            (!self.send.is_null()).then(|| unsafe { self.send() })
+        }
+
+        /// The receive buffer, `None` when NULL.
+        ///
+        /// # Safety
+        /// As [`send_or_none`](Self::send_or_none).
+        pub(super) unsafe fn recv_or_none<'a>(&self) -> Option<DeviceSliceMut<'a, T>> {
+            // SAFETY: non-null here; the rest is the caller's contract.
+            (!self.recv.is_null()).then(|| unsafe { self.recv() })
+        }
+    }
+
+    /// A collective export's arguments, as the caller gave them.
+    pub(super) struct Call {
+        pub(super) comm: *mut OrdoNcclComm,
+        pub(super) send: *const c_void,
+        pub(super) recv: *mut c_void,
+        pub(super) count: usize,
+        pub(super) dtype: c_int,
+        pub(super) stream: sys::cudaStream_t,
+    }
+
+    /// The shared path of the collective exports: the guard, the stream, the collective's own
+    /// arguments (`make`: the operation, the root), the element type, the communicator (looked
+    /// up and locked for the NCCL call), then the typed checks and the call ([`Typed`]).
+    ///
+    /// # Safety
+    /// The export's C contract (ordo.h): buffers of the stated element counts, live until the work
+    /// completes; every rank makes the matching call.
+    pub(super) unsafe fn collective<C: Collective>(call: Call, make: impl FnOnce() -> Outcome<C>) -> OrdoStatus {
+        guard(C::NAME, || {
+            let s = stream_ref(call.stream)?;
+            let coll = make()?;
+            let dtype = DataType::from_raw(call.dtype)
+                .ok_or_else(|| invalid("dtype", "unknown element type (ORDO_NCCL_INT8 .. ORDO_NCCL_BFLOAT16)"))?;
+            with_comm(call.comm, |c| dtype.dispatch(Typed { coll, c, s, call: &call }))
+        })
+    }
+
+    /// One collective call for the element type `dtype` named, run by [`DataType::dispatch`].
+    struct Typed<'a, C> {
+        coll: C,
+        c: &'a Communicator,
+        s: StreamRef<'a>,
+        call: &'a Call,
+    }
+
+    impl<C: Collective> ForEachType for Typed<'_, C> {
+        type Output = Outcome;
+
+        fn run<T: NcclType>(self) -> Outcome {
+            let Typed { coll, c, s, call } = self;
+            let (send, recv) = (call.send.cast::<T>(), call.recv.cast::<T>());
+            if !(send.is_null() && C::SEND_MAY_BE_NULL) {
+                non_null(send, "send")?;
+            }
+            if !(recv.is_null() && C::RECV_MAY_BE_NULL) {
+                non_null(recv.cast_const(), "recv")?;
+            }
+            if call.count == 0 {
+                return Err(invalid("count", "zero count"));
+            }
+            let (send_len, recv_len) =
+                coll.lens(call.count, c.ranks()).ok_or_else(|| invalid("count", "count * nranks overflows"))?;
+            byte_len::<T>(send_len, "count")?;
+            byte_len::<T>(recv_len, "count")?;
+            // The stream and the buffers on the communicator's device (DEVICE POINTERS, ordo.h):
+            // NCCL's kernels would fault on anything else, a sticky error.
+            if stream_device(s)? != c.device() {
+                return Err(invalid("stream", "a stream of another device than the communicator's"));
+            }
+            if !send.is_null() {
+                require_device_on(send.cast(), c.device(), "send")?;
+            }
+            if !recv.is_null() {
+                require_device_on(recv.cast_const().cast(), c.device(), "recv")?;
+            }
+            let buffers = Buffers { send, recv, send_len, recv_len };
+            // SAFETY: the export's C contract, forwarded by `collective`; the buffers checked as
+            // `Collective::enqueue` asks.
+            Ok(unsafe { coll.enqueue(c, s, buffers) }?)
+        }
+    }
+
+    pub(super) struct AllReduce {
+        pub(super) op: ReduceOp,
+    }
+
+    impl Collective for AllReduce {
+        const NAME: &'static str = "ordo_nccl_all_reduce";
+        fn lens(&self, count: usize, _: usize) -> Option<(usize, usize)> {
+            Some((count, count))
+        }
+        unsafe fn enqueue<T: NcclType>(
+            &self,
+            c: &Communicator,
+            s: StreamRef<'_>,
+            b: Buffers<T>,
+        ) -> ordo_cuda_core::Result<()> {
+            // SAFETY: the C contract, forwarded; both buffers required (checked non-null).
+            unsafe { c.all_reduce(b.send(), b.recv(), self.op, s) }
+        }
+    }
+
+    pub(super) struct Broadcast {
+        pub(super) root: usize,
+    }
+
+    impl Collective for Broadcast {
+        const NAME: &'static str = "ordo_nccl_broadcast";
+        const SEND_MAY_BE_NULL: bool = true;
+        fn lens(&self, count: usize, _: usize) -> Option<(usize, usize)> {
+            Some((count, count))
+        }
+        unsafe fn enqueue<T: NcclType>(
+            &self,
+            c: &Communicator,
+            s: StreamRef<'_>,
+            b: Buffers<T>,
+        ) -> ordo_cuda_core::Result<()> {
+            // SAFETY: the C contract, forwarded; `send` may be NULL (in place), `recv` required.
+            unsafe { c.broadcast(b.send_or_none(), b.recv(), self.root, s) }
+        }
+    }
+
+    pub(super) struct Reduce {
+        pub(super) op: ReduceOp,
+        pub(super) root: usize,
+    }
+
+    impl Collective for Reduce {
+        const NAME: &'static str = "ordo_nccl_reduce";
+        const RECV_MAY_BE_NULL: bool = true;
+        fn lens(&self, count: usize, _: usize) -> Option<(usize, usize)> {
+            Some((count, count))
+        }
+        unsafe fn enqueue<T: NcclType>(
+            &self,
+            c: &Communicator,
+            s: StreamRef<'_>,
+            b: Buffers<T>,
+        ) -> ordo_cuda_core::Result<()> {
+            // SAFETY: the C contract, forwarded; `recv` may be NULL off the root (the Rust call
+            // refuses it on the root), `send` required.
+            unsafe { c.reduce(b.send(), b.recv_or_none(), self.op, self.root, s) }
+        }
+    }
+
+    pub(super) struct AllGather;
+
+    impl Collective for AllGather {
+        const NAME: &'static str = "ordo_nccl_all_gather";
+        /// Every rank's block lands in `recv`.
+        fn lens(&self, send_count: usize, ranks: usize) -> Option<(usize, usize)> {
+            Some((send_count, send_count.checked_mul(ranks)?))
+        }
+        unsafe fn enqueue<T: NcclType>(
+            &self,
+            c: &Communicator,
+            s: StreamRef<'_>,
+            b: Buffers<T>,
+        ) -> ordo_cuda_core::Result<()> {
+            // SAFETY: the C contract, forwarded; both buffers required.
+            unsafe { c.all_gather(b.send(), b.recv(), s) }
+        }
+    }
+
+    pub(super) struct ReduceScatter {
+        pub(super) op: ReduceOp,
+    }
+
+    impl Collective for ReduceScatter {
+        const NAME: &'static str = "ordo_nccl_reduce_scatter";
+        /// Every rank's block is reduced from `send`.
+        fn lens(&self, recv_count: usize, ranks: usize) -> Option<(usize, usize)> {
+            Some((recv_count.checked_mul(ranks)?, recv_count))
+        }
+        unsafe fn enqueue<T: NcclType>(
+            &self,
+            c: &Communicator,
+            s: StreamRef<'_>,
+            b: Buffers<T>,
+        ) -> ordo_cuda_core::Result<()> {
+            // SAFETY: the C contract, forwarded; both buffers required.
+            unsafe { c.reduce_scatter(b.send(), b.recv(), self.op, s) }
+        }
+    }
+}
+
+#[cfg(all(test, feature = "nccl"))]
 mod tests {
     use super::*;
-    use ordo_cuda_libs::nccl::DataType;
+    use ordo_cuda_libs::nccl::{DataType, ReduceOp, UniqueId};
 
     /// The header's `ORDO_NCCL_*` values are NCCL's, as the Rust API has them.
     #[test]
@@ -490,10 +733,48 @@ mod tests {
         ];
         for (name, op) in ops {
             assert_eq!(value(name), i64::from(op.raw()), "{name}");
-            assert_eq!(op_of(op.raw()).unwrap(), op);
+            assert_eq!(imp::op_of(op.raw()).unwrap(), op);
         }
         assert_eq!(value("ORDO_NCCL_UNIQUE_ID_BYTES"), UniqueId::BYTES as i64);
         assert_eq!(ORDO_NCCL_UNIQUE_ID_BYTES, UniqueId::BYTES);
-        assert!(op_of(5).is_err() && op_of(-1).is_err());
+        assert!(imp::op_of(5).is_err() && imp::op_of(-1).is_err());
+    }
+}
+
+#[cfg(all(test, not(feature = "nccl")))]
+mod tests {
+    use super::*;
+    use crate::status::ORDO_ERROR_NOT_SUPPORTED;
+
+    /// Built without NCCL, every NCCL export exists and refuses with the feature's name.
+    #[test]
+    fn without_the_nccl_feature_the_exports_say_so() {
+        let s = sys::cudaStreamPerThread();
+        let (p, q) = (core::ptr::null::<c_void>(), core::ptr::null_mut::<c_void>());
+        let mut id = [0u8; ORDO_NCCL_UNIQUE_ID_BYTES];
+        let mut comm = core::ptr::null_mut();
+        let h = core::ptr::null_mut::<OrdoNcclComm>();
+        // SAFETY (every call): refused before any pointer would be used.
+        let calls: [&mut dyn FnMut() -> OrdoStatus; 9] = [
+            &mut || unsafe { ordo_nccl_get_unique_id(id.as_mut_ptr(), id.len()) },
+            &mut || unsafe { ordo_nccl_comm_init_rank(0, 1, [0u8; 128].as_ptr(), 128, 0, &mut comm) },
+            &mut || ordo_nccl_comm_abort(h),
+            &mut || unsafe { ordo_nccl_comm_wait(h, s, 1) },
+            &mut || unsafe { ordo_nccl_all_reduce(h, p, q, 4, ORDO_NCCL_FLOAT32, ORDO_NCCL_SUM, s) },
+            &mut || unsafe { ordo_nccl_broadcast(h, p, q, 4, ORDO_NCCL_FLOAT32, 0, s) },
+            &mut || unsafe { ordo_nccl_reduce(h, p, q, 4, ORDO_NCCL_FLOAT32, ORDO_NCCL_SUM, 0, s) },
+            &mut || unsafe { ordo_nccl_all_gather(h, p, q, 4, ORDO_NCCL_FLOAT32, s) },
+            &mut || unsafe { ordo_nccl_reduce_scatter(h, p, q, 4, ORDO_NCCL_FLOAT32, ORDO_NCCL_SUM, s) },
+        ];
+        for call in calls {
+            assert_eq!(call(), ORDO_ERROR_NOT_SUPPORTED);
+            let mut buf = [0 as core::ffi::c_char; 256];
+            // SAFETY: a buffer of its length.
+            unsafe { crate::last_error::ordo_last_error_message(buf.as_mut_ptr(), buf.len()) };
+            // SAFETY: NUL-terminated.
+            let message = unsafe { core::ffi::CStr::from_ptr(buf.as_ptr()) }.to_string_lossy();
+            assert!(message.contains("`nccl` feature"), "{message}");
+        }
+        ordo_nccl_comm_destroy(h);
     }
 }

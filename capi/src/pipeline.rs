@@ -1,38 +1,23 @@
 //! The chunked pipeline from C: `ordo_pipeline` handles made with options
 //! (`ordo_pipeline_create`, `ordo_pipeline_run_on`, `ordo_pipeline_run_stencil`,
-//! `ordo_pipeline_destroy`), and `ordo_pipeline_run`, which runs on one hidden default pipeline set
-//! a device (floats, the chunk count given). Every run goes through `on_shelf`; the pipeline itself
-//! is the Rust [`Pipeline`] ([`Pipeline::run_with`] cuts at element boundaries and allocates the
-//! temporaries, [`Pipeline::run_stencil`] cuts rows and reads halos).
-//!
-//! A handle (and the default) is a `Shelf` of pipelines of one setting. A run takes one off the
-//! shelf, runs without any lock held (the compute callback may call back into ordo, the same handle
-//! included; several threads run at once, each on its own pipeline), and puts it back. A pipeline
-//! whose run met a CUDA error is dropped instead of kept, and one whose context a `cudaDeviceReset`
-//! destroyed is forgotten without a CUDA call (see [`super::context`]): the next run makes a fresh
-//! one. A pipeline whose last run was captured stays out of use until the caller's capture ends
-//! (its worker streams belong to that capture until then); when its shelf goes (the handle
-//! destroyed) it moves to the orphans, dropped once the capture has ended. [`Pipeline::run`]
-//! joins its worker streams back to the caller's stream on every path out, errors included.
-//!
-//! A shelf is bounded: at most `POOL_LIMIT` (16) idle pipelines a device are kept (a take that
-//! finds more, left by captures that have ended since, drops the surplus), and at most
-//! [`PIPELINE_CAPTURE_LIMIT`] held by captures still open (a run that would need one more gets
-//! `cudaErrorMemoryAllocation`).
+//! `ordo_pipeline_destroy`), and `ordo_pipeline_run`, which runs on one hidden default pool
+//! (floats, the chunk count given). A handle is a Rust [`PipelinePool`] (its retention across
+//! captures, its limits, the take and give-back of its pipelines are the Rust API's) and the
+//! options each run uses; the runs are [`Pipeline::run_with`] (cut at element boundaries, the
+//! temporaries allocated) and [`Pipeline::run_stencil`] (rows and halos). This file converts:
+//! options, pointers, sizes, callbacks and statuses.
 
-use super::check::{byte_len, in_caller_mode, non_null, require_device_on, require_pinned, stream_device, stream_ref};
-use super::check::{non_null_aligned, require_pool_for, write_out};
-use super::context::InContext;
+use super::check::{byte_len, in_caller_mode, non_null, read_options, require_device_on, require_pinned};
+use super::check::{non_null_aligned, require_pool_for, stream_device, stream_ref, write_out};
 use super::handles;
-use super::status::{callback_error, guard, guard_void, invalid, OrdoStatus, ORDO_SUCCESS};
+use super::status::{callback_error, guard, guard_void, invalid, OrdoStatus, Outcome, ORDO_SUCCESS};
 use core::ffi::{c_int, c_void};
 use ordo_cuda_core::memory::MemPoolRef;
 use ordo_cuda_core::pipeline::{
-    check_run_records, check_stencil, Pipeline, Plan, RunBuffers, RunOptions, Schedule, Stencil, StencilChunk,
-    MAX_CHUNKS, MAX_STREAMS,
+    check_run_records, check_stencil, Pipeline, PipelinePool, Plan, PoolLimits, PoolSettings, RunBuffers, RunOptions,
+    Schedule, Stencil, StencilChunk, MAX_CHUNKS, MAX_STREAMS,
 };
 use ordo_cuda_core::{sys, Device, DeviceSliceMut, Error, PinnedSlice, PinnedSliceMut, StreamRef};
-use std::sync::{Mutex, PoisonError};
 
 /// A compute callback for `ordo_pipeline_run`: runs on `stream` over `n` floats of `input`
 /// (device) into `output` (device). Returns a status (0 on success).
@@ -105,188 +90,34 @@ pub struct OrdoPipelineOptions {
     pub pool: sys::cudaMemPool_t,
 }
 
-/// How a pipeline's streams are made: the setting every pipeline of a shelf shares.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Settings {
-    streams: usize,
-    priority: Option<i32>,
-    timing: bool,
-}
-
-/// Pipelines of one setting, any device: idle ones, and ones whose last run was captured into a
-/// capture still open. Locked only to take one out or put one back.
-struct Shelf {
-    settings: Settings,
-    pipelines: Mutex<Vec<Pooled>>,
-}
-
-/// A pipeline and the context its streams and events belong to (see [`super::context`]).
-type Pooled = InContext<Pipeline>;
-
 /// `ordo_pipeline_run`'s pipelines: three streams at default priority, no stage timing.
-static DEFAULT_SHELF: Shelf =
-    Shelf { settings: Settings { streams: 3, priority: None, timing: false }, pipelines: Mutex::new(Vec::new()) };
+static DEFAULT_POOL: PipelinePool =
+    PipelinePool::new(PoolSettings { streams: 3, priority: None, stage_timing: false }, PoolLimits::DEFAULT);
 
-/// Pipelines of destroyed handles still held by an open capture, dropped once it has ended.
-static ORPHANS: Mutex<Vec<Pooled>> = Mutex::new(Vec::new());
+/// Pipelines of one device (and pool) kept for captures still open, at most (the pools' limit,
+/// which ordo.h documents).
+pub const PIPELINE_CAPTURE_LIMIT: usize = PoolLimits::DEFAULT.held_by_captures;
 
-/// Idle pipelines kept at most, per device (more exist only while that many runs overlap).
-const POOL_LIMIT: usize = 16;
-
-/// Pipelines of one device (and shelf) kept for captures still open, at most: a run that would need
-/// a new pipeline while the shelf holds this many of its device's, all in open captures, gets
-/// `cudaErrorMemoryAllocation` (end or abandon the captures to free them).
-pub const PIPELINE_CAPTURE_LIMIT: usize = 256;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Whether a pipeline must be kept: alive and still part of an open capture.
-fn held_by_capture(p: &mut Pooled) -> bool {
-    p.context().alive() && p.checked_mut().in_capture().unwrap_or(false)
-}
-
-/// Drops the orphans whose captures have ended (outside the lock).
-fn sweep_orphans() {
-    let orphans: Vec<Pooled> = std::mem::take(&mut *lock(&ORPHANS));
-    if orphans.is_empty() {
-        return;
-    }
-    let mut keep = Vec::new();
-    for mut p in orphans {
-        if held_by_capture(&mut p) {
-            keep.push(p);
-        }
-    }
-    lock(&ORPHANS).extend(keep);
-}
-
-impl Shelf {
-    fn make(&self, device: Device) -> Result<Pooled, Error> {
-        let Settings { streams, priority, timing } = self.settings;
-        device.with_current(|| {
-            let mut p = match priority {
-                Some(priority) => Pipeline::with_priority(streams, priority)?,
-                None => Pipeline::new(streams)?,
-            };
-            p.set_stage_timing(timing);
-            InContext::new(p)
-        })
-    }
-
-    /// An idle pipeline of `device` from the shelf, or a new one (made with `device` current).
-    ///
-    /// A shelved pipeline whose workers are still part of a caller's open capture (its last run
-    /// was captured and the capture has not ended) stays, unused, until the capture ends; one of a
-    /// destroyed context is forgotten; one whose state CUDA cannot tell is dropped. When the
-    /// device's pipelines outnumber [`POOL_LIMIT`] (captures held many, and have ended since),
-    /// every one is looked at and idle ones beyond the limit are dropped. Pipelines are dropped
-    /// (their streams destroyed) outside the lock.
-    fn take(&self, device: Device) -> Result<Pooled, Error> {
-        sweep_orphans();
-        let mut candidates = {
-            let mut shelf = lock(&self.pipelines);
-            let (mine, others): (Vec<Pooled>, Vec<Pooled>) =
-                shelf.drain(..).partition(|p| p.context().device() == device);
-            *shelf = others;
-            mine
-        };
-        let trim = candidates.len() > POOL_LIMIT;
-        // Asked outside the lock (one CUDA call a worker stream): until one is free, or all of them
-        // when the shelf must be trimmed.
-        let mut found = None;
-        let mut idle = Vec::new();
-        let mut held = Vec::new();
-        let mut unseen = Vec::new();
-        while let Some(mut p) = candidates.pop() {
-            if found.is_some() && !trim {
-                unseen.push(p);
-                continue;
-            }
-            // One of a destroyed context (cudaDeviceReset) is forgotten, never touched.
-            if !p.context().alive() {
-                drop(p);
-                continue;
-            }
-            match p.checked_mut().in_capture() {
-                Ok(false) if found.is_none() => found = Some(p),
-                Ok(false) => idle.push(p),
-                Ok(true) => held.push(p),
-                Err(_) => drop(p),
-            }
-        }
-        let surplus = idle.split_off(idle.len().min(POOL_LIMIT));
-        let held_count = held.len();
-        {
-            let mut shelf = lock(&self.pipelines);
-            shelf.extend(held);
-            shelf.extend(idle);
-            shelf.extend(unseen);
-        }
-        drop(surplus);
-        match found {
-            Some(p) => Ok(p),
-            None if held_count >= PIPELINE_CAPTURE_LIMIT => Err(Error::Cuda(
-                ordo_cuda_core::CudaError::new(sys::cudaError::cudaErrorMemoryAllocation, "ordo pipeline")
-                    .with_hint("every pipeline of the device is held by a capture still open (at most 256): end or abandon those captures"),
-            )),
-            None => self.make(device),
-        }
-    }
-
-    /// Puts a pipeline back after a run. Idle pipelines beyond [`POOL_LIMIT`] of its device are
-    /// dropped (outside the lock); one still part of an open capture is always kept (its streams
-    /// must outlive the capture).
-    fn give_back(&self, mut p: Pooled) {
-        // Asked only of a live context: after a cudaDeviceReset its streams are gone.
-        let keep = held_by_capture(&mut p);
-        let device = p.context().device();
-        let mut shelf = lock(&self.pipelines);
-        if keep || shelf.iter().filter(|q| q.context().device() == device).count() < POOL_LIMIT {
-            shelf.push(p);
-        } else {
-            drop(shelf);
-            drop(p);
-        }
-    }
-}
-
-impl Drop for Shelf {
-    /// Pipelines still held by an open capture go to the orphans (their streams must outlive the
-    /// capture); the others are dropped.
-    fn drop(&mut self) {
-        let pipelines = std::mem::take(&mut *lock(&self.pipelines));
-        let mut held = Vec::new();
-        for mut p in pipelines {
-            if held_by_capture(&mut p) {
-                held.push(p);
-            }
-        }
-        lock(&ORPHANS).extend(held);
-    }
-}
-
-/// How many pipelines `ordo_pipeline_run`'s shelf holds now, idle or held by open captures (for
+/// How many pipelines `ordo_pipeline_run`'s pool holds now, idle or held by open captures (for
 /// tests).
 pub fn pooled_pipelines() -> usize {
-    lock(&DEFAULT_SHELF.pipelines).len()
+    DEFAULT_POOL.len()
 }
 
 /// How many pipelines of destroyed handles are kept for captures still open (for tests).
 pub fn orphaned_pipelines() -> usize {
-    lock(&ORPHANS).len()
+    ordo_cuda_core::pipeline::orphaned_pipelines()
 }
 
-/// A pipeline handle's object: its shelf and the options each run uses.
+/// A pipeline handle's object: its pool and the options each run uses.
 struct PipelineObject {
-    shelf: Shelf,
+    pool: PipelinePool,
     device: Device,
     element_size: usize,
     /// 0: planned each run.
     chunks: usize,
-    /// The caller's pool (a `cudaMemPool_t`), 0 for the device's current one.
-    pool: usize,
+    /// The caller's memory pool (a `cudaMemPool_t`), 0 for the device's current one.
+    mem_pool: usize,
 }
 
 /// The chunk count: given, or planned.
@@ -300,6 +131,7 @@ enum Chunks {
 #[derive(Clone, Copy)]
 enum Compute {
     /// ordo's 64-step kernel over floats.
+    #[cfg(feature = "kernels")]
     Heavy,
     Floats(unsafe extern "C" fn(sys::cudaStream_t, *const f32, *mut f32, usize, *mut c_void) -> OrdoStatus),
     Elements(unsafe extern "C" fn(sys::cudaStream_t, *const c_void, *mut c_void, usize, *mut c_void) -> OrdoStatus),
@@ -323,30 +155,30 @@ fn element_align(element_size: usize) -> usize {
     (1usize << element_size.trailing_zeros().min(4)).max(1)
 }
 
-/// Runs `run` on a pipeline of `shelf` for `device` (`None`: the stream's device), in elements of
+/// Runs `run` on a pipeline of `pool` for `device` (`None`: the stream's device), in elements of
 /// `element_size` bytes. NULL device buffers become temporaries from `pool` (`None`: the
 /// device's current pool).
 ///
 /// # Safety
 /// The C contract: the buffers hold `n` elements (the host ones untouched) until the work on the
-/// stream completes (at every replay, if captured); `pool` is a live pool.
-unsafe fn run_on_shelf(
-    shelf: &Shelf,
+/// stream completes (at every replay, if captured); `mem_pool` is a live memory pool.
+unsafe fn run_on_pool(
+    pool: &PipelinePool,
     device: Option<Device>,
     element_size: usize,
     chunks: Chunks,
-    pool: Option<MemPoolRef<'_>>,
+    mem_pool: Option<MemPoolRef<'_>>,
     run: Run,
-) -> super::status::Outcome {
+) -> Outcome {
     let Run { stream, host_in, dev_in, dev_out, host_out, n, compute, user } = run;
     let s = stream_ref(stream)?;
     let align = element_align(element_size);
     let pointers = Pointers::checked([host_in, host_out.cast_const()], [dev_in, dev_out], [align, align])?;
     if n == 0 {
-        return Err(invalid("zero elements"));
+        return Err(invalid("n", "zero elements"));
     }
-    let bytes = n.checked_mul(element_size).ok_or_else(|| invalid("n * element size overflows"))?;
-    byte_len::<u8>(bytes)?;
+    let bytes = n.checked_mul(element_size).ok_or_else(|| invalid("n", "n * element size overflows"))?;
+    byte_len::<u8>(bytes, "n")?;
     // The pipeline's own checks (chunk count), before anything reaches CUDA.
     if let Chunks::Given(chunks) = chunks {
         check_run_records([bytes; 4], element_size, chunks)?;
@@ -355,14 +187,10 @@ unsafe fn run_on_shelf(
         // Whole elements: the pipeline cuts at multiples of `element_size` bytes.
         let elements = i.len() / element_size;
         let status = match compute {
-            // SAFETY: the chunk's views (of floats when the element size is 4, checked by the
-            // exports that pass `Heavy`); live as the buffers are.
-            Compute::Heavy => unsafe {
-                let input =
-                    ordo_cuda_core::DeviceSlice::from_raw_parts(i.as_mut_ptr().cast_const().cast::<f32>(), elements);
-                let output = DeviceSliceMut::from_raw_parts(o.as_mut_ptr().cast::<f32>(), elements);
-                return ordo_cuda_kernels::heavy_into(cs, input, output);
-            },
+            // SAFETY: the chunk's views, of floats (the exports pass `Heavy` for 4-byte elements
+            // only); live as the buffers are.
+            #[cfg(feature = "kernels")]
+            Compute::Heavy => return unsafe { heavy(cs, i, o, elements) },
             // SAFETY: the caller's callback, with the chunk's device pointers and its user pointer.
             Compute::Floats(f) => in_caller_mode(|| unsafe {
                 f(cs.as_raw(), i.as_mut_ptr().cast_const().cast(), o.as_mut_ptr().cast(), elements, user)
@@ -378,14 +206,14 @@ unsafe fn run_on_shelf(
             Err(callback_error("ordo_compute_fn", status))
         }
     };
-    on_shelf(shelf, device, s, pointers, |p| {
+    on_pool(pool, device, s, pointers, |p| {
         let plan = match chunks {
             Chunks::Given(chunks) => Plan { chunks, schedule: Schedule::Staged },
             Chunks::Planned => p.plan_for(bytes, bytes, n),
         };
         // SAFETY: the C contract: buffers of `bytes` bytes, live until the work on `stream` completes.
         let buffers = unsafe { pointers.buffers(bytes, bytes) };
-        let options = RunOptions { record_len: element_size, pool };
+        let options = RunOptions { record_len: element_size, pool: mem_pool };
         // SAFETY: as above.
         unsafe { p.run_with(s, buffers, plan, options, compute_chunk) }
     })
@@ -402,12 +230,12 @@ struct Pointers {
 impl Pointers {
     /// The caller's pointers checked before CUDA: the host ones non-null, and every non-null one
     /// aligned to its direction's alignment (`align`: in, out).
-    fn checked(host: [*const c_void; 2], dev: [*mut c_void; 2], align: [usize; 2]) -> super::status::Outcome<Self> {
-        non_null_aligned(host[0], align[0], "null host_in")?;
-        non_null_aligned(host[1], align[1], "null host_out")?;
-        for (p, align) in dev.into_iter().zip(align) {
+    fn checked(host: [*const c_void; 2], dev: [*mut c_void; 2], align: [usize; 2]) -> Outcome<Self> {
+        non_null_aligned(host[0], align[0], "host_in")?;
+        non_null_aligned(host[1], align[1], "host_out")?;
+        for ((p, align), arg) in dev.into_iter().zip(align).zip(DEV_ARGS) {
             if !p.is_null() {
-                non_null_aligned(p.cast_const(), align, "null device buffer")?;
+                non_null_aligned(p.cast_const(), align, arg)?;
             }
         }
         Ok(Pointers { host, dev })
@@ -433,39 +261,64 @@ impl Pointers {
     }
 }
 
+/// The names of the device buffers in ordo.h, in, out.
+const DEV_ARGS: [&str; 2] = ["dev_in", "dev_out"];
+
 /// What every run checks after its own arguments, then the run: the host buffers pinned, the
 /// stream's device (which must be `device`, when given) and the device buffers on it; then `run`
-/// on a pipeline of `shelf` for that device, with the device current (the pipeline's events and
-/// streams are made there). The pipeline goes back to the shelf, unless CUDA failed (after a
-/// `cudaDeviceReset`, say, its streams are gone); one still part of the caller's open capture is
-/// kept either way.
-fn on_shelf(
-    shelf: &Shelf,
+/// on a pipeline of `pool` for that device ([`PipelinePool::run`]: with the device current, the
+/// pipeline given back, or dropped after a CUDA failure unless an open capture holds it).
+fn on_pool(
+    pool: &PipelinePool,
     device: Option<Device>,
     s: StreamRef<'_>,
     pointers: Pointers,
     run: impl FnOnce(&mut Pipeline) -> Result<(), Error>,
-) -> super::status::Outcome {
-    for p in pointers.host {
-        require_pinned(p)?;
-    }
+) -> Outcome {
+    require_pinned(pointers.host[0], "host_in")?;
+    require_pinned(pointers.host[1], "host_out")?;
     let stream_dev = stream_device(s)?;
     if device.is_some_and(|d| d != stream_dev) {
-        return Err(invalid("the stream belongs to another device than the pipeline"));
+        return Err(invalid("stream", "a stream of another device than the pipeline's"));
     }
-    for p in pointers.dev {
+    for (p, arg) in pointers.dev.into_iter().zip(DEV_ARGS) {
         if !p.is_null() {
-            require_device_on(p.cast_const(), stream_dev)?;
+            require_device_on(p.cast_const(), stream_dev, arg)?;
         }
     }
-    let mut pooled = shelf.take(stream_dev)?;
-    let result = stream_dev.with_current(|| run(pooled.checked_mut()));
-    match result {
-        Err(Error::Cuda(_)) if !held_by_capture(&mut pooled) => drop(pooled),
-        _ => shelf.give_back(pooled),
-    }
-    result?;
+    pool.run(stream_dev, run)?;
     Ok(())
+}
+
+/// The compute of a NULL callback: ordo's 64-step kernel, in builds with the kernels.
+fn builtin_compute() -> Outcome<Compute> {
+    #[cfg(feature = "kernels")]
+    {
+        Ok(Compute::Heavy)
+    }
+    #[cfg(not(feature = "kernels"))]
+    {
+        Err(super::status::missing_feature("kernels"))
+    }
+}
+
+/// ordo's 64-step kernel over a chunk of floats.
+///
+/// # Safety
+/// `i` and `o` hold `elements` floats (4-byte elements), live until the kernel completes.
+#[cfg(feature = "kernels")]
+unsafe fn heavy(
+    cs: StreamRef<'_>,
+    i: DeviceSliceMut<'_, u8>,
+    o: DeviceSliceMut<'_, u8>,
+    elements: usize,
+) -> ordo_cuda_core::Result<()> {
+    // SAFETY: the caller's contract, above.
+    unsafe {
+        let input = ordo_cuda_core::DeviceSlice::from_raw_parts(i.as_mut_ptr().cast_const().cast::<f32>(), elements);
+        let output = DeviceSliceMut::from_raw_parts(o.as_mut_ptr().cast::<f32>(), elements);
+        ordo_cuda_kernels::heavy_into(cs, input, output)
+    }
 }
 
 /// The chunked pipeline over `n` floats: copy `host_in` (pinned) into `dev_in`, compute into
@@ -491,8 +344,12 @@ pub unsafe extern "C" fn ordo_pipeline_run(
 ) -> OrdoStatus {
     guard("ordo_pipeline_run", || {
         // The device buffers are required here (NULL is ordo_pipeline_run_on's temporaries).
-        non_null(dev_in.cast_const(), "null dev_in")?;
-        non_null(dev_out.cast_const(), "null dev_out")?;
+        non_null(dev_in.cast_const(), "dev_in")?;
+        non_null(dev_out.cast_const(), "dev_out")?;
+        let compute = match compute {
+            Some(f) => Compute::Floats(f),
+            None => builtin_compute()?,
+        };
         let run = Run {
             stream,
             host_in: host_in.cast(),
@@ -500,38 +357,50 @@ pub unsafe extern "C" fn ordo_pipeline_run(
             dev_out: dev_out.cast(),
             host_out: host_out.cast(),
             n,
-            compute: compute.map_or(Compute::Heavy, Compute::Floats),
+            compute,
             user,
         };
         // SAFETY: the caller's contract, passed on; no pool.
-        unsafe { run_on_shelf(&DEFAULT_SHELF, None, 4, Chunks::Given(chunks), None, run) }
+        unsafe { run_on_pool(&DEFAULT_POOL, None, 4, Chunks::Given(chunks), None, run) }
     })
 }
 
-/// The options' fields checked, into what a pipeline object keeps (the pool is checked against
-/// the device by [`ordo_pipeline_create`]).
-fn settings(o: &OrdoPipelineOptions) -> super::status::Outcome<(Settings, usize, usize, c_int)> {
+/// A pipeline handle's options, checked (the memory pool is checked against the device by
+/// [`ordo_pipeline_create`]).
+struct Checked {
+    /// How the pool's pipelines are made.
+    settings: PoolSettings,
+    element_size: usize,
+    /// 0: planned each run.
+    chunks: usize,
+    /// `None`: the device current at create.
+    device: Option<usize>,
+}
+
+/// The options' fields checked, into what a pipeline object keeps.
+fn checked(o: &OrdoPipelineOptions) -> Outcome<Checked> {
     if o.element_size == 0 {
-        return Err(invalid("options.element_size is 0"));
+        return Err(invalid("options.element_size", "0"));
     }
     if o.streams > MAX_STREAMS {
-        return Err(invalid("options.streams over 64"));
+        return Err(invalid("options.streams", "over 64"));
     }
     if o.chunks > MAX_CHUNKS {
-        return Err(invalid("options.chunks over 65536"));
+        return Err(invalid("options.chunks", "over 65536"));
     }
     if !(0..=1).contains(&o.stage_timing) {
-        return Err(invalid("options.stage_timing is neither 0 nor 1"));
+        return Err(invalid("options.stage_timing", "neither 0 nor 1"));
     }
     if o.device < -1 {
-        return Err(invalid("options.device below -1"));
+        return Err(invalid("options.device", "below -1"));
     }
-    let settings = Settings {
+    let settings = PoolSettings {
         streams: if o.streams == 0 { 3 } else { o.streams },
         priority: (o.priority != 0).then_some(o.priority),
-        timing: o.stage_timing == 1,
+        stage_timing: o.stage_timing == 1,
     };
-    Ok((settings, o.element_size, o.chunks, o.device))
+    let device = usize::try_from(o.device).ok();
+    Ok(Checked { settings, element_size: o.element_size, chunks: o.chunks, device })
 }
 
 /// The default options (`ORDO_PIPELINE_OPTIONS_INIT` in ordo.h).
@@ -558,29 +427,21 @@ pub unsafe extern "C" fn ordo_pipeline_create(
     out: *mut *mut OrdoPipeline,
 ) -> OrdoStatus {
     guard("ordo_pipeline_create", || {
-        non_null(out.cast_const(), "null out")?;
-        let o = if options.is_null() {
-            DEFAULT_OPTIONS
-        } else {
-            non_null(options, "options")?;
-            // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes, so the
-            // size field first, then (when it covers this version's struct) the whole.
-            if unsafe { options.cast::<usize>().read() } < core::mem::size_of::<OrdoPipelineOptions>() {
-                return Err(invalid("options.size below this version's sizeof(ordo_pipeline_options)"));
-            }
-            // SAFETY: as above: at least this version's struct is readable.
-            unsafe { options.read() }
+        non_null(out.cast_const(), "out")?;
+        // SAFETY: the caller's contract: NULL or `size` readable bytes.
+        let o = unsafe { read_options(options, "options") }?.unwrap_or(DEFAULT_OPTIONS);
+        let Checked { settings, element_size, chunks, device } = checked(&o)?;
+        let device = match device {
+            None => Device::current()?,
+            Some(ordinal) => Device::new(ordinal)?,
         };
-        let (settings, element_size, chunks, device) = settings(&o)?;
-        let device = if device == -1 { Device::current()? } else { Device::new(device as usize)? };
         // SAFETY: the C contract: NULL or a live pool.
         require_pool_for(unsafe { MemPoolRef::from_raw(o.pool) }, device)?;
-        let shelf = Shelf { settings, pipelines: Mutex::new(Vec::new()) };
+        let pool = PipelinePool::new(settings, PoolLimits::DEFAULT);
         // The first pipeline now: a bad priority or device fails the create, not the first run.
-        let first = shelf.make(device)?;
-        shelf.give_back(first);
-        let object = PipelineObject { shelf, device, element_size, chunks, pool: o.pool as usize };
-        write_out(out, handles::register(object)?, "null out")
+        pool.prepare(device)?;
+        let object = PipelineObject { pool, device, element_size, chunks, mem_pool: o.pool as usize };
+        write_out(out, handles::register(object)?, "out")
     })
 }
 
@@ -607,29 +468,34 @@ pub unsafe extern "C" fn ordo_pipeline_run_on(
         let object = handles::get::<PipelineObject, _>(pipeline)?;
         let compute = match compute {
             Some(f) => Compute::Elements(f),
-            None if object.element_size == 4 => Compute::Heavy,
-            None => return Err(invalid("NULL compute needs 4-byte elements (ordo's kernel is over floats)")),
+            None if object.element_size == 4 => builtin_compute()?,
+            None => {
+                return Err(invalid("compute", "NULL compute needs 4-byte elements (ordo's kernel is over floats)"))
+            }
         };
         let chunks = if object.chunks == 0 { Chunks::Planned } else { Chunks::Given(object.chunks) };
         // SAFETY: the create's contract: the pool outlives the pipeline.
-        let pool = unsafe { MemPoolRef::from_raw(object.pool as sys::cudaMemPool_t) };
+        let mem_pool = unsafe { MemPoolRef::from_raw(object.mem_pool as sys::cudaMemPool_t) };
         let run = Run { stream, host_in, dev_in, dev_out, host_out, n, compute, user };
         // SAFETY: the caller's contract, passed on.
-        unsafe { run_on_shelf(&object.shelf, Some(object.device), object.element_size, chunks, pool, run) }
+        unsafe { run_on_pool(&object.pool, Some(object.device), object.element_size, chunks, mem_pool, run) }
     })
 }
 
 /// The bytes of `rows` input rows of `in_row_bytes` and output rows of `out_row_bytes`, refused
 /// before CUDA for a zero row size, zero rows, and byte counts that overflow or pass `isize::MAX`.
-fn stencil_bytes(rows: usize, in_row_bytes: usize, out_row_bytes: usize) -> super::status::Outcome<(usize, usize)> {
-    if in_row_bytes == 0 || out_row_bytes == 0 {
-        return Err(invalid("zero bytes a row"));
+fn stencil_bytes(rows: usize, in_row_bytes: usize, out_row_bytes: usize) -> Outcome<(usize, usize)> {
+    if in_row_bytes == 0 {
+        return Err(invalid("in_row_bytes", "zero bytes a row"));
+    }
+    if out_row_bytes == 0 {
+        return Err(invalid("out_row_bytes", "zero bytes a row"));
     }
     if rows == 0 {
-        return Err(invalid("zero rows"));
+        return Err(invalid("rows", "zero rows"));
     }
-    let bytes = |row: usize| rows.checked_mul(row).ok_or_else(|| invalid("rows * row bytes overflows"));
-    Ok((byte_len::<u8>(bytes(in_row_bytes)?)?, byte_len::<u8>(bytes(out_row_bytes)?)?))
+    let bytes = |row: usize| rows.checked_mul(row).ok_or_else(|| invalid("rows", "rows * row bytes overflows"));
+    Ok((byte_len::<u8>(bytes(in_row_bytes)?, "rows")?, byte_len::<u8>(bytes(out_row_bytes)?, "rows")?))
 }
 
 /// Whether `a_len` bytes at `a` and `b_len` bytes at `b` share a byte (a range that would pass the
@@ -642,17 +508,12 @@ fn overlap(a: *const c_void, a_len: usize, b: *const c_void, b_len: usize) -> bo
 /// Refuses a stencil's input buffer that overlaps its output buffer (host or device): the computes
 /// of neighbouring chunks read input rows while others write output rows and copies run both ways,
 /// so shared bytes race (and the views ordo makes of them must not alias).
-fn stencil_disjoint(
-    host: [*const c_void; 2],
-    dev: [*const c_void; 2],
-    in_bytes: usize,
-    out_bytes: usize,
-) -> super::status::Outcome {
+fn stencil_disjoint(host: [*const c_void; 2], dev: [*const c_void; 2], in_bytes: usize, out_bytes: usize) -> Outcome {
     if overlap(host[0], in_bytes, host[1], out_bytes) {
-        return Err(invalid("host_in and host_out overlap"));
+        return Err(invalid("host_out", "host_in and host_out overlap"));
     }
     if !dev[0].is_null() && !dev[1].is_null() && overlap(dev[0], in_bytes, dev[1], out_bytes) {
-        return Err(invalid("dev_in and dev_out overlap"));
+        return Err(invalid("dev_out", "dev_in and dev_out overlap"));
     }
     Ok(())
 }
@@ -687,7 +548,7 @@ pub unsafe extern "C" fn ordo_pipeline_run_stencil(
     guard("ordo_pipeline_run_stencil", || {
         let object = handles::get::<PipelineObject, _>(pipeline)?;
         let Some(compute) = compute else {
-            return Err(invalid("null compute"));
+            return Err(invalid("compute", "null pointer"));
         };
         let s = stream_ref(stream)?;
         let align = [element_align(in_row_bytes), element_align(out_row_bytes)];
@@ -699,7 +560,7 @@ pub unsafe extern "C" fn ordo_pipeline_run_stencil(
             check_stencil([in_bytes, in_bytes, out_bytes, out_bytes], in_row_bytes, out_row_bytes, object.chunks)?;
         }
         // SAFETY: the create's contract: the pool outlives the pipeline.
-        let pool = unsafe { MemPoolRef::from_raw(object.pool as sys::cudaMemPool_t) };
+        let mem_pool = unsafe { MemPoolRef::from_raw(object.mem_pool as sys::cudaMemPool_t) };
         let compute_chunk = |cs: StreamRef<'_>, c: StencilChunk<'_, u8, u8>| {
             // SAFETY: the caller's callback, with the chunk's device pointers, rows and user pointer.
             let status = in_caller_mode(|| unsafe {
@@ -720,7 +581,7 @@ pub unsafe extern "C" fn ordo_pipeline_run_stencil(
                 Err(callback_error("ordo_stencil_fn", status))
             }
         };
-        on_shelf(&object.shelf, Some(object.device), s, pointers, |p| {
+        on_pool(&object.pool, Some(object.device), s, pointers, |p| {
             let plan = match object.chunks {
                 0 => p.plan_for(in_bytes, out_bytes, rows),
                 chunks => Plan { chunks, schedule: Schedule::Staged },
@@ -728,7 +589,7 @@ pub unsafe extern "C" fn ordo_pipeline_run_stencil(
             // SAFETY: the C contract: buffers of `in_bytes` and `out_bytes` bytes, live until the
             // work on `stream` completes.
             let buffers = unsafe { pointers.buffers(in_bytes, out_bytes) };
-            let stencil = Stencil { in_record_len: in_row_bytes, out_record_len: out_row_bytes, halo, pool };
+            let stencil = Stencil { in_record_len: in_row_bytes, out_record_len: out_row_bytes, halo, pool: mem_pool };
             // SAFETY: as above; the callback's contract covers the rows it touches.
             unsafe { p.run_stencil(s, buffers, plan, stencil, compute_chunk) }
         })
@@ -794,7 +655,7 @@ mod tests {
     #[test]
     fn options_are_checked_before_cuda() {
         let ok = DEFAULT_OPTIONS;
-        assert!(settings(&ok).is_ok());
+        assert!(checked(&ok).is_ok());
         for bad in [
             OrdoPipelineOptions { element_size: 0, ..ok },
             OrdoPipelineOptions { streams: 65, ..ok },
@@ -802,7 +663,7 @@ mod tests {
             OrdoPipelineOptions { stage_timing: 2, ..ok },
             OrdoPipelineOptions { device: -2, ..ok },
         ] {
-            assert!(settings(&bad).is_err());
+            assert!(checked(&bad).is_err());
         }
     }
 }

@@ -7,7 +7,7 @@
 //! when the ring is destroyed. This file converts: handles, pointers, sizes and statuses.
 //! Acquire, submit, release and destroy may run on several threads at once.
 
-use super::check::{byte_len, non_null, require_device, stream_ref};
+use super::check::{byte_len, non_null, require_device_on, stream_device, stream_ref};
 use super::context::InContext;
 use super::handles;
 use super::status::{
@@ -52,15 +52,19 @@ pub unsafe extern "C" fn ordo_staging_ring_create(
     out: *mut *mut OrdoStagingRing,
 ) -> OrdoStatus {
     guard("ordo_staging_ring_create", || {
-        non_null(out.cast_const(), "null out")?;
-        if slots == 0 || slot_bytes == 0 {
-            return Err(invalid("zero slots or zero slot bytes"));
+        non_null(out.cast_const(), "out")?;
+        if slots == 0 {
+            return Err(invalid("slots", "zero slots"));
+        }
+        if slot_bytes == 0 {
+            return Err(invalid("slot_bytes", "zero slot bytes"));
         }
         if slots > StagingRing::<u8>::MAX_SLOTS {
-            return Err(invalid("more than 65536 slots"));
+            return Err(invalid("slots", "more than 65536 slots"));
         }
-        let total = slots.checked_mul(slot_bytes).ok_or_else(|| invalid("slots * slot_bytes overflows"))?;
-        byte_len::<u8>(total)?;
+        let total =
+            slots.checked_mul(slot_bytes).ok_or_else(|| invalid("slot_bytes", "slots * slot_bytes overflows"))?;
+        byte_len::<u8>(total, "slot_bytes")?;
         let ring = StagingRing::<u8>::new(slots, slot_bytes)?;
         let handle = handles::register(InContext::new(ring)?)?;
         // SAFETY: checked non-null and aligned; writable by the C contract.
@@ -87,10 +91,10 @@ pub unsafe extern "C" fn ordo_staging_ring_acquire(
     guard("ordo_staging_ring_acquire", || {
         let r = handles::get::<RingObject, _>(ring)?;
         let r = r.get()?;
-        non_null(slot_out.cast_const(), "null slot_out")?;
-        non_null(ticket_out.cast_const(), "null ticket_out")?;
+        non_null(slot_out.cast_const(), "slot_out")?;
+        non_null(ticket_out.cast_const(), "ticket_out")?;
         if wait != 0 && wait != 1 {
-            return Err(invalid("wait must be 0 or 1"));
+            return Err(invalid("wait", "must be 0 or 1"));
         }
         let (ticket, slot) = match r.acquire_ticket(wait == 1) {
             Ok(t) => t,
@@ -100,7 +104,7 @@ pub unsafe extern "C" fn ordo_staging_ring_acquire(
         };
         let Ok(raw) = usize::try_from(ticket.number()) else {
             r.release_ticket(ticket);
-            return Err(invalid("ticket numbers exhausted"));
+            return Err(invalid("ticket_out", "ticket numbers exhausted"));
         };
         // A destroy on another thread between the acquire and here released the ticket: the
         // slot is no longer the caller's, so it is not handed out.
@@ -117,7 +121,10 @@ pub unsafe extern "C" fn ordo_staging_ring_acquire(
 }
 
 /// Enqueues the copy of the first `bytes` of the slot `ticket` to `device_dst` on `stream`; the
-/// slot becomes free again once the copy has finished. A ticket the ring does not hold (never
+/// slot becomes free again once the copy has finished. `stream` must be a stream of the ring's
+/// device (the device current at its create, whose context its pinned memory belongs to), and
+/// `device_dst` device memory of that device, or managed memory (the DEVICE POINTERS rule:
+/// `ORDO_ERROR_INVALID_ARGUMENT` otherwise, before anything is enqueued). A ticket the ring does not hold (never
 /// issued, already submitted or released) gets `ORDO_ERROR_INVALID_TICKET`. The ticket is used up
 /// by the call once the arguments passed their checks, also when the call then fails (its slot is
 /// then free again, or stays in flight until its copy finishes). Inside a capture the copy is
@@ -136,19 +143,23 @@ pub unsafe extern "C" fn ordo_staging_ring_submit(
     stream: sys::cudaStream_t,
 ) -> OrdoStatus {
     guard("ordo_staging_ring_submit", || {
-        let r = handles::get::<RingObject, _>(ring)?;
-        let r = r.get()?;
+        let object = handles::get::<RingObject, _>(ring)?;
+        let r = object.get()?;
         let s = stream_ref(stream)?;
-        non_null(device_dst.cast_const(), "null device_dst")?;
+        non_null(device_dst.cast_const(), "device_dst")?;
         if bytes == 0 || bytes > r.slot_len() {
-            return Err(invalid("bytes must be 1..=slot_bytes"));
+            return Err(invalid("bytes", "must be 1..=slot_bytes"));
         }
         // SAFETY: the C contract: the caller holds the ticket it passes.
         let ticket = unsafe { ticket_of(ticket) };
         if !r.holds_ticket(&ticket) {
             return Err(invalid_ticket());
         }
-        require_device(device_dst.cast_const())?;
+        let device = object.context().device();
+        if stream_device(s)? != device {
+            return Err(invalid("stream", "a stream of another device than the ring's"));
+        }
+        require_device_on(device_dst.cast_const(), device, "device_dst")?;
         // Redeemed only now: a refused argument leaves the ticket held. Another thread may have
         // used it meanwhile (the ticket is then refused here).
         let slot = r.redeem(ticket).ok_or_else(invalid_ticket)?;

@@ -138,9 +138,29 @@ impl From<Error> for Failure {
 /// What the body of an export returns.
 pub(crate) type Outcome<T = ()> = Result<T, Failure>;
 
-/// An `ORDO_ERROR_INVALID_ARGUMENT` failure (`what` documents the check at its call site).
-pub(crate) fn invalid(what: &'static str) -> Failure {
-    Error::invalid("ordo C ABI", what).into()
+/// An `ORDO_ERROR_INVALID_ARGUMENT` refusal of the running export's argument `arg` (its name in
+/// ordo.h; `options.pool` for a field): the record names the export and the argument, `what` says
+/// what was wrong.
+pub(crate) fn invalid(arg: &'static str, what: &'static str) -> Failure {
+    refused(ORDO_ERROR_INVALID_ARGUMENT, Some(arg), what)
+}
+
+/// A refusal of ordo's own with `status`, of argument `arg` (`None`: of the call as a whole), before
+/// anything was done: recorded as the export's, with `what`.
+pub(crate) fn refused(status: OrdoStatus, arg: Option<&'static str>, what: &'static str) -> Failure {
+    super::last_error::note_refusal(status, arg, what);
+    Failure(status)
+}
+
+/// `ORDO_ERROR_NOT_SUPPORTED` for an export whose library was built without `feature`
+/// (`kernels`, `nccl`): the export exists in every build, so that the ABI does not change.
+#[cfg(not(all(feature = "kernels", feature = "nccl")))]
+pub(crate) fn missing_feature(feature: &'static str) -> Failure {
+    let what = match feature {
+        "kernels" => "ordo was built without its `kernels` feature (ordo's CUDA kernels, which need nvcc)",
+        _ => "ordo was built without its `nccl` feature (NCCL through the C ABI)",
+    };
+    refused(ORDO_ERROR_NOT_SUPPORTED, None, what)
 }
 
 /// The error a C callback's non-zero status becomes inside the Rust API.
@@ -216,7 +236,7 @@ mod tests {
         let status = guard("test", || panic!("deliberate panic inside an export"));
         assert_eq!(status, ORDO_ERROR_PANIC);
         assert_eq!(guard("test", || Ok(())), ORDO_SUCCESS);
-        assert_eq!(guard("test", || Err(invalid("x"))), ORDO_ERROR_INVALID_ARGUMENT);
+        assert_eq!(guard("test", || Err(invalid("x", "x is wrong"))), ORDO_ERROR_INVALID_ARGUMENT);
         let cuda = Error::Cuda(ordo_cuda_core::CudaError::new(sys::cudaError::cudaErrorInvalidValue, "test"));
         assert_eq!(guard("test", || Err(cuda.into())), 1, "CUDA's codes pass through unchanged");
         let pageable = Error::usage(UsageKind::PageableMemory, "test", "x");
@@ -228,7 +248,7 @@ mod tests {
     #[test]
     fn not_ready_leaves_the_last_error_as_it_was() {
         super::super::last_error::ordo_clear_last_error();
-        assert_eq!(guard("first", || Err(invalid("the real failure"))), ORDO_ERROR_INVALID_ARGUMENT);
+        assert_eq!(guard("first", || Err(invalid("x", "the real failure"))), ORDO_ERROR_INVALID_ARGUMENT);
         let not_ready =
             Error::Cuda(ordo_cuda_core::CudaError::new(sys::cudaError::cudaErrorNotReady, "cudaEventQuery"));
         assert_eq!(guard("poll", || Err(not_ready.into())), ORDO_NOT_READY);

@@ -29,9 +29,9 @@ type TimerObject = InContext<Timer>;
 #[no_mangle]
 pub unsafe extern "C" fn ordo_timer_create(out: *mut *mut OrdoTimer) -> OrdoStatus {
     guard("ordo_timer_create", || {
-        non_null(out.cast_const(), "null out")?;
+        non_null(out.cast_const(), "out")?;
         let t = InContext::new(Timer { start: TimingEvent::new()?, stop: TimingEvent::new()? })?;
-        write_out(out, handles::register(t)?, "null out")
+        write_out(out, handles::register(t)?, "out")
     })
 }
 
@@ -70,10 +70,10 @@ pub unsafe extern "C" fn ordo_timer_stop(timer: *mut OrdoTimer, stream: sys::cud
 pub unsafe extern "C" fn ordo_timer_elapsed_ms(timer: *mut OrdoTimer, ms: *mut f32) -> OrdoStatus {
     guard("ordo_timer_elapsed_ms", || {
         let t = handles::get::<TimerObject, _>(timer)?;
-        non_null(ms.cast_const(), "null ms")?;
+        non_null(ms.cast_const(), "ms")?;
         let t = t.get()?;
         let v = t.stop.elapsed_ms_since(&t.start)?;
-        write_out(ms, v, "null ms")
+        write_out(ms, v, "ms")
     })
 }
 

@@ -51,9 +51,9 @@ pub extern "C" fn ordo_cuda_version() -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn ordo_runtime_version(out: *mut c_int) -> OrdoStatus {
     guard("ordo_runtime_version", || {
-        super::check::non_null(out.cast_const(), "null out")?;
+        super::check::non_null(out.cast_const(), "out")?;
         let v = ordo_cuda_core::device::runtime_version()?;
-        write_out(out, c_int::try_from(v).unwrap_or(c_int::MAX), "null out")
+        write_out(out, c_int::try_from(v).unwrap_or(c_int::MAX), "out")
     })
 }
 

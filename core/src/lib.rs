@@ -49,15 +49,17 @@
 //!     (it joins its worker streams back to `main` on every path out, errors included, so
 //!     synchronising `main` is enough);
 //!   - *captures* ([`capture`], [`capture_into`], [`graph::BodyGraph::capture`], [`StreamRef::begin_capture`],
-//!     [`StreamRef::end_capture`], [`graph_cache::GraphCache::new`],
-//!     [`graph_cache::GraphCache::with_options`]): captured work runs at every
+//!     [`StreamRef::end_capture`], [`graph::GraphCache::new`],
+//!     [`graph::GraphCache::with_options`]): captured work runs at every
 //!     launch of every executable graph made from the graph, long after the call; the caller owes
 //!     that everything the work uses (memory, events recorded with `record_external`, raw handles,
 //!     kernel arguments) is valid at every replay, and that nothing else uses the stream, or ends
-//!     the capture, while it is open (the replay contract, in [`capture`]'s `# Safety`);
+//!     the capture, while it is open (the replay contract, in [`capture`]'s `# Safety`); in
+//!     global mode, also that the other threads keep out of the capture (see [`CaptureMode::Global`]);
 //!   - *pseudo streams* ([`StreamRef::per_thread_default`], [`StreamRef::legacy_default`]): each
 //!     names a different stream on each thread or current device, so a handle, or a buffer freed
-//!     on one, must stay on the calling thread with the same current device;
+//!     on one, must stay on the calling thread with the same current device; the legacy stream
+//!     also must not be used while another thread captures a blocking stream (a CUDA defect);
 //!   - *raw handles and pointers* (`from_raw`, `from_raw_parts`, `from_raw_parts_on`): the handle
 //!     must be live (and owned when the type owns it), the memory allocated for the borrow;
 //!   - *host access to managed memory*: no kernel or copy may use it meanwhile.
@@ -66,8 +68,11 @@
 //!   while another queries it. Buffers and views are `Send`/`Sync` as their element type is
 //!   (`&mut`-like views need `T: Send` to move). [`Graph`] and [`GraphExec`] are `Send`, not
 //!   `Sync` (CUDA does not synchronise calls on one graph). A capture in
-//!   [`CaptureMode::Global`] makes every thread's capture-unsafe calls fail (and the capture with
-//!   them): an error, never unsoundness.
+//!   [`CaptureMode::Global`] is where threads meet a CUDA defect: on driver 580 another thread's
+//!   capture-unsafe call, or a second global-mode capture, crashes the process instead of failing
+//!   (measured). Global mode is therefore never ordo's default, ordo's own global-mode captures
+//!   hold a process-wide lock ([`graph::capture_fence`]), and choosing global mode is an `unsafe`
+//!   call whose contract keeps the other threads out.
 //! - **Drop**: a [`DeviceBuffer`] is freed on its stream, after the work queued there (safe to drop
 //!   while a kernel on that stream still uses it). [`PinnedBuffer`] and [`ManagedBuffer`] are freed
 //!   with `cudaFreeHost`/`cudaFree`, which are not stream-ordered: that is why the async copies from
@@ -112,8 +117,9 @@ mod driver_calls;
 pub mod error;
 pub mod event;
 pub mod graph;
+/// The graph bucket cache, at its former path (it lives in [`graph::cache`]).
 #[cfg(feature = "alloc")]
-pub mod graph_cache;
+pub use graph::cache as graph_cache;
 #[cfg(feature = "std")]
 pub mod host_fn;
 pub mod launch;

@@ -86,6 +86,18 @@ impl<'a> StreamRef<'a> {
     /// device's stream, unordered with the work queued here, and the memory may be reused while
     /// that work still uses it.
     ///
+    /// The caller also promises that, while the handle is used (work enqueued on it, a synchronise
+    /// or blocking copy on it, a buffer freed on it), no other thread of the process has a
+    /// capture open on a blocking stream (one made with [`StreamFlags::BLOCKING`], or the
+    /// per-thread default stream), in any capture mode. CUDA documents such use as refused
+    /// (`cudaErrorStreamCaptureImplicit`); CUDA 13.0 on driver 580 instead crashes the process
+    /// (measured on an H200: a blocking copy on the legacy stream against another thread's
+    /// relaxed-mode captures on its own blocking stream, in plain C++ too:
+    /// `ffi-tests/cpp/capture_defects.cu`). ordo never uses the legacy stream unless given this
+    /// handle, and refuses a synchronise or blocking copy on it, with a usage error, while a
+    /// capture ordo began is open (a check, not a guarantee: ordo cannot see captures begun
+    /// outside it, nor one that begins right after the check).
+    ///
     /// [`DeviceBuffer`]: crate::memory::DeviceBuffer
     /// [`origin`]: crate::memory::DeviceSlice::origin
     #[inline(always)]
@@ -133,11 +145,35 @@ impl<'a> StreamRef<'a> {
     }
 
     /// Blocks the calling thread until the stream's work has completed (`cudaStreamSynchronize`).
-    /// The only synchronising call on a stream, and only when the caller asks for it.
+    /// The only synchronising call on a stream, and only when the caller asks for it. On the
+    /// legacy default stream, refused with a usage error while a capture ordo began is open (see
+    /// [`legacy_default`](Self::legacy_default)).
     #[inline]
     pub fn synchronize(self) -> Result<()> {
+        self.refuse_legacy_during_captures("cudaStreamSynchronize")?;
         // SAFETY: a live stream. Synchronising is what the caller asked for by name.
         cuda_call!(unsafe { sys::cudaStreamSynchronize(self.as_raw()) })
+    }
+
+    /// Whether this is the legacy default stream (`cudaStreamLegacy`).
+    #[inline(always)]
+    fn is_legacy(self) -> bool {
+        self.raw.as_ptr() == sys::cudaStreamLegacy()
+    }
+
+    /// Refuses a blocking call on the legacy default stream while a capture ordo began is open:
+    /// CUDA 13.0 on driver 580 crashes there when the capture is on a blocking stream (see
+    /// [`legacy_default`](Self::legacy_default)). One comparison on every other stream.
+    #[inline]
+    fn refuse_legacy_during_captures(self, call: &'static str) -> Result<()> {
+        if self.is_legacy() && crate::graph::captures_open() {
+            return Err(Error::usage(
+                UsageKind::InvalidArgument,
+                call,
+                "a blocking call on the legacy default stream while a capture ordo began is open: CUDA 13.0 (driver 580) crashes there; use a stream of your own",
+            ));
+        }
+        Ok(())
     }
 
     /// Makes work enqueued after this call wait until `event`'s last recorded work has completed:
@@ -174,9 +210,12 @@ impl<'a> StreamRef<'a> {
     }
 
     /// Whether the stream is capturing, or was and the capture was invalidated
-    /// (`cudaStreamIsCapturing`): what a blocking call checks before it enqueues anything.
+    /// (`cudaStreamIsCapturing`): what a blocking call checks before it enqueues anything. On the
+    /// legacy default stream, a usage error while a capture ordo began is open, before CUDA is
+    /// asked (see [`legacy_default`](Self::legacy_default)).
     #[inline]
     pub(crate) fn is_capturing(self) -> Result<bool> {
+        self.refuse_legacy_during_captures("copy (blocking, on the legacy default stream)")?;
         let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
         // SAFETY: a live stream; `status` is writable.
         cuda_call!(unsafe { sys::cudaStreamIsCapturing(self.as_raw(), &mut status) })?;

@@ -251,14 +251,31 @@ static void cache_in_captures(cudaStream_t s) {
     cudaFree(x);
 }
 
-// Another thread holds a global-mode capture open while this one calls ordo: ordo's allocations,
-// instantiations and frees neither fail nor invalidate that capture.
+// Another thread holds a global-mode capture open while this one enqueues work through ordo on
+// handles made before that capture began, destroyed after it ended: what global mode allows other
+// threads (ordo.h, CAPTURES: no capture-unsafe call meanwhile, which crashes CUDA 13.0 on driver
+// 580). ordo's own queries on the way neither fail nor invalidate that capture, and the work is
+// right.
 static void another_threads_global_capture(cudaStream_t s) {
     cudaStream_t other;
     cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking);
     float* x;
     cudaMalloc(&x, 256 * 4);
     cudaMemset(x, 0, 256 * 4);  // the cache's body reads it
+    unsigned char* dst;
+    cudaMalloc(&dst, 256);
+    ordo_staging_ring* ring = nullptr;
+    expect("ring create", ordo_staging_ring_create(2, 256, &ring));
+    CacheCtx ctx{x, nullptr};
+    ordo_graph_cache* cache = nullptr;
+    expect("cache create", ordo_graph_cache_create(nullptr, 0, 0, add_body, &ctx, &cache));
+    expect("cache capture_all before the other thread's global capture", ordo_graph_cache_capture_all(cache, s));
+    ordo_timer* timer = nullptr;
+    expect("timer create", ordo_timer_create(&timer));
+    void* slot = nullptr;
+    size_t ticket = 0;
+    expect("ring acquire", ordo_staging_ring_acquire(ring, 0, &slot, &ticket));
+    std::memset(slot, 0x5a, 256);
     std::atomic<int> phase{0};
     cudaError_t end_status = cudaErrorUnknown;
     std::thread t([&] {
@@ -271,22 +288,28 @@ static void another_threads_global_capture(cudaStream_t s) {
         if (g) cudaGraphDestroy(g);
     });
     while (phase != 1) std::this_thread::yield();
-    ordo_staging_ring* ring = nullptr;
-    expect("ring create under another thread's global capture", ordo_staging_ring_create(2, 256, &ring));
-    CacheCtx ctx{x, nullptr};
-    ordo_graph_cache* cache = nullptr;
-    expect("cache create", ordo_graph_cache_create(nullptr, 0, 0, add_body, &ctx, &cache));
-    expect("cache capture_all under another thread's global capture", ordo_graph_cache_capture_all(cache, s));
+    expect("timer start under another thread's global capture", ordo_timer_start(timer, s));
     expect("cache run under another thread's global capture", ordo_graph_cache_run(cache, s, 8, nullptr));
-    ordo_timer* timer = nullptr;
-    expect("timer create", ordo_timer_create(&timer));
-    ordo_timer_destroy(timer);
-    ordo_graph_cache_destroy(cache);
-    ordo_staging_ring_destroy(ring);
+    expect("ring submit under another thread's global capture", ordo_staging_ring_submit(ring, ticket, 256, dst, s));
+    expect("timer stop under another thread's global capture", ordo_timer_stop(timer, s));
     phase = 2;
     t.join();
     expect("the other thread's capture ended cleanly", end_status);
     expect("synchronize", cudaStreamSynchronize(s));
+    float back[256];
+    unsigned char staged[256];
+    cudaMemcpy(back, x, sizeof back, cudaMemcpyDeviceToHost);
+    cudaMemcpy(staged, dst, sizeof staged, cudaMemcpyDeviceToHost);
+    bool cache_ok = true;
+    for (int i = 0; i < 256; ++i) cache_ok = cache_ok && back[i] == (i < 8 ? 1.0f : 0.0f);
+    expect_true("the cache's replay under the other capture", cache_ok);
+    bool ring_ok = true;
+    for (int i = 0; i < 256; ++i) ring_ok = ring_ok && staged[i] == 0x5a;
+    expect_true("the ring's copy under the other capture", ring_ok);
+    ordo_timer_destroy(timer);
+    ordo_graph_cache_destroy(cache);
+    ordo_staging_ring_destroy(ring);
+    cudaFree(dst);
     cudaFree(x);
     cudaStreamDestroy(other);
 }

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -77,6 +78,34 @@ extern "C" int ffi_hpp_gpu_main() {
             expect_true("a throwing body's exception is rethrown", false);
         } catch (const std::runtime_error& e) {
             expect_true("the body's own exception", std::strcmp(e.what(), "body says no") == 0);
+        }
+
+        // A body that destroys its own cache (the ordo::graph_cache object) on its first call:
+        // capture_all stops there with ORDO_ERROR_INVALID_HANDLE, the body is not called again, and
+        // the body (owned by the cache through user_free) lives until that call has returned.
+        {
+            auto token = std::make_shared<int>(7);
+            std::weak_ptr<int> watch = token;
+            int own_calls = 0;
+            bool alive_inside = false;
+            ordo::graph_cache* self = nullptr;
+            self = new ordo::graph_cache({1, 2, 4}, false, [&, token](ordo::stream_ref st, size_t bucket) {
+                ++own_calls;
+                delete self;
+                self = nullptr;
+                alive_inside = *token == 7 && !watch.expired();
+                hpp_add<<<1, 64, 0, st.get()>>>(x, (int)bucket, 1.0f);
+            });
+            token.reset();
+            try {
+                self->capture_all(s);
+                expect_true("capture_all of a cache its body destroyed throws", false);
+            } catch (const ordo::error& e) {
+                expect_true("destroyed during the call", e.status() == ORDO_ERROR_INVALID_HANDLE);
+            }
+            expect_true("the body is not called after its cache is destroyed", own_calls == 1);
+            expect_true("the body outlives its own call", alive_inside);
+            expect_true("the body is freed once the call has returned", watch.expired());
         }
 
         // Pipeline with a lambda compute.

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <type_traits>
 
@@ -30,15 +31,6 @@ extern "C" int ffi_hpp_main(int driver_present) {
     expect_true("header and library versions", ordo::header_matches_library());
     const ordo::stream_ref legacy = ordo::stream_ref::legacy();
     expect_true("legacy stream value", legacy.get() == reinterpret_cast<CUstream_st*>(0x1));
-    // A null stream held in a variable is refused at run time.
-    CUstream_st* none = nullptr;
-    try {
-        ordo::stream_ref s(none);
-        (void)s;
-        expect_true("a null stream_ref throws", false);
-    } catch (const ordo::error& e) {
-        expect_true("null stream_ref status", e.status() == ORDO_ERROR_INVALID_ARGUMENT);
-    }
     // A refused argument throws ordo::error with the detail of the thread's last error.
     float f = 0;
     try {
@@ -46,9 +38,22 @@ extern "C" int ffi_hpp_main(int driver_present) {
         expect_true("gemv with a null matrix throws", false);
     } catch (const ordo::error& e) {
         expect_true("gemv status", e.status() == ORDO_ERROR_INVALID_ARGUMENT);
-        expect_true("gemv message", std::strstr(e.what(), "null a") != nullptr);
-        expect_true("gemv call", e.call() == "ordo C ABI");
+        expect_true("gemv message", std::strstr(e.what(), "ordo_gemv_normalize(a): null pointer") != nullptr);
+        expect_true("gemv call", e.call() == "ordo_gemv_normalize(a)");
         expect_true("gemv not sticky", !e.sticky() && e.cuda_error() == 0);
+    }
+    // A null stream held in a variable is refused at run time, with an error about that stream:
+    // the thread's last error (the gemv's, of the same status) is an earlier, unrelated failure.
+    CUstream_st* none = nullptr;
+    try {
+        ordo::stream_ref s(none);
+        (void)s;
+        expect_true("a null stream_ref throws", false);
+    } catch (const ordo::error& e) {
+        expect_true("null stream_ref status", e.status() == ORDO_ERROR_INVALID_ARGUMENT);
+        expect_true("null stream_ref call", e.call() == "ordo::stream_ref");
+        expect_true("null stream_ref message", std::strstr(e.what(), "null stream") != nullptr);
+        expect_true("null stream_ref is not the gemv's error", std::strstr(e.what(), "ordo_gemv_normalize") == nullptr);
     }
     // ordo::check: success and "not yet" are answers, not failures.
     expect_true("check success", ordo::check(ORDO_SUCCESS));
@@ -89,6 +94,27 @@ extern "C" int ffi_hpp_main(int driver_present) {
         o.warmup = 1;
         ordo::graph_cache c({1, 2}, o, [](ordo::stream_ref, size_t) {});
         expect_true("a cache with options", c.get() != nullptr);
+    }
+    // The cache owns its body (through user_free): freed by a failed create, and by the destroy
+    // when no call is running; a moved-from cache destroys nothing.
+    {
+        auto token = std::make_shared<int>(1);
+        try {
+            ordo_graph_cache_options o{};
+            o.capture_mode = 7;
+            ordo::graph_cache c({1}, o, [token](ordo::stream_ref, size_t) {});
+            expect_true("a bad capture mode throws", false);
+        } catch (const ordo::error&) {
+        }
+        expect_true("a failed create frees the body", token.use_count() == 1);
+        {
+            ordo::graph_cache c({1, 2}, false, [token](ordo::stream_ref, size_t) {});
+            ordo::graph_cache moved(std::move(c));
+            expect_true("the cache holds its body", token.use_count() == 2 && c.get() == nullptr);
+        }
+        expect_true("the destroy frees the body", token.use_count() == 1);
+        ordo_graph_cache_options defaults = ORDO_GRAPH_CACHE_OPTIONS_INIT;
+        expect_true("zeroed options are the defaults: thread-local", defaults.capture_mode == ORDO_CAPTURE_THREAD_LOCAL && ORDO_CAPTURE_THREAD_LOCAL == 0);
     }
     // Launch configurations are checked before CUDA: a zero grid, a NULL kernel.
     {

@@ -59,7 +59,8 @@ extern "C" int ffi_status_and_arguments_main(int driver_present) {
     info.size = sizeof info;
     expect("last error", ordo_last_error(&info), ORDO_SUCCESS);
     expect("last error status", info.status, ORDO_ERROR_INVALID_ARGUMENT);
-    expect_true("last error message", std::strstr(info.message, "null a") != nullptr);
+    expect_true("last error message", std::strstr(info.message, "ordo_gemv_normalize(a): null pointer") != nullptr);
+    expect_true("last error call names the export and the argument", std::strcmp(info.call, "ordo_gemv_normalize(a)") == 0);
     char small[8];
     expect_true("last error message length", ordo_last_error_message(small, sizeof small) == std::strlen(info.message));
     expect_true("last error message truncated", std::strlen(small) == 7);

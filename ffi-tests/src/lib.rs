@@ -32,6 +32,14 @@ pub mod programs {
         /// chunk and past the frame, a global-mode capture replayed on new input, a throwing
         /// compute, the documented refusals. Needs a GPU. Returns the number of failed checks.
         pub fn ffi_stencil_main() -> i32;
+        /// `cpp/capture_defects.cu`: plain CUDA C++, no ordo: scenario `scenario` (0 global-mode
+        /// captures on every thread, 1 thread-local, 2 relaxed, 3 one global capture beside
+        /// synchronising threads, 4 a blocking copy on the legacy stream beside relaxed captures
+        /// on a blocking stream, 5 the same with the synchronise alone, 6 scenario 3 with the
+        /// synchronising threads in relaxed capture mode) on `threads` threads for
+        /// `seconds` seconds. Prints what it counted; returns the failures of a control scenario.
+        /// A driver crash ends the process: run it in a child process. Needs a GPU.
+        pub fn ffi_capture_defect_main(scenario: i32, threads: i32, seconds: i32) -> i32;
     }
 }
 

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use core::ffi::{c_char, CStr};
-use core::ptr::null_mut;
+use core::ptr::{null, null_mut};
 use ordo_cuda_capi::*;
 use ordo_cuda_core::sys;
 
@@ -40,16 +40,39 @@ fn a_failing_export_records_its_detail_on_its_thread_only() {
         assert_eq!((text(&none.call), text(&none.message)), (String::new(), String::new()));
         assert_eq!(unsafe { ordo_last_error_message(null_mut(), 0) }, 0);
 
-        // An argument refused: the record has ordo's own words.
+        // An argument refused: the record names the export and the argument, in ordo's words.
         let legacy = sys::cudaStreamLegacy();
         let st = unsafe { ordo_pdl_chain(legacy, null_mut(), null_mut(), null_mut(), 4, 1, 1) };
         assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT);
         let e = info();
         assert_eq!((e.status, e.cuda_error, e.library_status, e.sticky), (st, 0, 0, 0));
-        assert_eq!(text(&e.call), "ordo C ABI");
-        assert!(text(&e.message).starts_with("ORDO_ERROR_INVALID_ARGUMENT: "), "{}", text(&e.message));
-        assert!(text(&e.message).contains("null a"), "{}", text(&e.message));
+        assert_eq!(text(&e.call), "ordo_pdl_chain(a)");
+        assert_eq!(text(&e.message), "ORDO_ERROR_INVALID_ARGUMENT: ordo_pdl_chain(a): null pointer");
         assert_eq!(message(), text(&e.message));
+        // Another export, another argument: each names its own.
+        let mut ring: *mut OrdoStagingRing = null_mut();
+        assert_eq!(unsafe { ordo_staging_ring_create(0, 64, &mut ring) }, ORDO_ERROR_INVALID_ARGUMENT);
+        assert_eq!(text(&info().call), "ordo_staging_ring_create(slots)");
+        assert_eq!(unsafe { ordo_staging_ring_create(2, 64, null_mut()) }, ORDO_ERROR_INVALID_ARGUMENT);
+        assert_eq!(text(&info().call), "ordo_staging_ring_create(out)");
+        let mut cache: *mut OrdoGraphCache = null_mut();
+        let st = unsafe { ordo_graph_cache_create(null(), 0, 0, None, null_mut(), &mut cache) };
+        assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT);
+        assert_eq!(text(&info().call), "ordo_graph_cache_create(body)");
+        let bad = OrdoGraphCacheOptions {
+            size: core::mem::size_of::<OrdoGraphCacheOptions>(),
+            capture_mode: 7,
+            warmup: 0,
+            overflow_eager: 0,
+            instantiate_flags: 0,
+            user_free: None,
+        };
+        let st = unsafe { ordo_graph_cache_create_with_options(null(), 0, &bad, None, null_mut(), &mut cache) };
+        assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT);
+        assert_eq!(text(&info().call), "ordo_graph_cache_create_with_options(options.capture_mode)");
+        assert_eq!(unsafe { ordo_pdl_chain(null_mut(), null_mut(), null_mut(), null_mut(), 4, 1, 1) }, st);
+        assert_eq!(text(&info().call), "ordo_pdl_chain(stream)");
+        assert!(message().contains("null stream"), "{}", message());
 
         // Another thread has its own record.
         let other = std::thread::spawn(|| info().status).join().unwrap();

@@ -270,3 +270,81 @@ fn two_gpus_nccl_c_api_two_ranks_on_two_threads() {
         }
     });
 }
+
+/// The DEVICE POINTERS rule for NCCL: host memory (pageable or pinned) as any buffer of any
+/// collective is ORDO_ERROR_INVALID_ARGUMENT naming the buffer, before NCCL is called, and the
+/// stream stays healthy. Before the fix a pageable buffer reached NCCL: `ORDO_SUCCESS` for a sum,
+/// and with `AVG` the stream failed with cudaErrorIllegalAddress (sticky: the context was lost).
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_nccl_host_buffers_are_refused_before_nccl() {
+    const TEST: &str = "gpu_nccl_host_buffers_are_refused_before_nccl";
+    let Some(id) = unique_id(TEST) else { return };
+    const N: usize = 1024;
+    Device::from_ordinal(0).set_current().unwrap();
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let mut comm = null_mut();
+    ok(unsafe { ordo_nccl_comm_init_rank(0, 1, id.as_ptr(), id.len(), 0, &mut comm) }, "init one rank");
+    let device = upload(s, &data(0, N));
+    let mut device_out = upload(s, &vec![-1.0; N]);
+    let mut pageable = data(0, N);
+    let mut pinned = PinnedBuffer::<f32>::zeroed(N, HostAllocFlags::empty()).unwrap();
+    let f32t = ORDO_NCCL_FLOAT32;
+    let last_call = || {
+        let mut info = OrdoErrorInfo {
+            size: core::mem::size_of::<OrdoErrorInfo>(),
+            status: 0,
+            cuda_error: 0,
+            library_status: 0,
+            sticky: 0,
+            call: [0; ORDO_LAST_ERROR_CALL_LEN],
+            message: [0; ORDO_LAST_ERROR_MESSAGE_LEN],
+        };
+        assert_eq!(unsafe { ordo_last_error(&mut info) }, ORDO_SUCCESS);
+        unsafe { core::ffi::CStr::from_ptr(info.call.as_ptr()) }.to_string_lossy().into_owned()
+    };
+    let hosts: [(&str, *mut f32); 2] = [("pageable", pageable.as_mut_ptr()), ("pinned", pinned.as_mut_ptr())];
+    for (what, host) in hosts {
+        let (d_in, d_out, h) = (cv(device.as_ptr()), device_out.as_mut_ptr().cast::<c_void>(), host.cast::<c_void>());
+        let cases: [(&str, &str, OrdoStatus); 10] = unsafe {
+            [
+                (
+                    "ordo_nccl_all_reduce",
+                    "send",
+                    ordo_nccl_all_reduce(comm, h, d_out, N, f32t, ORDO_NCCL_AVG, s.as_raw()),
+                ),
+                (
+                    "ordo_nccl_all_reduce",
+                    "recv",
+                    ordo_nccl_all_reduce(comm, d_in, h, N, f32t, ORDO_NCCL_SUM, s.as_raw()),
+                ),
+                ("ordo_nccl_broadcast", "send", ordo_nccl_broadcast(comm, h, d_out, N, f32t, 0, s.as_raw())),
+                ("ordo_nccl_broadcast", "recv", ordo_nccl_broadcast(comm, d_in, h, N, f32t, 0, s.as_raw())),
+                ("ordo_nccl_reduce", "send", ordo_nccl_reduce(comm, h, d_out, N, f32t, ORDO_NCCL_SUM, 0, s.as_raw())),
+                ("ordo_nccl_reduce", "recv", ordo_nccl_reduce(comm, d_in, h, N, f32t, ORDO_NCCL_SUM, 0, s.as_raw())),
+                ("ordo_nccl_all_gather", "send", ordo_nccl_all_gather(comm, h, d_out, N, f32t, s.as_raw())),
+                ("ordo_nccl_all_gather", "recv", ordo_nccl_all_gather(comm, d_in, h, N, f32t, s.as_raw())),
+                (
+                    "ordo_nccl_reduce_scatter",
+                    "send",
+                    ordo_nccl_reduce_scatter(comm, h, d_out, N, f32t, ORDO_NCCL_SUM, s.as_raw()),
+                ),
+                (
+                    "ordo_nccl_reduce_scatter",
+                    "recv",
+                    ordo_nccl_reduce_scatter(comm, d_in, h, N, f32t, ORDO_NCCL_SUM, s.as_raw()),
+                ),
+            ]
+        };
+        for (export, arg, st) in cases {
+            assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT, "{export} with {what} host memory as {arg}");
+        }
+        // The record is the last refusal's: it names that export and its buffer.
+        assert_eq!(last_call(), "ordo_nccl_reduce_scatter(recv)", "{what}");
+    }
+    ok(unsafe { ordo_nccl_comm_wait(comm, s.as_raw(), 60_000) }, "the stream is healthy");
+    stream.synchronize().unwrap();
+    ordo_nccl_comm_destroy(comm);
+    assert!(download(s, &device_out) == vec![-1.0; N], "NCCL wrote nothing");
+}

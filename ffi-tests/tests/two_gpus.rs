@@ -143,3 +143,74 @@ fn two_gpus_c_api_with_streams_and_memory_of_two_devices() {
 fn documented(s: OrdoStatus) -> bool {
     s == ORDO_SUCCESS || (1..=999).contains(&s) || (ORDO_LAST_CODE..=ORDO_FIRST_CODE).contains(&s)
 }
+
+/// The last error's call, after a failure.
+fn last_call() -> String {
+    let mut info = OrdoErrorInfo {
+        size: core::mem::size_of::<OrdoErrorInfo>(),
+        status: 0,
+        cuda_error: 0,
+        library_status: 0,
+        sticky: 0,
+        call: [0; ORDO_LAST_ERROR_CALL_LEN],
+        message: [0; ORDO_LAST_ERROR_MESSAGE_LEN],
+    };
+    assert_eq!(unsafe { ordo_last_error(&mut info) }, ORDO_SUCCESS);
+    unsafe { CStr::from_ptr(info.call.as_ptr()) }.to_string_lossy().into_owned()
+}
+
+/// A staging ring made on device 0: its submit refuses a destination on device 1 and a stream of
+/// device 1 (the DEVICE POINTERS rule, as every other export), before anything is enqueued, and the
+/// ticket stays held; then the same ticket copies to device 0's memory. Before the fix the ring
+/// took any device memory (`require_device`).
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn two_gpus_staging_ring_submit_wants_memory_and_a_stream_of_its_device() {
+    let count = device::count().unwrap();
+    if count < 2 {
+        let required: usize = std::env::var("ORDO_REQUIRE_GPUS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        assert!(required < 2, "ORDO_REQUIRE_GPUS={required} but CUDA sees {count} device(s)");
+        println!("skipped, needs two CUDA devices, found {count}");
+        return;
+    }
+    let (d0, d1) = (Device::from_ordinal(0), Device::from_ordinal(1));
+    d1.set_current().unwrap();
+    let s1 = Stream::new().unwrap();
+    let mut far = DeviceBuffer::<u8>::zeroed_async(256, s1.as_stream()).unwrap();
+    s1.synchronize().unwrap();
+    d0.set_current().unwrap();
+    let s0 = Stream::new().unwrap();
+    let mut near = DeviceBuffer::<u8>::zeroed_async(256, s0.as_stream()).unwrap();
+    let mut ring: *mut OrdoStagingRing = null_mut();
+    let mut slot: *mut core::ffi::c_void = null_mut();
+    let mut ticket = 0usize;
+    unsafe {
+        assert_eq!(ordo_staging_ring_create(2, 256, &mut ring), ORDO_SUCCESS);
+        assert_eq!(ordo_staging_ring_acquire(ring, 0, &mut slot, &mut ticket), ORDO_SUCCESS);
+        core::ptr::write_bytes(slot.cast::<u8>(), 0x5a, 256);
+        let st = ordo_staging_ring_submit(ring, ticket, 256, far.as_mut_ptr().cast(), s0.as_raw());
+        assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT, "{:?}", name(st));
+        assert_eq!(last_call(), "ordo_staging_ring_submit(device_dst)");
+        let st = ordo_staging_ring_submit(ring, ticket, 256, far.as_mut_ptr().cast(), s1.as_raw());
+        assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT, "{:?}", name(st));
+        assert_eq!(last_call(), "ordo_staging_ring_submit(stream)");
+        // The ticket is still held: refused arguments do not use it up.
+        let st = ordo_staging_ring_submit(ring, ticket, 256, near.as_mut_ptr().cast(), s0.as_raw());
+        assert_eq!(st, ORDO_SUCCESS, "{:?}", name(st));
+    }
+    let mut got = vec![0u8; 256];
+    copy::d2h_blocking(&mut got, near.as_slice(), s0.as_stream()).unwrap();
+    assert!(got.iter().all(|&b| b == 0x5a), "the copy to device 0");
+    d1.set_current().unwrap();
+    let mut untouched = vec![1u8; 256];
+    copy::d2h_blocking(&mut untouched, far.as_slice(), s1.as_stream()).unwrap();
+    assert!(untouched.iter().all(|&b| b == 0), "nothing reached device 1");
+    d0.set_current().unwrap();
+    ordo_staging_ring_destroy(ring);
+    drop(near);
+    s0.synchronize().unwrap();
+    d1.set_current().unwrap();
+    drop(far);
+    s1.synchronize().unwrap();
+    d0.set_current().unwrap();
+}

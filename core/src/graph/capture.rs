@@ -5,6 +5,10 @@
 //! included. They are `unsafe`: captured work does not run at the call, it runs at every launch
 //! of every executable graph made from the graph, long after the borrows of the call have ended.
 //! Their `# Safety` section is the contract every graph in ordo rests on.
+//!
+//! Every capture ordo begins is counted while it is open (a blocking call on the legacy default
+//! stream is refused meanwhile, see [`StreamRef::legacy_default`]), and one in global mode holds
+//! the process-wide global-capture lock from its begin to its end (see [`CaptureMode::Global`]).
 
 use super::Graph;
 use crate::error::{check, Result};
@@ -12,17 +16,35 @@ use crate::error::{check, Result};
 use crate::error::{CudaError, Error};
 use crate::stream::StreamRef;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicUsize, Ordering};
 use ordo_cuda_sys as sys;
 
 /// Stream capture modes (`cudaStreamCaptureMode`): which potentially unsafe calls (those that may
-/// synchronise implicitly, such as `cudaMalloc`) from other threads (or this one) are refused
-/// while the capture runs. A refused call fails with `cudaErrorStreamCaptureUnsupported` and
-/// invalidates the capture; none of the modes makes anything unsound.
+/// synchronise implicitly, such as `cudaMalloc`) CUDA refuses while the capture runs, and from
+/// which threads. A refused call fails with `cudaErrorStreamCaptureUnsupported` and invalidates the
+/// capture.
+///
+/// **Global mode crashes the driver when other threads are not kept out of it.** Measured with
+/// CUDA 13.0 on driver 580 (an H200) and reproduced in plain C++ (`ffi-tests/cpp/capture_defects.cu`):
+/// two threads capturing in global mode at once, or one global-mode capture while another thread
+/// synchronises or instantiates, kill the process inside libcuda (SIGSEGV) within a second,
+/// instead of the documented refusal. Thread-local and relaxed captures run clean. So ordo begins
+/// its own captures in [`ThreadLocal`](Self::ThreadLocal) mode wherever global mode is not the
+/// point ([`CacheOptions::default`](super::CacheOptions)); a capture ordo begins in global mode
+/// holds a process-wide lock (no two of them overlap; see [`capture_fence`](super::capture_fence));
+/// and every API that lets the caller choose global mode asks the rest in its `# Safety` section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CaptureMode {
-    /// Refuses potentially unsafe calls from any thread while any global capture runs.
+    /// Refuses potentially unsafe calls from any thread while the capture runs. Choosing it, the
+    /// caller owes, until the capture ends: no other thread of the process makes a capture-unsafe
+    /// call (synchronises a stream, event or device; instantiates, uploads or destroys an
+    /// executable graph; `cudaMalloc`, `cudaFree`, `cudaHostAlloc`, `cudaFreeHost`; a blocking or
+    /// pageable copy; drops a [`PinnedBuffer`](crate::PinnedBuffer)), except under a
+    /// [`capture_fence`](super::capture_fence), and none begins a global-mode capture other than
+    /// through ordo (ordo's own wait for each other). Without the `std` feature ordo has no lock:
+    /// no other global-mode capture may be open at all.
     Global,
-    /// Refuses them from this thread only.
+    /// Refuses them from the capturing thread only: ordo's default.
     ThreadLocal,
     /// Refuses nothing: the caller vouches for every call made meanwhile.
     Relaxed,
@@ -35,6 +57,73 @@ impl CaptureMode {
             CaptureMode::ThreadLocal => sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal,
             CaptureMode::Relaxed => sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed,
         }
+    }
+}
+
+/// Captures ordo has begun and not yet ended, in every mode, on every thread.
+static OPEN_CAPTURES: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether a capture ordo began is open now, on any thread (a snapshot: another may begin or end
+/// right after).
+pub(crate) fn captures_open() -> bool {
+    OPEN_CAPTURES.load(Ordering::Acquire) > 0
+}
+
+#[cfg(feature = "std")]
+type GlobalHold = Option<super::global_lock::GlobalCapture>;
+#[cfg(not(feature = "std"))]
+type GlobalHold = ();
+
+/// A capture ordo has begun: counted open, and holding the global-capture lock when in global
+/// mode, until dropped (after the capture has ended).
+struct Opened {
+    global: GlobalHold,
+}
+
+/// Begins a capture on `stream` in `mode` through `begin` (the CUDA call), with the global-capture
+/// lock taken first for a global-mode capture (`call` names the capture in the lock's error).
+fn open(
+    stream: StreamRef<'_>,
+    mode: CaptureMode,
+    call: &'static str,
+    begin: impl FnOnce(StreamRef<'_>, sys::cudaStreamCaptureMode) -> Result<()>,
+) -> Result<Opened> {
+    #[cfg(feature = "std")]
+    let global = match mode {
+        CaptureMode::Global => Some(super::global_lock::exclusive(call)?),
+        CaptureMode::ThreadLocal | CaptureMode::Relaxed => None,
+    };
+    #[cfg(not(feature = "std"))]
+    let global = {
+        let _ = call;
+    };
+    begin(stream, mode.to_raw())?;
+    OPEN_CAPTURES.fetch_add(1, Ordering::AcqRel);
+    Ok(Opened { global })
+}
+
+impl Opened {
+    /// Keeps the capture counted open, and the lock held, past this value, for a capture that
+    /// [`StreamRef::end_capture`] ends (it undoes both).
+    fn keep_until_end(mut self, stream: StreamRef<'_>) {
+        #[cfg(feature = "std")]
+        if let Some(global) = self.global.take() {
+            global.keep_until_end(stream.as_raw() as usize);
+        }
+        #[cfg(not(feature = "std"))]
+        let _ = (stream, &mut self.global);
+        core::mem::forget(self);
+    }
+}
+
+/// One capture fewer open (saturating: a count broken by a contract breach stays a count).
+fn closed() {
+    let _ = OPEN_CAPTURES.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+}
+
+impl Drop for Opened {
+    fn drop(&mut self) {
+        closed();
     }
 }
 
@@ -111,10 +200,18 @@ impl<'a> StreamRef<'a> {
     /// [`end_capture`](Self::end_capture) (so the graph CUDA returns has exactly one owner);
     /// (3) every buffer allocated on the stream (or on a stream that joined the capture) while it
     /// captures is used only by captured work and dropped before the capture ends: no lifetime
-    /// enforces this here, as the handle [`capture`] gives its function does.
+    /// enforces this here, as the handle [`capture`] gives its function does; (4) in
+    /// [`CaptureMode::Global`], what that mode asks of the other threads until the capture ends;
+    /// (5) the capture is ended with [`end_capture`](Self::end_capture) on the thread that began
+    /// it: a global-mode capture holds the process-wide global-capture lock until then, and every
+    /// other global-mode capture of ordo's waits for it.
     pub unsafe fn begin_capture(self, mode: CaptureMode) -> Result<()> {
-        // SAFETY: a live stream; the capture's contract is forwarded to the caller.
-        cuda_call!(unsafe { sys::cudaStreamBeginCapture(self.as_raw(), mode.to_raw()) })
+        let opened = open(self, mode, "StreamRef::begin_capture", |s, m| {
+            // SAFETY: a live stream; the capture's contract is forwarded to the caller.
+            cuda_call!(unsafe { sys::cudaStreamBeginCapture(s.as_raw(), m) })
+        })?;
+        opened.keep_until_end(self);
+        Ok(())
     }
 
     /// Ends the capture and returns the graph (`cudaStreamEndCapture`). A capture invalidated by an
@@ -130,6 +227,9 @@ impl<'a> StreamRef<'a> {
     /// The contract of `begin_capture` still covers every replay of the returned graph.
     pub unsafe fn end_capture(self) -> Result<Graph> {
         let (code, raw) = end_raw(self);
+        closed();
+        #[cfg(feature = "std")]
+        super::global_lock::release_begun(self.as_raw() as usize);
         let graph = owned_if_ended(code, raw);
         check(code, "cudaStreamEndCapture")?;
         graph.ok_or_else(|| crate::error::null_handle("cudaStreamEndCapture"))
@@ -249,6 +349,10 @@ fn end_raw(stream: StreamRef<'_>) -> (sys::cudaError_t, sys::cudaGraph_t) {
 ///    stream that joined the capture (by waiting on an event recorded in it) the caller owes the
 ///    same: it is used only by captured work and dropped (its free captured) before the capture
 ///    ends.
+/// 4. **In [`CaptureMode::Global`], the other threads keep out** until the capture ends: no other
+///    thread makes a capture-unsafe call except under a [`capture_fence`](super::capture_fence),
+///    and none begins a global-mode capture other than through ordo (the list is at
+///    [`CaptureMode::Global`]; CUDA 13.0 on driver 580 crashes the process otherwise).
 ///
 /// [`GraphExec`]: super::GraphExec
 /// [`GraphExec::update`]: super::GraphExec::update
@@ -259,8 +363,11 @@ pub unsafe fn capture<F>(stream: StreamRef<'_>, mode: CaptureMode, f: F) -> Resu
 where
     F: FnOnce(StreamRef<'_>) -> Result<()>,
 {
-    // SAFETY: the capture's contract is forwarded to the caller; `scope` ends it.
-    unsafe { stream.begin_capture(mode)? };
+    let _opened = open(stream, mode, "capture", |s, m| {
+        // SAFETY: a live stream; the capture's contract is forwarded to the caller; `scope` ends
+        // it, before `_opened` (declared first) lets the lock go.
+        cuda_call!(unsafe { sys::cudaStreamBeginCapture(s.as_raw(), m) })
+    })?;
     let mut scope = NewCapture { stream, open: true };
     let body = f(stream);
     let (code, raw) = scope.end();
@@ -328,21 +435,16 @@ where
     let before = graph.try_clone()?;
     // CUDA reads no dependency array for a zero count; pass null rather than a dangling pointer.
     let deps = if leaves.is_empty() { core::ptr::null() } else { leaves.as_ptr() };
-    // SAFETY: live handles; `deps` holds `leaves.len()` nodes of `graph`; default edges. The
-    // capture's contract is forwarded to the caller; `scope` ends it.
-    check(
-        unsafe {
-            sys::stream_begin_capture_to_graph(
-                stream.as_raw(),
-                graph.as_raw(),
-                deps,
-                core::ptr::null(),
-                leaves.len(),
-                mode.to_raw(),
-            )
-        },
-        "cudaStreamBeginCaptureToGraph",
-    )?;
+    let target = graph.as_raw();
+    let _opened = open(stream, mode, "capture_into", |s, m| {
+        // SAFETY: live handles; `deps` holds `leaves.len()` nodes of `graph`; default edges. The
+        // capture's contract is forwarded to the caller; `scope` ends it, before `_opened`
+        // (declared first) lets the lock go.
+        check(
+            unsafe { sys::stream_begin_capture_to_graph(s.as_raw(), target, deps, core::ptr::null(), leaves.len(), m) },
+            "cudaStreamBeginCaptureToGraph",
+        )
+    })?;
     let mut scope = IntoCapture { stream, graph, before: Some(before) };
     let body = f(stream);
     let ended = scope.finish(body.is_ok());
@@ -397,5 +499,31 @@ impl Drop for IntoCapture<'_, '_> {
         if let Err(e) = self.finish(false) {
             crate::error::record_drop_error_value(e);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::string::ToString;
+
+    /// While a capture ordo began is open, a synchronise of the legacy stream is refused before
+    /// CUDA is called (the CUDA defect it avoids needs a GPU; the refusal does not). Other
+    /// streams are not affected. The count is raised by hand: without a driver no capture begins.
+    #[test]
+    fn the_legacy_stream_is_refused_while_an_ordo_capture_is_open() {
+        OPEN_CAPTURES.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: used on this thread only, current device unchanged; no other thread captures.
+        let legacy = unsafe { StreamRef::legacy_default() };
+        let e = legacy.synchronize().unwrap_err();
+        assert!(e.cuda_code().is_none(), "refused before CUDA: {e}");
+        assert!(e.to_string().contains("legacy default stream"), "{e}");
+        assert!(legacy.is_capturing().is_err());
+        // SAFETY: as above.
+        let per_thread = unsafe { StreamRef::per_thread_default() };
+        if let Err(e) = per_thread.synchronize() {
+            assert!(e.cuda_code().is_some(), "only the legacy stream is refused: {e}");
+        }
+        closed();
     }
 }

@@ -13,6 +13,10 @@
 //! - [`Graph`]: a graph of captured work, its nodes and edges, instantiation;
 //! - [`GraphExec`]: an executable graph: launch, update, upload;
 //! - [`Node`], [`KernelNode`], [`MemcpyNode`], [`Edge`]: what a graph holds;
+//! - [`cache`]: [`GraphCache`], a graph per batch-size bucket, as inference engines keep them;
+//! - [`capture_fence`]: the process-wide lock that keeps ordo's global-mode captures apart, and
+//!   capture-unsafe work out of them (CUDA 13.0 on driver 580 crashes otherwise: see
+//!   [`CaptureMode::Global`]);
 //! - [`Graph::add_conditional_node`], [`ConditionalKind`], [`Bodies`], [`BodyGraph`],
 //!   [`ConditionalHandle`]: conditional nodes whose condition kernels set on the device (CUDA 12.3
 //!   and later, which every supported toolkit is; IF/ELSE and SWITCH 12.8 and later), their bodies
@@ -25,20 +29,30 @@
 //!
 //! [`StreamRef::capture_conditional`]: crate::stream::StreamRef::capture_conditional
 
+#[cfg(feature = "alloc")]
+pub mod cache;
 mod capture;
 mod conditional;
 mod exec;
+#[cfg(feature = "std")]
+mod global_lock;
 mod node;
 mod template;
 #[cfg(feature = "std")]
 pub(crate) mod user_object;
 
 #[cfg(feature = "alloc")]
+pub use cache::{CacheOptions, GraphCache, Overflow};
+
+#[cfg(feature = "alloc")]
 pub use capture::capture_into;
+pub(crate) use capture::captures_open;
 pub use capture::{capture, CaptureMode, CaptureStatus};
 #[cfg(feature = "std")]
 pub(crate) use capture::{capture_target, invalidated, CaptureTarget};
 pub use conditional::{Bodies, BodyGraph, BodyIter, ConditionalHandle, ConditionalKind};
 pub use exec::{GraphExec, InstantiateFlags, UpdateNodes, UpdateOutcome};
+#[cfg(feature = "std")]
+pub use global_lock::{capture_fence, CaptureFence};
 pub use node::{Edge, KernelNode, LinearCopy, MemcpyNode, MemsetParams, Node, NodeKind};
 pub use template::Graph;

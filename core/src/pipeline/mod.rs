@@ -28,11 +28,16 @@
 //! each stage, so that the caller can read each chunk's stage times afterwards.
 //!
 //! The model that plans the chunk count ([`predict_ms`], [`choose_plan`]) is in `pipeline/model.rs`;
-//! its items are re-exported here.
+//! its items are re-exported here. [`PipelinePool`] (`pipeline/pool.rs`, with `std`) keeps
+//! pipelines for callers that run from several threads and inside captures.
 
 mod model;
+#[cfg(feature = "std")]
+mod pool;
 
 pub use model::*;
+#[cfg(feature = "std")]
+pub use pool::{orphaned_pipelines, PipelinePool, PoolLimits, PoolSettings, PooledPipeline};
 
 use crate::device::Device;
 use crate::error::{Error, Result, UsageKind};

@@ -3,7 +3,7 @@
 //! (`ncclCommGetAsyncError`) and its end (`ncclCommDestroy`, `ncclCommAbort`).
 
 use super::api::{RawComm, RawConfig, Status, CONFIG_UNDEF_INT, INTERNAL_ERROR, IN_PROGRESS, SPLIT_NOCOLOR, SUCCESS};
-use super::error::{nccl_error, timeout};
+use super::error::nccl_error;
 use super::{Nccl, UniqueId};
 use core::cell::Cell;
 use core::ffi::c_int;
@@ -262,12 +262,11 @@ impl Communicator {
 
     /// Waits until no call of a non-blocking communicator is running in the background.
     fn wait_done(&self) -> Result<()> {
-        let mut pause = Duration::from_micros(20);
-        while self.state()? == CommState::InProgress {
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(2));
-        }
-        Ok(())
+        poll_with_backoff(
+            Duration::MAX,
+            "Communicator::split",
+            || Ok((self.state()? == CommState::Ready).then_some(())),
+        )
     }
 
     fn learn_ranks(&self) -> Result<()> {
@@ -341,18 +340,7 @@ impl Communicator {
     /// background ([`state`](Self::state) is `Ready`), polling; an error of the communicator, or
     /// `ncclTimeout` once `timeout` has passed.
     pub fn wait_ready(&self, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now().checked_add(timeout);
-        let mut pause = Duration::from_micros(20);
-        loop {
-            if self.state()? == CommState::Ready {
-                return Ok(());
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(super::error::timeout("Communicator::wait_ready"));
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(2));
-        }
+        poll_with_backoff(timeout, "Communicator::wait_ready", || Ok((self.state()? == CommState::Ready).then_some(())))
     }
 
     /// Waits on the host until the work enqueued so far on `stream` has completed, without
@@ -371,19 +359,10 @@ impl Communicator {
                 "the stream is capturing: a host wait cannot be captured",
             ));
         }
-        let deadline = Instant::now().checked_add(timeout);
-        let mut pause = Duration::from_micros(20);
-        loop {
+        poll_with_backoff(timeout, "Communicator::wait", || {
             self.state()?;
-            if stream.query()? == StreamStatus::Ready {
-                return Ok(());
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(timeout_error());
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(2));
-        }
+            Ok((stream.query()? == StreamStatus::Ready).then_some(()))
+        })
     }
 
     /// Aborts the communicator (`ncclCommAbort`): stops its work still running on the device and
@@ -407,8 +386,28 @@ impl Communicator {
     }
 }
 
-fn timeout_error() -> Error {
-    timeout("Communicator::wait")
+/// Polls `step` until it gives an answer (`Ok(Some(_))`) or fails, sleeping between polls (20 us,
+/// doubling up to 2 ms): the one wait loop of ordo's NCCL code, the C ABI's included. Once
+/// `timeout` has passed since the first poll (`Duration::MAX`: never), `ncclTimeout` naming
+/// `call` (see [`is_timeout`](super::is_timeout)). A step takes whatever lock it needs for its own
+/// poll only, so that other threads' calls (an abort) get in between two polls.
+pub fn poll_with_backoff<T, E: From<Error>>(
+    timeout: Duration,
+    call: &'static str,
+    mut step: impl FnMut() -> core::result::Result<Option<T>, E>,
+) -> core::result::Result<T, E> {
+    let deadline = Instant::now().checked_add(timeout);
+    let mut pause = Duration::from_micros(20);
+    loop {
+        if let Some(answer) = step()? {
+            return Ok(answer);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(super::error::timeout(call).into());
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(2));
+    }
 }
 
 impl Drop for Communicator {

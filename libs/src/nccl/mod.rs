@@ -68,11 +68,11 @@ mod types;
 
 pub use all::Communicators;
 pub use api::UNIQUE_ID_BYTES;
-pub use comm::{CommConfig, CommState, Communicator};
+pub use comm::{poll_with_backoff, CommConfig, CommState, Communicator};
 pub use error::{is_timeout, status_name, timeout as timeout_error};
 pub use group::Group;
 pub use id::UniqueId;
-pub use types::{Bf16, DataType, NcclType, ReduceOp, F16};
+pub use types::{Bf16, DataType, ForEachType, NcclType, ReduceOp, F16};
 
 use crate::dl::Library;
 use api::{Api, RawUniqueId, SUCCESS};

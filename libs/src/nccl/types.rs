@@ -1,5 +1,6 @@
 //! The element types NCCL reduces and moves (a sealed trait), the half-precision types as bits,
-//! and the reduction operations.
+//! and the reduction operations: the one table of NCCL's values and the Rust types they stand for
+//! (`nccl_types!` below), which the C ABI's dispatch uses too ([`DataType::dispatch`]).
 
 use core::ffi::c_int;
 use ordo_cuda_core::DeviceCopy;
@@ -37,6 +38,11 @@ impl DataType {
         self as c_int
     }
 
+    /// The type of NCCL's value `raw`, or `None` for a value NCCL does not define.
+    pub fn from_raw(raw: c_int) -> Option<DataType> {
+        DataType::ALL.into_iter().find(|d| d.raw() == raw)
+    }
+
     /// Bytes of one element.
     pub const fn size(self) -> usize {
         match self {
@@ -65,10 +71,19 @@ pub enum ReduceOp {
 }
 
 impl ReduceOp {
+    /// Every operation, in NCCL's order.
+    pub const ALL: [ReduceOp; 5] = [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min, ReduceOp::Avg];
+
     /// NCCL's value.
     #[inline(always)]
     pub const fn raw(self) -> c_int {
         self as c_int
+    }
+
+    /// The operation of NCCL's value `raw`, or `None` for a value NCCL does not define here (a
+    /// user-defined operation among them).
+    pub fn from_raw(raw: c_int) -> Option<ReduceOp> {
+        ReduceOp::ALL.into_iter().find(|op| op.raw() == raw)
     }
 }
 
@@ -82,13 +97,40 @@ pub trait NcclType: DeviceCopy + sealed::Sealed {
     const DATA_TYPE: DataType;
 }
 
-macro_rules! nccl_type {
-    ($($t:ty => $d:ident),* $(,)?) => { $(
-        impl sealed::Sealed for $t {}
-        impl NcclType for $t {
-            const DATA_TYPE: DataType = DataType::$d;
+/// Code generic over NCCL's element types, run for the Rust type a [`DataType`] stands for
+/// ([`DataType::dispatch`]): how a value that names its type at run time (a C caller's `dtype`)
+/// reaches a typed call.
+pub trait ForEachType {
+    /// What the code returns.
+    type Output;
+    /// Runs the code for `T`.
+    fn run<T: NcclType>(self) -> Self::Output;
+}
+
+/// The table: each Rust type and the [`DataType`] it is. It writes the `NcclType` impls,
+/// [`DataType::ALL`] and [`DataType::dispatch`] from one list, so they cannot disagree (the match
+/// in `dispatch` must name every variant).
+macro_rules! nccl_types {
+    ($($t:ty => $d:ident),* $(,)?) => {
+        $(
+            impl sealed::Sealed for $t {}
+            impl NcclType for $t {
+                const DATA_TYPE: DataType = DataType::$d;
+            }
+        )*
+
+        impl DataType {
+            /// Every element type, in NCCL's order.
+            pub const ALL: [DataType; [$(DataType::$d),*].len()] = [$(DataType::$d),*];
+
+            /// Runs `code` for the Rust type this element type stands for.
+            pub fn dispatch<C: ForEachType>(self, code: C) -> C::Output {
+                match self {
+                    $(DataType::$d => code.run::<$t>(),)*
+                }
+            }
         }
-    )* };
+    };
 }
 
 /// An IEEE half-precision number (`__half`), as its bits.
@@ -106,7 +148,7 @@ unsafe impl DeviceCopy for F16 {}
 // SAFETY: as above.
 unsafe impl DeviceCopy for Bf16 {}
 
-nccl_type!(i8 => I8, u8 => U8, i32 => I32, u32 => U32, i64 => I64, u64 => U64, F16 => F16, f32 => F32, f64 => F64, Bf16 => Bf16);
+nccl_types!(i8 => I8, u8 => U8, i32 => I32, u32 => U32, i64 => I64, u64 => U64, F16 => F16, f32 => F32, f64 => F64, Bf16 => Bf16);
 
 /// Rounds away the low `shift` bits of `m` to the nearest, ties to even.
 fn round_shift(m: u32, shift: u32) -> u32 {
@@ -229,5 +271,30 @@ mod tests {
         assert_eq!(<f64 as NcclType>::DATA_TYPE.size(), 8);
         assert_eq!(ReduceOp::Avg.raw(), 4);
         assert_eq!(ReduceOp::Min.raw(), 3);
+    }
+
+    #[test]
+    fn raw_values_come_back_as_their_types_and_dispatch_to_them() {
+        struct Size;
+        impl ForEachType for Size {
+            type Output = (usize, DataType);
+            fn run<T: NcclType>(self) -> (usize, DataType) {
+                (core::mem::size_of::<T>(), T::DATA_TYPE)
+            }
+        }
+        for (i, d) in DataType::ALL.into_iter().enumerate() {
+            assert_eq!(d.raw(), i as c_int, "NCCL's values run 0..");
+            assert_eq!(DataType::from_raw(d.raw()), Some(d));
+            assert_eq!(d.dispatch(Size), (d.size(), d), "{d:?}");
+        }
+        assert_eq!(DataType::ALL.len(), 10);
+        for raw in [-1, 10, c_int::MAX, c_int::MIN] {
+            assert_eq!(DataType::from_raw(raw), None);
+        }
+        for op in ReduceOp::ALL {
+            assert_eq!(ReduceOp::from_raw(op.raw()), Some(op));
+        }
+        assert_eq!(ReduceOp::from_raw(5), None);
+        assert_eq!(ReduceOp::from_raw(-1), None);
     }
 }

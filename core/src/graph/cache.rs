@@ -6,9 +6,16 @@
 //! largest bucket to the smallest (allocations the body makes reach their largest size first); an
 //! optional warm-up run of the body before each capture ([`CacheOptions::warmup`]: lazy
 //! initialisation, such as a library's workspace, happens outside the capture); the capture mode
-//! is the caller's ([`CacheOptions::mode`]: global by default, thread-local for servers whose other
-//! threads allocate meanwhile); the size-to-bucket lookup is a table, one load, for buckets up to
+//! is the caller's ([`CacheOptions::mode`]: thread-local by default, as PyTorch's graph capture
+//! defaults to; global mode only with the other threads kept out, see
+//! [`CaptureMode::Global`]); the size-to-bucket lookup is a table, one load, for buckets up to
 //! [`TABLE_MAX`].
+//!
+//! Threads: a cache is one value, used by one thread at a time (`&mut self`); several caches run
+//! on several threads at once. Each cache instantiates, uploads and destroys its graphs under a
+//! [`capture_fence`](crate::graph::capture_fence) (with the `std` feature), so that this
+//! capture-unsafe work never overlaps a global-mode capture ordo began on another thread: caches in
+//! global mode on several threads are kept apart by the global-capture lock and those fences.
 //!
 //! Memory: what a body allocates on the capturing stream (`cudaMallocAsync`, a
 //! [`DeviceBuffer`](crate::DeviceBuffer)) becomes allocation and free nodes of its bucket's graph,
@@ -35,8 +42,10 @@ pub enum Overflow {
 /// How a [`GraphCache`] captures its buckets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheOptions {
-    /// The capture mode (default [`CaptureMode::Global`], in which a hidden synchronise in the
-    /// body makes the capture fail, cleanly).
+    /// The capture mode (default [`CaptureMode::ThreadLocal`]: a hidden synchronise in the body
+    /// makes the capture fail, cleanly, and other threads' calls are not the capture's business).
+    /// [`CaptureMode::Global`] also refuses other threads' capture-unsafe calls, and asks the
+    /// caller to keep them out (see [`GraphCache::with_options`]).
     pub mode: CaptureMode,
     /// Run the body once, eagerly (not captured), on the capture's stream before each capture:
     /// its work runs as an ordinary run of that bucket would (default false).
@@ -47,9 +56,18 @@ pub struct CacheOptions {
 
 impl Default for CacheOptions {
     fn default() -> CacheOptions {
-        CacheOptions { mode: CaptureMode::Global, warmup: false, instantiate: InstantiateFlags::empty() }
+        CacheOptions { mode: CaptureMode::ThreadLocal, warmup: false, instantiate: InstantiateFlags::empty() }
     }
 }
+
+/// A [`capture_fence`](crate::graph::capture_fence) where the lock exists (the `std` feature).
+#[cfg(feature = "std")]
+fn fence() -> crate::graph::CaptureFence {
+    crate::graph::capture_fence()
+}
+
+#[cfg(not(feature = "std"))]
+fn fence() {}
 
 /// The largest bucket for which the size-to-bucket lookup is a table (one `u32` a size); larger
 /// bucket lists are searched (a binary search over the buckets).
@@ -88,7 +106,7 @@ where
     F: FnMut(StreamRef<'_>, usize) -> Result<()>,
 {
     /// A cache over `buckets` (strictly increasing, non-zero; a clear error otherwise) with the
-    /// default [`CacheOptions`]: global-mode captures, no warm-up, no instantiate flags.
+    /// default [`CacheOptions`]: thread-local captures, no warm-up, no instantiate flags.
     ///
     /// # Safety
     /// As [`with_options`](Self::with_options).
@@ -109,7 +127,12 @@ where
     /// `capture_all` captures on a stream, nothing else uses that stream and nothing but the
     /// cache ends the capture. Host functions and staging slots `body` enqueues are owned by the
     /// graphs (see [`capture`]). With [`CaptureMode::Relaxed`] the caller also vouches that no
-    /// capture-unsafe call is made meanwhile (see [`CaptureMode`]).
+    /// capture-unsafe call is made meanwhile (see [`CaptureMode`]). With [`CaptureMode::Global`],
+    /// while `run` or `capture_all` captures (the first run of each bucket), no other thread of the
+    /// process makes a capture-unsafe call except under a
+    /// [`capture_fence`](crate::graph::capture_fence) (other graph caches' own work is fenced) and
+    /// none begins a global-mode capture other than through ordo: CUDA 13.0 on driver 580 crashes
+    /// the process otherwise (see [`CaptureMode::Global`]).
     pub unsafe fn with_options(
         buckets: Vec<usize>,
         overflow: Overflow,
@@ -178,7 +201,11 @@ where
             }
             // SAFETY: the contract of `GraphCache::new` is this capture's, for every later `run`.
             let graph = unsafe { capture(stream, self.options.mode, |s| body(s, bucket))? };
+            // Capture-unsafe work, outside every global-mode capture ordo began; the graph is
+            // destroyed inside the fence too.
+            let _fence = fence();
             let exec = graph.instantiate(self.options.instantiate)?;
+            drop(graph);
             exec.upload(stream)?;
             self.execs[i] = Some(exec);
         }
@@ -216,6 +243,17 @@ where
                     Ok(n)
                 }
             },
+        }
+    }
+}
+
+impl<F> Drop for GraphCache<F> {
+    /// Destroys the executable graphs under a fence (capture-unsafe work, kept out of every
+    /// global-mode capture ordo began); the body is dropped after.
+    fn drop(&mut self) {
+        if self.execs.iter().any(Option::is_some) {
+            let _fence = fence();
+            self.execs.clear();
         }
     }
 }
