@@ -105,6 +105,9 @@ macro_rules! cuda_call {
 mod handle;
 
 #[cfg(feature = "std")]
+mod callback;
+
+#[cfg(feature = "std")]
 pub mod context;
 pub mod device;
 #[cfg(cuda_12_8)]
