@@ -382,7 +382,7 @@ impl Graph {
     /// (priority, cluster and preferred cluster dimensions, cooperative, memory-synchronisation
     /// domain), after the checks [`Kernel::launch`] makes (a cooperative grid must fit the calling
     /// thread's current device at once); PDL and the programmatic and launch-completion events
-    /// are refused with a usage error naming them (see the [module docs](self)). The argument
+    /// are refused with a usage error naming them (see the [`graph`](super) module). The argument
     /// values are copied during the call, and nothing allocates. Unlike a capture, this works on
     /// a graph that already holds conditional nodes or handles.
     ///
@@ -550,6 +550,70 @@ mod tests {
         for (w, h) in [(0, 1), (1, 0)] {
             let e = memset(4, w, h).to_raw("t").unwrap_err();
             assert!(e.to_string().contains("at least one element"), "{e}");
+        }
+    }
+
+    fn event() -> crate::launch::LaunchEvent {
+        crate::launch::LaunchEvent::from_raw(NonNull::dangling().as_ptr()).unwrap()
+    }
+
+    /// A kernel node added by hand refuses, before CUDA, each attribute CUDA keeps only on
+    /// launches, naming it (the events were dropped without a word before).
+    #[test]
+    fn a_new_kernel_node_refuses_launch_only_attributes_by_name() {
+        let kernel = NonNull::<c_void>::dangling().as_ptr().cast_const();
+        let base = LaunchConfig::new(4, 32);
+        let mut programmatic = base;
+        programmatic.programmatic_event =
+            Some(crate::launch::ProgrammaticEvent { event: event(), trigger_at_block_start: false });
+        let mut completion = base;
+        completion.launch_completion_event = Some(event());
+        for (config, name) in [
+            (base.with_pdl(true), "cudaLaunchAttributeProgrammaticStreamSerialization"),
+            (programmatic, "cudaLaunchAttributeProgrammaticEvent"),
+            (completion, "cudaLaunchAttributeLaunchCompletionEvent"),
+            (base.with_priority(0).with_pdl(true), "cudaLaunchAttributeProgrammaticStreamSerialization"),
+        ] {
+            let e = check_new_node(kernel, &config, "t").unwrap_err();
+            assert!(
+                matches!(&e, Error::Usage(u) if u.kind == crate::UsageKind::NotSupported && u.call == "t"),
+                "{e:?}"
+            );
+            assert!(e.to_string().contains(name), "{e}");
+        }
+        // Kept on nodes, no device needed to check: let through.
+        for config in [
+            base.with_priority(0),
+            base.with_cluster(2),
+            base.with_mem_sync_domain(crate::launch::MemSyncDomain::Remote),
+        ] {
+            check_new_node(kernel, &config, "t").unwrap();
+        }
+        assert!(check_new_node(kernel, &LaunchConfig::new(0, 32), "t").is_err(), "validated first");
+    }
+
+    /// New arguments for an executable graph's kernel node refuse every attribute, naming it,
+    /// before the node or CUDA is asked anything (cooperative, the domain and the events were
+    /// dropped without a word before).
+    #[test]
+    fn new_arguments_for_an_executable_graphs_node_refuse_every_attribute_by_name() {
+        let kernel = NonNull::<c_void>::dangling().as_ptr().cast_const();
+        // Never touched: every configuration here is refused first.
+        let node = Node::new(NonNull::dangling());
+        let base = LaunchConfig::new(4, 32);
+        let mut completion = base;
+        completion.launch_completion_event = Some(event());
+        for (config, name) in [
+            (base.with_pdl(true), "cudaLaunchAttributeProgrammaticStreamSerialization"),
+            (base.with_priority(-1), "cudaLaunchAttributePriority"),
+            (base.with_cluster(2), "cudaLaunchAttributeClusterDimension"),
+            (base.with_cooperative(true), "cudaLaunchAttributeCooperative"),
+            (base.with_mem_sync_domain(crate::launch::MemSyncDomain::Remote), "cudaLaunchAttributeMemSyncDomain"),
+            (completion, "cudaLaunchAttributeLaunchCompletionEvent"),
+        ] {
+            let e = exec_kernel_node_params(node, kernel, &config, core::ptr::null_mut(), "t").unwrap_err();
+            assert!(matches!(&e, Error::Usage(u) if u.call == "t"), "{e:?}");
+            assert!(e.to_string().contains(name), "{e}");
         }
     }
 }

@@ -1,16 +1,16 @@
 //! Launch attributes: what each field of a [`LaunchConfig`] that is not grid, block or shared
 //! memory becomes in CUDA (`cudaLaunchAttribute`), and whether a graph's kernel node can keep it.
 //!
-//! Every attribute is described once, in [`Attribute::describe`]: its CUDA id and value, its name
+//! Every attribute is described once, in `Attribute::describe`: its CUDA id and value, its name
 //! in errors, and whether CUDA keeps it on a kernel node (`cudaGraphKernelNodeSetAttribute`:
 //! priority, cluster and preferred cluster dimensions, cooperative, memory-synchronisation
 //! domain) or only on launches (PDL, which a graph holds as a programmatic edge instead, and the
-//! two events). A launch writes them into an array on the stack ([`Attributes`]); a kernel node
+//! two events). A launch writes them into an array on the stack (`Attributes`); a kernel node
 //! added by hand gets the node attributes set on it and refuses the others by name; an executable
 //! graph's kernel node keeps its attributes, so a new configuration for it carries none.
 //!
 //! Adding an attribute: a field and a builder in [`LaunchConfig`], then a variant, its arm in
-//! [`Attribute::describe`] and its line in [`LaunchConfig::for_each_attribute`], here.
+//! `Attribute::describe` and its line in `LaunchConfig::for_each_attribute`, here.
 
 use super::config::{Dim3, LaunchConfig};
 use core::ffi::{c_int, c_uint};

@@ -3,7 +3,7 @@
 //! Built against CUDA 12.8 or later headers (`cudaGetDriverEntryPointByVersion` came in 12.5).
 //!
 //! - [`Kernel::launch`] and [`launch_raw`](super::launch_raw) launch this way by default: the
-//!   kernel's `CUkernel`, resolved once for the process ([`resolved`](super::resolved)), launched
+//!   kernel's `CUkernel`, resolved once for the process (a lock-free table from kernel address to handle), launched
 //!   in the context of the stream (one handle serves every device). Where the driver path is not
 //!   there (no `cuLaunchKernelEx`, a kernel that cannot be resolved) or the driver refuses the
 //!   launch, the launch is made through the runtime (`cudaLaunchKernelExC`) instead: it then

@@ -134,8 +134,8 @@ impl<Args: KernelArgs> Kernel<Args> {
     /// by side, and for kernels of shared libraries that are unloaded and loaded again.
     ///
     /// # Safety
-    /// - Everything [`launch`](Self::launch) requires but that the kernel's code stays loaded
-    ///   after the kernel completes.
+    /// - Everything [`launch`](Self::launch) requires, except its obligation on the kernel's code
+    ///   staying loaded at its address after the kernel completes (this path keeps no handle).
     #[inline]
     pub unsafe fn launch_runtime(self, stream: StreamRef<'_>, config: &LaunchConfig, mut args: Args) -> Result<()> {
         let mut ptrs = args.arg_ptrs();
@@ -241,8 +241,8 @@ pub unsafe fn launch_raw(
 /// [`Kernel::launch_runtime`]).
 ///
 /// # Safety
-/// - Everything [`launch_raw`] requires but that the kernel's code stays loaded after the kernel
-///   completes.
+/// - Everything [`launch_raw`] requires, except its obligation on the kernel's code staying
+///   loaded at its address after the kernel completes (this path keeps no handle).
 #[inline]
 pub unsafe fn launch_raw_runtime(
     func: *const c_void,

@@ -12,7 +12,7 @@
 //! first launch rather than at the load, as CUDA's error either way.
 //!
 //! CUDA reads an image as far as the image itself says. So every image is checked by its kind
-//! before CUDA sees it ([`image`]): PTX is text up to a NUL inside the bytes given, with no magic
+//! before CUDA sees it: PTX is text up to a NUL inside the bytes given, with no magic
 //! of another format; a cubin's and a fatbin's declared sizes (headers, header tables, sections,
 //! entries) lie inside the bytes given; a fatbin wrapper and Tile IR are refused. PTX is then
 //! read only up to its NUL, so [`Library::from_ptx`] is safe. What lies inside a cubin's sections
@@ -83,7 +83,7 @@ impl Library {
     }
 
     /// Loads a cubin, a fatbin, or NUL-terminated PTX (`cudaLibraryLoadData`), after ordo's checks
-    /// of the image's kind and declared sizes ([`image`]): a usage error, before CUDA reads
+    /// of the image's kind and declared sizes (see the [module docs](self)): a usage error, before CUDA reads
     /// anything, for an image whose header, header tables, sections, entries or NUL lie past the
     /// bytes given, and for a fatbin wrapper, Tile IR, LLVM bitcode or an ELF that is no cubin.
     /// An image that is not 8-byte aligned is copied first (CUDA reads its headers in place).

@@ -262,7 +262,7 @@ impl<T: DeviceCopy> StagingRing<T> {
     /// without an origin (made by `from_raw_parts`) is ordered by its maker's contract.
     ///
     /// On a capturing stream the copy is captured instead, and the slot is given to the capture's
-    /// graph (see the [module documentation](self)): each replay copies the slot's contents to
+    /// graph (see the [module documentation](super)): each replay copies the slot's contents to
     /// `dst`, whose memory the capture's contract ([`capture`](crate::graph::capture)) keeps valid
     /// at every replay; no ordering with the origin is added inside a graph. On a stream whose
     /// capture was invalidated, nothing is enqueued.
