@@ -46,6 +46,9 @@ fn let_through(image: &[u8]) {
     }
 }
 
+/// A change to an image, and the words ordo's refusal of the changed image must contain.
+type Mutation = (&'static str, Box<dyn Fn(&mut Vec<u8>)>);
+
 fn put_u16(image: &mut [u8], at: usize, v: u16) {
     image[at..at + 2].copy_from_slice(&v.to_le_bytes());
 }
@@ -87,7 +90,7 @@ fn a_cubin_whose_sizes_lie_past_its_bytes_is_refused() {
     let (phnum, shnum, shstrndx) = (u16_at(&cubin, 56), u16_at(&cubin, 60), u16_at(&cubin, 62));
     assert!(phnum > 0 && shnum > 2 && shstrndx > 0, "the fixture has both tables");
     let len = cubin.len() as u64;
-    let mutations: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>)> = vec![
+    let mutations: Vec<Mutation> = vec![
         ("64-bit little-endian", Box::new(|c| c[4] = 1)),
         ("64-bit little-endian", Box::new(|c| c[5] = 2)),
         ("another machine", Box::new(|c| put_u16(c, 18, 62))),
@@ -136,7 +139,7 @@ fn a_fatbin_whose_sizes_lie_past_its_bytes_is_refused() {
         let header = u16_at(&fatbin, 6);
         let entry = header; // the first entry
         let entry_header = u32_at(&fatbin, entry + 4);
-        let mutations: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>)> = vec![
+        let mutations: Vec<Mutation> = vec![
             ("version other than 1", Box::new(|f| put_u16(f, 4, 2))),
             ("header size is under 16", Box::new(|f| put_u16(f, 6, 8))),
             (

@@ -232,9 +232,32 @@ pub unsafe fn launch_raw(
         if unsafe { super::driver::try_launch(func, stream, config, &mut attrs, args) } {
             return Ok(());
         }
+        // SAFETY: as above; nothing was launched.
+        unsafe { runtime_fallback(func, stream, config, &mut attrs, args) }
     }
-    // SAFETY: checked above; `attrs` are `config`'s; nothing was launched; the caller's contract.
-    unsafe { launch_runtime_checked(func, stream, config, &mut attrs, args) }
+    #[cfg(not(cuda_12_8))]
+    // SAFETY: checked above; `attrs` are `config`'s; the caller's contract.
+    unsafe {
+        launch_runtime_checked(func, stream, config, &mut attrs, args)
+    }
+}
+
+/// The runtime launch after the driver path could not launch, out of line.
+///
+/// # Safety
+/// As [`launch_runtime_checked`].
+#[cfg(cuda_12_8)]
+#[cold]
+#[inline(never)]
+unsafe fn runtime_fallback(
+    func: *const c_void,
+    stream: StreamRef<'_>,
+    config: &LaunchConfig,
+    attrs: &mut Attributes,
+    args: *mut *mut c_void,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { launch_runtime_checked(func, stream, config, attrs, args) }
 }
 
 /// As [`launch_raw`], always through the runtime's `cudaLaunchKernelExC` (see
