@@ -82,8 +82,9 @@ fn node_attributes_are_on_the_node() {
     let n = 65_536;
     let x = Rng(0x0a77_0000_0000_0001).f32s(n, -5.0, 5.0);
     let mut d = upload(&x, s);
-    let (low, _high) = Device::current().unwrap().stream_priority_range().unwrap();
-    let mut config = LaunchConfig::for_elements(n, 256).unwrap().with_priority(low);
+    // The greatest priority, so that the value read back is not the default (0).
+    let (_least, greatest) = Device::current().unwrap().stream_priority_range().unwrap();
+    let mut config = LaunchConfig::for_elements(n, 256).unwrap().with_priority(greatest);
     config = config.with_mem_sync_domain(MemSyncDomain::Remote);
     let clusters = Device::current().unwrap().compute_capability().unwrap().0 >= 9;
     if clusters {
@@ -94,7 +95,7 @@ fn node_attributes_are_on_the_node() {
     let node = unsafe { g.add_kernel_node(&[], kernel::add_one(), &config, (d.as_mut_ptr(), n as i32)) }.unwrap();
     // SAFETY: the members the ids fill.
     unsafe {
-        assert_eq!(attribute(node, Id::cudaLaunchAttributePriority).priority, low);
+        assert_eq!(attribute(node, Id::cudaLaunchAttributePriority).priority, greatest);
         assert_eq!(
             attribute(node, Id::cudaLaunchAttributeMemSyncDomain).memSyncDomain,
             sys::cudaLaunchMemSyncDomain::cudaLaunchMemSyncDomainRemote
@@ -109,9 +110,18 @@ fn node_attributes_are_on_the_node() {
     assert!(download(&d, s) == x.iter().map(|v| v + 1.0).collect::<Vec<_>>());
 }
 
+/// Nodes in `graph` (a graph or a conditional node's body).
+fn node_count(graph: sys::cudaGraph_t) -> usize {
+    let mut n = 0usize;
+    // SAFETY: a live graph; a null array asks for the count.
+    let code = unsafe { sys::cudaGraphGetNodes(graph, core::ptr::null_mut(), &mut n) };
+    assert_eq!(code, sys::cudaError::cudaSuccess);
+    n
+}
+
 /// PDL and the two events are for launches only: refused with an error naming them, by
 /// `Graph::add_kernel_node` and by `BodyGraph::add_kernel_node`, leaving no node. A body's node
-/// gets its attributes too.
+/// gets its attributes too (or, where CUDA refuses one in a body, CUDA's error and no node).
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn launch_only_attributes_are_refused_by_name() {
@@ -138,12 +148,24 @@ fn launch_only_attributes_are_refused_by_name() {
         assert!(matches!(e, Error::Usage(_)) && e.to_string().contains(name), "{e}");
     }
     assert_eq!(g.node_count().unwrap(), before);
+    assert_eq!(node_count(body.as_raw()), 0, "no node left in the body");
     let remote = base.with_mem_sync_domain(MemSyncDomain::Remote);
     // SAFETY: `d` holds 256 floats and outlives the graph's launch below.
-    let node = unsafe { body.add_kernel_node(&[], kernel::add_one(), &remote, (d.as_mut_ptr(), 256)) }.unwrap();
-    // SAFETY: the member the id fills.
-    let domain = unsafe { attribute(node, Id::cudaLaunchAttributeMemSyncDomain).memSyncDomain };
-    assert_eq!(domain, sys::cudaLaunchMemSyncDomain::cudaLaunchMemSyncDomainRemote);
+    match unsafe { body.add_kernel_node(&[], kernel::add_one(), &remote, (d.as_mut_ptr(), 256)) } {
+        Ok(node) => {
+            // SAFETY: the member the id fills.
+            let domain = unsafe { attribute(node, Id::cudaLaunchAttributeMemSyncDomain).memSyncDomain };
+            assert_eq!(domain, sys::cudaLaunchMemSyncDomain::cudaLaunchMemSyncDomainRemote);
+        }
+        Err(e) => {
+            println!("CUDA refuses the domain on a body's node: {e}");
+            assert!(matches!(e, Error::Cuda(_)), "{e}");
+            assert_eq!(node_count(body.as_raw()), 0, "the node was taken out again");
+            // SAFETY: as above.
+            unsafe { body.add_kernel_node(&[], kernel::add_one(), &base, (d.as_mut_ptr(), 256)) }.unwrap();
+        }
+    }
+    assert_eq!(node_count(body.as_raw()), 1);
     g.instantiate(InstantiateFlags::empty()).unwrap().launch(s).unwrap();
     assert_eq!(download(&d, s), vec![2.0f32; 256], "the IF body ran once (condition 1)");
 }
