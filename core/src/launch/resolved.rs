@@ -6,7 +6,8 @@
 //!
 //! - **Resolution** happens at a kernel's first launch through the driver path, with the calling
 //!   thread's capture mode relaxed for the query (another thread's global-mode capture is not
-//!   disturbed). `cudaGetKernel` loads the kernel's module where CUDA loads lazily. A failed
+//!   disturbed). The handle belongs to no context: the driver loads the kernel into a context at
+//!   its first launch there, as it does for the runtime's own launches. A failed
 //!   resolution is not remembered: that launch, and the next ones until one succeeds, go through
 //!   the runtime, which reports its own error for an address that is no kernel.
 //! - **Kernels of a [`Library`](crate::library::Library)** are `CUkernel`s already: they are
@@ -15,7 +16,8 @@
 //!   is launched through the runtime, as before the table existed.
 //! - **For the life of the process**: entries are never removed. A `CUkernel` stays valid while
 //!   its module is loaded, which for a kernel linked into the program is the life of the program
-//!   (a `cudaDeviceReset` unloads no module: the runtime's modules are context-independent). The
+//!   (a `cudaDeviceReset` destroys a context, not the runtime's context-independent modules:
+//!   the GPU test `launch_after_reset` launches through the same handles after resets). The
 //!   exception is a shared library holding kernels that is unloaded (`dlclose`) and another kernel
 //!   then found at the same address: [`Kernel::launch`](super::Kernel::launch)'s contract rules
 //!   it out, and [`Kernel::launch_runtime`](super::Kernel::launch_runtime) is the launch for such
