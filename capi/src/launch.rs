@@ -102,10 +102,15 @@ fn launch_config(c: &OrdoLaunchConfig) -> Result<LaunchConfig, super::status::Fa
 /// the device holds at once, a cooperative launch with clusters) is `ORDO_ERROR_INVALID_ARGUMENT`
 /// before CUDA is called; CUDA's own launch errors come back as its codes. Capturable.
 ///
+/// Launched through the driver's `cuLaunchKernelEx` with the kernel's handle resolved once for
+/// the process, or through the runtime where that path cannot launch (`launch::launch_raw`).
+///
 /// # Safety
 /// The C contract: `kernel` is a kernel of this program and `args` matches its parameters, each
 /// pointing to a value of that parameter's type; what the arguments point to stays valid until
-/// the kernel completes (at every replay, if captured); `config` points to `config->size` bytes.
+/// the kernel completes (at every replay, if captured); `config` points to `config->size` bytes;
+/// the kernel's code stays loaded at its address (a shared library whose kernels were launched
+/// here is not unloaded and replaced by other code at the same address).
 #[no_mangle]
 pub unsafe extern "C" fn ordo_launch_kernel(
     stream: sys::cudaStream_t,

@@ -12,8 +12,9 @@
 //! one never stalls the device.
 //!
 //! ## Hot paths
-//! Event record, stream wait, queries and stream-ordered allocation are one driver call each:
-//! no heap allocation, no lock, nothing the raw call does not need. A GPU test counts heap
+//! Kernel launch, event record, stream wait, queries and stream-ordered allocation are one driver
+//! call each: no heap allocation, no lock, nothing the raw call does not need (a launch reads its
+//! kernel's driver handle from a lock-free table, see [`launch`]). A GPU test counts heap
 //! allocations across them with a counting global allocator.
 //!
 //! ## Safety model
@@ -38,9 +39,14 @@
 //!   - *asynchronous copies and memsets* ([`memory::copy`]): the memory must outlive the copy,
 //!     which a borrow ending at the call's return cannot show;
 //!   - *kernel launches* ([`Kernel::launch`], [`launch::launch_raw`], [`PdlKernel::launch`],
-//!     [`GraphExec::set_kernel_node_args`], [`graph::BodyGraph::add_kernel_node`]): the kernel's
-//!     use of its pointer arguments is invisible to Rust (and, for `launch_raw`, that the
-//!     arguments match the kernel's parameters);
+//!     [`GraphExec::set_kernel_node_args`], [`Graph::add_kernel_node`],
+//!     [`graph::BodyGraph::add_kernel_node`]): the kernel's use of its pointer arguments is
+//!     invisible to Rust (and, for `launch_raw`, that the arguments match the kernel's
+//!     parameters); the driver path keeps each kernel's driver handle by its address, so a
+//!     kernel's code must not be unloaded and replaced at that address;
+//!   - *images loaded at run time* (`library::Library::from_image`): ordo checks every size a
+//!     cubin or fatbin declares against the bytes given, but not what lies inside its sections
+//!     and payloads, which CUDA reads as their maker wrote them;
 //!   - *retargeted copy and memset nodes* ([`GraphExec::set_memcpy_node`],
 //!     [`GraphExec::set_memset_node`]): the node reads and writes the new memory at every later
 //!     launch of the executable graph, which has no lifetime to tie that memory to;
@@ -108,6 +114,9 @@ macro_rules! cuda_call {
 
 #[macro_use]
 mod handle;
+
+#[cfg(feature = "std")]
+mod callback;
 
 #[cfg(feature = "std")]
 pub mod context;

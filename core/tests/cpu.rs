@@ -246,6 +246,37 @@ fn a_bad_launch_configuration_never_reaches_cuda() {
     assert!(matches!(e, Error::Usage(_)), "{e:?}");
 }
 
+/// A launch that reaches CUDA goes through the default path where it can; where it cannot (no
+/// driver here; on a GPU machine, an address that is no kernel, which the driver path cannot
+/// resolve) it is made through the runtime, and the error is the runtime's, with its code and the
+/// call's name, not sticky, and not left in the last-error slot. The same for the runtime path
+/// and for `launch_raw`.
+#[test]
+fn a_launch_the_driver_path_cannot_make_reports_the_runtimes_error() {
+    use ordo_cuda_core::launch::{self, Kernel, LaunchConfig, LaunchPath};
+    extern "C" fn not_a_kernel(_: i32) {}
+    let k = Kernel::new(not_a_kernel as unsafe extern "C" fn(i32));
+    assert_eq!(k.launch_path(), LaunchPath::Runtime);
+    // SAFETY: used on this thread only, its current device unchanged; nothing is launched (the
+    // address is no kernel: CUDA refuses it, or there is no driver).
+    let s = unsafe { StreamRef::per_thread_default() };
+    let config = LaunchConfig::new(1, 32).with_priority(0);
+    let mut arg = 1i32;
+    let mut args = [(&mut arg as *mut i32).cast::<core::ffi::c_void>()];
+    for (what, e) in [
+        ("default", unsafe { k.launch(s, &config, (1,)) }.unwrap_err()),
+        ("runtime", unsafe { k.launch_runtime(s, &config, (1,)) }.unwrap_err()),
+        ("launch_raw", unsafe { launch::launch_raw(k.as_raw(), s, &config, args.as_mut_ptr()) }.unwrap_err()),
+    ] {
+        let cuda = e.cuda().unwrap_or_else(|| panic!("{what}: not CUDA's error: {e:?}"));
+        assert_eq!(cuda.call(), "cudaLaunchKernelExC", "{what}");
+        assert!(!cuda.is_sticky(), "{what}: {e}");
+        if !cuda.is_no_driver() {
+            error::peek_last_error().unwrap();
+        }
+    }
+}
+
 #[test]
 fn bucket_round_up_and_its_edges() {
     use ordo_cuda_core::graph_cache::{bucket_index, default_buckets, GraphCache, Overflow};

@@ -1,6 +1,7 @@
 //! The hot paths allocate nothing on the heap: a counting global allocator around event record,
 //! stream wait, queries, stream-ordered allocation and free (the calling thread's allocations);
-//! nor do conditional nodes, their bodies and body captures.
+//! launches of a kernel loaded at run time, through the default (driver) path and the runtime
+//! path; nor do conditional nodes, their bodies and body captures.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ordo_cuda_core::*;
@@ -79,6 +80,49 @@ fn conditional_nodes_and_body_captures_do_not_allocate() {
     drop(in_capture());
     let after = allocations();
     assert_eq!(after - before, 0, "heap allocations making conditional nodes");
+}
+
+/// A library's kernel (from the fatbin fixture) launched through `Kernel::launch`, the default
+/// path (the driver's, with the kernel's own handle, where built with CUDA 12.8 or later
+/// headers), through `LibraryKernel::launch`, and through the runtime path, with and without
+/// attributes: no heap allocation. The values are checked afterwards.
+#[cfg(cuda_library_api)]
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn library_kernel_launches_do_not_allocate() {
+    use ordo_cuda_core::launch::{LaunchConfig, LaunchPath};
+    use ordo_cuda_core::library::Library;
+    const FATBIN: &[u8] = include_bytes!("fixtures/add_const.fatbin");
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    const N: usize = 4096;
+    let mut x = DeviceBuffer::<f32>::zeroed_async(N, s).unwrap();
+    // SAFETY: the fixture is nvcc's own fatbin.
+    let library = unsafe { Library::from_image(FATBIN) }.unwrap();
+    // SAFETY: ordo_add_const takes (float*, float, int).
+    let k = unsafe { library.kernel::<(*mut f32, f32, i32)>(c"ordo_add_const") }.unwrap();
+    let kernel = k.as_kernel();
+    let expect = if sys::CUDA_VERSION >= 12080 { LaunchPath::Driver } else { LaunchPath::Runtime };
+    assert_eq!(kernel.launch_path(), expect);
+    let plain = LaunchConfig::for_elements(N, 256).unwrap();
+    let with_attributes = plain.with_priority(0).with_pdl(true);
+    // SAFETY (every launch): `x` holds N floats on this stream, freed on it after the kernels.
+    unsafe { kernel.launch(s, &plain, (x.as_mut_ptr(), 1.0, N as i32)).unwrap() };
+    s.synchronize().unwrap();
+    let before = allocations();
+    for i in 0..300 {
+        let c = if i % 2 == 0 { &plain } else { &with_attributes };
+        unsafe {
+            kernel.launch(s, c, (x.as_mut_ptr(), 1.0, N as i32)).unwrap();
+            k.launch(s, c, (x.as_mut_ptr(), 1.0, N as i32)).unwrap();
+            kernel.launch_runtime(s, c, (x.as_mut_ptr(), 1.0, N as i32)).unwrap();
+        }
+    }
+    let after = allocations();
+    assert_eq!(after - before, 0, "heap allocations while launching");
+    let mut back = vec![0f32; N];
+    memory::copy::d2h_blocking(&mut back, x.as_slice(), s).unwrap();
+    assert!(back.iter().all(|&v| v == 901.0), "1 + 3 x 300 additions of 1");
 }
 
 #[test]

@@ -308,3 +308,45 @@ fn two_gpus_nccl_all_reduce_overlaps_compute() {
     }
     d0.set_current().unwrap();
 }
+
+/// One kernel, launched through the default path (one driver handle for every device) on a
+/// stream of each device, with device 0 current throughout: each launch runs on its stream's
+/// device (the handle is launched in the stream's context); the runtime path agrees. Results
+/// checked on both devices.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn two_gpus_one_kernel_handle_for_both_devices() {
+    use ordo_cuda_core::launch::LaunchConfig;
+    let Some((d0, d1)) = two_devices_or_skip("two_gpus_one_kernel_handle_for_both_devices") else { return };
+    const N: usize = 1 << 16;
+    let data = random_f32(N, 7);
+    d1.set_current().unwrap();
+    let s1 = Stream::new().unwrap();
+    let mut b1 = DeviceBuffer::<f32>::alloc_async(N, s1.as_stream()).unwrap();
+    copy::h2d_blocking(b1.as_mut_slice(), &data, s1.as_stream()).unwrap();
+    d0.set_current().unwrap();
+    let s0 = Stream::new().unwrap();
+    let mut b0 = DeviceBuffer::<f32>::alloc_async(N, s0.as_stream()).unwrap();
+    copy::h2d_blocking(b0.as_mut_slice(), &data, s0.as_stream()).unwrap();
+    let add = ordo_cuda_kernels::kernel::add_one();
+    let config = LaunchConfig::for_elements(N, 256).unwrap();
+    for _ in 0..3 {
+        // SAFETY: each buffer holds N floats on its stream's device, read back below; device 0
+        // stays current, device 1's launches go to device 1's stream.
+        unsafe {
+            add.launch(s0.as_stream(), &config, (b0.as_mut_ptr(), N as i32)).unwrap();
+            add.launch(s1.as_stream(), &config, (b1.as_mut_ptr(), N as i32)).unwrap();
+            add.launch_runtime(s1.as_stream(), &config, (b1.as_mut_ptr(), N as i32)).unwrap();
+        }
+    }
+    assert_eq!(Device::current().unwrap(), d0);
+    let mut back = vec![0f32; N];
+    copy::d2h_blocking(&mut back, b0.as_slice(), s0.as_stream()).unwrap();
+    assert!(back == data.iter().map(|v| v + 3.0).collect::<Vec<_>>(), "device 0");
+    copy::d2h_blocking(&mut back, b1.as_slice(), s1.as_stream()).unwrap();
+    assert!(back == data.iter().map(|v| v + 6.0).collect::<Vec<_>>(), "device 1");
+    drop(b1);
+    drop(b0);
+    s1.synchronize().unwrap();
+    s0.synchronize().unwrap();
+}

@@ -1,6 +1,13 @@
-//! Launch latency: host submit time per launch for ordo's typed launch, plain `cudaLaunchKernelEx`,
-//! plain `<<<>>>` and cudarc's `launch_builder`, all launching the same kernels (`bl_empty`, and
-//! `bl_ptr_int(float*, int)`) A B C D ..., and the launch + synchronise round trip.
+//! Launch latency: host submit time per launch, all launching the same kernels (`bl_empty`, and
+//! `bl_ptr_int(float*, int)`) in the same interleaved rounds:
+//! - ordo's `Kernel::launch`, the default path (the driver's `cuLaunchKernelEx` with the kernel's
+//!   `CUkernel` resolved once, where built with CUDA 12.8 or later headers);
+//! - ordo's `Kernel::launch_runtime` (`cudaLaunchKernelExC`), the path the default replaced;
+//! - ordo's `DriverKernel` (`Kernel::for_driver`: `cuLaunchKernelEx` with the device's
+//!   `CUfunction`), to tell a `CUkernel` launch from a `CUfunction` launch;
+//! - plain C++ `cudaLaunchKernelEx` and `<<<>>>`, and cudarc's `launch_builder`;
+//!
+//! and the launch + synchronise round trip.
 
 use crate::cudarc_side::Cudarc;
 use crate::Report;
@@ -12,6 +19,17 @@ use std::time::Instant;
 
 /// Launches a sample.
 const ITERS: usize = 2000;
+
+/// Which of ordo's launches a sample times.
+#[derive(Clone, Copy)]
+enum Path {
+    /// `Kernel::launch`.
+    Default,
+    /// `Kernel::launch_runtime`.
+    Runtime,
+    /// `DriverKernel::launch`.
+    DriverFunction,
+}
 
 pub(crate) fn launch_group(r: &mut Report, rounds: usize) -> Result<()> {
     r.progress("launch latency");
@@ -25,33 +43,20 @@ pub(crate) fn launch_group(r: &mut Report, rounds: usize) -> Result<()> {
     let (one, warp) = (LaunchConfig::new(1, 1), LaunchConfig::new(1, 32));
     let device = Device::current()?;
     let (empty_drv, ptr_int_drv) = (empty.for_driver(device)?, ptr_int.for_driver(device)?);
-    let driver_submit = |ptr_kernel: bool| -> Result<f64> {
+    let default_path = format!("{:?}", empty.launch_path());
+    let ordo_submit = |path: Path, ptr_kernel: bool| -> Result<f64> {
         s.synchronize()?;
         let t0 = Instant::now();
         for i in 0..ITERS as i32 {
-            // SAFETY: as below.
+            // SAFETY: as for cudarc: the kernels write nothing for i >= 0.
             unsafe {
-                if ptr_kernel {
-                    ptr_int_drv.launch(s, &warp, (pp, i))?
-                } else {
-                    empty_drv.launch(s, &one, ())?
-                }
-            }
-        }
-        let us = t0.elapsed().as_secs_f64() * 1e6 / ITERS as f64;
-        s.synchronize()?;
-        Ok(us)
-    };
-    let ordo_submit = |ptr_kernel: bool| -> Result<f64> {
-        s.synchronize()?;
-        let t0 = Instant::now();
-        for i in 0..ITERS as i32 {
-            // SAFETY: as for cudarc above: the kernels write nothing for i >= 0.
-            unsafe {
-                if ptr_kernel {
-                    ptr_int.launch(s, &warp, (pp, i))?
-                } else {
-                    empty.launch(s, &one, ())?
+                match (path, ptr_kernel) {
+                    (Path::Default, true) => ptr_int.launch(s, &warp, (pp, i))?,
+                    (Path::Default, false) => empty.launch(s, &one, ())?,
+                    (Path::Runtime, true) => ptr_int.launch_runtime(s, &warp, (pp, i))?,
+                    (Path::Runtime, false) => empty.launch_runtime(s, &one, ())?,
+                    (Path::DriverFunction, true) => ptr_int_drv.launch(s, &warp, (pp, i))?,
+                    (Path::DriverFunction, false) => empty_drv.launch(s, &one, ())?,
                 }
             }
         }
@@ -61,42 +66,60 @@ pub(crate) fn launch_group(r: &mut Report, rounds: usize) -> Result<()> {
     };
     for (ptr_kernel, label) in [(false, "empty kernel"), (true, "kernel(ptr, int)")] {
         r.progress(&format!("launch latency, {label}"));
-        // More rounds than elsewhere: the 2% target is near the host's run-to-run noise.
+        // More rounds than elsewhere: the targets are near the host's run-to-run noise.
         let m = interleave(
             rounds * 3,
             &mut [
-                &mut || ordo_submit(ptr_kernel),
+                &mut || ordo_submit(Path::Default, ptr_kernel),
                 &mut || Ok(unsafe { cpp::bl_submit_us(s.as_raw(), 1, ptr_kernel as i32, pp, ITERS as i32) }),
                 &mut || Ok(unsafe { cpp::bl_submit_us(s.as_raw(), 0, ptr_kernel as i32, pp, ITERS as i32) }),
                 &mut || cudarc.submit_us(ptr_kernel, ITERS),
-                &mut || driver_submit(ptr_kernel),
+                &mut || ordo_submit(Path::Runtime, ptr_kernel),
+                &mut || ordo_submit(Path::DriverFunction, ptr_kernel),
             ],
         )?;
+        let (default, launch_ex, chevrons, cudarc_us, runtime, driver_function) = (m[0], m[1], m[2], m[3], m[4], m[5]);
         r.add(
             "launch",
-            format!("host submit, {label}: ordo vs cudaLaunchKernelEx"),
+            format!("host submit, {label}: Kernel::launch ({default_path} path) vs cudaLaunchKernelEx"),
             "us",
-            m[0],
-            Some(m[1]),
-            "target within 2%",
+            default,
+            Some(launch_ex),
+            "target at most 0.97x",
         );
-        r.add("launch", format!("host submit, {label}: ordo vs <<<>>>"), "us", m[0], Some(m[2]), "");
         let arg = if ptr_kernel { ", a CudaSlice argument" } else { "" };
         r.add(
             "launch",
-            format!("host submit, {label}: ordo vs cudarc launch_builder{arg}"),
+            format!("host submit, {label}: Kernel::launch vs cudarc launch_builder{arg}"),
             "us",
-            m[0],
-            Some(m[3]),
-            "target at most 0.90x",
+            default,
+            Some(cudarc_us),
+            "target at most 1.00x",
+        );
+        r.add("launch", format!("host submit, {label}: Kernel::launch vs <<<>>>"), "us", default, Some(chevrons), "");
+        r.add(
+            "launch",
+            format!("host submit, {label}: Kernel::launch vs Kernel::launch_runtime"),
+            "us",
+            default,
+            Some(runtime),
+            "the default path against the runtime path it replaced",
         );
         r.add(
             "launch",
-            format!("host submit, {label}: ordo's driver path (cuLaunchKernelEx) vs cudaLaunchKernelEx"),
+            format!("host submit, {label}: Kernel::launch_runtime (cudaLaunchKernelExC) vs cudaLaunchKernelEx"),
             "us",
-            m[4],
-            Some(m[1]),
-            format!("adopt at most 0.95x; ordo's runtime path {:.3} us", m[0]),
+            runtime,
+            Some(launch_ex),
+            "target within 2%",
+        );
+        r.add(
+            "launch",
+            format!("host submit, {label}: DriverKernel (CUfunction) vs cudaLaunchKernelEx"),
+            "us",
+            driver_function,
+            Some(launch_ex),
+            format!("the CUkernel default is {:.3}x this", default / driver_function),
         );
     }
     let mut ordo_rt = Vec::new();

@@ -20,7 +20,7 @@
 //!   capture (`cudaStreamGetCaptureInfo`, `cudaStreamUpdateCaptureDependencies`), so that a
 //!   captured step can hold a loop or a branch.
 
-use super::node::{kernel_node_params, Node};
+use super::node::{add_kernel_node, node_ptrs, Node};
 use super::{CaptureMode, Graph};
 use crate::error::{check, CudaError, Error, Result, UsageKind};
 use crate::launch::{Kernel, KernelArgs, LaunchConfig};
@@ -217,21 +217,22 @@ impl<'g> BodyGraph<'g> {
     }
 
     /// Adds a launch of `kernel` with `config` and `args` to the body, after `dependencies` (nodes
-    /// of this body; CUDA refuses others), and returns the node (`cudaGraphAddKernelNode`). Only
-    /// grid, block, shared memory and arguments are taken from `config`: a configuration with
-    /// launch attributes (PDL, priority, cluster) is refused with a usage error. The argument
-    /// values are copied during the call; nothing allocates.
+    /// of this body; CUDA refuses others), and returns the node (`cudaGraphAddKernelNode`). The
+    /// launch attributes of `config` are set on the node as [`Graph::add_kernel_node`] sets them,
+    /// with the same checks and refusals. The argument values are copied during the call; nothing
+    /// allocates.
     ///
     /// # Safety
     /// The kernel runs at every run of the body (every iteration of a WHILE node, every time an
     /// IF or SWITCH node picks the body), at every launch of every executable graph made from (or
-    /// updated with) the graph that holds the body, not at this call. For each such run the
-    /// caller owes what [`Kernel::launch`](crate::launch::Kernel::launch) asks of its arguments,
-    /// as [`capture`](super::capture)'s contract states it for captured kernels: every pointer
-    /// points to memory still allocated while the kernel may access it, large enough for what the
-    /// kernel does with `config`, device-accessible, and not accessed by anything else in a way
-    /// that races the kernel. A kernel that sets a condition must be the only writer of it at
-    /// that time (`cudaGraphSetConditional` calls that race are undefined).
+    /// updated with) the graph that holds the body, not at this call. For each such run:
+    /// - what [`Kernel::launch`](crate::launch::Kernel::launch) asks of its arguments holds, as
+    ///   [`capture`](super::capture)'s contract states it for captured kernels: every pointer
+    ///   points to memory still allocated while the kernel may access it, large enough for what
+    ///   the kernel does with `config`, device-accessible, and not accessed by anything else in a
+    ///   way that races the kernel;
+    /// - a kernel that sets a condition is the only writer of it at that time
+    ///   (`cudaGraphSetConditional` calls that race are undefined).
     pub unsafe fn add_kernel_node<Args: KernelArgs>(
         self,
         dependencies: &[Node<'g>],
@@ -482,66 +483,6 @@ impl StreamRef<'_> {
             "cudaStreamUpdateCaptureDependencies",
         )?;
         fill(handle, bodies)
-    }
-}
-
-/// `cudaGraphAddKernelNode` of `kernel` with `config` and `args` to `graph` after `dependencies`.
-///
-/// # Safety
-/// `graph` is live and holds `dependencies`; what the arguments point to at each run is owed as
-/// [`BodyGraph::add_kernel_node`] states.
-unsafe fn add_kernel_node<'g, Args: KernelArgs>(
-    graph: sys::cudaGraph_t,
-    dependencies: &[Node<'g>],
-    kernel: Kernel<Args>,
-    config: &LaunchConfig,
-    mut args: Args,
-    call: &'static str,
-) -> Result<Node<'g>> {
-    let mut ptrs = args.arg_ptrs();
-    let params = kernel_node_params(kernel.as_raw(), config, ptrs.as_mut().as_mut_ptr(), call)?;
-    let mut raw: sys::cudaGraphNode_t = core::ptr::null_mut();
-    // SAFETY: a live graph; `dependencies` are node handles counted by their length; CUDA copies
-    // `params` and the argument values during the call. What the arguments point to at each run
-    // is the caller's contract.
-    cuda_call!(unsafe {
-        sys::cudaGraphAddKernelNode(&mut raw, graph, node_ptrs(dependencies), dependencies.len(), &params)
-    })?;
-    NonNull::new(raw).map(Node::new).ok_or_else(|| crate::error::null_handle("cudaGraphAddKernelNode"))
-}
-
-impl Graph {
-    /// Adds a launch of `kernel` with `config` and `args` to this graph after `dependencies`
-    /// (nodes of this graph), built by hand rather than captured (`cudaGraphAddKernelNode`), and
-    /// returns the node: for example the kernel that sets a condition before a conditional node.
-    /// As [`BodyGraph::add_kernel_node`]: only grid, block, shared memory and arguments are taken
-    /// from `config` (launch attributes are refused), the argument values are copied during the
-    /// call, and nothing allocates. Unlike a capture, this works on a graph that already holds
-    /// conditional nodes or handles.
-    ///
-    /// # Safety
-    /// The kernel runs at every launch of every executable graph made from (or updated with) this
-    /// graph, not at this call; for each, the caller owes what
-    /// [`BodyGraph::add_kernel_node`] states.
-    pub unsafe fn add_kernel_node<'g, Args: KernelArgs>(
-        &'g self,
-        dependencies: &[Node<'g>],
-        kernel: Kernel<Args>,
-        config: &LaunchConfig,
-        args: Args,
-    ) -> Result<Node<'g>> {
-        // SAFETY: a live graph, borrowed for the node's lifetime; the caller's contract.
-        unsafe { add_kernel_node(self.as_raw(), dependencies, kernel, config, args, "Graph::add_kernel_node") }
-    }
-}
-
-/// `dependencies` as CUDA's array: null for none (CUDA reads no array for a zero count).
-fn node_ptrs(dependencies: &[Node<'_>]) -> *const sys::cudaGraphNode_t {
-    if dependencies.is_empty() {
-        core::ptr::null()
-    } else {
-        // `Node` is a transparent non-null node pointer.
-        dependencies.as_ptr().cast()
     }
 }
 

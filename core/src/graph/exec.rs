@@ -2,7 +2,7 @@
 //! place without re-instantiating: whole-graph update ([`UpdateOutcome`]), kernel arguments, copy
 //! and memset nodes pointed at other memory, nodes enabled and disabled.
 
-use super::node::{kernel_node_params, KernelNode, MemcpyNode, MemsetParams, Node};
+use super::node::{exec_kernel_node_params, KernelNode, MemcpyNode, MemsetParams, Node};
 use super::Graph;
 use crate::error::{check, Error, Result};
 use crate::launch::{KernelArgs, LaunchConfig};
@@ -212,8 +212,11 @@ impl GraphExec {
     /// Replaces the launch configuration and arguments of a kernel node in this executable graph
     /// (`cudaGraphExecKernelNodeSetParams`): new pointers or scalars for a captured kernel, without
     /// re-instantiating. `node` comes from the graph this was instantiated from (CUDA refuses
-    /// another graph's node). Launch attributes (PDL, priority) stay as captured. The argument
-    /// values are copied during the call.
+    /// another graph's node). The node keeps the launch attributes it was made with: a `config`
+    /// that sets one is refused with a usage error naming it, and the new grid is checked against
+    /// the node's own (a cooperative grid must fit the calling thread's current device at once,
+    /// a clustered grid be a multiple of the cluster). The argument values are copied during the
+    /// call.
     ///
     /// # Safety
     /// The kernel runs with these arguments at every later launch of this executable graph (until
@@ -230,7 +233,8 @@ impl GraphExec {
         mut args: Args,
     ) -> Result<()> {
         let mut ptrs = args.arg_ptrs();
-        let params = kernel_node_params(
+        let params = exec_kernel_node_params(
+            node.node,
             node.kernel.as_raw(),
             config,
             ptrs.as_mut().as_mut_ptr(),

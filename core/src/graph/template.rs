@@ -122,7 +122,9 @@ impl Graph {
         Ok(leaves)
     }
 
-    /// The kernel nodes that launch `kernel`, typed by its arguments, in CUDA's node order.
+    /// The kernel nodes that launch `kernel`, typed by its arguments, in CUDA's node order: those
+    /// the runtime reports with `kernel`'s address, and those recorded from its launches through
+    /// the driver (with its `CUkernel`).
     #[cfg(feature = "alloc")]
     pub fn kernel_nodes<Args>(&self, kernel: Kernel<Args>) -> Result<alloc::vec::Vec<KernelNode<'_, Args>>>
     where
@@ -130,7 +132,7 @@ impl Graph {
     {
         let mut out = alloc::vec::Vec::new();
         for node in self.nodes()? {
-            if node.kind()? == NodeKind::Kernel && node.kernel_function()? == kernel.as_raw() {
+            if node.kind()? == NodeKind::Kernel && node.launches(kernel.as_raw())? {
                 out.push(KernelNode { node, kernel });
             }
         }

@@ -1,6 +1,7 @@
 //! Host state owned by graphs (CUDA user objects, `cudaUserObjectCreate`): a value a graph's work
 //! needs at every replay, freed by CUDA once the last graph and executable graph holding it is
-//! destroyed and their launches have completed.
+//! destroyed and their launches have completed. CUDA drops it on a thread of its own, as CUDA
+//! callback code ([`callback`](crate::callback)).
 
 use crate::error::{check, Result};
 use alloc::boxed::Box;
@@ -62,11 +63,13 @@ pub(crate) unsafe fn give_to_graph<T: Send + 'static>(
 }
 
 /// The user object's destructor: drops the value on CUDA's internal thread, marked as a CUDA
-/// callback (a panic is caught and counted, see [`take_host_fn_panics`]).
+/// callback (a panic is caught and counted, see [`take_host_fn_panics`]; what the value frees
+/// through CUDA is deferred, see [`free_deferred`]).
 ///
 /// [`take_host_fn_panics`]: crate::host_fn::take_host_fn_panics
+/// [`free_deferred`]: crate::staging::free_deferred
 unsafe extern "C" fn destroy<T>(data: *mut c_void) {
-    crate::host_fn::run_callback(|| {
+    crate::callback::run_callback(|| {
         // SAFETY: the box given to `cudaUserObjectCreate` by `give_to_graph`; CUDA calls the
         // destructor once.
         drop(unsafe { Box::from_raw(data.cast::<T>()) });

@@ -1,13 +1,30 @@
-//! Launching through the driver's `cuLaunchKernelEx`: the entry point resolved once through the
-//! runtime (`cudaGetDriverEntryPointByVersion`, so nothing links to `libcuda`), and the kernel's
-//! `CUfunction` looked up once for a device (`cudaGetFuncBySymbol`) instead of by the runtime at
-//! every launch. The same typed arguments and stack-held attributes as [`Kernel::launch`].
+//! Launching through the driver's `cuLaunchKernelEx`, reached through the runtime's entry-point
+//! query (`cudaGetDriverEntryPointByVersion`, so nothing links to `libcuda`) and resolved once.
 //! Built against CUDA 12.8 or later headers (`cudaGetDriverEntryPointByVersion` came in 12.5).
 //!
-//! Whether it is faster than the runtime's launch is measured by `ordo-bench` (group `launch`),
-//! side by side with `cudaLaunchKernelEx` and cudarc; see BENCHMARKS.md.
+//! - [`Kernel::launch`] and [`launch_raw`](super::launch_raw) launch this way by default: the
+//!   kernel's `CUkernel`, resolved once for the process (a lock-free table from kernel address to handle), launched
+//!   in the context of the stream (one handle serves every device). Where the driver path is not
+//!   there (no `cuLaunchKernelEx`, a kernel that cannot be resolved) or the driver refuses the
+//!   launch, the launch is made through the runtime (`cudaLaunchKernelExC`) instead: it then
+//!   either happens there (a pseudo stream on a thread with no current context, which the
+//!   runtime sets up) or fails with the runtime's error, code and name (the driver's codes are
+//!   not the runtime's). A refused launch enqueued nothing, so it is never made twice.
+//! - [`DriverKernel`] ([`Kernel::for_driver`]) is the older form: the kernel's `CUfunction` in
+//!   one device's primary context, looked up beforehand.
+//!
+//! The configuration and attributes are the runtime launch's: `CUlaunchConfig` holds the same
+//! grid, block and shared memory, and `CUlaunchAttribute` has the layout of `cudaLaunchAttribute`
+//! (cuda.h and driver_types.h: the same ids, an 8-byte header, the same 64-byte value union), so
+//! one attribute array serves both calls.
+//!
+//! Whether the driver path is faster than the runtime's launch is measured by `ordo-bench` (group
+//! `launch`: `Kernel::launch`, `Kernel::launch_runtime`, `cudaLaunchKernelEx` and cudarc in the
+//! same interleaved rounds); see BENCHMARKS.md.
 
-use super::{check_co_resident, write_attributes, Attributes, Kernel, KernelArgs, LaunchConfig, MAX_ATTRIBUTES};
+use super::attributes::Attributes;
+use super::kernel::{check_co_resident, launch_runtime_checked};
+use super::{Kernel, KernelArgs, LaunchConfig};
 use crate::error::{Error, Result};
 use crate::stream::StreamRef;
 use crate::Device;
@@ -19,13 +36,12 @@ use ordo_cuda_sys as sys;
 
 /// `CUlaunchConfig` (cuda.h), which the runtime's headers do not declare.
 #[repr(C)]
-struct CuLaunchConfig {
+pub(super) struct CuLaunchConfig {
     grid: [c_uint; 3],
     block: [c_uint; 3],
     shared_mem_bytes: c_uint,
     stream: sys::cudaStream_t,
-    // `CUlaunchAttribute` has the layout of the runtime's `cudaLaunchAttribute` (same ids, same
-    // value union): cuda.h and driver_types.h declare both.
+    // `CUlaunchAttribute` has the layout of the runtime's `cudaLaunchAttribute`.
     attrs: *mut sys::cudaLaunchAttribute,
     num_attrs: c_uint,
 }
@@ -34,33 +50,103 @@ struct CuLaunchConfig {
 const _: () = {
     assert!(core::mem::size_of::<CuLaunchConfig>() == 56);
     assert!(core::mem::offset_of!(CuLaunchConfig, stream) == 32);
+    assert!(core::mem::offset_of!(CuLaunchConfig, attrs) == 40);
     assert!(core::mem::offset_of!(CuLaunchConfig, num_attrs) == 48);
+    // `CUlaunchAttribute`: the id, 4 bytes of padding, the 64-byte value at offset 8.
+    assert!(core::mem::size_of::<sys::cudaLaunchAttribute>() == 72);
+    assert!(core::mem::offset_of!(sys::cudaLaunchAttribute, val) == 8);
 };
+
+impl CuLaunchConfig {
+    /// `config` on `stream` with the attribute array `attrs` (which must outlive the launch).
+    #[inline(always)]
+    fn new(config: &LaunchConfig, stream: StreamRef<'_>, attrs: &mut Attributes) -> CuLaunchConfig {
+        CuLaunchConfig {
+            grid: [config.grid.x, config.grid.y, config.grid.z],
+            block: [config.block.x, config.block.y, config.block.z],
+            shared_mem_bytes: config.shared_mem_bytes,
+            stream: stream.as_raw(),
+            attrs: attrs.as_mut_ptr(),
+            num_attrs: attrs.len(),
+        }
+    }
+}
 
 /// `cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void** params, void** extra)`.
 type LaunchFn =
     unsafe extern "C" fn(*const CuLaunchConfig, sys::cudaFunction_t, *mut *mut c_void, *mut *mut c_void) -> c_int;
 
-/// `cuLaunchKernelEx`, resolved on first use.
-static ENTRY: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
+/// Not resolved yet.
+const UNRESOLVED: *mut c_void = core::ptr::null_mut();
 
-/// The driver's `cuLaunchKernelEx` (CUDA 12.0 and later drivers): the runtime's error when the
-/// query fails, a usage error where the driver lacks it.
-fn entry() -> Result<LaunchFn> {
-    const CALL: &str = "cudaGetDriverEntryPointByVersion";
+/// Resolved and absent: the address of this marker, which no driver function has.
+static ABSENT_MARK: u8 = 0;
+
+#[inline(always)]
+fn absent() -> *mut c_void {
+    core::ptr::addr_of!(ABSENT_MARK).cast_mut().cast()
+}
+
+/// `cuLaunchKernelEx`, [`UNRESOLVED`] or [`absent`].
+static ENTRY: AtomicPtr<c_void> = AtomicPtr::new(UNRESOLVED);
+
+/// `cuLaunchKernelEx` (CUDA 12.0 and later drivers), where the driver has it.
+#[inline(always)]
+fn entry() -> Option<LaunchFn> {
     let mut p = ENTRY.load(Ordering::Acquire);
-    if p.is_null() {
-        let (code, found) = crate::driver_calls::query(c"cuLaunchKernelEx");
-        crate::error::check(code, CALL)?;
-        p = found.ok_or(Error::usage(crate::UsageKind::NotSupported, CALL, "the driver has no cuLaunchKernelEx"))?;
-        ENTRY.store(p, Ordering::Release);
+    if p == UNRESOLVED {
+        p = resolve_entry();
     }
     // SAFETY: the address of `cuLaunchKernelEx` as of CUDA 12.0, whose signature `LaunchFn` is.
-    Ok(unsafe { core::mem::transmute::<*mut c_void, LaunchFn>(p) })
+    (p != absent()).then(|| unsafe { core::mem::transmute::<*mut c_void, LaunchFn>(p) })
+}
+
+#[cold]
+#[inline(never)]
+fn resolve_entry() -> *mut c_void {
+    let p = crate::driver_calls::query(c"cuLaunchKernelEx").1.unwrap_or_else(absent);
+    ENTRY.store(p, Ordering::Release);
+    p
+}
+
+/// Launches `func` on `stream` through the driver, its `CUkernel` from the table; `false` when
+/// nothing was launched (no driver entry, no handle for `func`, or the driver refused: the
+/// caller launches through the runtime).
+///
+/// # Safety
+/// - `config` was checked ([`LaunchConfig::validate`], and the cooperative check);
+/// - `attrs` are `config`'s attributes;
+/// - `func` and `args` are as [`launch_raw`](super::launch_raw) requires, and the rest of its
+///   contract holds.
+#[inline(always)]
+pub(super) unsafe fn try_launch(
+    func: *const c_void,
+    stream: StreamRef<'_>,
+    config: &LaunchConfig,
+    attrs: &mut Attributes,
+    args: *mut *mut c_void,
+) -> bool {
+    let (Some(launch), Some(kernel)) = (entry(), super::resolved::kernel_handle(func)) else {
+        return false;
+    };
+    let raw = CuLaunchConfig::new(config, stream, attrs);
+    // SAFETY: `raw` and the attribute array it points to live across the call; `kernel` is the
+    // `CUkernel` of `func` (a `CUfunction` argument may be a `CUkernel`: cuda.h); the caller owes
+    // the arguments and what they point to.
+    unsafe { launch(&raw, kernel.as_ptr().cast(), args, core::ptr::null_mut()) == 0 }
+}
+
+/// Whether a launch of `func` now would go through the driver (its entry present and `func`
+/// resolved, resolving it if needed).
+pub(super) fn available_for(func: *const c_void) -> bool {
+    entry().is_some() && super::resolved::kernel_handle(func).is_some()
 }
 
 /// A kernel resolved for one device's driver launch: its `CUfunction` in that device's primary
 /// context, and `cuLaunchKernelEx`. Made by [`Kernel::for_driver`]; `Copy`, owns nothing.
+///
+/// [`Kernel::launch`] uses the driver by default already, through a handle that serves every
+/// device; this form names the device's function itself.
 pub struct DriverKernel<Args> {
     kernel: Kernel<Args>,
     func: NonNull<sys::CUfunc_st>,
@@ -93,7 +179,15 @@ impl<Args: KernelArgs> Kernel<Args> {
     /// This kernel resolved for the driver launch on `device` (`cudaGetFuncBySymbol` with `device`
     /// current, and `cuLaunchKernelEx` from the driver): a few calls, made once, not per launch.
     pub fn for_driver(self, device: Device) -> Result<DriverKernel<Args>> {
-        let launch = entry()?;
+        const CALL: &str = "cudaGetDriverEntryPointByVersion";
+        let launch = match entry() {
+            Some(launch) => launch,
+            None => {
+                let (code, _) = crate::driver_calls::query(c"cuLaunchKernelEx");
+                crate::error::check(code, CALL)?;
+                return Err(Error::usage(crate::UsageKind::NotSupported, CALL, "the driver has no cuLaunchKernelEx"));
+            }
+        };
         let mut func: sys::cudaFunction_t = core::ptr::null_mut();
         // SAFETY: `func` writable; the stub of a kernel of this program (Kernel's invariant).
         device.with_current(|| cuda_call!(unsafe { sys::cudaGetFuncBySymbol(&mut func, self.as_raw()) }))?;
@@ -115,38 +209,34 @@ impl<Args: KernelArgs> DriverKernel<Args> {
 
     /// Launches on `stream` with `cuLaunchKernelEx`: the configuration checked as for
     /// [`Kernel::launch`], the same attributes. Where the driver refuses the launch, it is made
-    /// again through the runtime ([`Kernel::launch`]), so that the error reported is the
-    /// runtime's, with its code and name (the driver's codes are not the runtime's), or the
-    /// launch happens there (a stream of another device, which the runtime routes itself).
+    /// again through the runtime, so that the error reported is the runtime's, with its code and
+    /// name, or the launch happens there (a stream of another device, which the runtime routes
+    /// itself).
     ///
     /// # Safety
-    /// As [`Kernel::launch`].
+    /// - Everything [`Kernel::launch`] requires.
+    /// - The device's primary context has not been reset (`cudaDeviceReset`) since this was made:
+    ///   the function handle belongs to that context.
     #[inline]
     pub unsafe fn launch(&self, stream: StreamRef<'_>, config: &LaunchConfig, mut args: Args) -> Result<()> {
+        let func = self.kernel.as_raw();
         config.validate()?;
         if config.cooperative {
-            check_co_resident(self.kernel.as_raw(), stream, config)?;
+            check_co_resident(func, stream.device_or_current()?, config)?;
         }
-        let mut attrs: Attributes = [core::mem::MaybeUninit::uninit(); MAX_ATTRIBUTES];
-        let n = write_attributes(config, &mut attrs);
-        let raw = CuLaunchConfig {
-            grid: [config.grid.x, config.grid.y, config.grid.z],
-            block: [config.block.x, config.block.y, config.block.z],
-            shared_mem_bytes: config.shared_mem_bytes,
-            stream: stream.as_raw(),
-            attrs: if n == 0 { core::ptr::null_mut() } else { attrs.as_mut_ptr().cast::<sys::cudaLaunchAttribute>() },
-            num_attrs: n as c_uint,
-        };
+        let mut attrs = Attributes::of(config);
         let mut ptrs = args.arg_ptrs();
         let ptrs = ptrs.as_mut();
         let params = if ptrs.is_empty() { core::ptr::null_mut() } else { ptrs.as_mut_ptr() };
+        let raw = CuLaunchConfig::new(config, stream, &mut attrs);
         // SAFETY: `raw`, the attributes and the argument addresses live across the call; the
         // function and the arguments' validity are the caller's contract.
         let code = unsafe { (self.launch)(&raw, self.func.as_ptr(), params, core::ptr::null_mut()) };
         if code == 0 {
             return Ok(());
         }
-        // SAFETY: nothing was enqueued; the caller's contract covers the runtime's launch too.
-        unsafe { self.kernel.launch(stream, config, args) }
+        // SAFETY: nothing was enqueued; the configuration was checked above; the caller's
+        // contract covers the runtime's launch too.
+        unsafe { launch_runtime_checked(func, stream, config, &mut attrs, params) }
     }
 }

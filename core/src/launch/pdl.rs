@@ -314,9 +314,9 @@ impl<Args: KernelArgs> PdlKernel<Args> {
     /// [`PdlPlan::config`]).
     ///
     /// # Safety
-    /// As [`Kernel::launch`], for both forms: the body must be correct over the plan's grid (a
-    /// grid-stride loop over the elements), and under PDL it must read what the previous kernel
-    /// writes only after its wait.
+    /// - Everything [`Kernel::launch`] requires, for both forms.
+    /// - The body is correct over the plan's grid (a grid-stride loop over the elements).
+    /// - Under PDL, the body reads what the previous kernel writes only after its wait.
     #[inline]
     pub unsafe fn launch(&self, stream: StreamRef<'_>, plan: &PdlPlan, programmatic: bool, args: Args) -> Result<()> {
         // SAFETY: the caller's contract, for the form the plan chose.

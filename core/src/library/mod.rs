@@ -11,11 +11,17 @@
 //! error in it (PTX that does not compile, say) may then show at the kernel's lookup or at its
 //! first launch rather than at the load, as CUDA's error either way.
 //!
-//! PTX is text read up to its NUL, so [`Library::from_ptx`] is safe. A cubin or fatbin carries its
-//! own length in its header, which CUDA trusts: loading one is `unsafe`
-//! ([`Library::from_image`]).
+//! CUDA reads an image as far as the image itself says. So every image is checked by its kind
+//! before CUDA sees it: PTX is text up to a NUL inside the bytes given, with no magic
+//! of another format; a cubin's and a fatbin's declared sizes (headers, header tables, sections,
+//! entries) lie inside the bytes given; a fatbin wrapper and Tile IR are refused. PTX is then
+//! read only up to its NUL, so [`Library::from_ptx`] is safe. What lies inside a cubin's sections
+//! or a fatbin's payloads is read by CUDA as the image's maker wrote it, which nothing here can
+//! check: loading a cubin or fatbin is `unsafe` ([`Library::from_image`]).
 //!
 //! CUDA C source compiles to PTX at run time with NVRTC (`ordo_cuda_libs::nvrtc`).
+
+mod image;
 
 use crate::error::{Error, Result};
 use crate::launch::{Kernel, KernelArgs, LaunchConfig};
@@ -53,47 +59,63 @@ pub struct Library {
     inner: Arc<Loaded>,
 }
 
-/// The first bytes of an ELF cubin (a fatbin's are not UTF-8, so no `&str` starts with them).
-const ELF_MAGIC: [u8; 4] = [0x7f, b'E', b'L', b'F'];
-
 impl Library {
     /// Loads PTX text (`cudaLibraryLoadData`): the driver compiles it for each device at the
-    /// first launch there (or here, for a device already in use). A copy with a terminating NUL
-    /// is made when `ptx` has none. A usage error for text with a NUL inside it; CUDA's error
+    /// first launch there (or here, for a device already in use). CUDA is given ordo's copy of
+    /// the text with a terminating NUL. A usage error, before CUDA sees anything, for text with a
+    /// NUL inside it or a control character (every binary image, a cubin's, a fatbin's, Tile
+    /// IR's, begins with one: load those with [`from_image`](Self::from_image)); CUDA's error
     /// (`cudaErrorInvalidPtx`, `cudaErrorUnsupportedPtxVersion`, ...) for PTX it refuses.
     pub fn from_ptx(ptx: &str) -> Result<Library> {
         const CALL: &str = "Library::from_ptx";
         let bytes = ptx.as_bytes();
         let body = bytes.strip_suffix(b"\0").unwrap_or(bytes);
-        if body.contains(&0) {
-            return Err(Error::invalid(CALL, "PTX text with a NUL before its end"));
-        }
-        if body.starts_with(&ELF_MAGIC) {
-            return Err(Error::invalid(CALL, "a cubin or fatbin, not PTX: load it with Library::from_image"));
-        }
-        let mut text = Vec::with_capacity(body.len() + 1);
+        image::check_ptx_text(body).map_err(|why| Error::invalid(CALL, why))?;
+        let mut text = Vec::new();
+        text.try_reserve_exact(body.len().saturating_add(1)).map_err(|_| {
+            Error::Cuda(crate::CudaError::new(ordo_cuda_sys::cudaError::cudaErrorMemoryAllocation, CALL))
+        })?;
         text.extend_from_slice(body);
         text.push(0);
-        // SAFETY: NUL-terminated text, read up to its NUL during the call.
+        // SAFETY: checked PTX text, NUL-terminated inside `text`: CUDA reads it up to that NUL,
+        // during the call.
         unsafe { Library::load(text.as_ptr().cast()) }
     }
 
-    /// Loads a cubin or fatbin image (`cudaLibraryLoadData`); PTX too, NUL-terminated.
+    /// Loads a cubin, a fatbin, or NUL-terminated PTX (`cudaLibraryLoadData`), after ordo's checks
+    /// of the image's kind and declared sizes (see the [module docs](self)): a usage error, before CUDA reads
+    /// anything, for an image whose header, header tables, sections, entries or NUL lie past the
+    /// bytes given, and for a fatbin wrapper, Tile IR, LLVM bitcode or an ELF that is no cubin.
+    /// An image that is not 8-byte aligned is copied first (CUDA reads its headers in place).
+    /// The image need not outlive the call.
     ///
     /// # Safety
-    /// `image` is a complete cubin (ELF) or fatbin made by nvcc, nvlink or NVRTC, or NUL-terminated
-    /// PTX: CUDA reads as many bytes as the image's own header says, which nothing here can check.
-    /// The image need not outlive the call.
+    /// - What lies inside the image's sections and payloads (code, CUDA's attribute records,
+    ///   relocations, compressed streams) is as nvcc, nvlink, fatbinary, NVRTC or nvJitLink
+    ///   write it: CUDA reads it as they do, which ordo cannot check.
     pub unsafe fn from_image(image: &[u8]) -> Result<Library> {
-        if image.is_empty() {
-            return Err(Error::invalid("Library::from_image", "an empty image"));
+        const CALL: &str = "Library::from_image";
+        let kind = image::check(image).map_err(|why| Error::invalid(CALL, why))?;
+        if kind == image::Kind::Ptx || image.as_ptr().align_offset(8) == 0 {
+            // SAFETY: checked: CUDA reads no further than the bytes given; their contents are
+            // the caller's contract.
+            return unsafe { Library::load(image.as_ptr().cast()) };
         }
-        // SAFETY: the caller's contract.
-        unsafe { Library::load(image.as_ptr().cast()) }
+        let mut aligned: Vec<u64> = Vec::new();
+        aligned.try_reserve_exact(image.len().div_ceil(8)).map_err(|_| {
+            Error::Cuda(crate::CudaError::new(ordo_cuda_sys::cudaError::cudaErrorMemoryAllocation, CALL))
+        })?;
+        aligned.resize(image.len().div_ceil(8), 0);
+        // SAFETY: `aligned` holds at least `image.len()` bytes; the two do not overlap.
+        unsafe { core::ptr::copy_nonoverlapping(image.as_ptr(), aligned.as_mut_ptr().cast::<u8>(), image.len()) };
+        // SAFETY: the same checked bytes, 8-byte aligned; contents the caller's contract.
+        unsafe { Library::load(aligned.as_ptr().cast()) }
     }
 
     /// # Safety
-    /// `code` is an image as [`from_image`](Self::from_image) requires.
+    /// - `code` points to an image that passed [`image::check`], whose bytes stay readable
+    ///   during the call.
+    /// - Its contents are as [`from_image`](Self::from_image) requires.
     unsafe fn load(code: *const c_void) -> Result<Library> {
         let mut raw: sys::cudaLibrary_t = core::ptr::null_mut();
         use core::ptr::null_mut as none;
@@ -122,6 +144,7 @@ impl Library {
         // (`cudaLaunchKernelExC`, occupancy and attribute queries); `Args` is the caller's promise.
         let kernel = unsafe { Kernel::from_raw(raw.cast_const().cast()) }
             .ok_or(Error::invalid("cudaLibraryGetKernel", "CUDA returned no kernel"))?;
+        crate::launch::remember_library_kernel(kernel.as_non_null());
         Ok(LibraryKernel { kernel, library: self.clone() })
     }
 }
@@ -146,12 +169,13 @@ impl<Args: KernelArgs> LibraryKernel<Args> {
         &self.library
     }
 
-    /// Launches it on `stream`, as [`Kernel::launch`] does.
+    /// Launches it on `stream`, as [`Kernel::launch`] does (through the driver, with the
+    /// kernel's own handle, by default).
     ///
     /// # Safety
-    /// As [`Kernel::launch`]; and the library stays loaded until the kernel completes (at every
-    /// replay, if captured): keep this `LibraryKernel`, or a clone of its [`Library`], alive
-    /// until then.
+    /// - Everything [`Kernel::launch`] requires.
+    /// - The library stays loaded until the kernel completes (at every replay, if captured): keep
+    ///   this `LibraryKernel`, or a clone of its [`Library`], alive until then.
     #[inline]
     pub unsafe fn launch(&self, stream: StreamRef<'_>, config: &LaunchConfig, args: Args) -> Result<()> {
         // SAFETY: the caller's contract.
@@ -168,6 +192,8 @@ mod tests {
         let usage = |r: Result<Library>| matches!(r, Err(Error::Usage(_)));
         assert!(usage(Library::from_ptx("ab\0cd")), "a NUL inside");
         assert!(usage(Library::from_ptx("\u{7f}ELF and so on")), "a cubin");
+        assert!(usage(Library::from_ptx("\u{7f}TileIR\0")), "Tile IR's magic, NUL-terminated");
+        assert!(usage(Library::from_ptx("\u{7f}TileIR")), "Tile IR's magic");
         // SAFETY: an empty image is refused before CUDA reads anything.
         assert!(usage(unsafe { Library::from_image(&[]) }));
     }

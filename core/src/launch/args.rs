@@ -1,0 +1,61 @@
+//! Kernel arguments: a tuple of `Copy` values passed by address from a stack array
+//! ([`KernelArgs`]), and the function-pointer types that name a kernel's host stub with its
+//! argument tuple ([`KernelFn`]). No heap allocation, whatever the arity (up to 12).
+
+use core::ffi::c_void;
+
+/// A tuple of kernel arguments, passed by address to the launch from a stack array.
+///
+/// # Safety
+/// - `arg_ptrs` returns one pointer to each argument, in order.
+/// - Each pointer points into `self`, so it is valid while `self` is not moved or dropped.
+pub unsafe trait KernelArgs {
+    /// The array of argument addresses (`[*mut c_void; N]`).
+    type Ptrs: AsMut<[*mut c_void]>;
+    /// The address of each argument, in order.
+    fn arg_ptrs(&mut self) -> Self::Ptrs;
+}
+
+/// A function pointer type that can name a kernel's host stub, and its argument tuple.
+pub trait KernelFn: Copy {
+    /// The argument tuple.
+    type Args: KernelArgs;
+    /// The stub's address.
+    fn addr(self) -> *const c_void;
+}
+
+macro_rules! kernel_args {
+    ($n:literal; $($t:ident . $i:tt),*) => {
+        // SAFETY: one address a field, in order, each into `self`.
+        unsafe impl<$($t: Copy),*> KernelArgs for ($($t,)*) {
+            type Ptrs = [*mut c_void; $n];
+            #[inline(always)]
+            #[allow(clippy::unused_unit)]
+            fn arg_ptrs(&mut self) -> [*mut c_void; $n] {
+                [$((&mut self.$i as *mut $t).cast::<c_void>()),*]
+            }
+        }
+
+        impl<$($t: Copy),*> KernelFn for unsafe extern "C" fn($($t),*) {
+            type Args = ($($t,)*);
+            #[inline(always)]
+            fn addr(self) -> *const c_void {
+                self as *const c_void
+            }
+        }
+    };
+}
+
+kernel_args!(0;);
+kernel_args!(1; A.0);
+kernel_args!(2; A.0, B.1);
+kernel_args!(3; A.0, B.1, C.2);
+kernel_args!(4; A.0, B.1, C.2, D.3);
+kernel_args!(5; A.0, B.1, C.2, D.3, E.4);
+kernel_args!(6; A.0, B.1, C.2, D.3, E.4, F.5);
+kernel_args!(7; A.0, B.1, C.2, D.3, E.4, F.5, G.6);
+kernel_args!(8; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7);
+kernel_args!(9; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8);
+kernel_args!(10; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9);
+kernel_args!(11; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10);
+kernel_args!(12; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10, L.11);

@@ -1,0 +1,202 @@
+//! Each kernel's driver handle, resolved once for the process: a fixed table from a kernel's
+//! address (the host stub a [`Kernel`](super::Kernel) holds) to its `CUkernel`
+//! (`cudaGetKernel`), which the driver's `cuLaunchKernelEx` launches on any device and context
+//! (the context is the stream's: cuda.h, `cuLaunchKernelEx`). The launch's hot path reads the
+//! table: a hash of the address and one or two atomic loads, no lock, no allocation.
+//!
+//! - **Resolution** happens at a kernel's first launch through the driver path, with the calling
+//!   thread's capture mode relaxed for the query (another thread's global-mode capture is not
+//!   disturbed). The handle belongs to no context: the driver loads the kernel into a context at
+//!   its first launch there, as it does for the runtime's own launches. A failed
+//!   resolution is not remembered: that launch, and the next ones until one succeeds, go through
+//!   the runtime, which reports its own error for an address that is no kernel.
+//! - **Kernels of a [`Library`](crate::library::Library)** are `CUkernel`s already: they are
+//!   entered as themselves when taken from their library, so that their launches never ask.
+//! - **Full**: [`SLOTS`] entries, [`PROBES`] places tried for each; a kernel that finds no place
+//!   is launched through the runtime, as before the table existed.
+//! - **For the life of the process**: entries are never removed. A `CUkernel` stays valid while
+//!   its module is loaded, which for a kernel linked into the program is the life of the program
+//!   (a `cudaDeviceReset` destroys a context, not the runtime's context-independent modules:
+//!   the GPU test `launch_after_reset` launches through the same handles after resets). The
+//!   exception is a shared library holding kernels that is unloaded (`dlclose`) and another kernel
+//!   then found at the same address: [`Kernel::launch`](super::Kernel::launch)'s contract rules
+//!   it out, and [`Kernel::launch_runtime`](super::Kernel::launch_runtime) is the launch for such
+//!   kernels.
+
+use core::ffi::c_void;
+use core::ptr::{null_mut, NonNull};
+use core::sync::atomic::{AtomicPtr, Ordering};
+use ordo_cuda_sys as sys;
+
+/// Entries in the table (a power of two).
+const SLOTS: usize = 1024;
+
+/// Places tried for one kernel, from its hash on.
+const PROBES: usize = 16;
+
+/// One entry: a kernel's address and its `CUkernel`. The address is claimed first (null to the
+/// address, a CAS), then the handle stored; a reader that finds the address with a null handle
+/// (the claimant has not stored it yet) launches through the runtime this time.
+struct Entry {
+    address: AtomicPtr<c_void>,
+    handle: AtomicPtr<c_void>,
+}
+
+static TABLE: [Entry; SLOTS] =
+    [const { Entry { address: AtomicPtr::new(null_mut()), handle: AtomicPtr::new(null_mut()) } }; SLOTS];
+
+/// Where `address`'s search starts (Fibonacci hashing of the address).
+#[inline(always)]
+fn home(address: *const c_void) -> usize {
+    let hash = (address as usize as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (hash >> (64 - SLOTS.trailing_zeros())) as usize
+}
+
+/// What the table says of an address.
+enum Found {
+    /// Its handle.
+    Handle(NonNull<c_void>),
+    /// Not there, with a free entry on its path (`true`) or none left.
+    Absent(bool),
+    /// Being entered by another thread.
+    Pending,
+}
+
+#[inline(always)]
+fn find(address: *const c_void) -> Found {
+    let start = home(address);
+    for i in 0..PROBES {
+        let entry = &TABLE[(start + i) & (SLOTS - 1)];
+        // Acquire: the claimant's handle store (Release) is seen once its address is.
+        let key = entry.address.load(Ordering::Acquire);
+        if key.cast_const() == address {
+            return match NonNull::new(entry.handle.load(Ordering::Acquire)) {
+                Some(handle) => Found::Handle(handle),
+                None => Found::Pending,
+            };
+        }
+        if key.is_null() {
+            return Found::Absent(true);
+        }
+    }
+    Found::Absent(false)
+}
+
+/// The `CUkernel` of the kernel at `address` (a host stub, or a library's kernel entered with
+/// [`remember`]), resolving it on first use; `None` when it cannot be resolved (not a kernel, no
+/// driver) or has no place in the table: the caller launches through the runtime.
+#[inline(always)]
+pub(crate) fn kernel_handle(address: *const c_void) -> Option<NonNull<c_void>> {
+    match find(address) {
+        Found::Handle(handle) => Some(handle),
+        Found::Pending => None,
+        Found::Absent(room) => resolve(address, room),
+    }
+}
+
+/// Asks the runtime for the `CUkernel` of `address` and enters it.
+#[cold]
+#[inline(never)]
+fn resolve(address: *const c_void, room: bool) -> Option<NonNull<c_void>> {
+    let handle = query(address)?;
+    if room {
+        enter(address, handle);
+    }
+    Some(handle)
+}
+
+/// `cudaGetKernel(address)`, with the calling thread's capture mode relaxed for the query; a
+/// failure's error is not left as the thread's last error unless it is sticky.
+fn query(address: *const c_void) -> Option<NonNull<c_void>> {
+    let mut mode = sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed;
+    // SAFETY: `mode` is writable; restored below.
+    let relaxed = unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) } == sys::cudaError::cudaSuccess;
+    let mut kernel: sys::cudaKernel_t = null_mut();
+    // SAFETY: `kernel` is writable; the runtime looks `address` up among the kernels it knows and
+    // refuses one it does not (`cudaErrorInvalidDeviceFunction`).
+    let code = unsafe { sys::cudaGetKernel(&mut kernel, address) };
+    if relaxed {
+        // SAFETY: puts back the mode the exchange above returned.
+        unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) };
+    }
+    if code != sys::cudaError::cudaSuccess {
+        if !crate::error::is_sticky_code(code) {
+            // SAFETY: no arguments; clears the non-sticky error this query left.
+            unsafe { sys::cudaGetLastError() };
+        }
+        return None;
+    }
+    NonNull::new(kernel.cast::<c_void>())
+}
+
+/// Enters `handle` for `address` at the first free entry of the entries [`find`] looks at;
+/// gives up when none is free. Two threads entering the same address at once enter it once (the
+/// second sees the first's claim).
+fn enter(address: *const c_void, handle: NonNull<c_void>) {
+    let start = home(address);
+    for i in 0..PROBES {
+        let entry = &TABLE[(start + i) & (SLOTS - 1)];
+        match entry.address.compare_exchange(null_mut(), address.cast_mut(), Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                entry.handle.store(handle.as_ptr(), Ordering::Release);
+                return;
+            }
+            Err(key) if key.cast_const() == address => return,
+            Err(_) => {}
+        }
+    }
+}
+
+/// Enters a library's kernel as its own handle (a `cudaKernel_t` is a `CUkernel`), so that a
+/// [`Kernel`](super::Kernel) made from it launches through the driver without asking the runtime.
+/// A handle CUDA later gives to another library's kernel stays correct: it is entered as itself.
+#[cfg_attr(not(all(feature = "alloc", cuda_library_api)), allow(dead_code))]
+pub(crate) fn remember(kernel: NonNull<c_void>) {
+    if let Found::Absent(true) = find(kernel.as_ptr()) {
+        enter(kernel.as_ptr(), kernel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Addresses no real kernel has (the table is shared with the rest of the tests).
+    fn fake(n: usize) -> NonNull<c_void> {
+        NonNull::new((0x7000_0000_0000_usize + n * 0x1000) as *mut c_void).unwrap()
+    }
+
+    #[test]
+    fn an_entered_kernel_is_found_and_a_full_path_says_absent() {
+        for n in 0..64 {
+            remember(fake(n));
+        }
+        for n in 0..64 {
+            assert!(matches!(find(fake(n).as_ptr()), Found::Handle(h) if h == fake(n)), "{n}");
+        }
+        // Entered twice: one entry.
+        remember(fake(3));
+        let copies = TABLE.iter().filter(|e| e.address.load(Ordering::Acquire) == fake(3).as_ptr()).count();
+        assert_eq!(copies, 1);
+        // Addresses that all start at one place: PROBES of them fit, the rest are absent with no
+        // place (launched through the runtime).
+        let same_home: alloc::vec::Vec<NonNull<c_void>> =
+            (0x10_0000..0x100_0000usize).map(fake).filter(|a| home(a.as_ptr()) == 17).take(PROBES + 4).collect();
+        assert_eq!(same_home.len(), PROBES + 4);
+        for &a in &same_home {
+            remember(a);
+        }
+        let entered = same_home.iter().filter(|a| matches!(find(a.as_ptr()), Found::Handle(_))).count();
+        assert!(entered <= PROBES, "{entered}");
+        assert!(same_home.iter().any(|a| matches!(find(a.as_ptr()), Found::Absent(false))));
+    }
+
+    #[test]
+    fn an_address_that_is_no_kernel_is_not_entered() {
+        static NOT_A_KERNEL: u8 = 0;
+        let address = core::ptr::addr_of!(NOT_A_KERNEL).cast::<c_void>();
+        // No driver here, or a GPU machine: the runtime refuses either way.
+        assert_eq!(kernel_handle(address), None);
+        assert!(matches!(find(address), Found::Absent(true)), "a failure is not remembered");
+    }
+}
