@@ -78,16 +78,20 @@ for p in json.load(sys.stdin)["packages"]:
         sys.exit(f"{name}: no {missing} in its metadata, or a placeholder")
     print(f"{name} {version}: {license}, rust {rust}, {docs}")
 '
-step "a crate outside the workspace on the packaged crates: its own .cu compiled with ordo-cuda-core's build metadata"
-# examples/embedder/ordo in a fresh folder, with ordo-cuda-core and ordo-cuda-sys as from crates.io,
-# patched to the packages verified above; resolved from the registry cache (--offline).
+step "crates outside the workspace on the packaged crates: their own .cu compiled with ordo-cuda-core's build metadata, and the facade's"
+# examples/embedder/ordo (on ordo-cuda-core) and examples/embedder/facade (on ordo-cuda) in a fresh
+# folder, ordo's crates as from crates.io, patched to the packages verified above; resolved from
+# the registry cache (--offline).
 repo=$PWD
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 outside=$(mktemp -d "${TMPDIR:-/tmp}/ordo-outside.XXXXXX")
 cp -r examples/embedder/. "$outside/"
-(cd "$outside/ordo" && CUDA_HOME=$CUDA13_HOME CARGO_TARGET_DIR="$repo/target/outside-crate" cargo build --offline \
-  --config "patch.crates-io.ordo-cuda-core.path=\"$repo/target/package/ordo-cuda-core-$version\"" \
-  --config "patch.crates-io.ordo-cuda-sys.path=\"$repo/target/package/ordo-cuda-sys-$version\"")
+patched() { for p in "$@"; do printf -- '--config\npatch.crates-io.%s.path="%s"\n' "$p" "$repo/target/package/$p-$version"; done; }
+for app in "ordo ordo-cuda-sys ordo-cuda-core" "facade ordo-cuda-sys ordo-cuda-core ordo-cuda"; do
+  set -- $app
+  mapfile -t patches < <(patched "${@:2}")
+  (cd "$outside/$1" && CUDA_HOME=$CUDA13_HOME CARGO_TARGET_DIR="$repo/target/outside-crate" cargo build --offline "${patches[@]}")
+done
 rm -rf "$outside"
 step "the docs as docs.rs builds them (DOCS_RS set), against a toolkit with no nvcc (CUDA 12.9 wheel)"
 DOCS_RS=1 RUSTDOCFLAGS="-D warnings --cfg docsrs" CUDA_HOME=$CUDA12_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.9" \
