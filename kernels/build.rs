@@ -1,23 +1,31 @@
 //! Compiles kernels/cuda/*.cu with the nvcc that ordo-cuda-sys found, for sm_80 and sm_90 machine
 //! code plus compute_90 PTX, with ordo's device headers on the include path: both from
 //! ordo-cuda-core's links metadata (`DEP_ORDO_CUDA_CORE_NVCC`, `_INCLUDE`, `_GENCODE`). The CUDA
-//! runtime itself is linked by ordo-cuda-sys.
+//! runtime itself is linked by ordo-cuda-sys. With `DOCS_RS` set (docs.rs: no toolkit), it compiles
+//! nothing.
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     println!("cargo::rerun-if-changed=cuda");
+    println!("cargo::rerun-if-env-changed=DOCS_RS");
+    println!("cargo::rustc-check-cfg=cfg(has_cuda_device)");
+    // docs.rs documents the crate with no CUDA toolkit: rustdoc links nothing, so there is nothing
+    // to compile.
+    if std::env::var_os("DOCS_RS").is_some() {
+        return ExitCode::SUCCESS;
+    }
     let core = |key: &str| std::env::var_os(format!("DEP_ORDO_CUDA_CORE_{key}"));
     let include = PathBuf::from(core("INCLUDE").unwrap_or_default());
     println!("cargo::rerun-if-changed={}", include.join("ordo").display());
-    println!("cargo::rustc-check-cfg=cfg(has_cuda_device)");
     if core("HAS_DEVICE").is_some_and(|v| v == "1") {
         println!("cargo::rustc-cfg=has_cuda_device");
     }
     let Some(nvcc) = core("NVCC") else {
         eprintln!(
-            "ordo-cuda-kernels: the CUDA toolkit ordo-cuda-sys found has no nvcc. Point CUDA_HOME at a \
-             toolkit that has bin/nvcc (NVIDIA's CUDA toolkit, or the pip wheels: see ordo-cuda-sys's README)."
+            "ordo-cuda-kernels: the CUDA toolkit ordo-cuda-sys found has no nvcc, which compiles ordo's kernels. \
+             Install NVIDIA's CUDA toolkit 12.3 or later (https://developer.nvidia.com/cuda-downloads; nvcc is \
+             part of it) and set CUDA_HOME to its root, the folder holding bin/nvcc."
         );
         return ExitCode::FAILURE;
     };

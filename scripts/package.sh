@@ -1,42 +1,63 @@
 #!/usr/bin/env bash
-# Builds ordo's C/C++ package into PREFIX (default: target/package/ordo), as an install tree:
+# Builds ordo's C/C++ package: a relocatable archive that a C or C++ project uses with no Rust, no
+# libclang and no nvcc of ordo's (its own CUDA toolkit of the same major version suffices).
 #
-#   PREFIX/include/ordo.h, ordo.hpp, ordo/pdl.cuh, ordo/graph.cuh
-#   PREFIX/lib/libordo.a                  static library: only the C ABI's ordo_* symbols global
-#   PREFIX/lib/libordo.so.MAJOR.MINOR.PATCH, .so.MAJOR (its SONAME), .so
-#                                         shared library, linked to libcudart.so (not carrying the
-#                                         static runtime: one runtime per process)
-#   PREFIX/lib/pkgconfig/ordo.pc, ordo-static.pc
-#                                         pkg-config: `pkg-config --cflags --libs ordo` (shared)
-#   PREFIX/lib/cmake/ordo/ordoConfig.cmake, ordoConfigVersion.cmake
-#                                         find_package(ordo CONFIG): ordo::ordo (static) and
-#                                         ordo::ordo_shared; fails on a CUDA major-version mismatch
+#   bash scripts/package.sh [--debug] [OUT]
 #
-#   bash scripts/package.sh [--debug] [PREFIX]     # from the project root; CUDA_HOME as for cargo
+# OUT (default: $CARGO_TARGET_DIR/dist, or target/dist) receives, NAME being
+# ordo-VERSION-linux-ARCH-cudaMAJOR:
+#   OUT/NAME/          the package, ready to use where it lies
+#   OUT/NAME.tar.gz    the same folder as one archive, to unpack anywhere
+# The last line printed is the archive's path. Cargo builds in $CARGO_TARGET_DIR/package-build (or
+# target/package-build): a target folder of its own, since the shared library links the dynamic
+# CUDA runtime (another build of ordo-cuda-sys than the workspace's). CUDA_HOME as for cargo.
 #
-# The static library does not bundle the CUDA runtime: the program links one (cudart_static or
-# cudart), as nvcc does by default. Built in target/package-build (its own cargo target folder:
-# the shared library links the dynamic CUDA runtime, a different build of ordo-cuda-sys).
+# The package:
+#   include/ordo.h, ordo.hpp, ordo/pdl.cuh, ordo/graph.cuh
+#   lib/libordo.a            static library, prelinked: only the C ABI's ordo_* symbols global. It
+#                            does not carry the CUDA runtime: the program links one (one runtime a
+#                            process), as nvcc does by default
+#   lib/libordo.so.VERSION, .so.MAJOR (its SONAME), .so
+#                            shared library, linked to libcudart.so.CUDA_MAJOR
+#   lib/cmake/ordo/          find_package(ordo CONFIG): ordo::ordo (static), ordo::ordo_shared
+#   lib/pkgconfig/           ordo.pc (shared), ordo-static.pc
+#   share/doc/ordo/          README, LICENSE-MIT, LICENSE-APACHE
+# Nothing in it names a folder of the machine that built it: the CMake and pkg-config files find
+# the package relative to themselves, and the CUDA runtime on the machine that uses it.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 profile=release
 if [ "${1:-}" = "--debug" ]; then profile=debug; shift; fi
-prefix=${1:-target/package/ordo}
-build=target/package-build
+# Relative folders are the caller's: resolved before leaving the caller's folder.
+absolute() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+[ -n "${1:-}" ] && out_dir=$(absolute "$1")
+[ -n "${CARGO_TARGET_DIR:-}" ] && target=$(absolute "$CARGO_TARGET_DIR")
+cd "$(dirname "$0")/.."
+root=$PWD
+target=${target:-$root/target}
+out_dir=${out_dir:-$target/dist}
+build=$target/package-build
+
 flags=(--locked -p ordo-cuda-capi --lib --features ordo-cuda-sys/shared-cudart)
 [ "$profile" = release ] && flags+=(--release)
-CARGO_TARGET_DIR="$PWD/$build" cargo build "${flags[@]}"
-out="$build/$profile"
+CARGO_TARGET_DIR=$build cargo build "${flags[@]}"
+out=$build/$profile
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 major=${version%%.*}
-cuda_version=$(sed -n 's/^cargo::metadata=version=//p' "$out"/build/ordo-cuda-sys-*/output | head -n 1)
+# The CUDA version this build of ordo-cuda-sys found (the newest build script output, should an
+# older toolkit's be left in the folder).
+sys_output=$(ls -t "$out"/build/ordo-cuda-sys-*/output 2>/dev/null | head -n 1 || true)
+cuda_version=$([ -n "$sys_output" ] && sed -n 's/^cargo::metadata=version=//p' "$sys_output" | head -n 1 || true)
 [ -n "$cuda_version" ] || { echo "package.sh: could not read the CUDA version ordo was built against" >&2; exit 1; }
 cuda_major=$((cuda_version / 1000))
+cuda_text="$cuda_major.$(((cuda_version % 1000) / 10))"
+name=ordo-$version-linux-$(uname -m)-cuda$cuda_major
+prefix=$out_dir/$name
 
-rm -rf "$prefix"
-mkdir -p "$prefix/include/ordo" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/ordo"
+rm -rf "$prefix" "$out_dir/$name.tar.gz"
+mkdir -p "$prefix/include/ordo" "$prefix/lib/pkgconfig" "$prefix/lib/cmake/ordo" "$prefix/share/doc/ordo"
 cp capi/include/ordo.h capi/include/ordo.hpp "$prefix/include/"
 cp core/include/ordo/pdl.cuh core/include/ordo/graph.cuh "$prefix/include/ordo/"
+cp -L LICENSE-MIT LICENSE-APACHE "$prefix/share/doc/ordo/"
 
 # The static library, prelinked into one object whose only global definitions are the C ABI's:
 # Rust's own symbols (hundreds) and the kernels' host stubs become local, so they can clash with
@@ -51,40 +72,46 @@ globals "$work/ordo.o" | grep '^ordo_' > "$work/keep" || true
 # Embedded LLVM bitcode (for link-time optimisation from Rust) goes too: binutils' ar and nm hand
 # it to the system's LLVM plugin, which may be older than Rust's LLVM and abort on it.
 objcopy --keep-global-symbols="$work/keep" --remove-section=.llvmbc --remove-section=.llvmcmd "$work/ordo.o"
-rm -f "$prefix/lib/libordo.a"
 ar rcs "$prefix/lib/libordo.a" "$work/ordo.o"
 left=$(globals "$work/ordo.o" | grep -v '^ordo_' || true)
 [ -z "$left" ] || { echo "package.sh: global symbols besides ordo_* left in libordo.a:" >&2; echo "$left" | head -20 >&2; exit 1; }
 
-# The shared library: its SONAME is libordo.so.MAJOR (set by build.rs).
+# The shared library: its SONAME is libordo.so.MAJOR (set by capi/build.rs).
 cp "$out/libordo_cuda_capi.so" "$prefix/lib/libordo.so.$version"
 ln -sf "libordo.so.$version" "$prefix/lib/libordo.so.$major"
 ln -sf "libordo.so.$major" "$prefix/lib/libordo.so"
 
-# pkg-config: ordo (the shared library; the program links the CUDA runtime's libcudart.so it
-# needs from the toolkit's lib folder) and ordo-static (the static library; the program adds a CUDA
-# runtime, -lcudart_static as nvcc does).
+# pkg-config. Both files link on their own: they name the CUDA runtime too, from `cudalibdir`,
+# NVIDIA's default install folder unless given (`pkg-config --define-variable=cudalibdir=DIR`), by
+# file name (the pip wheels have libcudart.so.MAJOR and no libcudart.so). The shared one records
+# both folders as the program's run path and keeps the program's own link to libcudart.so.MAJOR
+# (which --as-needed would drop when only libordo.so calls it: the loader would then look for it
+# without the program's run path), so the program runs with no LD_LIBRARY_PATH.
 cat > "$prefix/lib/pkgconfig/ordo.pc" <<EOF
 prefix=\${pcfiledir}/../..
 includedir=\${prefix}/include
 libdir=\${prefix}/lib
+# The CUDA $cuda_major runtime's folder (libcudart.so.$cuda_major): --define-variable=cudalibdir=DIR for another.
+cudalibdir=/usr/local/cuda/lib64
 
 Name: ordo
-Description: Stream-correct CUDA runtime streams, events, memory, launch and graphs (C ABI of ordo, shared; needs libcudart.so.$cuda_major)
+Description: Stream-correct CUDA runtime streams, events, memory, launch and graphs (ordo's C ABI, shared library; built against CUDA $cuda_text)
 Version: $version
 Cflags: -I\${includedir}
-Libs: -L\${libdir} -lordo
+Libs: -L\${libdir} -lordo -Wl,-rpath,\${libdir} -L\${cudalibdir} -Wl,--push-state,--no-as-needed -l:libcudart.so.$cuda_major -Wl,--pop-state -Wl,-rpath,\${cudalibdir}
 EOF
 cat > "$prefix/lib/pkgconfig/ordo-static.pc" <<EOF
 prefix=\${pcfiledir}/../..
 includedir=\${prefix}/include
 libdir=\${prefix}/lib
+# The CUDA $cuda_major runtime's folder (libcudart_static.a): --define-variable=cudalibdir=DIR for another.
+cudalibdir=/usr/local/cuda/lib64
 
 Name: ordo-static
-Description: Stream-correct CUDA runtime streams, events, memory, launch and graphs (C ABI of ordo, static; add a CUDA $cuda_major runtime)
+Description: Stream-correct CUDA runtime streams, events, memory, launch and graphs (ordo's C ABI, static library; built against CUDA $cuda_text)
 Version: $version
 Cflags: -I\${includedir}
-Libs: \${libdir}/libordo.a -lstdc++ -lpthread -ldl -lrt -lm
+Libs: \${libdir}/libordo.a -L\${cudalibdir} -lcudart_static -lstdc++ -lpthread -ldl -lrt -lm
 EOF
 
 cat > "$prefix/lib/cmake/ordo/ordoConfigVersion.cmake" <<EOF
@@ -104,34 +131,38 @@ else()
 endif()
 EOF
 
-cat > "$prefix/lib/cmake/ordo/ordoConfig.cmake" <<EOF
-# ordo $version, built against CUDA $cuda_version.
-#   find_package(ordo CONFIG REQUIRED)
-#   target_link_libraries(app PRIVATE ordo::ordo)         # static; links CUDA::cudart_static
-#   target_link_libraries(app PRIVATE ordo::ordo_shared)  # shared; links CUDA::cudart
-get_filename_component(_ordo_prefix "\${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
-set(ordo_CUDA_VERSION $cuda_version)
-set(ordo_CUDA_VERSION_MAJOR $cuda_major)
-include(CMakeFindDependencyMacro)
-find_dependency(CUDAToolkit)
-find_dependency(Threads)
-if(NOT CUDAToolkit_VERSION_MAJOR EQUAL ordo_CUDA_VERSION_MAJOR)
-  set(ordo_FOUND FALSE)
-  set(ordo_NOT_FOUND_MESSAGE "ordo $version was built against CUDA $cuda_version (major $cuda_major); this project found CUDA \${CUDAToolkit_VERSION}. Build ordo against the same CUDA major version.")
-  return()
-endif()
-if(NOT TARGET ordo::ordo)
-  add_library(ordo::ordo STATIC IMPORTED)
-  set_target_properties(ordo::ordo PROPERTIES
-    IMPORTED_LOCATION "\${_ordo_prefix}/lib/libordo.a"
-    INTERFACE_INCLUDE_DIRECTORIES "\${_ordo_prefix}/include"
-    INTERFACE_LINK_LIBRARIES "CUDA::cudart_static;Threads::Threads;\${CMAKE_DL_LIBS};rt;m;stdc++")
-  add_library(ordo::ordo_shared SHARED IMPORTED)
-  set_target_properties(ordo::ordo_shared PROPERTIES
-    IMPORTED_LOCATION "\${_ordo_prefix}/lib/libordo.so.$version"
-    IMPORTED_SONAME "libordo.so.$major"
-    INTERFACE_INCLUDE_DIRECTORIES "\${_ordo_prefix}/include"
-    INTERFACE_LINK_LIBRARIES "CUDA::cudart")
-endif()
+sed -e "s/@VERSION@/$version/g" -e "s/@MAJOR@/$major/g" -e "s/@CUDA_VERSION@/$cuda_version/g" \
+  -e "s/@CUDA_MAJOR@/$cuda_major/g" -e "s/@CUDA_TEXT@/$cuda_text/g" scripts/ordoConfig.cmake.in \
+  > "$prefix/lib/cmake/ordo/ordoConfig.cmake"
+
+cat > "$prefix/share/doc/ordo/README" <<EOF
+ordo $version: the C ABI of ordo (https://crates.io/crates/ordo-cuda), built against CUDA $cuda_text
+for Linux $(uname -m). Use it with a CUDA $cuda_major toolkit or runtime.
+
+CMake:       find_package(ordo $version CONFIG REQUIRED) with this folder in CMAKE_PREFIX_PATH, then
+             target_link_libraries(app PRIVATE ordo::ordo)   (static; or ordo::ordo_shared).
+             The CUDA runtime is found beside the project's CUDA compiler, in CUDAToolkit_ROOT,
+             CUDA_HOME or CUDA_PATH, beside nvcc on PATH, or in /usr/local/cuda; set
+             ordo_CUDART_STATIC / ordo_CUDART_SHARED to name the files yourself.
+pkg-config:  PKG_CONFIG_PATH=<this folder>/lib/pkgconfig pkg-config --cflags --libs ordo
+             (or ordo-static); add --define-variable=cudalibdir=DIR when the CUDA runtime is not
+             in /usr/local/cuda/lib64.
+Headers:     include/ordo.h (C99), include/ordo.hpp (C++17), include/ordo/pdl.cuh and
+             include/ordo/graph.cuh for your own kernels.
+
+Licensed under either of the Apache License, Version 2.0 (LICENSE-APACHE) or the MIT license
+(LICENSE-MIT), at your option.
 EOF
-echo "package.sh: ordo $version (CUDA $cuda_version) in $prefix"
+
+# Nothing of this machine's folders in the package's text files.
+local_dirs=(-e "$root" -e "$target")
+[ -n "${CUDA_HOME:-}" ] && local_dirs+=(-e "$CUDA_HOME")
+[ "${#HOME}" -gt 1 ] && local_dirs+=(-e "$HOME")
+if grep -rlF "${local_dirs[@]}" "$prefix/lib/cmake" "$prefix/lib/pkgconfig" "$prefix/share"; then
+  echo "package.sh: the files above name a folder of this machine" >&2
+  exit 1
+fi
+
+tar -C "$out_dir" --owner=0 --group=0 --numeric-owner -czf "$out_dir/$name.tar.gz" "$name"
+echo "package.sh: ordo $version (CUDA $cuda_text) in $prefix"
+echo "$out_dir/$name.tar.gz"

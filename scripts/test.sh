@@ -6,7 +6,12 @@
 #  - builds and tests the C ABI without its kernels and NCCL features (its exports unchanged);
 #  - builds and tests ordo-cuda-sys and ordo-cuda-core against CUDA 12.9 and against 12.3, the oldest
 #    supported (own target folders, so the builds do not invalidate each other);
-#  - compiles the standalone CUDA experiments (benches/experiments).
+#  - compiles the standalone CUDA experiments (benches/experiments);
+#  - packages every published crate and verifies each on its own, as crates.io would build it, then
+#    builds a crate outside the workspace on the packaged crates (its own .cu through
+#    ordo-cuda-core's build metadata), and the docs as docs.rs builds them (DOCS_RS, no nvcc);
+#  - builds the C/C++ archive (scripts/package.sh) and uses it as a C++ team would
+#    (scripts/cpp-package-test.sh: CMake and pkg-config, static and shared, outside the checkout).
 # GPU tests are ignored on machines without an NVIDIA device; on one, they run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,21 +49,15 @@ diff <(ordo_exports target/debug/libordo_cuda_capi.a) <(ordo_exports target/capi
   || { echo "the C ABI's exports differ with and without its features (ffi-tests/tests/abi.rs checks them against ordo.h)"; exit 1; }
 g++ -std=c++17 -Wall -Wextra -Werror -Icapi/include -Iffi-tests/cpp ffi-tests/cpp/link_main.cpp target/capi-minimal/debug/libordo_cuda_capi.a \
   -L"$CUDA13_HOME/lib" -lcudart_static -lpthread -ldl -lrt -lm -o target/ffi-link-check-minimal
-step "CUDA 13.0: the C/C++ package (scripts/package.sh): only ordo_* exported, SONAME, programs linked through pkg-config"
-CUDA_HOME=$CUDA13_HOME bash scripts/package.sh --debug target/package/ordo
-pkg=target/package/ordo
+step "CUDA 13.0: the C/C++ archive (scripts/package.sh): only ordo_* exported, SONAME; used with CMake and pkg-config outside the checkout"
+archive=$(CUDA_HOME=$CUDA13_HOME bash scripts/package.sh --debug target/dist | tail -n 1)
+pkg=${archive%.tar.gz}
 leaked=$(readelf -Ws --wide "$pkg/lib/libordo.a" | awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" && $8 != "" { print $8 }' | grep -v '^ordo_' || true)
 [ -z "$leaked" ] || { echo "libordo.a exports more than ordo_*: $leaked" | head -5; exit 1; }
 readelf -d "$pkg/lib/libordo.so" | grep -q 'SONAME.*\[libordo.so.0\]' || { echo "libordo.so: no SONAME libordo.so.0"; exit 1; }
 readelf -d "$pkg/lib/libordo.so" | grep -q 'NEEDED.*libcudart.so' || { echo "libordo.so is not linked to libcudart.so"; exit 1; }
-g++ -std=c++17 -Wall -Wextra -Werror -Iffi-tests/cpp ffi-tests/cpp/link_main.cpp \
-  $(PKG_CONFIG_PATH=$pkg/lib/pkgconfig pkg-config --cflags --libs ordo-static) -L"$CUDA13_HOME/lib" -lcudart_static \
-  -o target/package-static-check
-target/package-static-check
-g++ -std=c++17 -Wall -Wextra -Werror -Iffi-tests/cpp ffi-tests/cpp/link_main.cpp \
-  $(PKG_CONFIG_PATH=$pkg/lib/pkgconfig pkg-config --cflags --libs ordo) -Wl,-rpath-link,"$CUDA13_HOME/lib" \
-  -o target/package-shared-check
-LD_LIBRARY_PATH="$pkg/lib:$CUDA13_HOME/lib" target/package-shared-check
+! readelf -d "$pkg/lib/libordo.so" | grep -q 'RPATH\|RUNPATH' || { echo "libordo.so has a run path of this machine"; exit 1; }
+CUDA_HOME=$CUDA13_HOME bash scripts/cpp-package-test.sh "$archive"
 step "CUDA 12.9: tests, ordo-cuda-sys and ordo-cuda-core"
 CUDA_HOME=$CUDA12_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.9" cargo test -p ordo-cuda-sys -p ordo-cuda-core --locked
 step "CUDA 12.3, the oldest supported: tests, ordo-cuda-sys and ordo-cuda-core (its wheel has no static runtime: linked to libcudart.so)"
@@ -68,3 +67,44 @@ step "CUDA 13.0: the standalone experiments compile (benches/experiments; run on
 for f in benches/experiments/*.cu; do
   "$CUDA13_HOME/bin/nvcc" -O2 -arch=sm_90 -c "$f" -o "target/$(basename "$f" .cu).o"
 done
+step "crates.io: every published crate packaged and verified on its own, in dependency order"
+published=(ordo-cuda-sys ordo-cuda-core ordo-cuda-kernels ordo-cuda-libs ordo-cuda-capi ordo-cuda)
+CUDA_HOME=$CUDA13_HOME cargo package --workspace --exclude ordo-ffi-tests --exclude ordo-benches \
+  --exclude ordo-example-user-kernel --allow-dirty --locked
+for p in "${published[@]}"; do
+  files=$(cargo package -p "$p" --list --allow-dirty --locked 2>/dev/null)
+  for f in LICENSE-MIT LICENSE-APACHE README.md; do
+    grep -qx "$f" <<<"$files" || { echo "$p: the package has no $f"; exit 1; }
+  done
+  ! grep -E '^(\.ci|scripts|benches|ffi-tests|experiments|target)/' <<<"$files" || { echo "$p: the package holds the files above"; exit 1; }
+done
+cargo metadata --no-deps --format-version 1 --locked | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["packages"]:
+    if p["publish"] == []:
+        continue
+    keys = ("description", "license", "documentation", "readme", "rust_version", "keywords", "categories")
+    missing = [k for k in keys if not p.get(k)]
+    name, version, license, rust, docs = (p[k] for k in ("name", "version", "license", "rust_version", "documentation"))
+    if missing or "example.invalid" in json.dumps(p):
+        sys.exit(f"{name}: no {missing} in its metadata, or a placeholder")
+    print(f"{name} {version}: {license}, rust {rust}, {docs}")
+'
+step "crates outside the workspace on the packaged crates: their own .cu compiled with ordo-cuda-core's build metadata, and the facade's"
+# examples/embedder/ordo (on ordo-cuda-core) and examples/embedder/facade (on ordo-cuda) in a fresh
+# folder, ordo's crates as from crates.io, patched to the packages verified above; resolved from
+# the registry cache (--offline).
+repo=$PWD
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+outside=$(mktemp -d "${TMPDIR:-/tmp}/ordo-outside.XXXXXX")
+cp -r examples/embedder/. "$outside/"
+patched() { for p in "$@"; do printf -- '--config\npatch.crates-io.%s.path="%s"\n' "$p" "$repo/target/package/$p-$version"; done; }
+for app in "ordo ordo-cuda-sys ordo-cuda-core" "facade ordo-cuda-sys ordo-cuda-core ordo-cuda"; do
+  set -- $app
+  mapfile -t patches < <(patched "${@:2}")
+  (cd "$outside/$1" && CUDA_HOME=$CUDA13_HOME CARGO_TARGET_DIR="$repo/target/outside-crate" cargo build --offline "${patches[@]}")
+done
+rm -rf "$outside"
+step "the docs as docs.rs builds them (DOCS_RS set), against a toolkit with no nvcc (CUDA 12.9 wheel)"
+DOCS_RS=1 RUSTDOCFLAGS="-D warnings --cfg docsrs" CUDA_HOME=$CUDA12_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.9" \
+  cargo doc -p ordo-cuda -p ordo-cuda-core -p ordo-cuda-kernels -p ordo-cuda-libs -p ordo-cuda-capi --features ordo-cuda/full --no-deps --locked

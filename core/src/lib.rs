@@ -93,6 +93,42 @@
 //! ## Errors
 //! See [`error`] for the two waves (launch-configuration errors at the call, execution errors at
 //! the next query or synchronise), sticky errors and `CUDA_LAUNCH_BLOCKING=1`.
+//!
+//! ## Compiling your own CUDA C
+//! The build script publishes, as `links` metadata, what a crate compiling its own kernels against
+//! ordo needs. Cargo passes it to the build script of every crate that depends on `ordo-cuda-core`
+//! directly, as environment variables:
+//!
+//! | variable | value |
+//! | --- | --- |
+//! | `DEP_ORDO_CUDA_CORE_NVCC` | the nvcc of the toolkit ordo is built against, so that your kernels and ordo's runtime come from one toolkit (absent when that toolkit has no nvcc) |
+//! | `DEP_ORDO_CUDA_CORE_INCLUDE` | ordo's device headers: `ordo/pdl.cuh` (`ORDO_PDL_KERNELS`), `ordo/graph.cuh` (`ordo_set_condition`) |
+//! | `DEP_ORDO_CUDA_CORE_GENCODE` | the nvcc `-gencode` flags ordo's own kernels are built with, separated by spaces |
+//! | `DEP_ORDO_CUDA_CORE_CUDA_VERSION` | the toolkit's version as its headers give it (`13000` for 13.0) |
+//! | `DEP_ORDO_CUDA_CORE_CUDA_INCLUDE` | the toolkit's include folders, a search path |
+//! | `DEP_ORDO_CUDA_CORE_HAS_DEVICE` | `1` where the build machine has an NVIDIA GPU, else `0` (for `cfg`s of GPU tests) |
+//!
+//! The facade, `ordo-cuda`, passes the same keys on to its own dependents as `DEP_ORDO_CUDA_*`.
+//! A build script with `cc` as its build dependency (not compiled here: `cc` is no dependency of
+//! this crate):
+//!
+//! ```rust,ignore
+//! fn main() {
+//!     println!("cargo::rerun-if-changed=src/my_kernels.cu");
+//!     let var = |key: &str| std::env::var(format!("DEP_ORDO_CUDA_CORE_{key}")).unwrap_or_default();
+//!     std::env::set_var("NVCC", var("NVCC")); // the compiler cc runs for CUDA files
+//!     let mut build = cc::Build::new();
+//!     // The CUDA runtime is linked once, by ordo-cuda-sys.
+//!     build.cuda(true).cudart("none").include(var("INCLUDE")).file("src/my_kernels.cu");
+//!     for flag in var("GENCODE").split_whitespace() {
+//!         build.flag(flag);
+//!     }
+//!     build.compile("my_kernels");
+//! }
+//! ```
+//!
+//! Launch them through the host stubs nvcc generates: declare the `extern "C"` kernel in Rust
+//! and pass it to [`Kernel::new`].
 #![no_std]
 #![warn(missing_docs)]
 
