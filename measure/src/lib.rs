@@ -49,6 +49,11 @@ pub mod stats;
 pub mod stopping;
 pub mod throttle;
 
+/// The guide (`docs/measure.md`), whose examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/measure.md")]
+pub struct Guide;
+
 pub use report::{Header, Report, Row};
 pub use runner::{Measure, Sample, Settings};
 pub use spec::SpecError;

@@ -173,6 +173,19 @@ impl Instruments {
         Ok(Blocked { page: &self.page })
     }
 
+    /// Launches each helper kernel once and waits: CUDA loads a module's kernels lazily, at their
+    /// first launch, and a first launch made while the blocking kernel spins could wait on it
+    /// (nvbench loads its blocking kernel during warm-up for the same reason).
+    pub(crate) fn warm_up(&self, stream: StreamRef<'_>) -> Result<()> {
+        self.block(stream)?.release();
+        self.reset_clock();
+        self.clock_start(stream)?;
+        self.clock_stop(stream)?;
+        self.helpers.spin(stream, 0)?;
+        stream.synchronize()?;
+        self.check_block()
+    }
+
     /// After the stream has been synchronised: an error if the blocking kernel gave up waiting.
     pub(crate) fn check_block(&self) -> Result<()> {
         if self.page.read(TIMED_OUT) != 0 {

@@ -218,7 +218,7 @@ impl Engine {
                 sampling: describe(&options, default_hz),
             };
             let inst = Instruments::new(sms, options.blocking_timeout)?;
-            stream.synchronize()?;
+            inst.warm_up(stream.as_stream())?;
             Ok(Engine {
                 device,
                 stream,
