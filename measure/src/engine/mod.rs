@@ -40,7 +40,8 @@ use crate::report::{DeviceInfo, Header, PeerInfo, Report, Row};
 use crate::runner::{self, Measure, RealTime, Series, Settings};
 use crate::stopping::Stopping;
 use harness::Instruments;
-use ordo_cuda_core::{device, sys, Device, Error, Result, SharedStreamBuffer, Stream, TimingEvent};
+use ordo_cuda_core::launch::KernelArgs;
+use ordo_cuda_core::{device, sys, Device, Error, PdlKernel, Result, SharedStreamBuffer, Stream, TimingEvent};
 use std::sync::Arc;
 
 /// What the engine does beyond the sampling settings.
@@ -148,6 +149,37 @@ impl Subject {
         };
         self.releases = releases && self.stamped_pdl.is_some();
         self
+    }
+
+    /// ordo's two forms of one kernel ([`PdlKernel`]): the plain form launched without PDL, the
+    /// PDL form with it, each with the arguments `args` makes; `self_stamped` when both write
+    /// their stamps at [`LaunchSlot::stamps`] (then the PDL form's releases are read too).
+    ///
+    /// # Safety
+    /// As [`Target::typed`], for both forms.
+    pub unsafe fn pdl_kernel<A, F>(
+        name: impl Into<String>,
+        kernel: PdlKernel<A>,
+        device: Device,
+        config: ordo_cuda_core::launch::LaunchConfig,
+        args: F,
+        self_stamped: bool,
+    ) -> Result<Subject>
+    where
+        A: KernelArgs + 'static,
+        F: FnMut(LaunchSlot) -> A + Clone + 'static,
+    {
+        let name = name.into();
+        // SAFETY: forwarded.
+        let plain = unsafe { Target::typed(name.clone(), kernel.plain(), device, config, args.clone())? };
+        // SAFETY: forwarded.
+        let pdl = unsafe { Target::typed(format!("{name} (PDL form)"), kernel.pdl(), device, config, args)? };
+        let s = Subject::new(plain);
+        Ok(if self_stamped {
+            s.self_stamped().with_pdl_form(pdl, None, true, true)
+        } else {
+            s.with_pdl_form(pdl, None, false, false)
+        })
     }
 
     /// Its name in reports.
