@@ -394,17 +394,18 @@ impl Report {
                     ratio
                 );
             }
-            let notes: Vec<String> = rows
-                .iter()
-                .flat_map(|r| {
-                    let label = format!("{} {} ({})", r.measure, r.metric, r.variant);
-                    let mut v: Vec<String> = r.warnings.iter().map(|w| format!("- warning, {label}: {w}")).collect();
-                    if !r.note.is_empty() {
-                        v.push(format!("- {label}: {}", r.note));
-                    }
-                    v
-                })
-                .collect();
+            // Each measure's note once; each row's warnings.
+            let mut notes: Vec<String> = Vec::new();
+            for r in &rows {
+                let note = format!("- {}: {}", r.measure, r.note);
+                if !r.note.is_empty() && !notes.contains(&note) {
+                    notes.push(note);
+                }
+            }
+            for r in &rows {
+                let label = format!("{} {} ({})", r.measure, r.metric, r.variant);
+                notes.extend(r.warnings.iter().map(|w| format!("- warning, {label}: {w}")));
+            }
             if !notes.is_empty() {
                 let _ = writeln!(s);
                 for n in notes {

@@ -103,7 +103,7 @@ fn spin_subject(engine: &Engine, ns: u64, blocks: u32) -> (Subject, SharedStream
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
-fn a_kernel_of_known_duration_measures_that_long() {
+fn measure_engine_a_kernel_of_known_duration_measures_that_long() {
     let mut e = engine();
     const NS: u64 = 50_000;
     let (mut s, out) = spin_subject(&e, NS, 4);
@@ -144,7 +144,7 @@ fn a_kernel_of_known_duration_measures_that_long() {
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
-fn submit_and_sync_measure_every_path_that_launches() {
+fn measure_engine_submit_and_sync_measure_every_path_that_launches() {
     let mut e = engine();
     let (mut s, _out) = spin_subject(&e, 0, 1);
     let submit = e.submit(&mut s).unwrap();
@@ -164,7 +164,7 @@ fn submit_and_sync_measure_every_path_that_launches() {
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
-fn a_wrong_argument_list_is_refused_before_any_launch() {
+fn measure_engine_a_wrong_argument_list_is_refused_before_any_launch() {
     let e = engine();
     let lib = Library::from_ptx(USER_SPIN).unwrap();
     let func = Func::from_library(&lib, c"user_spin").unwrap();
@@ -181,7 +181,7 @@ fn a_wrong_argument_list_is_refused_before_any_launch() {
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
-fn the_stamped_copy_computes_what_the_kernel_computes() {
+fn measure_engine_the_stamped_copy_computes_what_the_kernel_computes() {
     let e = engine();
     if !is_sm90(&e) {
         return;
@@ -273,7 +273,7 @@ fn spec(words: &str) -> ordo_cuda_measure::cli::RunSpec {
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
-fn the_chain_step_from_ptx_self_stamped_and_instrumented() {
+fn measure_engine_the_chain_step_from_ptx_self_stamped_and_instrumented() {
     let mut e = engine();
     if !is_sm90(&e) {
         return;
@@ -304,7 +304,7 @@ fn the_chain_step_from_ptx_self_stamped_and_instrumented() {
 
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
-fn a_then_b_from_cuda_c_through_nvrtc() {
+fn measure_engine_a_then_b_from_cuda_c_through_nvrtc() {
     let mut e = engine();
     if !is_sm90(&e) {
         return;
