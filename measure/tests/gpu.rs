@@ -91,9 +91,7 @@ fn spin_subject(engine: &Engine, ns: u64, blocks: u32) -> (Subject, SharedStream
         let func = Func::from_library(&lib, name).unwrap();
         // SAFETY: user_spin(u64, u32*) writes out[0], which outlives the subject (the caller
         // drops the subject first).
-        device
-            .with_current(|| unsafe { Target::raw(name.to_str().unwrap(), func, Some(lib.clone()), config, args) })
-            .unwrap()
+        device.with_current(|| unsafe { Target::raw(name.to_str().unwrap(), func, config, args) }).unwrap()
     };
     let mut stamped = args.clone();
     stamped.push(RawArg::Stamps);
@@ -171,11 +169,11 @@ fn measure_engine_a_wrong_argument_list_is_refused_before_any_launch() {
     let config = LaunchConfig::new(1, 1);
     let one = vec![RawArg::Bytes { word: 0, size: 8 }];
     // SAFETY: refused before any launch.
-    let err = e.device().with_current(|| unsafe { Target::raw("user_spin", func, None, config, one) }).unwrap_err();
+    let err = e.device().with_current(|| unsafe { Target::raw("user_spin", func.clone(), config, one) }).unwrap_err();
     assert!(err.to_string().contains("takes 2 parameters, 1 arguments given"), "{err}");
     let small = vec![RawArg::Bytes { word: 0, size: 4 }, RawArg::Bytes { word: 0, size: 8 }];
     // SAFETY: as above.
-    let err = e.device().with_current(|| unsafe { Target::raw("user_spin", func, None, config, small) }).unwrap_err();
+    let err = e.device().with_current(|| unsafe { Target::raw("user_spin", func, config, small) }).unwrap_err();
     assert!(err.to_string().contains("parameter 0 is 8 bytes"), "{err}");
 }
 

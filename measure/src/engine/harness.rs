@@ -25,7 +25,6 @@ pub(crate) struct Helpers {
     timestamps: Func,
     block: Func,
     spin: Func,
-    _library: Library,
 }
 
 impl Helpers {
@@ -35,7 +34,6 @@ impl Helpers {
             timestamps: Func::from_library(&library, crate::helpers::TIMESTAMPS)?,
             block: Func::from_library(&library, crate::helpers::BLOCK)?,
             spin: Func::from_library(&library, crate::helpers::SPIN)?,
-            _library: library,
         })
     }
 

@@ -49,13 +49,14 @@ pub struct LaunchSlot {
     pub stamps: *mut u64,
 }
 
-/// A kernel function as the runtime and the driver know it.
-#[derive(Debug, Clone, Copy)]
+/// A kernel function as the runtime and the driver know it; keeps its library loaded.
+#[derive(Debug, Clone)]
 pub struct Func {
     /// The stub address or `cudaKernel_t` that runtime calls take.
     runtime: *const c_void,
     /// The `CUfunction` (or `CUkernel`, which `cuLaunchKernelEx` takes cast) for the driver.
     driver: sys::cudaFunction_t,
+    library: Option<Library>,
 }
 
 impl Func {
@@ -63,24 +64,21 @@ impl Func {
     /// (`cudaGetFuncBySymbol`).
     pub fn linked<A: KernelArgs>(kernel: Kernel<A>, device: Device) -> Result<Func> {
         let mut f: sys::cudaFunction_t = core::ptr::null_mut();
-        // SAFETY: `f` writable; the stub of a kernel of this program (Kernel's invariant).
-        let code = device.with_current(|| {
-            ordo_cuda_core::error::check(
-                unsafe { sys::cudaGetFuncBySymbol(&mut f, kernel.as_raw()) },
-                "cudaGetFuncBySymbol",
-            )
-        });
-        code?;
-        Ok(Func { runtime: kernel.as_raw(), driver: f })
+        device.with_current(|| {
+            // SAFETY: `f` writable; the stub of a kernel of this program (Kernel's invariant).
+            let code = unsafe { sys::cudaGetFuncBySymbol(&mut f, kernel.as_raw()) };
+            ordo_cuda_core::error::check(code, "cudaGetFuncBySymbol")
+        })?;
+        Ok(Func { runtime: kernel.as_raw(), driver: f, library: None })
     }
 
     /// A kernel of a loaded library (`cudaKernel_t`): runtime calls take it as it is, and
     /// `cuLaunchKernelEx` takes it cast to `CUfunction` (launched in the stream's context).
-    pub fn library_kernel(raw: sys::cudaKernel_t) -> Func {
-        Func { runtime: raw.cast_const().cast(), driver: raw.cast() }
+    fn library_kernel(raw: sys::cudaKernel_t, library: Library) -> Func {
+        Func { runtime: raw.cast_const().cast(), driver: raw.cast(), library: Some(library) }
     }
 
-    /// The kernel `name` of `library` (`cudaLibraryGetKernel`).
+    /// The kernel `name` of `library` (`cudaLibraryGetKernel`); it keeps the library loaded.
     pub fn from_library(library: &Library, name: &CStr) -> Result<Func> {
         let mut raw: sys::cudaKernel_t = core::ptr::null_mut();
         // SAFETY: a loaded library, a NUL-terminated name, `raw` writable.
@@ -91,17 +89,22 @@ impl Func {
         if raw.is_null() {
             return Err(Error::invalid("cudaLibraryGetKernel", "CUDA returned no kernel"));
         }
-        Ok(Func::library_kernel(raw))
+        Ok(Func::library_kernel(raw, library.clone()))
     }
 
-    /// The runtime's handle.
-    pub fn as_runtime(self) -> *const c_void {
+    /// The library it keeps loaded, if it came from one.
+    pub fn library(&self) -> Option<&Library> {
+        self.library.as_ref()
+    }
+
+    /// The runtime's handle (valid while this `Func` is).
+    pub fn as_runtime(&self) -> *const c_void {
         self.runtime
     }
 
     /// The sizes of the kernel's parameters, in order (`cudaFuncGetParamInfo` until it refuses
     /// the index), on the current device.
-    pub fn param_sizes(self) -> Result<Vec<usize>> {
+    pub fn param_sizes(&self) -> Result<Vec<usize>> {
         let mut sizes = Vec::new();
         for i in 0..=4096usize {
             let (mut offset, mut size) = (0usize, 0usize);
@@ -195,7 +198,7 @@ fn launch_status(code: sys::cudaError_t, call: &'static str) -> Result<()> {
 /// `args` holds one pointer to each of the kernel's arguments (of its parameters' sizes, checked
 /// by the caller), and the kernel's use of them is valid (as `Kernel::launch`'s contract).
 pub(crate) unsafe fn launch_path(
-    func: Func,
+    func: &Func,
     driver: Option<CuLaunchKernelExFn>,
     path: Path,
     stream: StreamRef<'_>,
@@ -321,8 +324,6 @@ pub struct Target {
     func: Func,
     config: LaunchConfig,
     args: Args,
-    /// Keeps the kernel's library loaded.
-    _library: Option<Library>,
 }
 
 impl core::fmt::Debug for Target {
@@ -352,7 +353,7 @@ impl Target {
         F: FnMut(LaunchSlot) -> A + 'static,
     {
         let func = Func::linked(kernel, device)?;
-        Ok(Target { name: name.into(), func, config, args: Args::typed(args), _library: None })
+        Ok(Target { name: name.into(), func, config, args: Args::typed(args) })
     }
 
     /// A typed kernel of a [`Library`], as [`typed`](Self::typed); the target keeps the library
@@ -371,24 +372,17 @@ impl Target {
         F: FnMut(LaunchSlot) -> A + 'static,
     {
         // A library kernel's `Kernel` holds its `cudaKernel_t` (`Library::kernel`).
-        let func = Func::library_kernel(kernel.as_kernel().as_raw().cast_mut().cast());
-        Target { name: name.into(), func, config, args: Args::typed(args), _library: Some(kernel.library().clone()) }
+        let func = Func::library_kernel(kernel.as_kernel().as_raw().cast_mut().cast(), kernel.library().clone());
+        Target { name: name.into(), func, config, args: Args::typed(args) }
     }
 
     /// An untyped kernel: `args` in parameter order, checked against the kernel's parameters
     /// (their count, and each one's size) on the current device.
     ///
     /// # Safety
-    /// - `func` is a kernel of `library` (if given) or of the program;
     /// - every pointer among `args` is valid for what the kernel does with it on the device it is
     ///   launched on, until the target is dropped (the engine launches it at any time until then).
-    pub unsafe fn raw(
-        name: impl Into<String>,
-        func: Func,
-        library: Option<Library>,
-        config: LaunchConfig,
-        args: Vec<RawArg>,
-    ) -> Result<Target> {
+    pub unsafe fn raw(name: impl Into<String>, func: Func, config: LaunchConfig, args: Vec<RawArg>) -> Result<Target> {
         let name = name.into();
         let sizes = func.param_sizes()?;
         if sizes.len() != args.len() {
@@ -413,7 +407,7 @@ impl Target {
             })
             .collect();
         let ptrs = vec![core::ptr::null_mut(); args.len()];
-        Ok(Target { name, func, config, args: Args::Raw { args, words, ptrs }, _library: library })
+        Ok(Target { name, func, config, args: Args::Raw { args, words, ptrs } })
     }
 
     /// The kernel's name as reports show it.
@@ -432,8 +426,8 @@ impl Target {
     }
 
     /// Its function.
-    pub fn func(&self) -> Func {
-        self.func
+    pub fn func(&self) -> &Func {
+        &self.func
     }
 
     /// Launches it once by `path` on `stream`, with PDL if `pdl`.
@@ -450,7 +444,7 @@ impl Target {
         slot: LaunchSlot,
     ) -> Result<()> {
         let config = self.config.with_pdl(pdl);
-        let func = self.func;
+        let func = &self.func;
         match &mut self.args {
             Args::Raw { args, words, ptrs } => {
                 // The addresses are taken afresh from one pointer to the words, after the slot's

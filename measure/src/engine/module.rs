@@ -300,7 +300,6 @@ fn subject(
     let smem = u32::try_from(smem).map_err(|_| invalid(format!("kernel {}: shared memory {smem} bytes", k.name)))?;
     let config = LaunchConfig::new(grid, block).with_shared_mem(smem);
     config.validate()?;
-    let lib = Some(module.library().clone());
     let device = engine.device();
     let make = |name: &str, args: Vec<RawArg>| -> Result<Target> {
         let func = module.func(name)?;
@@ -308,7 +307,7 @@ fn subject(
         // subjects are dropped, before the buffers), scalars, and the engine's stamp slots; their
         // count and sizes are checked against the kernel's parameters. What the kernel does with
         // them is the user's kernel: a fault is CUDA's error, reported.
-        device.with_current(|| unsafe { Target::raw(name, func, lib.clone(), config, args) })
+        device.with_current(|| unsafe { Target::raw(name, func, config, args) })
     };
     let with_stamps = |mut a: Vec<RawArg>| {
         a.push(RawArg::Stamps);
