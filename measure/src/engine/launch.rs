@@ -16,8 +16,9 @@ use std::ffi::{c_int, c_uint, c_void, CStr};
 /// The call a launch is made with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Path {
-    /// ordo's launch (`Kernel::launch`, `launch::launch_raw`): the configuration checked,
-    /// attributes on the stack, `cudaLaunchKernelExC`.
+    /// ordo's launch: `Kernel::launch` for a typed target (whichever call ordo's typed path makes),
+    /// `launch::launch_raw` for an untyped one (what the C ABI's `ordo_launch_kernel` makes): the
+    /// configuration checked, attributes on the stack.
     Ordo,
     /// `cudaLaunchKernelExC` called directly: the baseline.
     LaunchKernelEx,
@@ -293,7 +294,9 @@ impl RawArg {
 type Launch<'a> = dyn FnMut(*mut *mut c_void) -> Result<()> + 'a;
 
 /// Makes a launch's arguments and calls the launch with their addresses.
-type Maker = Box<dyn FnMut(LaunchSlot, &mut Launch<'_>) -> Result<()>>;
+/// For [`Path::Ordo`] it launches the typed kernel itself (`Kernel::launch`, ordo's typed path,
+/// whatever call that makes) and the closure goes unused.
+type Maker = Box<dyn FnMut(LaunchSlot, Path, StreamRef<'_>, &LaunchConfig, &mut Launch<'_>) -> Result<()>>;
 
 /// How a target makes its arguments.
 enum Args {
@@ -304,17 +307,29 @@ enum Args {
 }
 
 impl Args {
-    fn typed<A, F>(mut args: F) -> Args
+    /// # Safety
+    /// The tuples `args` makes are valid for `kernel` (the typed constructors' contract).
+    unsafe fn typed<A, F>(kernel: Kernel<A>, mut args: F) -> Args
     where
         A: KernelArgs + 'static,
         F: FnMut(LaunchSlot) -> A + 'static,
     {
-        Args::Typed(Box::new(move |slot: LaunchSlot, launch: &mut Launch<'_>| {
-            let mut a = args(slot);
-            let mut ptrs = a.arg_ptrs();
-            let ptrs = ptrs.as_mut();
-            launch(if ptrs.is_empty() { core::ptr::null_mut() } else { ptrs.as_mut_ptr() })
-        }))
+        Args::Typed(Box::new(
+            move |slot: LaunchSlot,
+                  path: Path,
+                  stream: StreamRef<'_>,
+                  config: &LaunchConfig,
+                  launch: &mut Launch<'_>| {
+                let mut a = args(slot);
+                if path == Path::Ordo {
+                    // SAFETY: the constructor's contract.
+                    return unsafe { kernel.launch(stream, config, a) };
+                }
+                let mut ptrs = a.arg_ptrs();
+                let ptrs = ptrs.as_mut();
+                launch(if ptrs.is_empty() { core::ptr::null_mut() } else { ptrs.as_mut_ptr() })
+            },
+        ))
     }
 }
 
@@ -353,7 +368,8 @@ impl Target {
         F: FnMut(LaunchSlot) -> A + 'static,
     {
         let func = Func::linked(kernel, device)?;
-        Ok(Target { name: name.into(), func, config, args: Args::typed(args) })
+        // SAFETY: forwarded.
+        Ok(Target { name: name.into(), func, config, args: unsafe { Args::typed(kernel, args) } })
     }
 
     /// A typed kernel of a [`Library`], as [`typed`](Self::typed); the target keeps the library
@@ -373,7 +389,8 @@ impl Target {
     {
         // A library kernel's `Kernel` holds its `cudaKernel_t` (`Library::kernel`).
         let func = Func::library_kernel(kernel.as_kernel().as_raw().cast_mut().cast(), kernel.library().clone());
-        Target { name: name.into(), func, config, args: Args::typed(args) }
+        // SAFETY: forwarded.
+        Target { name: name.into(), func, config, args: unsafe { Args::typed(kernel.as_kernel(), args) } }
     }
 
     /// An untyped kernel: `args` in parameter order, checked against the kernel's parameters
@@ -469,7 +486,9 @@ impl Target {
             }
             // SAFETY: the typed maker gives the kernel's own argument tuple (the constructor's
             // contract).
-            Args::Typed(make) => make(slot, &mut |p| unsafe { launch_path(func, driver, path, stream, &config, p) }),
+            Args::Typed(make) => make(slot, path, stream, &config, &mut |p| unsafe {
+                launch_path(func, driver, path, stream, &config, p)
+            }),
         }
     }
 }
