@@ -68,7 +68,7 @@ for f in benches/experiments/*.cu; do
   "$CUDA13_HOME/bin/nvcc" -O2 -arch=sm_90 -c "$f" -o "target/$(basename "$f" .cu).o"
 done
 step "crates.io: every published crate packaged and verified on its own, in dependency order"
-published=(ordo-cuda-sys ordo-cuda-core ordo-cuda-kernels ordo-cuda-libs ordo-cuda-capi ordo-cuda)
+published=(ordo-cuda-sys ordo-cuda-core ordo-cuda-kernels ordo-cuda-libs ordo-cuda-capi ordo-cuda-measure ordo-cuda)
 CUDA_HOME=$CUDA13_HOME cargo package --workspace --exclude ordo-ffi-tests --exclude ordo-benches \
   --exclude ordo-example-user-kernel --allow-dirty --locked
 for p in "${published[@]}"; do

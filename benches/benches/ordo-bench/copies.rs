@@ -1,7 +1,7 @@
 //! Copies: pinned both directions and both at once, pageable.
 
-use crate::{ms_between, Report};
-use ordo_benches::{cpp, interleave, median};
+use crate::{interleave, median, ms_between, Report};
+use ordo_benches::cpp;
 use ordo_cuda_core::memory::copy;
 use ordo_cuda_core::*;
 use std::time::Instant;
@@ -71,7 +71,7 @@ pub(crate) fn copy_group(r: &mut Report, rounds: usize) -> Result<()> {
         end.synchronize()?;
         both.push(2.0 * bytes / end.elapsed_ms_since(&start)? as f64 / 1e6);
     }
-    r.add("copy", "pinned H2D + D2H at once, total", "GB/s", median(&mut both), None, "reference 101.6 GB/s");
+    r.add("copy", "pinned H2D + D2H at once, total", "GB/s", median(&both), None, "reference 101.6 GB/s");
     // Pageable: the blocking copy (an async copy from pageable memory would not be asynchronous anyway).
     let pageable = vec![2.5f32; N];
     let mut pg = Vec::new();
@@ -80,6 +80,6 @@ pub(crate) fn copy_group(r: &mut Report, rounds: usize) -> Result<()> {
         copy::h2d_blocking(dev.as_mut_slice(), &pageable, s)?;
         pg.push(bytes / t0.elapsed().as_secs_f64() / 1e9);
     }
-    r.add("copy", "pageable H2D 256 MiB (blocking copy)", "GB/s", median(&mut pg), None, "reference 9.8 GB/s");
+    r.add("copy", "pageable H2D 256 MiB (blocking copy)", "GB/s", median(&pg), None, "reference 9.8 GB/s");
     Ok(())
 }

@@ -1,15 +1,21 @@
 //! GPU-side gaps between kernels, from `%globaltimer` stamps the kernels write themselves: back to
 //! back (the launches queued behind a spinning kernel, so the gap is the GPU's and not the host's
 //! submit rate), and in the PDL chains (entry, release from the PDL wait, and end of every block,
-//! reduced to each kernel's first entry, first release and last end).
+//! reduced to each kernel's first entry, first release and last end). Sampled in interleaved
+//! rounds by ordo-cuda-measure's runner; the chains' stamps reduced by its `stamps` module, as the
+//! `ordo-measure` command reduces a user kernel's.
 
-use crate::Report;
+use crate::{measure_rounds, median, Report};
 use ordo_benches::kernels::{bl_chain_step_stamped, bl_chain_step_stamped_pdl, bl_spin, bl_stamp};
+use ordo_cuda_measure::stamps::{self, Sequence};
+use ordo_cuda_measure::{Measure, Sample};
 
 /// Long enough for the host to queue every launch of a measurement behind it.
 const SPIN_NS: u64 = 3_000_000;
-use ordo_benches::{cpp, median};
-use ordo_cuda_core::graph::{capture, CaptureMode, InstantiateFlags};
+/// Kernels a PDL chain.
+const STEPS: usize = 100;
+use ordo_benches::cpp;
+use ordo_cuda_core::graph::{capture, CaptureMode, GraphExec, InstantiateFlags};
 use ordo_cuda_core::launch::PdlKernel;
 use ordo_cuda_core::launch::{Kernel, LaunchConfig};
 use ordo_cuda_core::memory::copy;
@@ -21,18 +27,6 @@ use ordo_cuda_kernels::{ChainPlan, PdlMode};
 pub(crate) struct KernelLane {
     pub(crate) label: String,
     pub(crate) kernels: Vec<(f64, f64, f64)>,
-}
-
-/// The smallest step between distinct stamps: the timer's resolution as seen here.
-fn resolution_ns(stamps: &[u64]) -> u64 {
-    let mut v: Vec<u64> = stamps.iter().copied().filter(|&t| t != 0).collect();
-    v.sort_unstable();
-    v.dedup();
-    v.windows(2).map(|w| w[1] - w[0]).min().unwrap_or(0)
-}
-
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 
 pub(crate) fn gaps_group(r: &mut Report, rounds: usize) -> Result<()> {
@@ -49,10 +43,9 @@ fn back_to_back(r: &mut Report, rounds: usize) -> Result<()> {
     let s = stream.as_stream();
     let mut st = DeviceBuffer::<u64>::zeroed_async(2 * COUNT, s)?;
     let stp = st.as_mut_ptr();
-    let mut host = vec![0u64; 2 * COUNT];
     let spin = Kernel::new(bl_spin as unsafe extern "C" fn(u64));
     let stamp = Kernel::new(bl_stamp as unsafe extern "C" fn(*mut u64, i32));
-    let (one, warp) = (LaunchConfig::new(1, 1), LaunchConfig::new(1, 32));
+    let warp = LaunchConfig::new(1, 32);
     // SAFETY (all launches here): the stamp kernels write st[0 .. 2 COUNT], which outlives them.
     let ordo_launches =
         |cs: StreamRef<'_>| (0..COUNT as i32).try_for_each(|i| unsafe { stamp.launch(cs, &warp, (stp, i)) });
@@ -60,55 +53,73 @@ fn back_to_back(r: &mut Report, rounds: usize) -> Result<()> {
     // replay enqueued there; nothing else uses `s` during the capture (one thread).
     let graph = unsafe { capture(s, CaptureMode::Global, ordo_launches) }?.instantiate(InstantiateFlags::empty())?;
     graph.upload(s)?;
-    let mut gaps: [Vec<f64>; 3] = Default::default();
-    let mut all_gaps: [Vec<f64>; 3] = Default::default();
-    let mut resolution = u64::MAX;
-    for round in 0..rounds + 1 {
-        for k in 0..3 {
-            let v = if round % 2 == 0 { k } else { 2 - k };
-            match v {
-                0 => {
-                    unsafe { spin.launch(s, &one, (SPIN_NS,))? };
-                    ordo_launches(s)?;
-                }
-                1 => unsafe { cpp::bl_stamp_run(s.as_raw(), stp, COUNT as i32, SPIN_NS) },
-                _ => graph.launch(s)?,
-            }
-            copy::d2h_blocking(&mut host, st.as_slice(), s)?;
-            resolution = resolution.min(resolution_ns(&host));
-            let g: Vec<f64> = (0..COUNT - 1).map(|i| (host[2 * i + 2] as f64 - host[2 * i + 1] as f64) / 1e3).collect();
-            if round > 0 {
-                gaps[v].push(mean(&g));
-                all_gaps[v].extend(g);
-            }
-        }
-    }
-    let note = |v: usize, all: &mut [Vec<f64>; 3]| {
-        format!("median of all gaps {:.3} us; %globaltimer step {resolution} ns", median(&mut all[v]))
+    let mut m = BackToBack {
+        s,
+        spin,
+        launches: &ordo_launches,
+        graph: &graph,
+        st: &st,
+        stp,
+        host: vec![0u64; 2 * COUNT],
+        all_gaps: Default::default(),
+        calls: [0; 3],
+        resolution: u64::MAX,
     };
-    let (n0, n2) = (note(0, &mut all_gaps), note(2, &mut all_gaps));
-    r.add(
-        "gaps",
-        "GPU gap, back-to-back kernels, eager: ordo vs <<<>>>",
-        "us",
-        median(&mut gaps[0]),
-        Some(median(&mut gaps[1])),
-        n0,
-    );
-    r.add("gaps", "GPU gap, back-to-back kernels, graph (ordo)", "us", median(&mut gaps[2]), None, n2);
+    let series = measure_rounds(rounds, &mut m)?;
+    let resolution = m.resolution;
+    let note =
+        |v: usize| format!("median of all gaps {:.3} us; %globaltimer step {resolution} ns", median(&m.all_gaps[v]));
+    let gap = |v: usize| series[v].summary(0).median;
+    r.add("gaps", "GPU gap, back-to-back kernels, eager: ordo vs <<<>>>", "us", gap(0), Some(gap(1)), note(0));
+    r.add("gaps", "GPU gap, back-to-back kernels, graph (ordo)", "us", gap(2), None, note(2));
     Ok(())
 }
 
-/// Per kernel of a chain: (first entry, first release from the PDL wait, last end), nanoseconds.
-fn reduce(st: &[u64], steps: usize, blocks: usize) -> Vec<(u64, u64, u64)> {
-    (0..steps)
-        .map(|k| {
-            let b = &st[3 * k * blocks..3 * (k + 1) * blocks];
-            let min = |o: usize| b.iter().skip(o).step_by(3).copied().min().unwrap_or(0);
-            let max = |o: usize| b.iter().skip(o).step_by(3).copied().max().unwrap_or(0);
-            (min(0), min(1), max(2))
-        })
-        .collect()
+/// The back-to-back variants: ordo's launches behind a spin, C++ `<<<>>>` behind a spin, the
+/// graph; a sample is the mean gap of one run of `COUNT` kernels.
+struct BackToBack<'a, L> {
+    s: StreamRef<'a>,
+    spin: Kernel<(u64,)>,
+    launches: &'a L,
+    graph: &'a GraphExec,
+    st: &'a DeviceBuffer<'a, u64>,
+    stp: *mut u64,
+    host: Vec<u64>,
+    /// Every gap of every recorded run, a variant.
+    all_gaps: [Vec<f64>; 3],
+    calls: [usize; 3],
+    resolution: u64,
+}
+
+impl<L: Fn(StreamRef<'_>) -> Result<()>> Measure for BackToBack<'_, L> {
+    fn variants(&self) -> usize {
+        3
+    }
+
+    fn sample(&mut self, v: usize) -> Result<Sample> {
+        let s = self.s;
+        let count = self.host.len() / 2;
+        match v {
+            0 => {
+                // SAFETY: spins and touches nothing.
+                unsafe { self.spin.launch(s, &LaunchConfig::new(1, 1), (SPIN_NS,))? };
+                (self.launches)(s)?;
+            }
+            // SAFETY: the C++ run writes st[0 .. 2 COUNT] and waits for nothing; `st` outlives it.
+            1 => unsafe { cpp::bl_stamp_run(s.as_raw(), self.stp, count as i32, SPIN_NS) },
+            _ => self.graph.launch(s)?,
+        }
+        copy::d2h_blocking(&mut self.host, self.st.as_slice(), s)?;
+        self.resolution = self.resolution.min(stamps::resolution_ns(&self.host).unwrap_or(u64::MAX));
+        let h = &self.host;
+        let g: Vec<f64> = (0..count - 1).map(|i| (h[2 * i + 2] as f64 - h[2 * i + 1] as f64) / 1e3).collect();
+        self.calls[v] += 1;
+        // The first call of each variant is the runner's warm-up round.
+        if self.calls[v] > 1 {
+            self.all_gaps[v].extend_from_slice(&g);
+        }
+        Ok(Sample::duration(g.iter().sum::<f64>() / g.len().max(1) as f64))
+    }
 }
 
 /// The chains of the PDL group (100 dependent kernels at 4096, 128K and 4M elements) with stamps:
@@ -117,7 +128,6 @@ fn reduce(st: &[u64], steps: usize, blocks: usize) -> Vec<(u64, u64, u64)> {
 /// chains are queued behind a spinning kernel, so that the gaps are the GPU's and not the host's
 /// launch rate (a 4096-element kernel runs in a fraction of a launch's host time).
 fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
-    const STEPS: usize = 100;
     let device = Device::current()?;
     let stream = Stream::new()?;
     let s = stream.as_stream();
@@ -160,79 +170,23 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
             graphs.push(g);
         }
         // Variants: ordo eager plain / rule, graph plain / rule, C++ eager plain / rule (same kernels, same grids).
-        const V: usize = 6;
-        let mut host = vec![0u64; 3 * blocks * STEPS];
-        let mut gap: [Vec<f64>; V] = Default::default();
-        let mut release: [Vec<f64>; V] = Default::default();
-        let mut duration: [Vec<f64>; V] = Default::default();
-        let mut lanes: [Vec<(f64, f64, f64)>; V] = Default::default();
-        for round in 0..rounds + 1 {
-            for k in 0..V {
-                let v = if round % 2 == 0 { k } else { V - 1 - k };
-                let spin_then = |plan: &ChainPlan| -> Result<()> {
-                    // SAFETY: spins and touches nothing.
-                    unsafe { spin.launch(s, &LaunchConfig::new(1, 1), (SPIN_NS,))? };
-                    launches(s, plan)
-                };
-                match v {
-                    0 => spin_then(&off)?,
-                    1 => spin_then(&auto)?,
-                    2 => graphs[0].launch(s)?,
-                    3 => graphs[1].launch(s)?,
-                    4 => unsafe {
-                        cpp::bl_chain_stamped(
-                            s.as_raw(),
-                            ap,
-                            bp,
-                            sp,
-                            n32,
-                            STEPS as i32,
-                            0,
-                            off.blocks() as i32,
-                            stp,
-                            SPIN_NS,
-                        )
-                    },
-                    _ => unsafe {
-                        cpp::bl_chain_stamped(
-                            s.as_raw(),
-                            ap,
-                            bp,
-                            sp,
-                            n32,
-                            STEPS as i32,
-                            1,
-                            auto.blocks() as i32,
-                            stp,
-                            SPIN_NS,
-                        )
-                    },
-                }
-                copy::d2h_blocking(&mut host, st.as_slice(), s)?;
-                let grid = if v % 2 == 0 { off.blocks() } else { auto.blocks() } as usize;
-                let kernels = reduce(&host[..3 * grid * STEPS], STEPS, grid);
-                if round == 0 {
-                    continue;
-                }
-                let ns = |a: u64, b: u64| (a as f64 - b as f64) / 1e3;
-                let mut g: Vec<f64> = kernels.windows(2).map(|w| ns(w[1].0, w[0].2)).collect();
-                let mut rel: Vec<f64> = kernels.windows(2).map(|w| ns(w[1].1, w[0].2)).collect();
-                let mut dur: Vec<f64> = kernels.iter().map(|k| ns(k.2, k.0)).collect();
-                gap[v].push(median(&mut g));
-                release[v].push(median(&mut rel));
-                duration[v].push(median(&mut dur));
-                if lanes[v].is_empty() {
-                    let t0 = kernels[0].0;
-                    lanes[v] = kernels.iter().take(8).map(|k| (ns(k.0, t0), ns(k.1, t0), ns(k.2, t0))).collect();
-                }
-            }
-        }
-        let m = |v: &mut [Vec<f64>; V], i: usize| median(&mut v[i]);
-        let (g, rel, dur) = (
-            [0, 1, 2, 3, 4, 5].map(|i| m(&mut gap, i)),
-            [0, 1, 2, 3, 4, 5].map(|i| m(&mut release, i)),
-            [0, 1, 2, 3, 4, 5].map(|i| m(&mut duration, i)),
-        );
+        let mut m = Chains {
+            s,
+            spin,
+            launches: &launches,
+            plans: [&off, &auto],
+            graphs: &graphs,
+            st: &st,
+            bufs: (ap, bp, sp, stp),
+            n: n32,
+            host: vec![0u64; 3 * blocks * STEPS],
+            lanes: Default::default(),
+            calls: [0; 6],
+        };
+        let series = measure_rounds(rounds, &mut m)?;
+        let mut lanes = std::mem::take(&mut m.lanes);
+        let fig = |metric: usize| -> [f64; 6] { core::array::from_fn(|v| series[v].summary(metric).median) };
+        let (g, rel, dur) = (fig(0), fig(1), fig(2));
         let tr = format!("PDL form over {} blocks", auto.blocks());
         r.add(
             "gaps",
@@ -279,4 +233,89 @@ fn pdl_chains(r: &mut Report, rounds: usize) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The chain variants (ordo eager plain / rule, graph plain / rule, C++ eager plain / rule); a
+/// sample is one chain's median gap, median release and median kernel span, microseconds.
+struct Chains<'a, L> {
+    s: StreamRef<'a>,
+    spin: Kernel<(u64,)>,
+    launches: &'a L,
+    /// PDL off, ordo's rule.
+    plans: [&'a ChainPlan; 2],
+    graphs: &'a [GraphExec],
+    st: &'a DeviceBuffer<'a, u64>,
+    bufs: (*mut f32, *mut f32, *const f32, *mut u64),
+    n: i32,
+    host: Vec<u64>,
+    /// The first recorded run's first kernels, a variant, for the SVG.
+    lanes: [Vec<(f64, f64, f64)>; 6],
+    calls: [usize; 6],
+}
+
+impl<L: Fn(StreamRef<'_>, &ChainPlan) -> Result<()>> Measure for Chains<'_, L> {
+    fn variants(&self) -> usize {
+        6
+    }
+
+    fn sample(&mut self, v: usize) -> Result<Sample> {
+        let s = self.s;
+        let (ap, bp, sp, stp) = self.bufs;
+        let spin_then = |plan: &ChainPlan| -> Result<()> {
+            // SAFETY: spins and touches nothing.
+            unsafe { self.spin.launch(s, &LaunchConfig::new(1, 1), (SPIN_NS,))? };
+            (self.launches)(s, plan)
+        };
+        let [off, auto] = self.plans;
+        match v {
+            0 => spin_then(off)?,
+            1 => spin_then(auto)?,
+            2 => self.graphs[0].launch(s)?,
+            3 => self.graphs[1].launch(s)?,
+            // SAFETY (C++): every buffer holds what the grid touches and outlives the calls.
+            4 => unsafe {
+                cpp::bl_chain_stamped(
+                    s.as_raw(),
+                    ap,
+                    bp,
+                    sp,
+                    self.n,
+                    STEPS as i32,
+                    0,
+                    off.blocks() as i32,
+                    stp,
+                    SPIN_NS,
+                )
+            },
+            _ => unsafe {
+                cpp::bl_chain_stamped(
+                    s.as_raw(),
+                    ap,
+                    bp,
+                    sp,
+                    self.n,
+                    STEPS as i32,
+                    1,
+                    auto.blocks() as i32,
+                    stp,
+                    SPIN_NS,
+                )
+            },
+        }
+        copy::d2h_blocking(&mut self.host, self.st.as_slice(), s)?;
+        let grid = if v % 2 == 0 { off.blocks() } else { auto.blocks() } as usize;
+        let kernels = stamps::reduce(&self.host[..3 * grid * STEPS], &[grid; STEPS])
+            .map_err(|e| Error::invalid("ordo-bench gaps", e))?;
+        let seq = Sequence::of(&kernels);
+        self.calls[v] += 1;
+        // The first call of each variant is the runner's warm-up round.
+        if self.calls[v] > 1 && self.lanes[v].is_empty() {
+            let t0 = kernels[0].entry;
+            let us = |a: u64| (a as f64 - t0 as f64) / 1e3;
+            self.lanes[v] =
+                kernels.iter().take(8).map(|k| (us(k.entry), us(k.release.unwrap_or(k.entry)), us(k.end))).collect();
+        }
+        let us = |v: &[f64]| median(v) / 1e3;
+        Ok(Sample { values: vec![us(&seq.gaps), us(&seq.releases), us(&seq.spans)], elapsed: 0.0, clock: None })
+    }
 }

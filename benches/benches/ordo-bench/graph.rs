@@ -1,8 +1,8 @@
 //! Graphs: 200 add_one kernels eager against a graph, graph launch host time, instantiation, and
 //! the bucket cache's overhead.
 
-use crate::{ms_between, Report};
-use ordo_benches::{cpp, interleave, median};
+use crate::{interleave, ms_between, Report};
+use ordo_benches::cpp;
 use ordo_cuda_core::graph::{capture, CaptureMode, InstantiateFlags};
 use ordo_cuda_core::graph_cache::{default_buckets, GraphCache, Overflow};
 use ordo_cuda_core::*;
@@ -47,18 +47,23 @@ pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
         ],
     )?;
     // Host time of the launch call alone, the stream drained between launches, A B A B.
-    let (mut ordo_host, mut cpp_host) = (Vec::new(), Vec::new());
-    for _ in 0..rounds * 20 {
-        let t0 = Instant::now();
-        exec.launch(s)?;
-        ordo_host.push(t0.elapsed().as_secs_f64() * 1e6);
-        s.synchronize()?;
-        cpp_host.push(unsafe { cpp::bl_graph_launch_us(cpp_exec, s.as_raw()) });
-    }
+    let host = interleave(
+        rounds * 20,
+        &mut [
+            &mut || {
+                let t0 = Instant::now();
+                exec.launch(s)?;
+                let us = t0.elapsed().as_secs_f64() * 1e6;
+                s.synchronize()?;
+                Ok(us)
+            },
+            &mut || Ok(unsafe { cpp::bl_graph_launch_us(cpp_exec, s.as_raw()) }),
+        ],
+    )?;
     let per = |ms: f64| ms * 1e3 / K as f64;
     r.add("graph", "200 x add_one(4096), eager, per kernel", "us", per(m[0]), Some(per(m[1])), "");
     r.add("graph", "200 x add_one(4096), graph replay, per kernel", "us", per(m[2]), Some(per(m[3])), "");
-    r.add("graph", "graph launch, host time", "us", median(&mut ordo_host), Some(median(&mut cpp_host)), "");
+    r.add("graph", "graph launch, host time", "us", host[0], Some(host[1]), "");
     r.add(
         "graph",
         "instantiate 200-node graph",
@@ -87,22 +92,33 @@ pub(crate) fn graph_group(r: &mut Report, rounds: usize) -> Result<()> {
     .instantiate(InstantiateFlags::empty())?;
     bare.upload(s)?;
     s.synchronize()?;
-    let mut cache_us = Vec::new();
-    let mut bare_us = Vec::new();
-    for i in 0..rounds * 100 {
-        let n = 129 + i % 128;
-        let t0 = Instant::now();
-        cache.run(s, n)?;
-        cache_us.push(t0.elapsed().as_secs_f64() * 1e6);
-        let t0 = Instant::now();
-        bare.launch(s)?;
-        bare_us.push(t0.elapsed().as_secs_f64() * 1e6);
-        if i % 50 == 49 {
-            s.synchronize()?;
-        }
-    }
+    // The cache runs sizes 129..=256 in turn; the stream is drained every 50 replays of each.
+    let mut runs = 0usize;
+    let mut bares = 0usize;
+    let m = interleave(
+        rounds * 100,
+        &mut [
+            &mut || {
+                let n = 129 + runs % 128;
+                runs += 1;
+                let t0 = Instant::now();
+                cache.run(s, n)?;
+                Ok(t0.elapsed().as_secs_f64() * 1e6)
+            },
+            &mut || {
+                let t0 = Instant::now();
+                bare.launch(s)?;
+                let us = t0.elapsed().as_secs_f64() * 1e6;
+                bares += 1;
+                if bares % 50 == 0 {
+                    s.synchronize()?;
+                }
+                Ok(us)
+            },
+        ],
+    )?;
     s.synchronize()?;
-    let (c, b) = (median(&mut cache_us), median(&mut bare_us));
+    let (c, b) = (m[0], m[1]);
     r.add(
         "graph",
         "bucket cache run (round-up + replay), host",

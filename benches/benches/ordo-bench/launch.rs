@@ -10,9 +10,9 @@
 //! and the launch + synchronise round trip.
 
 use crate::cudarc_side::Cudarc;
-use crate::Report;
+use crate::{interleave, Report};
+use ordo_benches::cpp;
 use ordo_benches::kernels::{bl_empty, bl_ptr_int};
-use ordo_benches::{cpp, interleave, median};
 use ordo_cuda_core::launch::{Kernel, LaunchConfig};
 use ordo_cuda_core::*;
 use std::time::Instant;
@@ -122,16 +122,19 @@ pub(crate) fn launch_group(r: &mut Report, rounds: usize) -> Result<()> {
             format!("the CUkernel default is {:.3}x this", default / driver_function),
         );
     }
-    let mut ordo_rt = Vec::new();
-    let mut cpp_rt = Vec::new();
-    for _ in 0..rounds * 20 {
-        let t0 = Instant::now();
-        // SAFETY: touches nothing.
-        unsafe { empty.launch(s, &one, ())? };
-        s.synchronize()?;
-        ordo_rt.push(t0.elapsed().as_secs_f64() * 1e6);
-        cpp_rt.push(unsafe { cpp::bl_roundtrip_us(s.as_raw()) });
-    }
-    r.add("launch", "launch + synchronize round trip", "us", median(&mut ordo_rt), Some(median(&mut cpp_rt)), "");
+    let rt = interleave(
+        rounds * 20,
+        &mut [
+            &mut || {
+                let t0 = Instant::now();
+                // SAFETY: touches nothing.
+                unsafe { empty.launch(s, &one, ())? };
+                s.synchronize()?;
+                Ok(t0.elapsed().as_secs_f64() * 1e6)
+            },
+            &mut || Ok(unsafe { cpp::bl_roundtrip_us(s.as_raw()) }),
+        ],
+    )?;
+    r.add("launch", "launch + synchronize round trip", "us", rt[0], Some(rt[1]), "");
     Ok(())
 }

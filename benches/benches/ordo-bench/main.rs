@@ -1,5 +1,8 @@
 //! ordo-bench: measures ordo's calls against plain CUDA C++ in one process, interleaving the
-//! variants (A B A B ...) and reporting medians and ratios.
+//! variants (A B A B ...) and reporting medians and ratios. Every group samples through
+//! ordo-cuda-measure's runner (the same interleaved rounds, warm-up and statistics as the
+//! `ordo-measure` command), a fixed number of rounds here; the GPU gaps are reduced from their
+//! stamps by its `stamps` module.
 //!
 //!     cargo bench -p ordo-benches --bench ordo-bench -- [--quick] [--json FILE] [--csv FILE] [--svg FILE]
 //!
@@ -19,6 +22,7 @@ mod small_ops;
 mod svg;
 
 use ordo_cuda_core::*;
+use ordo_cuda_measure::{runner, stats, Sample};
 use output::Row;
 use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
@@ -66,6 +70,37 @@ impl Report {
         eprint!("\r[{:5.1} s] {what:<60}", self.started.elapsed().as_secs_f64());
         let _ = std::io::stderr().flush();
     }
+}
+
+/// Runs each variant once a round, for `rounds` rounds after one warm-up round, alternating the
+/// order (A B C, then C B A, ...) so that drift and the position in a round favour no variant, on
+/// ordo-cuda-measure's runner, and returns each variant's samples.
+pub(crate) fn sample_rounds(
+    rounds: usize,
+    variants: &mut [&mut dyn FnMut() -> Result<Sample>],
+) -> Result<Vec<runner::Series>> {
+    measure_rounds(rounds, &mut runner::Closures(variants))
+}
+
+/// [`sample_rounds`] of a [`Measure`](ordo_cuda_measure::Measure)'s variants.
+pub(crate) fn measure_rounds(rounds: usize, m: &mut dyn ordo_cuda_measure::Measure) -> Result<Vec<runner::Series>> {
+    runner::run(m, &runner::Settings::rounds(rounds), 0.0, &mut runner::RealTime::default())
+}
+
+/// [`sample_rounds`] of variants that give one figure each; each variant's median.
+pub(crate) fn interleave(rounds: usize, variants: &mut [&mut dyn FnMut() -> Result<f64>]) -> Result<Vec<f64>> {
+    let mut wrapped: Vec<Box<dyn FnMut() -> Result<Sample> + '_>> = variants
+        .iter_mut()
+        .map(|f| Box::new(move || f().map(Sample::duration)) as Box<dyn FnMut() -> Result<Sample> + '_>)
+        .collect();
+    let mut refs: Vec<&mut dyn FnMut() -> Result<Sample>> =
+        wrapped.iter_mut().map(|b| &mut **b as &mut dyn FnMut() -> Result<Sample>).collect();
+    Ok(sample_rounds(rounds, &mut refs)?.iter().map(|s| s.summary(0).median).collect())
+}
+
+/// The median of `v` (nvbench's rank: the upper of two middle values).
+pub(crate) fn median(v: &[f64]) -> f64 {
+    stats::percentile(v, 50)
 }
 
 /// GPU milliseconds of what `f` enqueues on `s`, between two timing events (synchronises on the end).

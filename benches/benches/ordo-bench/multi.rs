@@ -3,8 +3,8 @@
 //! NCCL all-reduce bus bandwidth (nccl-tests' definition, busbw = algbw x 2(n-1)/n) from 8 B to
 //! 1 GiB, ordo's call against the same NCCL call made from C++, interleaved.
 
-use crate::Report;
-use ordo_benches::{cpp, interleave};
+use crate::{interleave, Report};
+use ordo_benches::cpp;
 use ordo_cuda_core::memory::copy;
 use ordo_cuda_core::*;
 use ordo_cuda_libs::nccl::bandwidth::{bandwidth_gbps, Collective};

@@ -8,9 +8,9 @@
 //! C++ (`bl_chain_ms`); in a graph, the same C++ kernels captured through ordo (a graph replays the
 //! same nodes whoever captured them). Every variant of a size runs interleaved with the others.
 
-use crate::{ms_between, Report};
+use crate::{interleave, ms_between, Report};
+use ordo_benches::cpp;
 use ordo_benches::kernels::{bl_chain_step_plain, bl_chain_step_plain_stride};
-use ordo_benches::{cpp, interleave};
 use ordo_cuda_core::graph::{capture, CaptureMode, GraphExec, InstantiateFlags};
 use ordo_cuda_core::launch::{Kernel, LaunchConfig};
 use ordo_cuda_core::memory::copy;

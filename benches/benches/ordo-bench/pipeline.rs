@@ -1,8 +1,8 @@
 //! Overlap: the chunked pipeline over a sweep of plans against the model and the both-directions
 //! bound, and the planned pipeline against the plain C++ pipeline.
 
-use crate::{ms_between, Report};
-use ordo_benches::{cpp, interleave, median};
+use crate::{interleave, median, ms_between, Report};
+use ordo_benches::cpp;
 use ordo_cuda_core::memory::copy;
 use ordo_cuda_core::pipeline::{
     choose_plan, predict_ms, Buffers, Machine, Pipeline, Plan, RunBuffers, Schedule, StageTimes, Stencil, StencilChunk,
@@ -60,7 +60,7 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
     for _ in 0..3 {
         both.push(both_once()?);
     }
-    let bound = median(&mut both);
+    let bound = median(&both);
     let mut pipe = Pipeline::new(8)?;
     let mut machine = pipe.machine();
     machine.duplex = ((a + c) / bound).clamp(1.0, 2.0);
@@ -114,7 +114,7 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
         for _ in 0..rounds.min(7) {
             v.push(run(plan)?);
         }
-        let measured = median(&mut v);
+        let measured = median(&v);
         let predicted = predict_ms(times, plan, &machine);
         sweep.push((plan, measured, predicted));
     }
@@ -140,7 +140,7 @@ pub(crate) fn pipeline_group(r: &mut Report, rounds: usize) -> Result<()> {
         for _ in 0..rounds.min(7) {
             v.push(run_with(staged(chunks), false)?);
         }
-        let measured = median(&mut v);
+        let measured = median(&v);
         let predicted = predict_ms(times, staged(chunks), &untimed_machine);
         r.add(
             "pipeline",

@@ -1,9 +1,10 @@
 //! Events, stream waits and queries; stream-ordered allocation; host-function latency.
 
-use crate::Report;
-use ordo_benches::{cpp, interleave, median, quantile};
+use crate::{interleave, sample_rounds, Report};
+use ordo_benches::cpp;
 use ordo_cuda_core::host_fn::launch_host_fn;
 use ordo_cuda_core::*;
+use ordo_cuda_measure::{stats, Sample};
 use std::time::Instant;
 
 pub(crate) fn small_ops_group(r: &mut Report, rounds: usize) -> Result<()> {
@@ -91,56 +92,57 @@ pub(crate) fn small_ops_group(r: &mut Report, rounds: usize) -> Result<()> {
     let s = a.as_stream();
     let pool = MemPool::device_default(Device::current()?)?;
     pool.set_release_threshold(u64::MAX)?;
-    let mut async_us = Vec::new();
-    let mut sync_us = Vec::new();
-    for _ in 0..rounds * 20 {
-        let t0 = Instant::now();
-        let buf = DeviceBuffer::<u8>::alloc_async(1 << 20, s)?;
-        buf.free_async()?;
-        async_us.push(t0.elapsed().as_secs_f64() * 1e6);
-        let t0 = Instant::now();
-        let mut p = core::ptr::null_mut();
-        // SAFETY: plain allocation and free, the baseline being measured.
-        unsafe {
-            if sys::cudaMalloc(&mut p, 1 << 20) == sys::cudaError::cudaSuccess {
-                sys::cudaFree(p);
-            }
-        }
-        sync_us.push(t0.elapsed().as_secs_f64() * 1e6);
-    }
+    let alloc = interleave(
+        rounds * 20,
+        &mut [
+            &mut || {
+                let t0 = Instant::now();
+                let buf = DeviceBuffer::<u8>::alloc_async(1 << 20, s)?;
+                buf.free_async()?;
+                Ok(t0.elapsed().as_secs_f64() * 1e6)
+            },
+            &mut || {
+                let t0 = Instant::now();
+                let mut p = core::ptr::null_mut();
+                // SAFETY: plain allocation and free, the baseline being measured.
+                unsafe {
+                    if sys::cudaMalloc(&mut p, 1 << 20) == sys::cudaError::cudaSuccess {
+                        sys::cudaFree(p);
+                    }
+                }
+                Ok(t0.elapsed().as_secs_f64() * 1e6)
+            },
+        ],
+    )?;
     s.synchronize()?;
-    r.add(
-        "alloc",
-        "1 MiB cudaMallocAsync+cudaFreeAsync vs cudaMalloc+cudaFree",
-        "us",
-        median(&mut async_us),
-        Some(median(&mut sync_us)),
-        "",
-    );
+    r.add("alloc", "1 MiB cudaMallocAsync+cudaFreeAsync vs cudaMalloc+cudaFree", "us", alloc[0], Some(alloc[1]), "");
 
     let (tx, rx) = std::sync::mpsc::channel::<f64>();
-    let mut lat = Vec::new();
-    for _ in 0..rounds * 20 {
-        let tx = tx.clone();
-        let t0 = Instant::now();
-        // SAFETY: the closure only sends on a channel: no CUDA call, nor in its drop.
-        unsafe {
-            launch_host_fn(s, move || {
-                let _ = tx.send(t0.elapsed().as_secs_f64() * 1e6);
-            })?
-        };
-        if let Ok(us) = rx.recv_timeout(std::time::Duration::from_secs(5)) {
-            lat.push(us);
-        }
-    }
-    let med = median(&mut lat);
+    let series = sample_rounds(
+        rounds * 20,
+        &mut [&mut || {
+            let tx = tx.clone();
+            let t0 = Instant::now();
+            // SAFETY: the closure only sends on a channel: no CUDA call, nor in its drop.
+            unsafe {
+                launch_host_fn(s, move || {
+                    let _ = tx.send(t0.elapsed().as_secs_f64() * 1e6);
+                })?
+            };
+            let us = rx
+                .recv_timeout(std::time::Duration::from_secs(5))
+                .map_err(|_| Error::invalid("ordo-bench hostfn", "the host function did not run within 5 s"))?;
+            Ok(Sample::duration(us))
+        }],
+    )?;
+    let lat = series.first().and_then(|s| s.values.first().cloned()).unwrap_or_default();
     r.add(
         "hostfn",
         "cudaLaunchHostFunc enqueue to running (median)",
         "us",
-        med,
+        stats::percentile(&lat, 50),
         None,
-        format!("p99 {:.1} us", quantile(&mut lat, 0.99)),
+        format!("p99 {:.1} us", stats::percentile(&lat, 99)),
     );
     Ok(())
 }

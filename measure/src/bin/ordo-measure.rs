@@ -1,0 +1,185 @@
+//! `ordo-measure`: launch latency, GPU gaps, PDL and kernel time of a CUDA kernel from a module
+//! file, with nvbench's statistics; and the comparison of two of its JSON reports.
+//! `ordo-measure help` prints the usage; the guide is docs/measure.md.
+//!
+//! Exit status: 0 done; 1 a measurement or file failed (or, for `compare`, a row differs beyond
+//! its noise, as nvbench_compare counts failures); 2 the command line is wrong.
+
+use ordo_cuda_measure::cli::{self, Command, CompareSpec};
+use ordo_cuda_measure::compare;
+use ordo_cuda_measure::report::Report;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let command = match cli::parse(std::env::args().skip(1)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ordo-measure: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match command {
+        Command::Help => {
+            print!("{}", cli::USAGE);
+            ExitCode::SUCCESS
+        }
+        Command::Compare(c) => compare_reports(&c),
+        Command::Run(r) => run::run(&r),
+    }
+}
+
+fn compare_reports(c: &CompareSpec) -> ExitCode {
+    let read = |path: &str| -> Result<Report, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("reading {path}: {e}"))?;
+        Report::from_json(&text).map_err(|e| format!("{path}: {e}"))
+    };
+    let (reference, candidate) = match (read(&c.reference), read(&c.candidate)) {
+        (Ok(r), Ok(c)) => (r, c),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("ordo-measure compare: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let rows = compare::compare(&reference, &candidate);
+    print!("{}", compare::to_markdown(&reference, &candidate, &rows, c.threshold));
+    let failures =
+        rows.iter().filter(|r| matches!(r.status, compare::Status::Faster | compare::Status::Slower)).count();
+    if failures > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+#[cfg(measure_engine)]
+mod run {
+    use ordo_cuda_core::{device, Device, Error, Result};
+    use ordo_cuda_measure::cli::RunSpec;
+    use ordo_cuda_measure::engine::module::{self, Module};
+    use ordo_cuda_measure::engine::{Engine, Options};
+    use ordo_cuda_measure::report::{Header, Report, Row};
+    use ordo_cuda_measure::spec::axes;
+    use std::process::ExitCode;
+    use std::time::Instant;
+
+    pub(super) fn run(spec: &RunSpec) -> ExitCode {
+        match device::count() {
+            Ok(n) if n > spec.device => {}
+            Ok(n) => {
+                eprintln!("ordo-measure: no CUDA device {} ({n} here)", spec.device);
+                return ExitCode::FAILURE;
+            }
+            Err(e) => {
+                eprintln!("ordo-measure: no usable CUDA driver or device: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+        let mut rows = Vec::new();
+        let mut header = None;
+        let outcome = measure(spec, &mut rows, &mut header);
+        let mut code = ExitCode::SUCCESS;
+        if let Err(e) = &outcome {
+            eprintln!("ordo-measure: {e}");
+            code = ExitCode::FAILURE;
+        }
+        // What was measured is written even after an error, so that a long sweep is not lost.
+        if let Some(header) = header {
+            let report = Report { header, rows };
+            let files = [
+                (spec.md.as_deref(), Report::to_markdown as fn(&Report) -> String),
+                (spec.csv.as_deref(), Report::to_csv),
+                (spec.json.as_deref(), Report::to_json),
+            ];
+            for (path, render) in files {
+                if let Some(path) = path {
+                    if let Err(e) = std::fs::write(path, render(&report)) {
+                        eprintln!("ordo-measure: writing {path}: {e}");
+                        code = ExitCode::FAILURE;
+                    }
+                }
+            }
+            if !spec.quiet {
+                print!("{}", report.to_markdown());
+            }
+        }
+        code
+    }
+
+    fn measure(spec: &RunSpec, rows: &mut Vec<Row>, header: &mut Option<Header>) -> Result<()> {
+        let started = Instant::now();
+        let device = Device::new(spec.device)?;
+        device.set_current()?;
+        let options = Options {
+            settings: spec.settings,
+            blocking_timeout: spec.blocking_timeout,
+            launches: spec.launches,
+            submit_launches: spec.submit_launches,
+            ..Options::default()
+        };
+        let mut engine = Engine::new(device, options)?;
+        *header = Some(engine.header().clone());
+        let module = Module::load(&spec.module, &module::to_instrument(spec), &spec.nvrtc_options, device)?;
+        let points = axes::points(&spec.axes).map_err(|e| Error::invalid("ordo-measure", e.to_string()))?;
+        let count = points.len();
+        for (i, point) in points.iter().enumerate() {
+            let shown: Vec<(String, String)> =
+                point.iter().zip(&spec.axes).map(|((name, v), axis)| (name.clone(), axis.show(*v))).collect();
+            let label: Vec<String> = shown.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let progress = |what: &str| {
+                eprintln!(
+                    "[{:7.1} s] point {}/{count} {}: {what}",
+                    started.elapsed().as_secs_f64(),
+                    i + 1,
+                    label.join(" ")
+                );
+            };
+            let first = rows.len();
+            let (mut subjects, buffers) = module::subjects(&engine, &module, spec, point)?;
+            let m = spec.measures;
+            for s in subjects.iter_mut() {
+                if m.submit {
+                    progress(&format!("submit {}", s.name()));
+                    rows.extend(engine.submit(s)?);
+                }
+                if m.sync {
+                    progress(&format!("sync {}", s.name()));
+                    rows.extend(engine.sync(s)?);
+                }
+                if m.cold {
+                    progress(&format!("cold {}", s.name()));
+                    rows.extend(engine.cold(s)?);
+                }
+                if m.hot {
+                    progress(&format!("hot {}", s.name()));
+                    rows.extend(engine.hot(s)?);
+                }
+            }
+            if m.gaps {
+                progress("gaps");
+                let (a, rest) = subjects.split_at_mut(1);
+                if let Some(a) = a.first_mut() {
+                    rows.extend(engine.gaps(a, rest.first_mut())?);
+                }
+            }
+            for r in &mut rows[first..] {
+                r.axes = shown.clone();
+            }
+            drop(subjects);
+            drop(buffers);
+            engine.stream().synchronize()?;
+        }
+        eprintln!("[{:7.1} s] done", started.elapsed().as_secs_f64());
+        Ok(())
+    }
+}
+
+#[cfg(not(measure_engine))]
+mod run {
+    use ordo_cuda_measure::cli::RunSpec;
+    use std::process::ExitCode;
+
+    pub(super) fn run(_: &RunSpec) -> ExitCode {
+        eprintln!("ordo-measure: built against CUDA headers older than 12.5: the engine needs cudaLibraryLoadData and cudaGetDriverEntryPointByVersion");
+        ExitCode::FAILURE
+    }
+}
