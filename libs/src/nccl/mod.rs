@@ -59,20 +59,32 @@
 mod all;
 mod api;
 pub mod bandwidth;
+mod borrowed;
 mod collectives;
 mod comm;
 mod error;
+mod exchange;
 mod group;
 mod id;
+mod launch;
+mod rendezvous;
+mod scalable;
 mod types;
+mod version;
 
 pub use all::Communicators;
 pub use api::UNIQUE_ID_BYTES;
+pub use borrowed::BorrowedCommunicator;
 pub use comm::{CommConfig, CommState, Communicator};
 pub use error::{is_timeout, status_name, timeout as timeout_error};
+pub use exchange::{ClosureStore, FolderStore, IdExchange, IdStore};
 pub use group::Group;
 pub use id::UniqueId;
+pub use launch::{LaunchEnv, Launcher};
+pub use rendezvous::{IdSource, Rendezvous};
+pub use scalable::{first_root_rank, root_of_rank};
 pub use types::{Bf16, DataType, NcclType, ReduceOp, F16};
+pub use version::{Version, MIN_VERSION};
 
 use crate::dl::Library;
 use api::{Api, RawUniqueId, SUCCESS};
@@ -106,7 +118,8 @@ impl core::fmt::Debug for Nccl {
 impl Nccl {
     /// Loads NCCL: the file `ORDO_NCCL` names, else `libnccl.so.2` (or `libnccl.so`) from the
     /// loader's path. Not found: [`UsageKind::NotSupported`](ordo_cuda_core::UsageKind::NotSupported);
-    /// a library older than 2.7 (a function every call needs is missing): the same.
+    /// a library older than [`MIN_VERSION`] (2.16), or one without a function every call needs:
+    /// the same, naming the release or the function.
     ///
     /// Once loaded, NCCL stays loaded for the life of the process, and later calls return the
     /// same library (whatever `ORDO_NCCL` says by then): NCCL runs threads of its own that
@@ -126,6 +139,7 @@ impl Nccl {
         )?;
         let api = Api::load(&lib)?;
         let loaded = Nccl { inner: Arc::new(Loaded { api, _lib: lib }) };
+        version::require(loaded.release()?, MIN_VERSION, "Nccl::load", "ordo")?;
         // A thread that lost a race drops its own handle: dlclose then only lowers the loader's
         // count of a library the kept handle holds open.
         Ok(LOADED.get_or_init(|| loaded).clone())
@@ -147,8 +161,19 @@ impl Nccl {
         Ok(v)
     }
 
+    /// NCCL's release ([`version`](Self::version) read as `major.minor.patch`).
+    pub fn release(&self) -> Result<Version> {
+        let code = self.version()?;
+        Version::from_code(code).ok_or_else(|| {
+            error::detailed("ncclGetVersion", api::INTERNAL_ERROR, Some("a negative version code"))
+        })
+    }
+
     /// A new unique id (`ncclGetUniqueId`), made by one rank and carried to the others. Opens the
-    /// bootstrap socket on this process: call it on the process of rank 0.
+    /// bootstrap socket on this process: call it on the process of rank 0. With `NCCL_COMM_ID`
+    /// set in the process environment (`host:port`), NCCL opens nothing here and, from NCCL 2.22,
+    /// every process makes the same id; rank 0's [`Communicator::init_rank`] then opens the
+    /// bootstrap socket at that address.
     pub fn unique_id(&self) -> Result<UniqueId> {
         let mut raw = RawUniqueId { internal: [0; UNIQUE_ID_BYTES] };
         // SAFETY: `raw` is writable, of NCCL's layout.
