@@ -56,3 +56,5 @@ step "CUDA 13.0: the standalone experiments compile (benches/experiments; run on
 for f in benches/experiments/*.cu; do
   "$CUDA13_HOME/bin/nvcc" -O2 -arch=sm_90 -c "$f" -o "target/$(basename "$f" .cu).o"
 done
+step "NCCL and NVRTC releases loaded without a GPU: the oldest and newest NCCL, every NVRTC 13.x (scripts/lib-versions.sh)"
+CUDA_HOME=$CUDA13_HOME bash scripts/lib-versions.sh
