@@ -14,7 +14,8 @@ use std::time::Duration;
 type InitAll = unsafe extern "C" fn(*mut *mut c_void, c_int, *const c_int) -> c_int;
 type Query = unsafe extern "C" fn(*mut c_void, *mut c_int) -> c_int;
 type Destroy = unsafe extern "C" fn(*mut c_void) -> c_int;
-type AllReduce = unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, *mut c_void, *mut c_void) -> c_int;
+type AllReduce =
+    unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, *mut c_void, *mut c_void) -> c_int;
 
 /// The library ordo loaded, opened again by the same name (the loader hands back the same one):
 /// the owner's NCCL, as an engine that links NCCL itself has it.
@@ -98,7 +99,9 @@ fn a_communicator_made_by_plain_nccl_calls_is_borrowed_used_and_left_to_its_owne
         // times into a buffer the capture writes.
         let mut out = upload(&sentinel, s);
         let graph = unsafe {
-            capture(s, CaptureMode::Relaxed, |cs| comm.all_reduce(send.as_slice(), out.as_mut_slice(), ReduceOp::Sum, cs))
+            capture(s, CaptureMode::Relaxed, |cs| {
+                comm.all_reduce(send.as_slice(), out.as_mut_slice(), ReduceOp::Sum, cs)
+            })
         }
         .unwrap();
         let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
@@ -128,9 +131,8 @@ fn a_communicator_made_by_plain_nccl_calls_is_borrowed_used_and_left_to_its_owne
     assert_eq!(unsafe { count(raw, &mut n) }, 0, "ncclCommCount after the borrow");
     assert_eq!(n, 1);
     let mut recv = upload(&sentinel, s);
-    let status = unsafe {
-        raw_all_reduce(send.as_ptr().cast(), recv.as_mut_ptr().cast(), N, 7, 0, raw, s.as_raw().cast())
-    };
+    let status =
+        unsafe { raw_all_reduce(send.as_ptr().cast(), recv.as_mut_ptr().cast(), N, 7, 0, raw, s.as_raw().cast()) };
     assert_eq!(status, 0, "the owner's ncclAllReduce after the borrow");
     s.synchronize().unwrap();
     assert_eq!(download(&recv, s), host);

@@ -5,6 +5,12 @@
 //! so and passes without checking anything. Children are killed after a deadline, so a hang is
 //! a failure with the children's output, not a stuck run.
 //!
+//! The same tests run a second time over NCCL's network transport, as two hosts would talk:
+//! sockets on the loopback interface (`NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket
+//! NCCL_SOCKET_IFNAME=lo`), each rank's output checked for channels `via NET/Socket` and none via
+//! P2P or SHM. Others make the ranks from a launcher's variables (torchrun's, ids through a folder
+//! or from `NCCL_COMM_ID`), and borrow communicators made by plain NCCL calls.
+//!
 //! Run from a gpu-bundle: `nccl_ranks --include-ignored --nocapture` (the children are started
 //! by the test with the same binary).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -178,10 +178,17 @@ fn the_id_source_follows_the_environment() {
         ("LOCAL_WORLD_SIZE", "2"),
     ]))
     .unwrap();
-    let many = LaunchEnv::from_lookup(env(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "8"), ("SLURM_LOCALID", "0"), ("SLURM_NNODES", "2")]))
-        .unwrap();
-    let unknown = LaunchEnv::from_lookup(env(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "8"), ("SLURM_LOCALID", "0")])).unwrap();
-    let got = IdSource::from_lookup(&many, env(&[("NCCL_COMM_ID", "10.1.2.3:29501"), ("ORDO_NCCL_ID_DIR", "/x")])).unwrap();
+    let many = LaunchEnv::from_lookup(env(&[
+        ("SLURM_PROCID", "0"),
+        ("SLURM_NTASKS", "8"),
+        ("SLURM_LOCALID", "0"),
+        ("SLURM_NNODES", "2"),
+    ]))
+    .unwrap();
+    let unknown =
+        LaunchEnv::from_lookup(env(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "8"), ("SLURM_LOCALID", "0")])).unwrap();
+    let got =
+        IdSource::from_lookup(&many, env(&[("NCCL_COMM_ID", "10.1.2.3:29501"), ("ORDO_NCCL_ID_DIR", "/x")])).unwrap();
     assert!(matches!(got, IdSource::NcclCommId(ref a) if a == "10.1.2.3:29501"), "{got:?}");
     let got = IdSource::from_lookup(&many, env(&[("ORDO_NCCL_ID_DIR", "/shared/ids")])).unwrap();
     assert!(matches!(got, IdSource::Folder(ref d) if d == &PathBuf::from("/shared/ids")), "{got:?}");
@@ -203,8 +210,10 @@ impl Folder {
         Folder(p)
     }
     fn files(&self) -> Vec<String> {
-        let mut v: Vec<String> =
-            std::fs::read_dir(&self.0).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let mut v: Vec<String> = std::fs::read_dir(&self.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         v.sort();
         v
     }
@@ -231,7 +240,7 @@ fn fake_id(run: u8, index: usize, maker: usize) -> UniqueId {
 /// Runs `ranks` threads as ranks of one exchange in `dir`, each starting after its delay;
 /// returns each rank's result.
 fn threads(
-    dir: &PathBuf,
+    dir: &std::path::Path,
     name: &str,
     ranks: usize,
     count: usize,
@@ -245,7 +254,7 @@ fn threads(
                 let delay = &delay;
                 s.spawn(move || {
                     std::thread::sleep(delay(rank));
-                    let mut store = FolderStore::new(dir.clone());
+                    let mut store = FolderStore::new(dir);
                     let ex = IdExchange { name, job: "test-job", rank, ranks, count, timeout };
                     ex.run(&mut store, &mut |i| Ok(fake_id(run, i, rank)))
                 })
@@ -277,7 +286,8 @@ fn threads_as_ranks_get_rank_0s_id_and_leave_the_folder_clean() {
 fn several_ids_come_from_the_first_rank_of_each_root() {
     let f = Folder::new("roots");
     for (ranks, count) in [(7, 3), (4, 4), (5, 2)] {
-        let out = threads(&f.0, "big", ranks, count, 2, Duration::from_secs(60), |r| Duration::from_millis(r as u64 * 3));
+        let out =
+            threads(&f.0, "big", ranks, count, 2, Duration::from_secs(60), |r| Duration::from_millis(r as u64 * 3));
         for (rank, got) in out.into_iter().enumerate() {
             assert_eq!(got.unwrap(), expect_ids(2, count, ranks), "{ranks} ranks {count} ids, rank {rank}");
         }
@@ -325,7 +335,8 @@ fn records_of_an_earlier_run_are_never_taken_for_this_runs() {
     // A crash after rank 0 published: rank 0 of a run whose other rank never came gave up and
     // left its id. The next run, its rank 1 first, takes the new id, not the crashed run's.
     let mut store = FolderStore::new(f.0.clone());
-    let crashed = IdExchange { name: "world", job: "test-job", rank: 0, ranks: 2, count: 1, timeout: Duration::from_millis(100) };
+    let crashed =
+        IdExchange { name: "world", job: "test-job", rank: 0, ranks: 2, count: 1, timeout: Duration::from_millis(100) };
     assert!(crashed.run(&mut store, &mut |i| Ok(fake_id(12, i, 0))).is_err());
     assert!(f.files().iter().any(|n| n.ends_with(".id")), "the crashed run's id stays: {:?}", f.files());
     let out = threads(&f.0, "world", 2, 1, 13, t, |r| Duration::from_millis(if r == 0 { 300 } else { 0 }));
@@ -390,7 +401,9 @@ fn communicators_of_different_names_in_one_folder_never_mix() {
             .enumerate()
             .map(|(k, name)| {
                 let dir = f.0.clone();
-                s.spawn(move || (k, threads(&dir, name, 4, 1, 20 + k as u8, t, |r| Duration::from_millis((r * 7 % 5) as u64))))
+                s.spawn(move || {
+                    (k, threads(&dir, name, 4, 1, 20 + k as u8, t, |r| Duration::from_millis((r * 7 % 5) as u64)))
+                })
             })
             .collect();
         for h in hs {
@@ -461,7 +474,8 @@ fn processes_as_ranks_exchange_through_a_folder() {
         let mut store = FolderStore::new(std::env::var(CHILD_DIR).unwrap());
         let ex = IdExchange { name: "procs", job: "j", rank, ranks: RANKS, count: 2, timeout: Duration::from_secs(60) };
         let ids = ex.run(&mut store, &mut |i| Ok(fake_id(50, i, rank))).unwrap();
-        let hex: Vec<String> = ids.iter().map(|id| id.to_bytes()[..4].iter().map(|b| format!("{b:02x}")).collect()).collect();
+        let hex: Vec<String> =
+            ids.iter().map(|id| id.to_bytes()[..4].iter().map(|b| format!("{b:02x}")).collect()).collect();
         println!("IDS {}", hex.join(","));
         return;
     }
@@ -479,8 +493,10 @@ fn processes_as_ranks_exchange_through_a_folder() {
                 .unwrap()
         })
         .collect();
-    let expect: Vec<String> =
-        expect_ids(50, 2, RANKS).iter().map(|id| id.to_bytes()[..4].iter().map(|b| format!("{b:02x}")).collect()).collect();
+    let expect: Vec<String> = expect_ids(50, 2, RANKS)
+        .iter()
+        .map(|id| id.to_bytes()[..4].iter().map(|b| format!("{b:02x}")).collect())
+        .collect();
     for c in children {
         let out = c.wait_with_output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);

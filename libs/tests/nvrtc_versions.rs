@@ -35,7 +35,10 @@ fn child() {
     let default = nvrtc.compile_ptx(SOURCE, "twice.cu", &[]).unwrap();
     assert!(default.text().contains(".entry twice("));
     let bad = nvrtc.compile_ptx("extern \"C\" __global__ void k() { undeclared_thing(); }", "bad.cu", &[]).unwrap_err();
-    assert!(matches!(&bad.error, Error::Library(l) if l.library == "NVRTC" && l.call == "nvrtcCompileProgram"), "{bad}");
+    assert!(
+        matches!(&bad.error, Error::Library(l) if l.library == "NVRTC" && l.call == "nvrtcCompileProgram"),
+        "{bad}"
+    );
     assert!(bad.log.contains("bad.cu") && bad.log.contains("undeclared_thing"), "{}", bad.log);
     println!("COMPILED {}", text.lines().find(|l| l.starts_with(".version")).unwrap_or("?"));
 }

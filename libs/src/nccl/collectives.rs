@@ -230,7 +230,8 @@ impl Communicator {
     /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives): `peer` makes the matching `recv` of the same length and type.
     pub unsafe fn send<T: NcclType>(&self, buf: DeviceSlice<'_, T>, peer: usize, stream: StreamRef<'_>) -> Result<()> {
         let peer = self.rank_arg("Communicator::send", peer)?;
-        let send = self.nccl_library().api().send.ok_or_else(|| missing_function("Communicator::send", "ncclSend", "2.7"))?;
+        let send =
+            self.nccl_library().api().send.ok_or_else(|| missing_function("Communicator::send", "ncclSend", "2.7"))?;
         let _lock = super::comm::device_lock(self.device());
         // SAFETY: peer checked; the rest owed by the caller.
         let status =
@@ -249,7 +250,8 @@ impl Communicator {
         stream: StreamRef<'_>,
     ) -> Result<()> {
         let peer = self.rank_arg("Communicator::recv", peer)?;
-        let recv = self.nccl_library().api().recv.ok_or_else(|| missing_function("Communicator::recv", "ncclRecv", "2.7"))?;
+        let recv =
+            self.nccl_library().api().recv.ok_or_else(|| missing_function("Communicator::recv", "ncclRecv", "2.7"))?;
         let _lock = super::comm::device_lock(self.device());
         // SAFETY: peer checked; the rest owed by the caller.
         let status = unsafe {

@@ -51,7 +51,12 @@ impl CommConfig {
     /// `maxCTAs` came with NCCL 2.17; an older NCCL reads only the fields it knows).
     pub(crate) fn check(&self, nccl: &Nccl, call: &'static str) -> Result<()> {
         if self.min_ctas.is_some() || self.max_ctas.is_some() {
-            super::version::require(nccl.release()?, super::version::CTAS_IN_CONFIG, call, "minCTAs/maxCTAs in ncclConfig_t")?;
+            super::version::require(
+                nccl.release()?,
+                super::version::CTAS_IN_CONFIG,
+                call,
+                "minCTAs/maxCTAs in ncclConfig_t",
+            )?;
         }
         Ok(())
     }
@@ -224,7 +229,11 @@ impl Communicator {
     /// called, inside an open [`Group`](super::Group) (NCCL would make it only when the group ends).
     pub fn split(&self, color: Option<u32>, key: i32, config: Option<&CommConfig>) -> Result<Option<Communicator>> {
         const CALL: &str = "ncclCommSplit";
-        let split = self.nccl.api().split.ok_or_else(|| super::version::missing_function("Communicator::split", "ncclCommSplit", "2.18"))?;
+        let split = self
+            .nccl
+            .api()
+            .split
+            .ok_or_else(|| super::version::missing_function("Communicator::split", "ncclCommSplit", "2.18"))?;
         if let Some(config) = config {
             config.check(&self.nccl, "Communicator::split")?;
         }

@@ -2,28 +2,6 @@
 //! share: a folder on a shared filesystem ([`FolderStore`]) or the caller's own key-value store
 //! ([`ClosureStore`]: `put(key, bytes)` / `get(key)`). ordo runs no server.
 //!
-//! # The exchange
-//! Keys start with `ordo-nccl.<name>.<job>`, so communicators of different names, and jobs with
-//! different tokens, never read each other's records. Within one key a record from an earlier run
-//! (a crashed job, a job that reused the name) must not be taken for this run's, and a rank must not
-//! start NCCL before rank 0 knows every rank has this run's id. So the exchange is a handshake in
-//! which every record carries a fresh random session number:
-//! 1. rank 0 tidies the key's old records, makes id 0 and puts `id` = (session `S`, ranks, id 0);
-//! 2. every other rank `r` reads `id`, and puts `ack.r` = (`S`, `r`, its number of ranks, a fresh
-//!    random number `M_r` of its own); if `id` later changes (it had read an old one), it reads
-//!    the new one and acknowledges again;
-//! 3. once every `ack.r` carries `S` (and the same number of ranks), rank 0 puts `go` = (`S`,
-//!    every `M_r`) and removes `id`;
-//! 4. rank `r` is done when `go` carries `S` and its own `M_r`: a `go` left by an earlier run cannot
-//!    (it holds that run's numbers). It removes `ack.r`; rank 0 removes `go` once the acks are gone.
-//!
-//! Several ids (for [`Communicator::init_rank_scalable`](super::Communicator::init_rank_scalable)):
-//! after the handshake, the rank [`first_root_rank(i, ..)`](super::first_root_rank) makes id `i`
-//! and puts `root.i` = (`S`, `i`, id); every rank reads each until it carries `S`. Those records
-//! stay until the next exchange of the same key tidies them.
-//!
-//! A rank that does not arrive makes the others fail at their deadline, naming what they waited
-//! for, rather than NCCL waiting without end.
 
 use super::scalable::first_root_rank;
 use super::UniqueId;
@@ -79,7 +57,8 @@ impl IdStore for FolderStore {
         use std::os::unix::fs::OpenOptionsExt;
         let path = self.dir.join(key);
         let n = nonce();
-        let tmp = self.dir.join(format!(".{key}.{}.{:02x}{:02x}{:02x}{:02x}", std::process::id(), n[0], n[1], n[2], n[3]));
+        let tmp =
+            self.dir.join(format!(".{key}.{}.{:02x}{:02x}{:02x}{:02x}", std::process::id(), n[0], n[1], n[2], n[3]));
         let written = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -216,10 +195,7 @@ fn check_name(what: &str, name: &str, max: usize) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::invalid(
-            CALL,
-            format!("{what} {name:?}: 1 to {max} letters, digits, '.', '-' or '_'"),
-        ))
+        Err(Error::invalid(CALL, format!("{what} {name:?}: 1 to {max} letters, digits, '.', '-' or '_'")))
     }
 }
 
@@ -262,6 +238,29 @@ fn list(ranks: &[usize]) -> String {
 }
 
 /// One exchange of unique ids: who this rank is, which communicator, how long to wait.
+///
+/// # The protocol
+/// Keys start with `ordo-nccl.<name>.<job>`, so communicators of different names, and jobs with
+/// different tokens, never read each other's records. Within one key a record from an earlier run
+/// (a crashed job, a job that reused the name) must not be taken for this run's, and a rank must not
+/// start NCCL before rank 0 knows every rank has this run's id. So the exchange is a handshake in
+/// which every record carries a fresh random session number:
+/// 1. rank 0 tidies the key's old records, makes id 0 and puts `id` = (session `S`, ranks, id 0);
+/// 2. every other rank `r` reads `id`, and puts `ack.r` = (`S`, `r`, its number of ranks, a fresh
+///    random number `M_r` of its own); if `id` later changes (it had read an old one), it reads
+///    the new one and acknowledges again;
+/// 3. once every `ack.r` carries `S` (and the same number of ranks), rank 0 puts `go` = (`S`,
+///    every `M_r`) and removes `id`;
+/// 4. rank `r` is done when `go` carries `S` and its own `M_r`: a `go` left by an earlier run cannot
+///    (it holds that run's numbers). It removes `ack.r`; rank 0 removes `go` once the acks are gone.
+///
+/// Several ids (for [`Communicator::init_rank_scalable`](super::Communicator::init_rank_scalable)):
+/// after the handshake, the rank [`first_root_rank(i, ..)`](super::first_root_rank) makes id `i`
+/// and puts `root.i` = (`S`, `i`, id); every rank reads each until it carries `S`. Those records
+/// stay until the next exchange of the same key tidies them.
+///
+/// A rank that does not arrive makes the others fail at their deadline, naming what they waited
+/// for, rather than NCCL waiting without end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IdExchange<'a> {
     /// Tells communicators apart: 1 to 64 letters, digits, `.`, `-` or `_`.
@@ -279,7 +278,7 @@ pub struct IdExchange<'a> {
 }
 
 impl IdExchange<'_> {
-    /// Exchanges the ids through `store` (see the [module docs](self) for the protocol): id `i` is
+    /// Exchanges the ids through `store` (see [the protocol](IdExchange#the-protocol)): id `i` is
     /// made by `make(i)` on rank [`first_root_rank(i, count, ranks)`](super::first_root_rank) (by
     /// rank 0 when `count` is 1) and every rank returns all of them, in order. Returns when every
     /// rank has this run's ids; the ranks that made ids must stay alive until the communicator is
@@ -329,11 +328,16 @@ impl IdExchange<'_> {
             let key = (keys.root)(i);
             let id = loop {
                 let got = store.get(&key)?;
-                let fresh = got.as_deref().and_then(|b| parse(b, ROOT, 1)).filter(|(s, n, _)| *s == session && n[0] == as_u64(i));
+                let fresh = got
+                    .as_deref()
+                    .and_then(|b| parse(b, ROOT, 1))
+                    .filter(|(s, n, _)| *s == session && n[0] == as_u64(i));
                 if let Some((_, _, tail)) = fresh {
                     break UniqueId::from_bytes(tail)?;
                 }
-                poll.wait(|| format!("rank {} did not publish id {i} at {key}", first_root_rank(i, count, ranks).unwrap_or(0)))?;
+                poll.wait(|| {
+                    format!("rank {} did not publish id {i} at {key}", first_root_rank(i, count, ranks).unwrap_or(0))
+                })?;
             };
             ids.push(id);
         }
@@ -388,7 +392,9 @@ fn lead<A: Fn(usize) -> String, R: Fn(usize) -> String>(
         if missing.is_empty() {
             break;
         }
-        poll.wait(|| format!("rank 0 published its id at {}, but ranks {} did not acknowledge it", keys.id, list(&missing)))?;
+        poll.wait(|| {
+            format!("rank 0 published its id at {}, but ranks {} did not acknowledge it", keys.id, list(&missing))
+        })?;
     }
     let numbers: Vec<u8> = answers.iter().skip(1).flatten().flatten().copied().collect();
     store.put(&keys.go, &record(GO, &session, &[as_u64(ranks)], &numbers))?;
@@ -431,7 +437,9 @@ fn follow<A: Fn(usize) -> String, R: Fn(usize) -> String>(
     let ack_key = (keys.ack)(rank);
     let mut taken: Option<(Nonce, UniqueId, u64)> = None;
     loop {
-        if let Some((s, numbers, tail)) = store.get(&keys.id)?.as_deref().and_then(|b| parse(b, ID, 1)).map(|(s, n, t)| (s, n, t.to_vec())) {
+        if let Some((s, numbers, tail)) =
+            store.get(&keys.id)?.as_deref().and_then(|b| parse(b, ID, 1)).map(|(s, n, t)| (s, n, t.to_vec()))
+        {
             if !matches!(&taken, Some((t, _, _)) if *t == s) {
                 let id = UniqueId::from_bytes(&tail)?;
                 store.put(&ack_key, &record(ACK, &s, &[as_u64(rank), as_u64(ranks)], &mine))?;
@@ -457,7 +465,9 @@ fn follow<A: Fn(usize) -> String, R: Fn(usize) -> String>(
                 "rank {rank} (of {ranks}) acknowledged an id for {theirs} ranks at {}; rank 0 never confirmed it",
                 keys.id
             ),
-            Some(_) => format!("rank {rank} acknowledged rank 0's id; rank 0 never confirmed every rank at {}", keys.go),
+            Some(_) => {
+                format!("rank {rank} acknowledged rank 0's id; rank 0 never confirmed every rank at {}", keys.go)
+            }
         })?;
     }
 }
@@ -503,7 +513,8 @@ mod tests {
             ("world", "j", 0, 2, 0, "one id"),
             ("world", "j", 0, 2, 3, "one id"),
         ] {
-            let e = IdExchange { name, job, rank, ranks, count, timeout: t }.run(&mut Untouchable, &mut make).unwrap_err();
+            let e =
+                IdExchange { name, job, rank, ranks, count, timeout: t }.run(&mut Untouchable, &mut make).unwrap_err();
             assert!(e.to_string().contains(why), "{name:?} {job:?}: {e}");
         }
         // One rank: no store, every id made here.

@@ -1,18 +1,6 @@
 //! Where this process stands among the ranks, read from the environment its launcher set:
 //! torchrun, Slurm's `srun`, or Open MPI's `mpirun`. ordo runs no launcher and no store of its
-//! own; it reads what the launcher already wrote.
-//!
-//! | launcher | rank | ranks | local rank | read too |
-//! | --- | --- | --- | --- | --- |
-//! | torchrun | `RANK` | `WORLD_SIZE` | `LOCAL_RANK` | `LOCAL_WORLD_SIZE`, `GROUP_WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT`, `TORCHELASTIC_RUN_ID`, `TORCHELASTIC_RESTART_COUNT` |
-//! | Slurm (`srun`) | `SLURM_PROCID` | `SLURM_STEP_NUM_TASKS`, else `SLURM_NTASKS`, else `SLURM_NPROCS` | `SLURM_LOCALID` | `SLURM_STEP_NUM_NODES` / `SLURM_NNODES`, `SLURM_JOB_ID`, `SLURM_STEP_ID` |
-//! | Open MPI (`mpirun`) | `OMPI_COMM_WORLD_RANK` | `OMPI_COMM_WORLD_SIZE` | `OMPI_COMM_WORLD_LOCAL_RANK` | `OMPI_COMM_WORLD_LOCAL_SIZE`, `OMPI_MCA_ess_base_jobid` / `PMIX_NAMESPACE` |
-//!
-//! Where several are present (torchrun inside a Slurm job, mpirun inside an allocation), the
-//! launcher that started this process directly wins: torchrun, then Open MPI, then Slurm.
-//!
-//! The environment comes through a lookup function ([`LaunchEnv::from_lookup`]), so that it can
-//! be tested, or taken from somewhere else than the process environment.
+//! own; it reads what the launcher already wrote. See [`LaunchEnv`] for the variables read.
 
 use ordo_cuda_core::{Device, Error, Result};
 
@@ -41,6 +29,18 @@ impl Launcher {
 }
 
 /// This process's place in a job, as its launcher described it.
+///
+/// | launcher | rank | ranks | local rank | read too |
+/// | --- | --- | --- | --- | --- |
+/// | torchrun | `RANK` | `WORLD_SIZE` | `LOCAL_RANK` | `LOCAL_WORLD_SIZE`, `GROUP_WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT`, `TORCHELASTIC_RUN_ID`, `TORCHELASTIC_RESTART_COUNT` |
+/// | Slurm (`srun`) | `SLURM_PROCID` | `SLURM_STEP_NUM_TASKS`, else `SLURM_NTASKS`, else `SLURM_NPROCS` | `SLURM_LOCALID` | `SLURM_STEP_NUM_NODES` / `SLURM_NNODES`, `SLURM_JOB_ID`, `SLURM_STEP_ID` |
+/// | Open MPI (`mpirun`) | `OMPI_COMM_WORLD_RANK` | `OMPI_COMM_WORLD_SIZE` | `OMPI_COMM_WORLD_LOCAL_RANK` | `OMPI_COMM_WORLD_LOCAL_SIZE`, `OMPI_MCA_ess_base_jobid` / `PMIX_NAMESPACE` |
+///
+/// Where several are present (torchrun inside a Slurm job, mpirun inside an allocation), the
+/// launcher that started this process directly wins: torchrun, then Open MPI, then Slurm.
+///
+/// The environment comes through a lookup function ([`LaunchEnv::from_lookup`]), so that it can
+/// be tested, or taken from somewhere else than the process environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchEnv {
     launcher: Launcher,
@@ -95,7 +95,7 @@ impl LaunchEnv {
     }
 
     /// Reads the launcher's variables through `lookup` (a variable's value, or `None` when
-    /// unset), choosing the launcher by which variables are set (see the [module docs](self)).
+    /// unset), choosing the launcher by which variables are set (see [`LaunchEnv`]).
     /// A missing, malformed or inconsistent variable is an
     /// [`InvalidArgument`](ordo_cuda_core::UsageKind::InvalidArgument) error naming it; none of
     /// the launchers' variables at all is one too.
@@ -158,10 +158,7 @@ impl LaunchEnv {
         }
         if let Some(hosts) = self.hosts {
             if hosts == 0 || hosts > self.ranks {
-                return Err(Error::invalid(
-                    CALL,
-                    format!("inconsistent: {hosts} hosts for {} ranks", self.ranks),
-                ));
+                return Err(Error::invalid(CALL, format!("inconsistent: {hosts} hosts for {} ranks", self.ranks)));
             }
         }
         Ok(())

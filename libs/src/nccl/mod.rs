@@ -2,13 +2,23 @@
 //!
 //! NCCL is loaded at run time with `dlopen` (`libnccl.so.2`, or the file `ORDO_NCCL` names), so
 //! building needs no NCCL; a library without a function a call needs gives that call an error,
-//! never a panic. Two ways to make communicators:
-//! - **one process per GPU** (or per rank, across machines): rank 0 makes a [`UniqueId`]
-//!   ([`Nccl::unique_id`]), the caller carries its bytes to every rank (a file, a pipe, TCP), and
-//!   each rank makes its [`Communicator`] with [`Communicator::init_rank`] (or
-//!   [`init_rank_config`](Communicator::init_rank_config), non-blocking if asked);
+//! never a panic. NCCL 2.16 and later ([`MIN_VERSION`]; what needs a newer one: [`Version`]).
+//! Ways to get communicators:
+//! - **one process per GPU, started by a launcher** (torchrun, `srun`, `mpirun`; across hosts
+//!   too): [`Rendezvous::from_env`] reads the ranks from the launcher's variables ([`LaunchEnv`])
+//!   and gets the unique id from `NCCL_COMM_ID`, a shared folder or the caller's store
+//!   ([`IdSource`]), then [`Rendezvous::init_rank`] makes the communicator by name. ordo runs no
+//!   server of its own (`docs/many-hosts.md`);
+//! - **one process per GPU, the id carried by the caller**: rank 0 makes a [`UniqueId`]
+//!   ([`Nccl::unique_id`]), the caller carries its bytes to every rank (a file, a pipe, TCP, or
+//!   [`IdExchange`] over a store), and each rank makes its [`Communicator`] with
+//!   [`Communicator::init_rank`] (or [`init_rank_config`](Communicator::init_rank_config),
+//!   non-blocking if asked, or [`init_rank_scalable`](Communicator::init_rank_scalable) from several
+//!   ids for large jobs);
 //! - **one process driving several GPUs**: [`Communicators::new`] (`ncclCommInitAll`), one
-//!   [`Communicator`] a device.
+//!   [`Communicator`] a device;
+//! - **an engine's own communicator** (PyTorch, vLLM, TensorRT-LLM): borrowed as a
+//!   [`BorrowedCommunicator`], which offers every call of a [`Communicator`] but none of its ends.
 //!
 //! Each collective is enqueued on the caller's stream like a kernel: one NCCL call, no
 //! synchronisation, no allocation, and it can be captured into a CUDA graph. Join it to compute
@@ -50,7 +60,9 @@
 //! so far (see [`Communicator::state`]).
 //!
 //! # Environment
-//! On machines with NVLink, keep NVLink multicast off where the platform requires it
+//! ordo reads `ORDO_NCCL` (the library's path), the launchers' variables ([`LaunchEnv`]),
+//! `NCCL_COMM_ID` and `ORDO_NCCL_ID_DIR` ([`IdSource`]); everything else is NCCL's own. On
+//! machines with NVLink, keep NVLink multicast off where the platform requires it
 //! (`NCCL_NVLS_ENABLE=0`). `NCCL_DEBUG=WARN` makes NCCL say why it failed on standard error;
 //! `NCCL_SOCKET_IFNAME` picks the network interface of the bootstrap across machines.
 //!
@@ -164,9 +176,8 @@ impl Nccl {
     /// NCCL's release ([`version`](Self::version) read as `major.minor.patch`).
     pub fn release(&self) -> Result<Version> {
         let code = self.version()?;
-        Version::from_code(code).ok_or_else(|| {
-            error::detailed("ncclGetVersion", api::INTERNAL_ERROR, Some("a negative version code"))
-        })
+        Version::from_code(code)
+            .ok_or_else(|| error::detailed("ncclGetVersion", api::INTERNAL_ERROR, Some("a negative version code")))
     }
 
     /// A new unique id (`ncclGetUniqueId`), made by one rank and carried to the others. Opens the

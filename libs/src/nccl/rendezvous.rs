@@ -72,10 +72,7 @@ impl IdSource {
         let value = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
         if let Some(addr) = value("NCCL_COMM_ID") {
             if !comm_id_ok(&addr) {
-                return Err(Error::invalid(
-                    CALL,
-                    format!("NCCL_COMM_ID={addr:?} is not host:port or [ipv6]:port"),
-                ));
+                return Err(Error::invalid(CALL, format!("NCCL_COMM_ID={addr:?} is not host:port or [ipv6]:port")));
             }
             return Ok(IdSource::NcclCommId(addr));
         }
@@ -157,7 +154,12 @@ impl Rendezvous {
                 if count != 1 {
                     return Err(Error::invalid(CALL, "NCCL_COMM_ID names one bootstrap root: one id"));
                 }
-                require(nccl.release()?, SAME_ID_FROM_COMM_ID, "Rendezvous::unique_ids", "one id on every rank from NCCL_COMM_ID")?;
+                require(
+                    nccl.release()?,
+                    SAME_ID_FROM_COMM_ID,
+                    "Rendezvous::unique_ids",
+                    "one id on every rank from NCCL_COMM_ID",
+                )?;
                 // NCCL reads the variable itself, from the process environment.
                 if std::env::var("NCCL_COMM_ID").ok().as_deref().map(str::trim) != Some(addr.as_str()) {
                     return Err(Error::usage(

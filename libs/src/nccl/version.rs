@@ -1,25 +1,25 @@
 //! NCCL's release numbers (`ncclGetVersion`'s code), and the gates of what needs a newer NCCL
-//! than the oldest ordo supports.
-//!
-//! ordo supports NCCL 2.16 and later: the oldest release built for CUDA 12 (the oldest CUDA ordo
-//! builds against is 12.3), and the oldest whose library ordo's tests load (its functions resolve,
-//! `ncclGetVersion` and `ncclGetUniqueId` answer). [`Nccl::load`](super::Nccl::load) refuses an
-//! older one. What came later is used where the loaded NCCL has it and refused, naming what is
-//! missing, where it does not:
-//!
-//! | what | NCCL | where |
-//! | --- | --- | --- |
-//! | `minCTAs` / `maxCTAs` of a config | 2.17 | [`CommConfig`](super::CommConfig) |
-//! | `ncclCommSplit` | 2.18 | [`Communicator::split`](super::Communicator::split) |
-//! | every rank makes the same id from `NCCL_COMM_ID` | 2.22 | [`IdSource::NcclCommId`](super::IdSource::NcclCommId) |
-//! | `ncclCommInitRankScalable` | 2.23 | [`Communicator::init_rank_scalable`](super::Communicator::init_rank_scalable) |
-//!
-//! A missing function is found by its symbol (`dlsym`), not by the number: a library that has it
-//! is used whatever its number says.
+//! than the oldest ordo supports. See [`Version`].
 
 use ordo_cuda_core::{Error, Result, UsageKind};
 
 /// A NCCL release, `major.minor.patch`.
+///
+/// ordo supports NCCL 2.16 and later: the oldest release built for CUDA 12 (the oldest CUDA ordo
+/// builds against is 12.3), and the oldest whose library ordo's tests load (its functions resolve,
+/// `ncclGetVersion` and `ncclGetUniqueId` answer). [`Nccl::load`](super::Nccl::load) refuses an
+/// older one. What came later is used where the loaded NCCL has it and refused, naming what is
+/// missing, where it does not:
+///
+/// | what | NCCL | where |
+/// | --- | --- | --- |
+/// | `minCTAs` / `maxCTAs` of a config | 2.17 | [`CommConfig`](super::CommConfig) |
+/// | `ncclCommSplit` | 2.18 | [`Communicator::split`](super::Communicator::split) |
+/// | every rank makes the same id from `NCCL_COMM_ID` | 2.22 | [`IdSource::NcclCommId`](super::IdSource::NcclCommId) |
+/// | `ncclCommInitRankScalable` | 2.23 | [`Communicator::init_rank_scalable`](super::Communicator::init_rank_scalable) |
+///
+/// A missing function is found by its symbol (`dlsym`), not by the number: a library that has it
+/// is used whatever its number says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Version {
     /// The major release (2).
@@ -72,21 +72,14 @@ pub(crate) fn require(found: Version, needed: Version, call: &'static str, what:
     Err(Error::usage(
         UsageKind::NotSupported,
         call,
-        format!(
-            "{what} needs NCCL {}.{} or later; the loaded NCCL is {found}",
-            needed.major, needed.minor
-        ),
+        format!("{what} needs NCCL {}.{} or later; the loaded NCCL is {found}", needed.major, needed.minor),
     ))
 }
 
 /// `NotSupported` from `call`: the loaded NCCL lacks the function `symbol` (added in NCCL `since`).
 #[cold]
 pub(crate) fn missing_function(call: &'static str, symbol: &str, since: &str) -> Error {
-    Error::usage(
-        UsageKind::NotSupported,
-        call,
-        format!("the loaded NCCL has no {symbol} (NCCL {since} and later)"),
-    )
+    Error::usage(UsageKind::NotSupported, call, format!("the loaded NCCL has no {symbol} (NCCL {since} and later)"))
 }
 
 #[cfg(test)]
@@ -112,8 +105,9 @@ mod tests {
         let scalable = Version::new(2, 23, 0);
         assert!(require(Version::new(2, 23, 4), scalable, "x", "ncclCommInitRankScalable").is_ok());
         assert!(require(Version::new(2, 32, 3), scalable, "x", "ncclCommInitRankScalable").is_ok());
-        let e = require(Version::new(2, 22, 3), scalable, "Communicator::init_rank_scalable", "ncclCommInitRankScalable")
-            .unwrap_err();
+        let e =
+            require(Version::new(2, 22, 3), scalable, "Communicator::init_rank_scalable", "ncclCommInitRankScalable")
+                .unwrap_err();
         assert!(matches!(&e, Error::Usage(u) if u.kind == UsageKind::NotSupported), "{e}");
         assert_eq!(e.call(), "Communicator::init_rank_scalable");
         assert_eq!(
