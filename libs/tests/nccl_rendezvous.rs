@@ -193,7 +193,16 @@ fn the_id_source_follows_the_environment() {
     let got = IdSource::from_lookup(&many, env(&[("ORDO_NCCL_ID_DIR", "/shared/ids")])).unwrap();
     assert!(matches!(got, IdSource::Folder(ref d) if d == &PathBuf::from("/shared/ids")), "{got:?}");
     let got = IdSource::from_lookup(&one_host, env(&[])).unwrap();
-    assert!(matches!(got, IdSource::Folder(ref d) if d == &std::env::temp_dir()), "one host: {got:?}");
+    let user = std::env::temp_dir().join(format!(
+        "ordo-nccl-{}",
+        std::fs::metadata("/proc/self")
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                m.uid()
+            })
+            .unwrap()
+    ));
+    assert!(matches!(got, IdSource::Folder(ref d) if d == &user), "one host, this user's folder: {got:?}");
     invalid(&IdSource::from_lookup(&many, env(&[])).unwrap_err(), "8 ranks on several hosts: set NCCL_COMM_ID");
     invalid(&IdSource::from_lookup(&unknown, env(&[])).unwrap_err(), "whose hosts the launcher does not say");
     invalid(&IdSource::from_lookup(&many, env(&[("NCCL_COMM_ID", "nohost")])).unwrap_err(), "is not host:port");

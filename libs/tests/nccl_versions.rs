@@ -1,6 +1,7 @@
 //! Real NCCL libraries of several releases, loaded without a GPU: each loads (every function ordo
-//! needs resolves), tells its release, makes unique ids, and the calls that need a newer NCCL than
-//! the library is are refused naming what is missing, while the ones it has reach NCCL.
+//! needs resolves), tells its release, makes unique ids (two processes exchange rank 0's through a
+//! folder the rendezvous makes), and the calls that need a newer NCCL than the library is are
+//! refused naming what is missing, while the ones it has reach NCCL.
 //!
 //! The libraries are listed in `ORDO_NCCL_LIBS` (paths separated by `:`):
 //! `scripts/lib-versions.sh` downloads the oldest release ordo supports and the newest on the
@@ -13,6 +14,7 @@
 use ordo_cuda_core::{Device, Error, UsageKind};
 use ordo_cuda_libs::nccl::{CommConfig, Communicator, IdSource, LaunchEnv, Nccl, Rendezvous, Version, MIN_VERSION};
 use std::process::Command;
+use std::time::Duration;
 
 const TEST: &str = "every_listed_nccl_loads_and_gates_what_it_lacks";
 const CHILD: &str = "ORDO_NCCL_VERSIONS_CHILD";
@@ -79,6 +81,20 @@ fn child(part: &str) {
             }
             assert!(r.unique_ids(&nccl, "world", 2).is_err(), "one id from NCCL_COMM_ID");
         }
+        "folder" => {
+            // Two processes as ranks, NCCL's own ids, through a folder the rendezvous makes.
+            let rank = std::env::var("ORDO_NCCL_VERSIONS_RANK").unwrap();
+            let launch = LaunchEnv::from_lookup(|k| match k {
+                "RANK" | "LOCAL_RANK" => Some(rank.clone()),
+                "WORLD_SIZE" => Some("2".into()),
+                _ => None,
+            })
+            .unwrap();
+            let dir = std::env::var("ORDO_NCCL_VERSIONS_DIR").unwrap();
+            let mut r = Rendezvous::new(launch, IdSource::Folder(dir.into())).with_timeout(Duration::from_secs(60));
+            let ids = r.unique_ids(&nccl, "world", 1).unwrap();
+            println!("FOLDER {}", hex(&ids[0].to_bytes()));
+        }
         other => panic!("{other}"),
     }
 }
@@ -131,6 +147,38 @@ fn every_listed_nccl_loads_and_gates_what_it_lacks() {
         } else {
             assert!(a.starts_with("refused") && a.contains("2.22"), "{lib}: {a}");
         }
+        // Two processes exchange NCCL's id through a folder the rendezvous makes (owner only).
+        let top = std::env::temp_dir().join(format!("ordo-nccl-versions-{}", std::process::id()));
+        let dir = top.join("ids");
+        let _ = std::fs::remove_dir_all(&top);
+        let exe = std::env::current_exe().unwrap();
+        let children: Vec<_> = ["1", "0"]
+            .into_iter()
+            .map(|rank| {
+                Command::new(&exe)
+                    .args([TEST, "--exact", "--nocapture", "--test-threads=1"])
+                    .env(CHILD, "folder")
+                    .env("ORDO_NCCL", lib)
+                    .env("ORDO_NCCL_VERSIONS_RANK", rank)
+                    .env("ORDO_NCCL_VERSIONS_DIR", &dir)
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let folder: Vec<String> = children
+            .into_iter()
+            .map(|c| {
+                let out = c.wait_with_output().unwrap();
+                let text = String::from_utf8_lossy(&out.stdout).into_owned();
+                assert!(out.status.success(), "{lib} (folder):\n{text}");
+                line(&text, "FOLDER").to_owned()
+            })
+            .collect();
+        assert_eq!(folder[0], folder[1], "{lib}: both ranks hold rank 0's id");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700, "made for the owner only");
+        let _ = std::fs::remove_dir_all(&top);
         println!("{lib}: NCCL {release}: loads; scalable init {scalable}; CTAs {ctas}; NCCL_COMM_ID {a:.40}");
     }
 }

@@ -21,10 +21,11 @@ pub struct CommConfig {
     /// them in the background (`ncclInProgress`); poll [`Communicator::state`] or
     /// [`Communicator::wait_ready`] before relying on them. Default `true`.
     pub blocking: bool,
-    /// The fewest CUDA blocks (channels) NCCL's kernels use (`minCTAs`); `None`: NCCL's choice.
+    /// The fewest CUDA blocks (channels) NCCL's kernels use (`minCTAs`, NCCL 2.17 and later:
+    /// refused before); `None`: NCCL's choice.
     pub min_ctas: Option<u16>,
-    /// The most CUDA blocks NCCL's kernels use (`maxCTAs`), leaving the rest of the GPU to
-    /// compute that overlaps them; `None`: NCCL's choice.
+    /// The most CUDA blocks NCCL's kernels use (`maxCTAs`, NCCL 2.17 and later), leaving the
+    /// rest of the GPU to compute that overlaps them; `None`: NCCL's choice.
     pub max_ctas: Option<u16>,
 }
 
@@ -44,9 +45,7 @@ impl CommConfig {
             ..RawConfig::initializer()
         }
     }
-}
 
-impl CommConfig {
     /// `NotSupported` where the loaded NCCL would ignore a field set here (`minCTAs` and
     /// `maxCTAs` came with NCCL 2.17; an older NCCL reads only the fields it knows).
     pub(crate) fn check(&self, nccl: &Nccl, call: &'static str) -> Result<()> {

@@ -30,7 +30,7 @@ pub enum IdSource {
     /// communicator being made at a time (each opens its root at the same port).
     NcclCommId(String),
     /// A folder every rank reaches ([`FolderStore`]): on one host any folder, across hosts a
-    /// shared filesystem.
+    /// shared filesystem. Made (owner only) if missing.
     Folder(PathBuf),
     /// The caller's store (a job's key-value store: etcd, Redis, a PMIx or torch store reached
     /// from Rust), e.g. a [`ClosureStore`](super::ClosureStore).
@@ -59,10 +59,22 @@ fn comm_id_ok(addr: &str) -> bool {
     port_ok && host_ok
 }
 
+/// A folder of this user's in the system's temporary folder (`ordo-nccl-<uid>`): files of
+/// another user's runs in a shared `/tmp` could be neither replaced nor removed.
+fn user_temp_dir() -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    // The owner of `/proc/self` is the process's user (Linux); elsewhere a folder shared by all.
+    match std::fs::metadata("/proc/self") {
+        Ok(m) => std::env::temp_dir().join(format!("ordo-nccl-{}", m.uid())),
+        Err(_) => std::env::temp_dir().join("ordo-nccl"),
+    }
+}
+
 impl IdSource {
     /// The source the environment names: `NCCL_COMM_ID` if set, else the folder
-    /// `ORDO_NCCL_ID_DIR`, else, when the launcher says every rank runs on this host, the
-    /// system's temporary folder; else an error saying what to set.
+    /// `ORDO_NCCL_ID_DIR`, else, when the launcher says every rank runs on this host, a folder of
+    /// this user's in the system's temporary folder (`ordo-nccl-<uid>`); else an error saying what
+    /// to set. A folder is made (owner only) when first used.
     pub fn from_env(launch: &LaunchEnv) -> Result<IdSource> {
         IdSource::from_lookup(launch, |name| std::env::var(name).ok())
     }
@@ -80,7 +92,7 @@ impl IdSource {
             return Ok(IdSource::Folder(PathBuf::from(dir)));
         }
         match launch.one_host() {
-            Some(true) => Ok(IdSource::Folder(std::env::temp_dir())),
+            Some(true) => Ok(IdSource::Folder(user_temp_dir())),
             found => Err(Error::invalid(
                 CALL,
                 format!(
@@ -170,7 +182,15 @@ impl Rendezvous {
                 }
                 Ok(vec![nccl.unique_id()?])
             }
-            IdSource::Folder(dir) => exchange.run(&mut FolderStore::new(dir.clone()), &mut make),
+            IdSource::Folder(dir) => {
+                use std::os::unix::fs::DirBuilderExt;
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&*dir)
+                    .map_err(|e| Error::invalid(CALL, format!("cannot make the folder {}: {e}", dir.display())))?;
+                exchange.run(&mut FolderStore::new(dir.clone()), &mut make)
+            }
             IdSource::Store(store) => exchange.run(store.as_mut(), &mut make),
         }
     }
