@@ -108,3 +108,5 @@ rm -rf "$outside"
 step "the docs as docs.rs builds them (DOCS_RS set), against a toolkit with no nvcc (CUDA 12.9 wheel)"
 DOCS_RS=1 RUSTDOCFLAGS="-D warnings --cfg docsrs" CUDA_HOME=$CUDA12_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.9" \
   cargo doc -p ordo-cuda -p ordo-cuda-core -p ordo-cuda-kernels -p ordo-cuda-libs -p ordo-cuda-capi --features ordo-cuda/full --no-deps --locked
+step "NCCL and NVRTC releases loaded without a GPU: the oldest and newest NCCL, every NVRTC 13.x (scripts/lib-versions.sh)"
+CUDA_HOME=$CUDA13_HOME bash scripts/lib-versions.sh

@@ -5,6 +5,12 @@
 //! so and passes without checking anything. Children are killed after a deadline, so a hang is
 //! a failure with the children's output, not a stuck run.
 //!
+//! The same tests run a second time over NCCL's network transport, as two hosts would talk:
+//! sockets on the loopback interface (`NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket
+//! NCCL_SOCKET_IFNAME=lo`), each rank's output checked for channels `via NET/Socket` and none via
+//! P2P or SHM. Others make the ranks from a launcher's variables (torchrun's, ids through a folder
+//! or from `NCCL_COMM_ID`), and borrow communicators made by plain NCCL calls.
+//!
 //! Run from a gpu-bundle: `nccl_ranks --include-ignored --nocapture` (the children are started
 //! by the test with the same binary).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -12,7 +18,9 @@
 
 use ordo_cuda_core::memory::copy;
 use ordo_cuda_core::*;
-use ordo_cuda_libs::nccl::{Bf16, Communicator, Nccl, NcclType, ReduceOp, UniqueId, F16};
+use ordo_cuda_libs::nccl::{
+    Bf16, BorrowedCommunicator, CommConfig, Communicator, Nccl, NcclType, ReduceOp, Rendezvous, UniqueId, Version, F16,
+};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -43,9 +51,33 @@ fn can_run(test: &str) -> Option<()> {
     Some(())
 }
 
+/// NCCL's network transport over the loopback interface, as two hosts would talk (sockets), with
+/// NCCL saying which transport each channel took (`NCCL_DEBUG=INFO`).
+const NETWORK: &[(&str, &str)] = &[
+    ("NCCL_P2P_DISABLE", "1"),
+    ("NCCL_SHM_DISABLE", "1"),
+    ("NCCL_NET", "Socket"),
+    ("NCCL_IB_DISABLE", "1"),
+    ("NCCL_SOCKET_IFNAME", "lo"),
+    ("NCCL_DEBUG", "INFO"),
+];
+
+/// Every rank's channels went through the network transport, none through NVLink, PCIe peer access
+/// or shared memory.
+fn assert_network_transport(text: &str) {
+    assert!(text.contains("via NET/Socket"), "no channel through NET/Socket:\n{text}");
+    assert!(!text.contains("via P2P") && !text.contains("via SHM"), "a channel took P2P or SHM:\n{text}");
+}
+
 /// Runs `test` again in two child processes, waits for both (killing them after the deadline),
 /// and returns each one's exit code and output.
 fn run_ranks(test: &str) -> Vec<(Option<i32>, String)> {
+    run_ranks_with(test, &[])
+}
+
+/// As [`run_ranks`], with `extra` added to each child's environment (after the defaults, so that
+/// it may replace them); a value `{rank}` is the child's rank, as a launcher gives each its own.
+fn run_ranks_with(test: &str, extra: &[(&str, &str)]) -> Vec<(Option<i32>, String)> {
     let exe = std::env::current_exe().unwrap();
     let id_file = std::env::temp_dir().join(format!("ordo-nccl-id-{}-{test}", std::process::id()));
     let _ = std::fs::remove_file(&id_file);
@@ -58,6 +90,7 @@ fn run_ranks(test: &str) -> Vec<(Option<i32>, String)> {
                 .env("CUDA_VISIBLE_DEVICES", rank.to_string())
                 .env("NCCL_NVLS_ENABLE", "0")
                 .env("NCCL_DEBUG", std::env::var("NCCL_DEBUG").unwrap_or_else(|_| "WARN".into()))
+                .envs(extra.iter().map(|&(k, v)| (k, if v == "{rank}" { rank.to_string() } else { v.to_owned() })))
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -334,4 +367,219 @@ fn two_ranks_a_killed_peer_gives_the_survivor_an_error_not_a_hang() {
     assert_eq!(out[1].0, Some(3), "rank 1 exits on purpose:\n{}", out[1].1);
     assert_eq!(out[0].0, Some(0), "the survivor:\n{}", out[0].1);
     assert!(out[0].1.contains("SURVIVOR GOT AN ERROR"), "{}", out[0].1);
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn two_ranks_every_collective_over_the_network_transport() {
+    const TEST: &str = "two_ranks_every_collective_over_the_network_transport";
+    if let Some(rank) = child_rank() {
+        return collectives_child(rank);
+    }
+    if can_run(TEST).is_none() {
+        return;
+    }
+    for (code, text) in run_ranks_with(TEST, NETWORK) {
+        assert_eq!(code, Some(0), "a rank failed:\n{text}");
+        assert!(text.contains("captured all-reduce replayed 5 times: right") && text.contains("done"), "{text}");
+        assert_network_transport(&text);
+    }
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn two_ranks_a_killed_peer_over_the_network_transport() {
+    const TEST: &str = "two_ranks_a_killed_peer_over_the_network_transport";
+    if let Some(rank) = child_rank() {
+        return killed_peer_child(rank);
+    }
+    if can_run(TEST).is_none() {
+        return;
+    }
+    let out = run_ranks_with(TEST, NETWORK);
+    assert_eq!(out[1].0, Some(3), "rank 1 exits on purpose:\n{}", out[1].1);
+    assert_eq!(out[0].0, Some(0), "the survivor:\n{}", out[0].1);
+    assert!(out[0].1.contains("SURVIVOR GOT AN ERROR"), "{}", out[0].1);
+    assert_network_transport(&out[0].1);
+}
+
+/// `recv = Σ over the ranks of send` on `comm`, checked against the CPU.
+fn sum_check(comm: &Communicator, s: StreamRef<'_>, what: &str) {
+    const N: usize = 1 << 20;
+    let send = upload(&data(comm.rank(), N, |v| v as f32), s);
+    let mut recv = DeviceBuffer::<f32>::zeroed_async(N, s).unwrap();
+    unsafe { comm.all_reduce(send.as_slice(), recv.as_mut_slice(), ReduceOp::Sum, s).unwrap() };
+    comm.wait(s, Duration::from_secs(60)).unwrap();
+    let expect: Vec<f32> = (0..N).map(|i| (0..comm.ranks()).map(|r| value(r, i)).sum::<f64>() as f32).collect();
+    assert_eq!(download(&recv, s), expect, "{what}");
+    println!("rank {}: {what}: right", comm.rank());
+}
+
+/// The ranks as torchrun describes them (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`, ...) and the ids
+/// through a folder (`ORDO_NCCL_ID_DIR`): three communicators, made by name, one of them from two
+/// ids (`ncclCommInitRankScalable`, NCCL 2.23 and later).
+fn launcher_child(rank: usize) {
+    let mut rendezvous = Rendezvous::from_env().unwrap().with_timeout(Duration::from_secs(120));
+    assert_eq!((rendezvous.launch().rank(), rendezvous.launch().ranks()), (rank, RANKS));
+    let d = rendezvous.launch().device().unwrap(); // one device visible to each rank: 0
+    d.set_current().unwrap();
+    let nccl = Nccl::load().unwrap();
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let world = rendezvous.init_rank(&nccl, d, "world", &CommConfig::default()).unwrap();
+    sum_check(&world, s, "a communicator from the launcher's environment");
+    let non_blocking = CommConfig { blocking: false, ..CommConfig::default() };
+    let second = rendezvous.init_rank(&nccl, d, "second", &non_blocking).unwrap();
+    second.wait_ready(Duration::from_secs(120)).unwrap();
+    sum_check(&second, s, "a second, non-blocking communicator");
+    if nccl.release().unwrap() >= Version::new(2, 23, 0) {
+        let scalable = rendezvous.init_rank_scalable(&nccl, d, "scalable", 2, &CommConfig::default()).unwrap();
+        sum_check(&scalable, s, "a communicator from two ids");
+    } else {
+        let e = rendezvous.init_rank_scalable(&nccl, d, "scalable", 2, &CommConfig::default()).unwrap_err();
+        assert!(e.to_string().contains("ncclCommInitRankScalable"), "{e}");
+        println!("rank {rank}: a communicator from two ids: right (refused by NCCL {})", nccl.release().unwrap());
+    }
+    s.synchronize().unwrap();
+    println!("rank {rank}: LAUNCHER OK");
+}
+
+fn torchrun_env(test: &str, dir: &std::path::Path) -> Vec<(String, String)> {
+    vec![
+        ("WORLD_SIZE".into(), RANKS.to_string()),
+        ("LOCAL_WORLD_SIZE".into(), RANKS.to_string()),
+        ("MASTER_ADDR".into(), "127.0.0.1".into()),
+        ("MASTER_PORT".into(), "29500".into()),
+        ("TORCHELASTIC_RUN_ID".into(), format!("{}-{test}", std::process::id())),
+        ("ORDO_NCCL_ID_DIR".into(), dir.display().to_string()),
+    ]
+}
+
+/// Runs the two ranks with torchrun's variables, `RANK` and `LOCAL_RANK` each child's own.
+fn run_launched(test: &str, extra: &[(String, String)]) -> Vec<(Option<i32>, String)> {
+    let own = [("RANK", "{rank}"), ("LOCAL_RANK", "{rank}")];
+    let refs: Vec<(&str, &str)> = own.into_iter().chain(extra.iter().map(|(k, v)| (k.as_str(), v.as_str()))).collect();
+    run_ranks_with(test, &refs)
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn two_ranks_from_the_launchers_environment_and_a_folder() {
+    const TEST: &str = "two_ranks_from_the_launchers_environment_and_a_folder";
+    if let Some(rank) = child_rank() {
+        return launcher_child(rank);
+    }
+    if can_run(TEST).is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("ordo-nccl-ids-{}-{TEST}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = run_launched(TEST, &torchrun_env(TEST, &dir));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (code, text) in out {
+        assert_eq!(code, Some(0), "a rank failed:\n{text}");
+        assert!(text.contains("LAUNCHER OK"), "{text}");
+    }
+}
+
+/// A free port on the loopback interface (asked of the system; free again when returned).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Every rank makes the same id from `NCCL_COMM_ID` (NCCL 2.22 and later): no exchange at all.
+fn comm_id_child(rank: usize) {
+    let mut rendezvous = Rendezvous::from_env().unwrap();
+    assert!(matches!(rendezvous.source(), ordo_cuda_libs::nccl::IdSource::NcclCommId(_)));
+    let d = rendezvous.launch().device().unwrap();
+    d.set_current().unwrap();
+    let nccl = Nccl::load().unwrap();
+    if nccl.release().unwrap() < Version::new(2, 22, 0) {
+        let e = rendezvous.init_rank(&nccl, d, "world", &CommConfig::default()).unwrap_err();
+        assert!(e.to_string().contains("NCCL_COMM_ID"), "{e}");
+        println!("rank {rank}: NCCL_COMM_ID refused by NCCL {}; COMM ID OK", nccl.release().unwrap());
+        return;
+    }
+    let stream = Stream::new().unwrap();
+    let world = rendezvous.init_rank(&nccl, d, "world", &CommConfig::default()).unwrap();
+    sum_check(&world, stream.as_stream(), "a communicator from NCCL_COMM_ID");
+    println!("rank {rank}: COMM ID OK");
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn two_ranks_from_nccl_comm_id_without_an_exchange() {
+    const TEST: &str = "two_ranks_from_nccl_comm_id_without_an_exchange";
+    if let Some(rank) = child_rank() {
+        return comm_id_child(rank);
+    }
+    if can_run(TEST).is_none() {
+        return;
+    }
+    // No folder: a rank that looked for one would fail (the variables say two hosts).
+    let env = vec![
+        ("WORLD_SIZE".to_owned(), RANKS.to_string()),
+        ("GROUP_WORLD_SIZE".to_owned(), RANKS.to_string()),
+        ("LOCAL_WORLD_SIZE".to_owned(), "1".to_owned()),
+        ("NCCL_COMM_ID".to_owned(), format!("127.0.0.1:{}", free_port())),
+    ];
+    for (code, text) in run_launched(TEST, &env) {
+        assert_eq!(code, Some(0), "a rank failed:\n{text}");
+        assert!(text.contains("COMM ID OK"), "{text}");
+    }
+}
+
+type RawInitRank = unsafe extern "C" fn(*mut *mut core::ffi::c_void, i32, RawId, i32) -> i32;
+type RawDestroy = unsafe extern "C" fn(*mut core::ffi::c_void) -> i32;
+
+/// `ncclUniqueId`, by value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct RawId([u8; UniqueId::BYTES]);
+
+/// Each rank makes its communicator with plain NCCL calls (`ncclCommInitRank` through the loaded
+/// library, as an engine would), ordo borrows it for every collective and type, and the owner
+/// destroys it after the borrow.
+fn borrowed_child(rank: usize) {
+    let nccl = Nccl::load().unwrap();
+    let id = exchange_id(&nccl, rank);
+    let d = Device::from_ordinal(0);
+    d.set_current().unwrap();
+    let names = std::env::var("ORDO_NCCL").into_iter().chain(["libnccl.so.2".to_owned()]);
+    let lib = names.into_iter().find_map(|n| unsafe { libloading::Library::new(n) }.ok()).unwrap();
+    let (init, destroy) = unsafe {
+        (*lib.get::<RawInitRank>(b"ncclCommInitRank").unwrap(), *lib.get::<RawDestroy>(b"ncclCommDestroy").unwrap())
+    };
+    let mut raw = core::ptr::null_mut();
+    assert_eq!(unsafe { init(&mut raw, RANKS as i32, RawId(id.to_bytes()), rank as i32) }, 0, "ncclCommInitRank");
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    {
+        // SAFETY: this process's communicator of the same NCCL, alive until destroyed below, after
+        // the borrow; only this thread calls NCCL.
+        let comm = unsafe { BorrowedCommunicator::borrow_raw(&nccl, raw) }.unwrap();
+        assert_eq!((comm.rank(), comm.ranks(), comm.device()), (rank, RANKS, d));
+        check_type::<f32>(&comm, s, "f32 (borrowed)", |v| v as f32, true);
+        check_type::<i64>(&comm, s, "i64 (borrowed)", |v| v as i64, false);
+        check_type::<Bf16>(&comm, s, "bf16 (borrowed)", |v| Bf16::from_f32(v as f32), true);
+        s.synchronize().unwrap();
+    }
+    assert_eq!(unsafe { destroy(raw) }, 0, "the owner destroys its communicator after the borrow");
+    println!("rank {rank}: BORROWED OK");
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn two_ranks_borrow_communicators_made_by_plain_nccl_calls() {
+    const TEST: &str = "two_ranks_borrow_communicators_made_by_plain_nccl_calls";
+    if let Some(rank) = child_rank() {
+        return borrowed_child(rank);
+    }
+    if can_run(TEST).is_none() {
+        return;
+    }
+    for (code, text) in run_ranks(TEST) {
+        assert_eq!(code, Some(0), "a rank failed:\n{text}");
+        assert!(text.contains("every collective agrees with the CPU") && text.contains("BORROWED OK"), "{text}");
+    }
 }

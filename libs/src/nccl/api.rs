@@ -99,8 +99,10 @@ impl RawConfig {
 
 type Stream = cudaStream_t;
 
-/// NCCL's functions. The ones of older releases are required; the newer ones are `None` when the
-/// loaded library lacks them, and the calls that need them then return an error.
+/// NCCL's functions. The ones every NCCL since the oldest ordo supports has (2.16, see
+/// [`MIN_VERSION`](super::version::MIN_VERSION)) are required; the newer ones are `None` when the
+/// loaded library lacks them, and the calls that need them then return a `NotSupported` error
+/// naming the function.
 pub(crate) struct Api {
     pub(crate) version: unsafe extern "C" fn(*mut c_int) -> Status,
     pub(crate) get_unique_id: unsafe extern "C" fn(*mut RawUniqueId) -> Status,
@@ -111,6 +113,7 @@ pub(crate) struct Api {
     pub(crate) async_error: unsafe extern "C" fn(RawComm, *mut Status) -> Status,
     pub(crate) count: unsafe extern "C" fn(RawComm, *mut c_int) -> Status,
     pub(crate) user_rank: unsafe extern "C" fn(RawComm, *mut c_int) -> Status,
+    pub(crate) cu_device: unsafe extern "C" fn(RawComm, *mut c_int) -> Status,
     pub(crate) all_reduce:
         unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, RawComm, Stream) -> Status,
     pub(crate) broadcast:
@@ -133,6 +136,9 @@ pub(crate) struct Api {
         Option<unsafe extern "C" fn(*mut RawComm, c_int, RawUniqueId, c_int, *mut RawConfig) -> Status>,
     /// NCCL 2.18.
     pub(crate) split: Option<unsafe extern "C" fn(RawComm, c_int, c_int, *mut RawComm, *mut RawConfig) -> Status>,
+    /// NCCL 2.23.
+    pub(crate) init_rank_scalable:
+        Option<unsafe extern "C" fn(*mut RawComm, c_int, c_int, c_int, *mut RawUniqueId, *mut RawConfig) -> Status>,
 }
 
 /// Casts the address of a symbol to a function pointer type `F` (of pointer size).
@@ -163,6 +169,7 @@ impl Api {
                 async_error: cast(need(c"ncclCommGetAsyncError")?),
                 count: cast(need(c"ncclCommCount")?),
                 user_rank: cast(need(c"ncclCommUserRank")?),
+                cu_device: cast(need(c"ncclCommCuDevice")?),
                 all_reduce: cast(need(c"ncclAllReduce")?),
                 broadcast: cast(need(c"ncclBroadcast")?),
                 reduce: cast(need(c"ncclReduce")?),
@@ -175,6 +182,7 @@ impl Api {
                 last_error: want(c"ncclGetLastError").map(|p| cast(p)),
                 init_rank_config: want(c"ncclCommInitRankConfig").map(|p| cast(p)),
                 split: want(c"ncclCommSplit").map(|p| cast(p)),
+                init_rank_scalable: want(c"ncclCommInitRankScalable").map(|p| cast(p)),
             })
         }
     }

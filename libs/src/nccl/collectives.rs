@@ -3,9 +3,10 @@
 //! Their contract: [`crate::nccl`], "Contract of the collectives".
 
 use super::api::{IN_PROGRESS, SUCCESS};
+use super::version::missing_function;
 use super::{Communicator, NcclType, ReduceOp};
 use core::ffi::c_int;
-use ordo_cuda_core::{DeviceSlice, DeviceSliceMut, Error, Result, StreamRef, UsageKind};
+use ordo_cuda_core::{DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
 
 impl Communicator {
     #[inline(always)]
@@ -229,7 +230,8 @@ impl Communicator {
     /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives): `peer` makes the matching `recv` of the same length and type.
     pub unsafe fn send<T: NcclType>(&self, buf: DeviceSlice<'_, T>, peer: usize, stream: StreamRef<'_>) -> Result<()> {
         let peer = self.rank_arg("Communicator::send", peer)?;
-        let send = self.nccl_library().api().send.ok_or_else(|| too_old("Communicator::send"))?;
+        let send =
+            self.nccl_library().api().send.ok_or_else(|| missing_function("Communicator::send", "ncclSend", "2.7"))?;
         let _lock = super::comm::device_lock(self.device());
         // SAFETY: peer checked; the rest owed by the caller.
         let status =
@@ -248,7 +250,8 @@ impl Communicator {
         stream: StreamRef<'_>,
     ) -> Result<()> {
         let peer = self.rank_arg("Communicator::recv", peer)?;
-        let recv = self.nccl_library().api().recv.ok_or_else(|| too_old("Communicator::recv"))?;
+        let recv =
+            self.nccl_library().api().recv.ok_or_else(|| missing_function("Communicator::recv", "ncclRecv", "2.7"))?;
         let _lock = super::comm::device_lock(self.device());
         // SAFETY: peer checked; the rest owed by the caller.
         let status = unsafe {
@@ -256,8 +259,4 @@ impl Communicator {
         };
         self.done("ncclRecv", status)
     }
-}
-
-fn too_old(call: &'static str) -> Error {
-    Error::usage(UsageKind::NotSupported, call, "the loaded NCCL is too old for this call (a symbol is missing)")
 }

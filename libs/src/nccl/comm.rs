@@ -10,7 +10,7 @@ use core::ffi::c_int;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use core::time::Duration;
-use ordo_cuda_core::{Device, Error, Result, StreamRef, StreamStatus, UsageKind};
+use ordo_cuda_core::{Device, Error, Result, StreamRef, StreamStatus};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -21,10 +21,11 @@ pub struct CommConfig {
     /// them in the background (`ncclInProgress`); poll [`Communicator::state`] or
     /// [`Communicator::wait_ready`] before relying on them. Default `true`.
     pub blocking: bool,
-    /// The fewest CUDA blocks (channels) NCCL's kernels use (`minCTAs`); `None`: NCCL's choice.
+    /// The fewest CUDA blocks (channels) NCCL's kernels use (`minCTAs`, NCCL 2.17 and later:
+    /// refused before); `None`: NCCL's choice.
     pub min_ctas: Option<u16>,
-    /// The most CUDA blocks NCCL's kernels use (`maxCTAs`), leaving the rest of the GPU to
-    /// compute that overlaps them; `None`: NCCL's choice.
+    /// The most CUDA blocks NCCL's kernels use (`maxCTAs`, NCCL 2.17 and later), leaving the
+    /// rest of the GPU to compute that overlaps them; `None`: NCCL's choice.
     pub max_ctas: Option<u16>,
 }
 
@@ -35,7 +36,7 @@ impl Default for CommConfig {
 }
 
 impl CommConfig {
-    fn raw(&self) -> RawConfig {
+    pub(crate) fn raw(&self) -> RawConfig {
         let int = |v: Option<u16>| v.map_or(CONFIG_UNDEF_INT, c_int::from);
         RawConfig {
             blocking: c_int::from(self.blocking),
@@ -43,6 +44,20 @@ impl CommConfig {
             max_ctas: int(self.max_ctas),
             ..RawConfig::initializer()
         }
+    }
+
+    /// `NotSupported` where the loaded NCCL would ignore a field set here (`minCTAs` and
+    /// `maxCTAs` came with NCCL 2.17; an older NCCL reads only the fields it knows).
+    pub(crate) fn check(&self, nccl: &Nccl, call: &'static str) -> Result<()> {
+        if self.min_ctas.is_some() || self.max_ctas.is_some() {
+            super::version::require(
+                nccl.release()?,
+                super::version::CTAS_IN_CONFIG,
+                call,
+                "minCTAs/maxCTAs in ncclConfig_t",
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -90,7 +105,7 @@ impl core::fmt::Debug for Communicator {
 }
 
 /// `(ranks, rank)` as NCCL's ints, checked: at least one rank, `rank` below `ranks`.
-fn rank_args(call: &'static str, ranks: usize, rank: usize) -> Result<(c_int, c_int)> {
+pub(crate) fn rank_args(call: &'static str, ranks: usize, rank: usize) -> Result<(c_int, c_int)> {
     if ranks == 0 {
         return Err(Error::invalid(call, "a communicator has at least one rank"));
     }
@@ -114,10 +129,6 @@ pub(crate) fn device_lock(device: Device) -> MutexGuard<'static, ()> {
     static LOCKS: [Mutex<()>; 64] = [const { Mutex::new(()) }; 64];
     let i = usize::try_from(device.ordinal()).unwrap_or(0) % LOCKS.len();
     LOCKS[i].lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-fn missing(call: &'static str) -> Error {
-    Error::usage(UsageKind::NotSupported, call, "the loaded NCCL is too old for this call (a symbol is missing)")
 }
 
 impl Communicator {
@@ -184,7 +195,10 @@ impl Communicator {
     ) -> Result<Communicator> {
         const CALL: &str = "ncclCommInitRankConfig";
         let (n, r) = rank_args("Communicator::init_rank_config", ranks, rank)?;
-        let init = nccl.api().init_rank_config.ok_or_else(|| missing("Communicator::init_rank_config"))?;
+        let init = nccl.api().init_rank_config.ok_or_else(|| {
+            super::version::missing_function("Communicator::init_rank_config", "ncclCommInitRankConfig", "2.14")
+        })?;
+        config.check(nccl, "Communicator::init_rank_config")?;
         let mut raw_config = config.raw();
         let mut raw: RawComm = core::ptr::null_mut();
         let status = device.with_current(|| {
@@ -214,7 +228,14 @@ impl Communicator {
     /// called, inside an open [`Group`](super::Group) (NCCL would make it only when the group ends).
     pub fn split(&self, color: Option<u32>, key: i32, config: Option<&CommConfig>) -> Result<Option<Communicator>> {
         const CALL: &str = "ncclCommSplit";
-        let split = self.nccl.api().split.ok_or_else(|| missing("Communicator::split"))?;
+        let split = self
+            .nccl
+            .api()
+            .split
+            .ok_or_else(|| super::version::missing_function("Communicator::split", "ncclCommSplit", "2.18"))?;
+        if let Some(config) = config {
+            config.check(&self.nccl, "Communicator::split")?;
+        }
         if super::group::open_on_this_thread() {
             return Err(Error::invalid(
                 "Communicator::split",
@@ -383,6 +404,16 @@ impl Communicator {
         };
         drop(nccl);
         result
+    }
+}
+
+impl Communicator {
+    /// Ends this value without `ncclCommDestroy`: for a [`BorrowedCommunicator`](super::BorrowedCommunicator),
+    /// whose NCCL communicator stays its owner's. Only the library handle is released.
+    pub(crate) fn forget_handle(self) {
+        let this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: the library handle is moved out once; the rest of `this` is never dropped.
+        drop(unsafe { core::ptr::read(&this.nccl) });
     }
 }
 

@@ -2,13 +2,23 @@
 //!
 //! NCCL is loaded at run time with `dlopen` (`libnccl.so.2`, or the file `ORDO_NCCL` names), so
 //! building needs no NCCL; a library without a function a call needs gives that call an error,
-//! never a panic. Two ways to make communicators:
-//! - **one process per GPU** (or per rank, across machines): rank 0 makes a [`UniqueId`]
-//!   ([`Nccl::unique_id`]), the caller carries its bytes to every rank (a file, a pipe, TCP), and
-//!   each rank makes its [`Communicator`] with [`Communicator::init_rank`] (or
-//!   [`init_rank_config`](Communicator::init_rank_config), non-blocking if asked);
+//! never a panic. NCCL 2.16 and later ([`MIN_VERSION`]; what needs a newer one: [`Version`]).
+//! Ways to get communicators:
+//! - **one process per GPU, started by a launcher** (torchrun, `srun`, `mpirun`; across hosts
+//!   too): [`Rendezvous::from_env`] reads the ranks from the launcher's variables ([`LaunchEnv`])
+//!   and gets the unique id from `NCCL_COMM_ID`, a shared folder or the caller's store
+//!   ([`IdSource`]), then [`Rendezvous::init_rank`] makes the communicator by name. ordo runs no
+//!   server of its own (`docs/many-hosts.md`);
+//! - **one process per GPU, the id carried by the caller**: rank 0 makes a [`UniqueId`]
+//!   ([`Nccl::unique_id`]), the caller carries its bytes to every rank (a file, a pipe, TCP, or
+//!   [`IdExchange`] over a store), and each rank makes its [`Communicator`] with
+//!   [`Communicator::init_rank`] (or [`init_rank_config`](Communicator::init_rank_config),
+//!   non-blocking if asked, or [`init_rank_scalable`](Communicator::init_rank_scalable) from several
+//!   ids for large jobs);
 //! - **one process driving several GPUs**: [`Communicators::new`] (`ncclCommInitAll`), one
-//!   [`Communicator`] a device.
+//!   [`Communicator`] a device;
+//! - **an engine's own communicator** (PyTorch, vLLM, TensorRT-LLM): borrowed as a
+//!   [`BorrowedCommunicator`], which offers every call of a [`Communicator`] but none of its ends.
 //!
 //! Each collective is enqueued on the caller's stream like a kernel: one NCCL call, no
 //! synchronisation, no allocation, and it can be captured into a CUDA graph. Join it to compute
@@ -50,7 +60,9 @@
 //! so far (see [`Communicator::state`]).
 //!
 //! # Environment
-//! On machines with NVLink, keep NVLink multicast off where the platform requires it
+//! ordo reads `ORDO_NCCL` (the library's path), the launchers' variables ([`LaunchEnv`]),
+//! `NCCL_COMM_ID` and `ORDO_NCCL_ID_DIR` ([`IdSource`]); everything else is NCCL's own. On
+//! machines with NVLink, keep NVLink multicast off where the platform requires it
 //! (`NCCL_NVLS_ENABLE=0`). `NCCL_DEBUG=WARN` makes NCCL say why it failed on standard error;
 //! `NCCL_SOCKET_IFNAME` picks the network interface of the bootstrap across machines.
 //!
@@ -59,20 +71,32 @@
 mod all;
 mod api;
 pub mod bandwidth;
+mod borrowed;
 mod collectives;
 mod comm;
 mod error;
+mod exchange;
 mod group;
 mod id;
+mod launch;
+mod rendezvous;
+mod scalable;
 mod types;
+mod version;
 
 pub use all::Communicators;
 pub use api::UNIQUE_ID_BYTES;
+pub use borrowed::BorrowedCommunicator;
 pub use comm::{poll_with_backoff, CommConfig, CommState, Communicator};
 pub use error::{is_timeout, status_name, timeout as timeout_error};
+pub use exchange::{ClosureStore, FolderStore, IdExchange, IdStore};
 pub use group::Group;
 pub use id::UniqueId;
+pub use launch::{LaunchEnv, Launcher};
+pub use rendezvous::{IdSource, Rendezvous};
+pub use scalable::{first_root_rank, root_of_rank};
 pub use types::{Bf16, DataType, ForEachType, NcclType, ReduceOp, F16};
+pub use version::{Version, MIN_VERSION};
 
 use crate::dl::Library;
 use api::{Api, RawUniqueId, SUCCESS};
@@ -106,7 +130,8 @@ impl core::fmt::Debug for Nccl {
 impl Nccl {
     /// Loads NCCL: the file `ORDO_NCCL` names, else `libnccl.so.2` (or `libnccl.so`) from the
     /// loader's path. Not found: [`UsageKind::NotSupported`](ordo_cuda_core::UsageKind::NotSupported);
-    /// a library older than 2.7 (a function every call needs is missing): the same.
+    /// a library older than [`MIN_VERSION`] (2.16), or one without a function every call needs:
+    /// the same, naming the release or the function.
     ///
     /// Once loaded, NCCL stays loaded for the life of the process, and later calls return the
     /// same library (whatever `ORDO_NCCL` says by then): NCCL runs threads of its own that
@@ -126,6 +151,7 @@ impl Nccl {
         )?;
         let api = Api::load(&lib)?;
         let loaded = Nccl { inner: Arc::new(Loaded { api, _lib: lib }) };
+        version::require(loaded.release()?, MIN_VERSION, "Nccl::load", "ordo")?;
         // A thread that lost a race drops its own handle: dlclose then only lowers the loader's
         // count of a library the kept handle holds open.
         Ok(LOADED.get_or_init(|| loaded).clone())
@@ -147,8 +173,18 @@ impl Nccl {
         Ok(v)
     }
 
+    /// NCCL's release ([`version`](Self::version) read as `major.minor.patch`).
+    pub fn release(&self) -> Result<Version> {
+        let code = self.version()?;
+        Version::from_code(code)
+            .ok_or_else(|| error::detailed("ncclGetVersion", api::INTERNAL_ERROR, Some("a negative version code")))
+    }
+
     /// A new unique id (`ncclGetUniqueId`), made by one rank and carried to the others. Opens the
-    /// bootstrap socket on this process: call it on the process of rank 0.
+    /// bootstrap socket on this process: call it on the process of rank 0. With `NCCL_COMM_ID`
+    /// set in the process environment (`host:port`), NCCL opens nothing here and, from NCCL 2.22,
+    /// every process makes the same id; rank 0's [`Communicator::init_rank`] then opens the
+    /// bootstrap socket at that address.
     pub fn unique_id(&self) -> Result<UniqueId> {
         let mut raw = RawUniqueId { internal: [0; UNIQUE_ID_BYTES] };
         // SAFETY: `raw` is writable, of NCCL's layout.
