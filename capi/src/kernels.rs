@@ -1,11 +1,14 @@
 //! ordo's kernels on the caller's stream: `ordo_gemv_normalize`, `ordo_frame_filter` (each also
 //! `_with` allocation options: the pool its temporary comes from), `ordo_pdl_chain`. Each enqueues
 //! kernel launches and stream-ordered allocations only, so each may be captured in any mode.
+//! Without a pool of the caller's, temporaries come from ordo's pool of the stream's device
+//! (`ordo_temporary_pool`; [`temporaries`](ordo_cuda_core::memory::temporaries)).
 
-use super::check::{byte_len, non_null, require_device_on, require_pool_for, stream_device, stream_ref};
+use super::check::{byte_len, non_null, require_device_on, require_pool_for, stream_device, stream_ref, write_out};
 use super::status::{guard, invalid, OrdoStatus, Outcome};
 use core::ffi::c_int;
-use ordo_cuda_core::{sys, DeviceSlice, DeviceSliceMut, MemPoolRef};
+use ordo_cuda_core::memory::temporaries;
+use ordo_cuda_core::{sys, Device, DeviceSlice, DeviceSliceMut, MemPoolRef};
 use ordo_cuda_kernels::{ChainPlan, PdlMode};
 
 /// Allocation options of the exports that allocate a temporary (`ordo_alloc_options` in ordo.h):
@@ -20,7 +23,7 @@ pub struct OrdoAllocOptions {
 }
 
 /// The caller's pool from `options` (NULL options or a NULL pool: `None`), checked: `size`
-/// covers this version's struct, and the pool's memory is readable and writable by `device`.
+/// covers this version's struct.
 ///
 /// # Safety
 /// A non-null `options` points to `options->size` readable bytes; its pool, if any, is live.
@@ -36,6 +39,39 @@ unsafe fn pool_of<'p>(options: *const OrdoAllocOptions) -> Outcome<Option<MemPoo
     }
     // SAFETY: as above; the pool is the caller's live pool (or NULL).
     Ok(unsafe { MemPoolRef::from_raw(options.read().pool) })
+}
+
+/// The pool a temporary on `device` comes from: the caller's, checked (its memory readable and
+/// writable by `device`), or else ordo's pool of `device`.
+fn pool_or_ordos(pool: Option<MemPoolRef<'_>>, device: Device) -> Outcome<MemPoolRef<'_>> {
+    match pool {
+        Some(pool) => {
+            require_pool_for(Some(pool), device)?;
+            Ok(pool)
+        }
+        None => Ok(temporaries::pool(device)?),
+    }
+}
+
+/// ordo's pool for the temporaries of the exports that allocate one (`ordo_gemv_normalize`,
+/// `ordo_frame_filter` and the pipelines' NULL device buffers, when no pool of the caller's is
+/// named) on `device` (-1: the calling thread's current device), made if needed: for setting its
+/// release threshold (the cap on what it keeps across synchronisations), trimming it
+/// (`cudaMemPoolTrimTo`) or granting peers access. Not to be destroyed.
+///
+/// # Safety
+/// The C contract: `pool` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_temporary_pool(device: c_int, pool: *mut sys::cudaMemPool_t) -> OrdoStatus {
+    guard("ordo_temporary_pool", || {
+        non_null(pool.cast_const(), "null pool")?;
+        let device = match device {
+            -1 => Device::current()?,
+            d if d >= 0 => Device::new(d as usize)?,
+            _ => return Err(invalid("device below -1")),
+        };
+        write_out(pool, temporaries::pool(device)?.as_raw(), "null pool")
+    })
 }
 
 /// y = normalize(A x) on `stream`; `a` row-major rows x cols, all device memory; rows 1 to 2^26,
@@ -106,12 +142,12 @@ unsafe fn gemv_normalize_export(
         for p in [a, x, y.cast_const()] {
             require_device_on(p.cast(), device)?;
         }
-        require_pool_for(pool, device)?;
+        let pool = pool_or_ordos(pool, device)?;
         // SAFETY: the C contract: device buffers of the stated sizes, live until the work completes.
         unsafe {
             ordo_cuda_kernels::gemv_normalize_in(
                 s,
-                pool,
+                Some(pool),
                 DeviceSlice::from_raw_parts(a, cells),
                 DeviceSlice::from_raw_parts(x, cols),
                 DeviceSliceMut::from_raw_parts(y, rows),
@@ -183,12 +219,12 @@ unsafe fn frame_filter_export(
         let device = stream_device(s)?;
         require_device_on(rgb.cast(), device)?;
         require_device_on(out.cast_const().cast(), device)?;
-        require_pool_for(pool, device)?;
+        let pool = pool_or_ordos(pool, device)?;
         // SAFETY: the C contract.
         unsafe {
             ordo_cuda_kernels::frame_filter_in(
                 s,
-                pool,
+                Some(pool),
                 DeviceSlice::from_raw_parts(rgb, rgb_len),
                 DeviceSliceMut::from_raw_parts(out, pixels),
                 width,
