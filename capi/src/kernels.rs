@@ -18,7 +18,7 @@ use ordo_cuda_kernels::{ChainPlan, PdlMode};
 pub struct OrdoAllocOptions {
     /// `sizeof(ordo_alloc_options)`, set by the caller.
     pub size: usize,
-    /// The pool temporaries come from (NULL: the device's current pool).
+    /// The pool temporaries come from (NULL: ordo's pool of the device, `ordo_temporary_pool`).
     pub pool: sys::cudaMemPool_t,
 }
 

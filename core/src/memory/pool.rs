@@ -293,6 +293,14 @@ impl<'a> MemPoolRef<'a> {
         self.get_u64(sys::cudaMemPoolAttr::cudaMemPoolAttrUsedMemHigh)
     }
 
+    /// Resets both high watermarks ([`reserved_high_bytes`](Self::reserved_high_bytes),
+    /// [`used_high_bytes`](Self::used_high_bytes)) to the pool's current figures (CUDA takes 0
+    /// for this and no other value).
+    pub fn reset_high_watermarks(self) -> Result<()> {
+        self.set_u64(sys::cudaMemPoolAttr::cudaMemPoolAttrReservedMemHigh, 0)?;
+        self.set_u64(sys::cudaMemPoolAttr::cudaMemPoolAttrUsedMemHigh, 0)
+    }
+
     /// Whether an allocation may make its stream wait for another stream's pending free to reuse
     /// its memory (`cudaMemPoolReuseAllowInternalDependencies`; see
     /// [`MemPoolBuilder::internal_dependencies`]).
