@@ -119,7 +119,8 @@ fn context_of(device: Device) -> Result<ContextTag> {
 ///
 /// The pool is ordo's: set its release threshold, trim it, grant peers access to it, but do not
 /// destroy it (nor make it a device's current pool, which would hand it to every
-/// `cudaMallocAsync` of the process).
+/// `cudaMallocAsync` of the process). The handle is valid until a `cudaDeviceReset` of the
+/// device, as the device's default pool's is ([`MemPool::device_default`]); ask again after one.
 pub fn pool(device: Device) -> Result<MemPoolRef<'static>> {
     let context = context_of(device)?;
     match find(&context) {
