@@ -2,7 +2,7 @@
 //! `_with` allocation options: the pool its temporary comes from), `ordo_pdl_chain`. Each enqueues
 //! kernel launches and stream-ordered allocations only, so each may be captured in any mode.
 //! Without a pool of the caller's, temporaries come from ordo's pool of the stream's device
-//! (`ordo_temporary_pool`; [`temporaries`](ordo_cuda_core::memory::temporaries)).
+//! (`ordo_temporary_pool`; [`temporaries`]).
 
 use super::check::{byte_len, non_null, require_device_on, require_pool_for, stream_device, stream_ref, write_out};
 use super::status::{guard, invalid, OrdoStatus, Outcome};

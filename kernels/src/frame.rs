@@ -9,7 +9,7 @@ use ordo_cuda_core::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, Erro
 
 /// Grayscale (0.299 R + 0.587 G + 0.114 B) and a 5x5 binomial blur with clamped edges of one
 /// interleaved-RGB frame, on `stream`. The grayscale intermediate (4 bytes a pixel) is allocated
-/// on `stream` from ordo's pool ([`temporaries`](ordo_cuda_core::memory::temporaries)) and freed
+/// on `stream` from ordo's pool ([`temporaries`]) and freed
 /// on it. Nothing synchronises.
 ///
 /// # Safety

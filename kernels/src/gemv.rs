@@ -53,7 +53,7 @@ pub(crate) fn check_gemv(
 }
 
 /// `y /= |y|` on `stream`: a sum of squares into a temporary from `pool` (`None`: ordo's pool,
-/// [`temporaries`](ordo_cuda_core::memory::temporaries)) on `stream`, then the scaling; the
+/// [`temporaries`]) on `stream`, then the scaling; the
 /// temporary is freed with `cudaFreeAsync` on `stream`.
 ///
 /// # Safety
@@ -80,7 +80,7 @@ pub(crate) unsafe fn normalize_in_place(
 /// `y = A x / |A x|` for row-major `a` (`rows x cols`), on `stream`: the gemv kernel (one warp a
 /// row), a sum of squares into a 4-byte temporary allocated on `stream` from ordo's pool (which
 /// keeps its memory mapped across synchronisations:
-/// [`temporaries`](ordo_cuda_core::memory::temporaries)), and the scaling; the temporary is freed
+/// [`temporaries`]), and the scaling; the temporary is freed
 /// with `cudaFreeAsync` on `stream`. Nothing synchronises. `y` is left as `A x` when that is all
 /// zeros. At most [`GEMV_MAX_ROWS`] rows and [`GEMV_MAX_COLS`] columns (the kernels index in 32
 /// bits): a usage error beyond.

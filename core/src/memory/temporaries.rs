@@ -44,7 +44,7 @@
 //!   `cuCtxGetId`), then the entry; no heap allocation, no lock.
 //! - **After `cudaDeviceReset`.** A reset destroys the device's context; ordo's pool of it may be
 //!   gone with it, and its handle must never reach CUDA again. Each entry keeps the unique id of
-//!   the context it was made in ([`ContextTag`](crate::context::ContextTag)), and a call in a
+//!   the context it was made in ([`ContextTag`]), and a call in a
 //!   new context makes a new pool. The old handle is never touched again (if CUDA kept the pool
 //!   through the reset, its memory stays reserved: at most the cap, once per reset).
 //!
