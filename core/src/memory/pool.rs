@@ -186,8 +186,8 @@ impl MemPoolBuilder {
     }
 
     /// The properties `cudaMemPoolCreate` gets: pinned device memory of the builder's device, no
-    /// export handle (the only kind CUDA captures into graphs as allocation nodes), the maximum
-    /// size.
+    /// export handle type, the maximum size. A capture takes an allocation node's properties from
+    /// the pool's; ordo's GPU tests capture allocations from pools made so.
     pub fn props(&self) -> sys::cudaMemPoolProps {
         sys::cudaMemPoolProps {
             allocType: sys::cudaMemAllocationType::cudaMemAllocationTypePinned,

@@ -18,8 +18,8 @@
 //! - **Stream-ordered and capturable.** Temporaries are allocated with `cudaMallocFromPoolAsync`
 //!   on the caller's stream and freed with `cudaFreeAsync` on it. While the stream captures, CUDA
 //!   makes them allocation and free nodes of the caller's graph, served by the device's graph
-//!   memory pool, as before: a pool made with default properties (device memory, no export
-//!   handle type) is what CUDA captures so.
+//!   memory pool, as before (the nodes take their properties from the pool's: device memory, no
+//!   export handle type, as the default pool's).
 //! - **Capped.** The pool keeps up to an eighth of the device's memory ([`default_keep`], set as
 //!   its release threshold) mapped across synchronisations: what ordo's functions needed at
 //!   most, up to that cap. Beyond it, the excess is released at the next synchronisation.
@@ -38,14 +38,14 @@
 //! - **Made once, looked up without a lock.** The pools live in a list that only grows, one
 //!   entry per device and CUDA context, each made under a lock the first time it is asked for
 //!   (with the calling thread's capture mode relaxed, so that a first use inside a global-mode
-//!   capture neither fails nor invalidates any capture: `cudaMemPoolCreate` and the pool's
-//!   attribute calls are capture-unsafe). Later calls read the list with atomic loads: the
+//!   capture neither fails nor invalidates any capture: CUDA refuses a pool's attribute calls
+//!   while the thread captures, or while any thread captures in global mode, and invalidates the
+//!   capture; the creation is treated alike). Later calls read the list with atomic loads: the
 //!   calling thread's current device and context (`cudaGetDevice`, `cuCtxGetCurrent`,
 //!   `cuCtxGetId`), then the entry; no heap allocation, no lock.
 //! - **After `cudaDeviceReset`.** A reset destroys the device's context; ordo's pool of it may be
 //!   gone with it, and its handle must never reach CUDA again. Each entry keeps the unique id of
-//!   the context it was made in ([`ContextTag`]), and a call in a
-//!   new context makes a new pool. The old handle is never touched again (if CUDA kept the pool
+//!   the context it was made in ([`ContextTag`]), and a call in a new context makes a new pool. The old handle is never touched again (if CUDA kept the pool
 //!   through the reset, its memory stays reserved: at most the cap, once per reset).
 //!
 //! [`Device::enable_peer_access_with_pools`]: crate::Device::enable_peer_access_with_pools
