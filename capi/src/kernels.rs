@@ -41,18 +41,6 @@ unsafe fn pool_of<'p>(options: *const OrdoAllocOptions) -> Outcome<Option<MemPoo
     Ok(unsafe { MemPoolRef::from_raw(options.read().pool) })
 }
 
-/// The pool a temporary on `device` comes from: the caller's, checked (its memory readable and
-/// writable by `device`), or else ordo's pool of `device`.
-fn pool_or_ordos(pool: Option<MemPoolRef<'_>>, device: Device) -> Outcome<MemPoolRef<'_>> {
-    match pool {
-        Some(pool) => {
-            require_pool_for(Some(pool), device)?;
-            Ok(pool)
-        }
-        None => Ok(temporaries::pool(device)?),
-    }
-}
-
 /// ordo's pool for the temporaries of the exports that allocate one (`ordo_gemv_normalize`,
 /// `ordo_frame_filter` and the pipelines' NULL device buffers, when no pool of the caller's is
 /// named) on `device` (-1: the calling thread's current device), made if needed: for setting its
@@ -142,12 +130,12 @@ unsafe fn gemv_normalize_export(
         for p in [a, x, y.cast_const()] {
             require_device_on(p.cast(), device)?;
         }
-        let pool = pool_or_ordos(pool, device)?;
+        require_pool_for(pool, device)?;
         // SAFETY: the C contract: device buffers of the stated sizes, live until the work completes.
         unsafe {
             ordo_cuda_kernels::gemv_normalize_in(
                 s,
-                Some(pool),
+                pool,
                 DeviceSlice::from_raw_parts(a, cells),
                 DeviceSlice::from_raw_parts(x, cols),
                 DeviceSliceMut::from_raw_parts(y, rows),
@@ -219,12 +207,12 @@ unsafe fn frame_filter_export(
         let device = stream_device(s)?;
         require_device_on(rgb.cast(), device)?;
         require_device_on(out.cast_const().cast(), device)?;
-        let pool = pool_or_ordos(pool, device)?;
+        require_pool_for(pool, device)?;
         // SAFETY: the C contract.
         unsafe {
             ordo_cuda_kernels::frame_filter_in(
                 s,
-                Some(pool),
+                pool,
                 DeviceSlice::from_raw_parts(rgb, rgb_len),
                 DeviceSliceMut::from_raw_parts(out, pixels),
                 width,

@@ -51,8 +51,7 @@ pub unsafe fn frame_filter_in(
         return Err(Error::invalid(CALL, "frame too tall for one grid (height over 524280)"));
     }
     let config = LaunchConfig::new(grid, block);
-    let pool = temporaries::pool_for(pool, stream)?;
-    let mut gray = DeviceBuffer::<f32>::alloc_from_pool_async(pixels, pool, stream)?;
+    let mut gray = DeviceBuffer::<f32>::alloc_in_async(pixels, temporaries::pool_for(pool, stream)?, stream)?;
     // SAFETY: sizes checked above; the caller owes the lifetimes of rgb and out; `gray` is freed
     // on `stream` after the kernels.
     unsafe {

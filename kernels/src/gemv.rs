@@ -67,8 +67,7 @@ pub(crate) unsafe fn normalize_in_place(
     let rows = n as usize;
     let sum_config = LaunchConfig::new(rows.div_ceil(BLOCK as usize).min(1024) as u32, BLOCK);
     let scale_config = LaunchConfig::for_elements(rows, BLOCK)?;
-    let pool = temporaries::pool_for(pool, stream)?;
-    let mut sum_sq = DeviceBuffer::<f32>::zeroed_in_async(1, Some(pool), stream)?;
+    let mut sum_sq = DeviceBuffer::<f32>::zeroed_in_async(1, temporaries::pool_for(pool, stream)?, stream)?;
     // SAFETY: `y` holds n elements (the caller's contract); `sum_sq` is freed on `stream` after the kernels.
     unsafe {
         kernel::sum_squares().launch(stream, &sum_config, (y.as_mut_ptr() as *const f32, sum_sq.as_mut_ptr(), n))?;

@@ -181,6 +181,11 @@ fn gpu_the_cap_bounds_what_stays_mapped_and_a_trim_returns_it() {
     work.check(s, &frame, &y, "after the trim");
 }
 
+/// Inside a global-mode capture every temporary is an allocation node of the caller's graph:
+/// `gemv_normalize`'s and the frame filter's through `cudaMallocAsync` (no pool named while the
+/// stream captures: the graph memory pool serves them whichever pool is named), the pipeline's
+/// from ordo's pool of its device. None of them takes memory of ordo's pool at capture time; the
+/// replays compute what the eager calls compute.
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn gpu_temporaries_become_allocation_nodes_of_a_global_capture() {
@@ -190,21 +195,42 @@ fn gpu_temporaries_become_allocation_nodes_of_a_global_capture() {
     let device = Device::current().unwrap();
     let work = Work::new(s, 13, (300, 200), (500, 129));
     let (mut frame, mut y) = work.outputs(s);
+    let n = 1 << 16;
+    let input: Vec<f32> = (0..n).map(|i| (i % 613) as f32 * 0.003 + 0.25).collect();
+    let expected: Vec<f32> = input.iter().map(|&v| heavy_cpu(v)).collect();
+    let host_in = PinnedBuffer::from_slice(&input).unwrap();
+    let mut host_out = PinnedBuffer::<f32>::zeroed(n, HostAllocFlags::empty()).unwrap();
+    let mut pipeline = Pipeline::new(3).unwrap();
+    let plan = Plan { chunks: 4, schedule: Schedule::Staged };
     let ours = temporaries::pool(device).unwrap();
     s.synchronize().unwrap();
     ours.reset_high_watermarks().unwrap();
-    // SAFETY: the inputs and outputs outlive the executable graph (dropped first, after the
-    // replays are synchronised); nothing else uses `s` while it captures (exclusive lock).
-    let graph = unsafe { capture(s, CaptureMode::Global, |cs| work.run(cs, None, &mut frame, &mut y)) }.unwrap();
+    // SAFETY: the inputs and outputs (device and pinned) outlive the executable graph (dropped
+    // first, after the replays are synchronised); nothing else uses `s` while it captures
+    // (exclusive lock).
+    let graph = unsafe {
+        capture(s, CaptureMode::Global, |cs| {
+            assert_eq!(temporaries::pool_for(None, cs)?, None, "no pool named while capturing");
+            work.run(cs, None, &mut frame, &mut y)?;
+            let buffers =
+                RunBuffers { input: host_in.pinned(), dev_in: None, dev_out: None, output: host_out.pinned_mut() };
+            pipeline.run_with(cs, buffers, plan, RunOptions::default(), |ps, i, o| {
+                ordo_cuda_kernels::heavy_into(ps, i.as_slice(), o)
+            })
+        })
+    }
+    .unwrap();
     let kinds: Vec<NodeKind> = graph.nodes().unwrap().into_iter().map(|n| n.kind().unwrap()).collect();
     let count = |k: NodeKind| kinds.iter().filter(|&&x| x == k).count();
-    assert_eq!((count(NodeKind::MemAlloc), count(NodeKind::MemFree)), (2, 2), "{kinds:?}");
-    assert_eq!(ours.used_high_bytes().unwrap(), 0, "a capture allocates nothing from the pool now");
+    assert_eq!((count(NodeKind::MemAlloc), count(NodeKind::MemFree)), (4, 4), "{kinds:?}");
+    assert_eq!(ours.used_high_bytes().unwrap(), 0, "a capture takes nothing from the pool now");
     let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
     for replay in 0..3 {
+        host_out.fill(f32::NAN);
         exec.launch(s).unwrap();
         s.synchronize().unwrap();
         work.check(s, &frame, &y, &format!("replay {replay}"));
+        assert!(host_out[..] == expected[..], "pipeline, replay {replay}");
     }
     drop(exec);
 }
@@ -280,7 +306,7 @@ fn gpu_every_device_has_its_own_pool_found_again() {
                 assert_eq!(pool.release_threshold()?, temporaries::default_keep(total_memory()));
                 let stream = Stream::new()?;
                 let s = stream.as_stream();
-                assert_eq!(temporaries::pool_for(None, s)?, pool, "the stream's device's pool");
+                assert_eq!(temporaries::pool_for(None, s)?, Some(pool), "the stream's device's pool");
                 let probe = DeviceBuffer::<f32>::alloc_from_pool_async(1024, pool, s)?;
                 let mut attrs = sys::cudaPointerAttributes::default();
                 assert_eq!(

@@ -3,19 +3,21 @@
 //! test running beside it):
 //! 1. sixteen threads race for the first use: one pool is made, every thread finds it;
 //! 2. `cudaDeviceReset`: the old pool's handle is never looked up again (it may be destroyed);
-//! 3. the first use in the new context happens inside a global-mode capture: the pool is made
-//!    there (capture-unsafe calls, made with the thread's capture mode relaxed) and the capture
-//!    stays valid; the replay's result is right;
+//! 3. the first use in the new context happens inside a global-mode capture (a pipeline run
+//!    with device temporaries, which names its device's pool there): the pool is made there
+//!    (capture-unsafe calls, made with the thread's capture mode relaxed) and the capture stays
+//!    valid; the replay's result is right;
 //! 4. the new pool is a fresh one (the old one's marker threshold is not seen), used eagerly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ordo_cuda_core::graph::{capture, CaptureMode, InstantiateFlags};
 use ordo_cuda_core::memory::temporaries;
+use ordo_cuda_core::pipeline::{Pipeline, Plan, RunBuffers, RunOptions, Schedule};
 use ordo_cuda_core::*;
 use std::sync::{Arc, Barrier};
 
 mod common;
-use common::{download, poisoned, upload, Rng};
+use common::{download, heavy_cpu, poisoned, upload, Rng};
 
 fn gemv_normalize_cpu(a: &[f32], x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     let y: Vec<f64> = (0..rows).map(|r| (0..cols).map(|c| a[r * cols + c] as f64 * x[c] as f64).sum()).collect();
@@ -92,24 +94,34 @@ fn gpu_first_use_by_racing_threads_then_after_a_reset_inside_a_global_capture() 
     // 3. The first use in the new context, inside a global-mode capture.
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
-    let (a, x, mut y, expected) = gemv(s, 99, 256, 1000);
+    let n = 1 << 18;
+    let input: Vec<f32> = (0..n).map(|i| (i % 991) as f32 * 0.002 + 0.125).collect();
+    let expected: Vec<f32> = input.iter().map(|&v| heavy_cpu(v)).collect();
+    let host_in = PinnedBuffer::from_slice(&input).unwrap();
+    let mut host_out = PinnedBuffer::<f32>::zeroed(n, HostAllocFlags::empty()).unwrap();
+    let mut pipeline = Pipeline::new(3).unwrap();
+    let plan = Plan { chunks: 4, schedule: Schedule::Staged };
     s.synchronize().unwrap();
     assert_eq!(temporaries::existing(device).unwrap(), None, "the new context has no pool yet");
-    // SAFETY: the buffers outlive the executable graph (dropped first, after its replays are
+    // SAFETY: the pinned buffers outlive the executable graph (dropped first, after its replay is
     // synchronised); nothing else uses `s` or any other stream while it captures.
     let graph = unsafe {
         capture(s, CaptureMode::Global, |cs| {
-            ordo_cuda_kernels::gemv_normalize(cs, a.as_slice(), x.as_slice(), y.as_mut_slice(), 256, 1000)
+            let buffers =
+                RunBuffers { input: host_in.pinned(), dev_in: None, dev_out: None, output: host_out.pinned_mut() };
+            pipeline.run_with(cs, buffers, plan, RunOptions::default(), |ps, i, o| {
+                ordo_cuda_kernels::heavy_into(ps, i.as_slice(), o)
+            })
         })
     }
     .expect("the capture stays valid while ordo makes its pool inside it");
     let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
     exec.launch(s).unwrap();
     s.synchronize().unwrap();
-    assert_close(&download(&y, s), &expected, "replay of the capture that made the pool");
+    assert!(host_out[..] == expected[..], "replay of the capture that made the pool");
 
     // 4. A fresh pool, with the default cap: not the old one.
-    let new = temporaries::existing(device).unwrap().expect("made by the capture");
+    let new = temporaries::existing(device).unwrap().expect("made inside the capture");
     assert_eq!(temporaries::pool(device).unwrap(), new);
     let (mut free, mut total) = (0usize, 0usize);
     assert_eq!(unsafe { sys::cudaMemGetInfo(&mut free, &mut total) }, sys::cudaError::cudaSuccess);

@@ -18,8 +18,9 @@
 //! - **Stream-ordered and capturable.** Temporaries are allocated with `cudaMallocFromPoolAsync`
 //!   on the caller's stream and freed with `cudaFreeAsync` on it. While the stream captures, CUDA
 //!   makes them allocation and free nodes of the caller's graph, served by the device's graph
-//!   memory pool, as before (the nodes take their properties from the pool's: device memory, no
-//!   export handle type, as the default pool's).
+//!   memory pool whichever pool is named (the nodes take their properties from the pool's:
+//!   device memory, no export handle type, as the default pool's). There `gemv_normalize` and
+//!   the frame filter name none ([`pool_for`]), as before; a pipeline names its device's pool.
 //! - **Capped.** The pool keeps up to an eighth of the device's memory ([`default_keep`], set as
 //!   its release threshold) mapped across synchronisations: what ordo's functions needed at
 //!   most, up to that cap. Beyond it, the excess is released at the next synchronisation.
@@ -54,6 +55,7 @@ use super::{MemPool, MemPoolRef, PoolAccess};
 use crate::context::ContextTag;
 use crate::device::Device;
 use crate::error::Result;
+use crate::graph::CaptureStatus;
 use crate::stream::StreamRef;
 use alloc::boxed::Box;
 use core::ptr::NonNull;
@@ -129,15 +131,35 @@ pub fn pool(device: Device) -> Result<MemPoolRef<'static>> {
     }
 }
 
-/// The pool a temporary on `stream` comes from: `given`, or else ordo's pool ([`pool`]) of the
-/// stream's device (the current device while `stream` captures, when CUDA cannot be asked: see
-/// [`StreamRef::device_or_current`]).
-#[inline]
-pub fn pool_for<'p>(given: Option<MemPoolRef<'p>>, stream: StreamRef<'_>) -> Result<MemPoolRef<'p>> {
-    match given {
-        Some(pool) => Ok(pool),
-        None => pool(stream.device_or_current()?),
+/// The pool a temporary on `stream` comes from, for
+/// [`DeviceBuffer::alloc_in_async`](super::DeviceBuffer::alloc_in_async): `given`; else ordo's
+/// pool ([`pool`]) of the stream's device; else `None` (`cudaMallocAsync`, which takes the
+/// current pool of the stream's device) in the two cases where ordo's pool cannot serve better:
+/// - while `stream` captures: the allocation is then a node of the caller's graph, served by the
+///   graph memory pool whichever pool is named, and CUDA cannot be asked the stream's device
+///   without invalidating the capture (`cudaMallocAsync` finds it);
+/// - where the toolkit cannot tell a stream's device (`cudaStreamGetDevice`, CUDA 12.8 and
+///   later): a kernel launched on a stream of another device than the current one runs on the
+///   stream's device, so the current device's pool could be the wrong one.
+///
+/// Costs one `cudaStreamGetCaptureInfo` and one `cudaStreamGetDevice` before the lookup of
+/// [`pool`].
+pub fn pool_for<'p>(given: Option<MemPoolRef<'p>>, stream: StreamRef<'_>) -> Result<Option<MemPoolRef<'p>>> {
+    if given.is_some() {
+        return Ok(given);
     }
+    if stream.capture_status()? != CaptureStatus::None {
+        return Ok(None);
+    }
+    let mut device: core::ffi::c_int = 0;
+    // SAFETY: a live stream, not capturing (a query of a capturing stream would invalidate its
+    // capture); `device` is writable.
+    let code = unsafe { sys::stream_get_device(stream.as_raw(), &mut device) };
+    if code == sys::cudaError::cudaErrorNotSupported {
+        return Ok(None);
+    }
+    crate::error::check(code, "cudaStreamGetDevice")?;
+    pool(Device::from_ordinal(device)).map(Some)
 }
 
 /// ordo's pool of `device` if one was made in its current context (`None` otherwise: nothing is
@@ -264,7 +286,7 @@ mod tests {
         let given = unsafe { MemPoolRef::from_raw((&mut fake as *mut u64).cast()) }.unwrap();
         // SAFETY: used on this thread only; nothing is enqueued.
         let s = unsafe { StreamRef::per_thread_default() };
-        assert_eq!(pool_for(Some(given), s).unwrap(), given, "no CUDA call for a given pool");
+        assert_eq!(pool_for(Some(given), s).unwrap(), Some(given), "no CUDA call for a given pool");
     }
 
     #[test]
