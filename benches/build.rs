@@ -1,6 +1,7 @@
-//! Compiles the plain CUDA C++ baselines (cuda/baseline.cu) with the nvcc ordo-cuda-sys found: once
-//! into a static library linked into the benches, and once into a fatbin (`$OUT_DIR/baseline.fatbin`)
-//! that the cudarc comparison loads as a module, so both launch the very same kernels.
+//! Compiles the plain CUDA C++ baselines (cuda/baseline.cu, and the decode step's cuda/decode.cu)
+//! with the nvcc ordo-cuda-sys found: once into a static library linked into the benches, and
+//! baseline.cu once more into a fatbin (`$OUT_DIR/baseline.fatbin`) that the cudarc comparison
+//! loads as a module, so both launch the very same kernels.
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
@@ -31,7 +32,7 @@ fn main() -> ExitCode {
     for g in &gencode {
         build.flag(g);
     }
-    if let Err(e) = build.file("cuda/baseline.cu").try_compile("ordo_baseline") {
+    if let Err(e) = build.file("cuda/baseline.cu").file("cuda/decode.cu").try_compile("ordo_baseline") {
         eprintln!("ordo-benches: nvcc failed: {e}");
         return ExitCode::FAILURE;
     }

@@ -99,6 +99,32 @@ pub mod cpp {
             chunks: i32,
             streams: i32,
         ) -> f64;
+        // The decode step (cuda/decode.cu).
+        pub fn bl_decode_open(
+            hidden: i32,
+            max_batch: i32,
+            x: *const f32,
+            scale: *const f32,
+            w: *const f32,
+        ) -> *mut core::ffi::c_void;
+        pub fn bl_decode_close(handle: *mut core::ffi::c_void);
+        pub fn bl_decode_eager_us(
+            handle: *mut core::ffi::c_void,
+            s: cudaStream_t,
+            batch: i32,
+            steps: i32,
+            temp_in_step: i32,
+        ) -> f64;
+        pub fn bl_decode_capture_us(
+            handle: *mut core::ffi::c_void,
+            s: cudaStream_t,
+            buckets: *const i32,
+            count: i32,
+            mode: i32,
+            parts: *mut f64,
+        ) -> f64;
+        pub fn bl_decode_replay_us(handle: *mut core::ffi::c_void, s: cudaStream_t, batch: i32, steps: i32) -> f64;
+        pub fn bl_decode_outputs(handle: *mut core::ffi::c_void, batch: i32, y: *mut f32, t: *mut f32);
     }
 }
 
@@ -121,6 +147,9 @@ pub mod kernels {
         );
         pub fn bl_chain_step_plain(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
         pub fn bl_chain_step_plain_stride(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
+        /// The decode step's user kernel (cuda/decode.cu), in ordo's two forms.
+        pub fn bl_user_step(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
+        pub fn bl_user_step_pdl(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
     }
 }
 

@@ -22,12 +22,16 @@
  * `struct CUstream_st *`, which is what cudaStream_t is.
  *
  * ALLOCATION. ordo's temporaries are stream-ordered: allocated on the caller's stream before the
- * work that uses them and freed on it after (cudaFreeAsync), so they return to their pool in stream
- * order and never synchronise; while the stream captures, they are allocation and free nodes of the
- * caller's graph. They come from the device's current pool (cudaMallocAsync; cudaDeviceSetMemPool
- * chooses it), or from a pool the caller names in an options struct: ordo_pipeline_options.pool
- * (the pipeline's device buffers, when a run is given NULL for them) and ordo_alloc_options.pool
- * (the _with forms of ordo_gemv_normalize and ordo_frame_filter). The exports that allocate a
+ * work that uses them (cudaMallocFromPoolAsync) and freed on it after (cudaFreeAsync), so they
+ * return to their pool in stream order and never synchronise; while the stream captures, they are
+ * allocation and free nodes of the caller's graph. They come from a pool the caller names in an
+ * options struct: ordo_pipeline_options.pool (the pipeline's device buffers, when a run is given
+ * NULL for them) and ordo_alloc_options.pool (the _with forms of ordo_gemv_normalize and
+ * ordo_frame_filter); or else from ordo's own pool of the device (ordo_temporary_pool), which
+ * keeps their memory mapped across synchronisations, up to an eighth of the device's memory. The
+ * device's pools (default and current) are not used or changed: their release threshold is 0 by
+ * default, so each synchronise unmaps their memory and the next allocation maps it again (110-117
+ * us for 4 bytes allocated, freed and synchronised on an H200). The exports that allocate a
  * temporary: ordo_pipeline_run_on and ordo_pipeline_run_stencil (NULL device buffers),
  * ordo_gemv_normalize (4 bytes, a sum of
  * squares), ordo_frame_filter (4 bytes a pixel). No other export allocates device memory itself
@@ -286,14 +290,27 @@ void ordo_clear_last_error(void);
 /* Allocation options of the exports that allocate a temporary (see ALLOCATION), for their _with
  * forms; options NULL: the defaults. Set size to sizeof(ordo_alloc_options) (a smaller size gives
  * ORDO_ERROR_INVALID_ARGUMENT). pool: the pool the temporary comes from (cudaMallocFromPoolAsync
- * on the call's stream, freed on it); NULL for the device's current pool. It must be readable and
- * writable by the stream's device (ORDO_ERROR_INVALID_ARGUMENT otherwise) and stay alive until the
- * work completes (at every replay, if captured). */
+ * on the call's stream, freed on it); NULL for ordo's pool of the device (ordo_temporary_pool). It
+ * must be readable and writable by the stream's device (ORDO_ERROR_INVALID_ARGUMENT otherwise) and
+ * stay alive until the work completes (at every replay, if captured). */
 typedef struct ordo_alloc_options {
     size_t size;
     struct CUmemPoolHandle_st* pool;
 } ordo_alloc_options;
 #define ORDO_ALLOC_OPTIONS_INIT { sizeof(ordo_alloc_options), NULL }
+
+/* ordo's pool for the temporaries of the exports that allocate one (see ALLOCATION) on `device`
+ * (-1: the calling thread's current device), made if it does not exist yet, into *pool. One pool a
+ * device (made anew after a cudaDeviceReset); a pool of default properties, so that captured
+ * temporaries are allocation nodes. It keeps what ordo's temporaries needed at most, up to an
+ * eighth of the device's memory, mapped across synchronisations (its release threshold):
+ * cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, ...) changes that cap (0 keeps
+ * nothing) and cudaMemPoolTrimTo(pool, 0) returns what it holds now. Its allocations never wait
+ * for another stream's pending free (cudaMemPoolReuseAllowInternalDependencies is 0). It grants
+ * peers the access the device's current pool grants them when it is made; cudaMemPoolSetAccess
+ * grants more. Do not destroy it. A device below -1 or not below the device count:
+ * ORDO_ERROR_INVALID_ARGUMENT. */
+ordo_status ordo_temporary_pool(int device, struct CUmemPoolHandle_st** pool);
 
 /* y = normalize(A x); a is row-major rows x cols; all device memory. rows 1 to 2^26 and cols 1 to
  * 2^31 - 32 (the kernels index in 32 bits): ORDO_ERROR_INVALID_ARGUMENT beyond, before anything is
@@ -408,8 +425,8 @@ ordo_status ordo_pipeline_run(struct CUstream_st* stream, const float* host_in, 
  *   default) only the events the cross-stream waits need. (The stage times are read from Rust;
  *   the C ABI has no reader yet.)
  * - pool: the memory pool ordo's temporaries come from (cudaMallocFromPoolAsync on the run's
- *   stream, freed on it with cudaFreeAsync after the run's join); NULL for the device's current pool
- *   (cudaMallocAsync). It must be readable and writable by the device (ORDO_ERROR_INVALID_ARGUMENT
+ *   stream, freed on it with cudaFreeAsync after the run's join); NULL for ordo's pool of the
+ *   device (ordo_temporary_pool). It must be readable and writable by the device (ORDO_ERROR_INVALID_ARGUMENT
  *   otherwise) and stay alive until the pipeline is destroyed and its work has completed. While the
  *   stream captures, the temporaries are allocation and free nodes of the caller's graph.
  * ordo_pipeline_run_on: as ordo_pipeline_run, on `pipeline`'s internal pipelines, over n elements of

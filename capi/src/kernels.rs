@@ -1,14 +1,18 @@
 //! ordo's kernels on the caller's stream: `ordo_gemv_normalize`, `ordo_frame_filter` (each also
 //! `_with` allocation options: the pool its temporary comes from), `ordo_pdl_chain`. Each enqueues
 //! kernel launches and stream-ordered allocations only, so each may be captured in any mode.
+//! Without a pool of the caller's, temporaries come from ordo's pool of the stream's device
+//! (`ordo_temporary_pool`; [`temporaries`]).
 //!
 //! The kernels are built by nvcc (feature `kernels`, on by default). Without the feature these
 //! exports still exist, so that the ABI is the same in every build, and return
 //! `ORDO_ERROR_NOT_SUPPORTED` naming the feature.
 
-use super::status::{guard, OrdoStatus};
+use super::check::{non_null, write_out};
+use super::status::{guard, invalid, OrdoStatus};
 use core::ffi::c_int;
-use ordo_cuda_core::sys;
+use ordo_cuda_core::memory::temporaries;
+use ordo_cuda_core::{sys, Device};
 
 /// Allocation options of the exports that allocate a temporary (`ordo_alloc_options` in ordo.h):
 /// the caller sets `size` to `sizeof(ordo_alloc_options)`, so that later versions can add fields.
@@ -17,8 +21,29 @@ use ordo_cuda_core::sys;
 pub struct OrdoAllocOptions {
     /// `sizeof(ordo_alloc_options)`, set by the caller.
     pub size: usize,
-    /// The pool temporaries come from (NULL: the device's current pool).
+    /// The pool temporaries come from (NULL: ordo's pool of the device, `ordo_temporary_pool`).
     pub pool: sys::cudaMemPool_t,
+}
+
+/// ordo's pool for the temporaries of the exports that allocate one (`ordo_gemv_normalize`,
+/// `ordo_frame_filter` and the pipelines' NULL device buffers, when no pool of the caller's is
+/// named) on `device` (-1: the calling thread's current device), made if needed: for setting its
+/// release threshold (the cap on what it keeps across synchronisations), trimming it
+/// (`cudaMemPoolTrimTo`) or granting peers access. Not to be destroyed.
+///
+/// # Safety
+/// The C contract: `pool` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_temporary_pool(device: c_int, pool: *mut sys::cudaMemPool_t) -> OrdoStatus {
+    guard("ordo_temporary_pool", || {
+        non_null(pool.cast_const(), "pool")?;
+        let device = match device {
+            -1 => Device::current()?,
+            d if d >= 0 => Device::new(d as usize)?,
+            _ => return Err(invalid("device", "below -1")),
+        };
+        write_out(pool, temporaries::pool(device)?.as_raw(), "pool")
+    })
 }
 
 /// y = normalize(A x) on `stream`; `a` row-major rows x cols, all device memory; rows 1 to 2^26,

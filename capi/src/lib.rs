@@ -3,7 +3,7 @@
 //!
 //! Every function that enqueues work takes the caller's `cudaStream_t` and follows the
 //! stream-correct rules: it enqueues on that stream only, never synchronises, allocates temporaries
-//! with `cudaMallocAsync` on it and joins internal forks back with events, on every path out. A
+//! stream-ordered on it and joins internal forks back with events, on every path out. A
 //! null stream is refused (`ORDO_ERROR_INVALID_ARGUMENT`): pass `cudaStreamLegacy` or
 //! `cudaStreamPerThread` to mean a default stream, so that it is never used by accident.
 //!

@@ -86,7 +86,7 @@ pub struct OrdoPipelineOptions {
     pub chunks: usize,
     /// 1: stage timing events; 0 (the default): only the events the waits need.
     pub stage_timing: c_int,
-    /// The pool temporaries come from (NULL: the device's current pool).
+    /// The pool temporaries come from (NULL: ordo's pool of the device, `ordo_temporary_pool`).
     pub pool: sys::cudaMemPool_t,
 }
 
@@ -116,7 +116,7 @@ struct PipelineObject {
     element_size: usize,
     /// 0: planned each run.
     chunks: usize,
-    /// The caller's memory pool (a `cudaMemPool_t`), 0 for the device's current one.
+    /// The caller's memory pool (a `cudaMemPool_t`), 0 for ordo's pool of the device.
     mem_pool: usize,
 }
 
@@ -156,8 +156,8 @@ fn element_align(element_size: usize) -> usize {
 }
 
 /// Runs `run` on a pipeline of `pool` for `device` (`None`: the stream's device), in elements of
-/// `element_size` bytes. NULL device buffers become temporaries from `pool` (`None`: the
-/// device's current pool).
+/// `element_size` bytes. NULL device buffers become temporaries from `pool` (`None`: ordo's pool
+/// of the device).
 ///
 /// # Safety
 /// The C contract: the buffers hold `n` elements (the host ones untouched) until the work on the

@@ -267,8 +267,9 @@ impl Device {
     /// The common case of two devices working on each other's memory, in one call: enables peer
     /// access both ways ([`enable_peer_access`](Device::enable_peer_access) on each), and grants
     /// each device read-write access to the other's current pool (the one `cudaMallocAsync`
-    /// allocates from; [`MemPoolRef::set_access`](crate::MemPoolRef::set_access)), and to its
-    /// default pool where that is another one. Without the pool grant, peer copies of
+    /// allocates from; [`MemPoolRef::set_access`](crate::MemPoolRef::set_access)), to its
+    /// default pool where that is another one, and to ordo's pool for temporaries where one exists
+    /// (one made later copies the current pool's grants). Without the pool grant, peer copies of
     /// stream-ordered memory ([`DeviceBuffer::alloc_async`](crate::DeviceBuffer::alloc_async)) take
     /// the staged path, about ten times slower than NVLink, and kernels cannot read it at all.
     /// Pools made with [`MemPool::new`](crate::MemPool::new) are the caller's to grant. Calling it
@@ -286,6 +287,10 @@ impl Device {
             }
             if default.as_raw() != current {
                 default.set_access(user, crate::PoolAccess::ReadWrite)?;
+            }
+            #[cfg(feature = "std")]
+            if let Some(temporaries) = crate::memory::temporaries::existing(owner)? {
+                temporaries.set_access(user, crate::PoolAccess::ReadWrite)?;
             }
         }
         Ok(())

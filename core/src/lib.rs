@@ -188,7 +188,8 @@ pub use launch::{Dim3, Kernel, LaunchConfig, PdlKernel, PdlMode, PdlPlan};
 pub use memory::SharedStreamBuffer;
 pub use memory::{
     DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, HostAllocFlags, HostRegisterFlags, Location, ManagedBuffer,
-    ManagedFlags, MemPool, MemPoolRef, PinnedBuffer, PinnedSlice, PinnedSliceMut, PoolAccess, RegisteredHost,
+    ManagedFlags, MemPool, MemPoolBuilder, MemPoolRef, PinnedBuffer, PinnedSlice, PinnedSliceMut, PoolAccess,
+    RegisteredHost,
 };
 pub use ordo_cuda_sys as sys;
 pub use stream::{Stream, StreamFlags, StreamRef, StreamStatus};

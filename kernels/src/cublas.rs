@@ -7,7 +7,7 @@ use ordo_cuda_libs::cublas::Cublas;
 
 /// `y = A x / |A x|` for row-major `a` (`rows x cols`) on `stream`: `cublasSgemv` (after
 /// `cublasSetStream` to `stream`), then ordo's sum-of-squares and scaling kernels, with the
-/// temporary from `cudaMallocAsync` on `stream`. Capturable into a graph.
+/// temporary from ordo's pool on `stream` (as [`crate::gemv_normalize`]). Capturable into a graph.
 ///
 /// # Safety
 /// `a`, `x` and `y` stay allocated until the work completes (see the [crate docs](crate#safety)).

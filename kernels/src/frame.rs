@@ -3,12 +3,14 @@
 
 use crate::{count_i32, kernel};
 use ordo_cuda_core::launch::{Kernel, LaunchConfig};
+use ordo_cuda_core::memory::temporaries;
 use ordo_cuda_core::pipeline::StencilChunk;
 use ordo_cuda_core::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, Error, MemPoolRef, Result, StreamRef};
 
 /// Grayscale (0.299 R + 0.587 G + 0.114 B) and a 5x5 binomial blur with clamped edges of one
-/// interleaved-RGB frame, on `stream`. The grayscale intermediate comes from `cudaMallocAsync` on
-/// `stream` and is freed on it. Nothing synchronises.
+/// interleaved-RGB frame, on `stream`. The grayscale intermediate (4 bytes a pixel) is allocated
+/// on `stream` from ordo's pool ([`temporaries`]) and freed
+/// on it. Nothing synchronises.
 ///
 /// # Safety
 /// `rgb` and `out` stay allocated until the kernels complete (see the [crate docs](crate#safety)).
@@ -23,8 +25,8 @@ pub unsafe fn frame_filter(
     unsafe { frame_filter_in(stream, None, rgb, out, width, height) }
 }
 
-/// As [`frame_filter`], its grayscale intermediate (4 bytes a pixel) from `pool` (`None`: the
-/// device's current pool).
+/// As [`frame_filter`], its grayscale intermediate (4 bytes a pixel) from `pool` (`None`: ordo's
+/// pool, as [`frame_filter`]).
 ///
 /// # Safety
 /// As [`frame_filter`].
@@ -49,7 +51,7 @@ pub unsafe fn frame_filter_in(
         return Err(Error::invalid(CALL, "frame too tall for one grid (height over 524280)"));
     }
     let config = LaunchConfig::new(grid, block);
-    let mut gray = DeviceBuffer::<f32>::alloc_in_async(pixels, pool, stream)?;
+    let mut gray = DeviceBuffer::<f32>::alloc_in_async(pixels, temporaries::pool_for(pool, stream)?, stream)?;
     // SAFETY: sizes checked above; the caller owes the lifetimes of rgb and out; `gray` is freed
     // on `stream` after the kernels.
     unsafe {

@@ -3,6 +3,7 @@
 
 use crate::{count_i32, kernel, BLOCK};
 use ordo_cuda_core::launch::LaunchConfig;
+use ordo_cuda_core::memory::temporaries;
 use ordo_cuda_core::{DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, MemPoolRef, Result, StreamRef};
 
 /// The most rows [`gemv_normalize`] takes: the gemv kernel gives each row a warp, and its thread
@@ -51,9 +52,9 @@ pub(crate) fn check_gemv(
     check_gemv_shape(call, rows, cols)
 }
 
-/// `y /= |y|` on `stream`: a sum of squares into a temporary from `pool` (`None`: the device's
-/// current pool) on `stream`, then the scaling; the temporary is freed with `cudaFreeAsync` on
-/// `stream`.
+/// `y /= |y|` on `stream`: a sum of squares into a temporary from `pool` (`None`: ordo's pool,
+/// [`temporaries`]) on `stream`, then the scaling; the
+/// temporary is freed with `cudaFreeAsync` on `stream`.
 ///
 /// # Safety
 /// `y` holds `n` elements and stays allocated until the kernels complete.
@@ -66,7 +67,7 @@ pub(crate) unsafe fn normalize_in_place(
     let rows = n as usize;
     let sum_config = LaunchConfig::new(rows.div_ceil(BLOCK as usize).min(1024) as u32, BLOCK);
     let scale_config = LaunchConfig::for_elements(rows, BLOCK)?;
-    let mut sum_sq = DeviceBuffer::<f32>::zeroed_in_async(1, pool, stream)?;
+    let mut sum_sq = DeviceBuffer::<f32>::zeroed_in_async(1, temporaries::pool_for(pool, stream)?, stream)?;
     // SAFETY: `y` holds n elements (the caller's contract); `sum_sq` is freed on `stream` after the kernels.
     unsafe {
         kernel::sum_squares().launch(stream, &sum_config, (y.as_mut_ptr() as *const f32, sum_sq.as_mut_ptr(), n))?;
@@ -76,10 +77,12 @@ pub(crate) unsafe fn normalize_in_place(
 }
 
 /// `y = A x / |A x|` for row-major `a` (`rows x cols`), on `stream`: the gemv kernel (one warp a
-/// row), a sum of squares into a temporary from `cudaMallocAsync` on `stream`, and the scaling; the
-/// temporary is freed with `cudaFreeAsync` on `stream`. Nothing synchronises. `y` is left as `A x`
-/// when that is all zeros. At most [`GEMV_MAX_ROWS`] rows and [`GEMV_MAX_COLS`] columns (the
-/// kernels index in 32 bits): a usage error beyond.
+/// row), a sum of squares into a 4-byte temporary allocated on `stream` from ordo's pool (which
+/// keeps its memory mapped across synchronisations:
+/// [`temporaries`]), and the scaling; the temporary is freed
+/// with `cudaFreeAsync` on `stream`. Nothing synchronises. `y` is left as `A x` when that is all
+/// zeros. At most [`GEMV_MAX_ROWS`] rows and [`GEMV_MAX_COLS`] columns (the kernels index in 32
+/// bits): a usage error beyond.
 ///
 /// # Safety
 /// `a`, `x` and `y` stay allocated until the kernels complete (see the [crate docs](crate#safety)).
@@ -95,7 +98,8 @@ pub unsafe fn gemv_normalize(
     unsafe { gemv_normalize_in(stream, None, a, x, y, rows, cols) }
 }
 
-/// As [`gemv_normalize`], its temporary (4 bytes) from `pool` (`None`: the device's current pool).
+/// As [`gemv_normalize`], its temporary (4 bytes) from `pool` (`None`: ordo's pool, as
+/// [`gemv_normalize`]).
 ///
 /// # Safety
 /// As [`gemv_normalize`].

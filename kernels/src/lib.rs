@@ -10,9 +10,12 @@
 //!
 //! # Stream-correct functions
 //! Each function here takes the caller's stream and enqueues everything on it; it never
-//! synchronises; its temporaries come from `cudaMallocAsync` on that stream and are freed with
-//! `cudaFreeAsync` on it. So each can be captured into a CUDA graph unchanged (a GPU test captures
-//! every one in global mode, where a hidden synchronise makes the capture fail).
+//! synchronises; its temporaries are allocated on that stream (`cudaMallocFromPoolAsync`) and
+//! freed with `cudaFreeAsync` on it. They come from ordo's pool of the device, which keeps their
+//! memory mapped across synchronisations without touching the device's default pool
+//! ([`temporaries`](ordo_cuda_core::memory::temporaries)), or from a pool the caller names (the
+//! `_in` forms). So each can be captured into a CUDA graph unchanged (a GPU test captures every
+//! one in global mode, where a hidden synchronise makes the capture fail).
 //!
 //! # Safety
 //! The functions that take device views are `unsafe` for the reason the asynchronous copies are:

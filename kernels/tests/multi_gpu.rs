@@ -1,6 +1,7 @@
 //! Tests on two GPUs: streams belong to their device, an event on device 0 orders work on device 1,
-//! peer copies, streams and events of another device as bad input, and an NCCL all-reduce joined to compute streams by events while compute overlaps
-//! it. They need two CUDA devices: with fewer they say so and pass, unless `ORDO_REQUIRE_GPUS`
+//! peer copies, streams and events of another device as bad input, ordo's pool for temporaries
+//! following the peer grants, and an NCCL all-reduce joined to compute streams by events while
+//! compute overlaps it. They need two CUDA devices: with fewer they say so and pass, unless `ORDO_REQUIRE_GPUS`
 //! says the machine has two (see `two_devices_or_skip`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -348,5 +349,54 @@ fn two_gpus_one_kernel_handle_for_both_devices() {
     drop(b1);
     drop(b0);
     s1.synchronize().unwrap();
+    s0.synchronize().unwrap();
+}
+
+/// ordo's pool for temporaries follows the peer grants: device 0's pool, made before
+/// `enable_peer_access_with_pools`, is granted by it; device 1's, made after, copies the grant of
+/// device 1's current pool when it is made. A kernel on device 1 then writes memory of device 0's
+/// pool for temporaries (checked against the CPU), and each device's temporaries come from its
+/// own pool.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn two_gpus_ordos_pool_for_temporaries_follows_the_peer_grants() {
+    use ordo_cuda_core::memory::temporaries;
+    let Some((d0, d1)) = two_devices_or_skip("two_gpus_ordos_pool_for_temporaries_follows_the_peer_grants") else {
+        return;
+    };
+    if !d1.can_access_peer(d0).unwrap() || !d0.can_access_peer(d1).unwrap() {
+        println!("skipped: the devices cannot access each other's memory (cudaDeviceCanAccessPeer)");
+        return;
+    }
+    d0.set_current().unwrap();
+    let pool0 = temporaries::pool(d0).unwrap();
+    d0.enable_peer_access_with_pools(d1).unwrap();
+    assert_eq!(pool0.access(d1).unwrap(), PoolAccess::ReadWrite, "granted by enable_peer_access_with_pools");
+    d1.set_current().unwrap();
+    let pool1 = temporaries::pool(d1).unwrap();
+    assert_ne!(pool0, pool1, "one pool a device");
+    assert_eq!(pool1.access(d0).unwrap(), PoolAccess::ReadWrite, "copied from device 1's current pool");
+
+    const N: usize = 1 << 16;
+    let data = random_f32(N, 33);
+    d0.set_current().unwrap();
+    let s0 = Stream::new().unwrap();
+    assert_eq!(temporaries::pool_for(None, s0.as_stream()).unwrap(), Some(pool0));
+    let mut x0 = DeviceBuffer::<f32>::alloc_from_pool_async(N, pool0, s0.as_stream()).unwrap();
+    copy::h2d_blocking(x0.as_mut_slice(), &data, s0.as_stream()).unwrap();
+    d1.set_current().unwrap();
+    let s1 = Stream::new().unwrap();
+    assert_eq!(temporaries::pool_for(None, s1.as_stream()).unwrap(), Some(pool1));
+    // With device 1 current, a stream of device 0 still names device 0's pool.
+    assert_eq!(temporaries::pool_for(None, s0.as_stream()).unwrap(), Some(pool0));
+    // SAFETY: `x0` holds N floats and outlives the kernel (synchronised below).
+    unsafe { ordo_cuda_kernels::add_one(s1.as_stream(), x0.as_mut_slice()).unwrap() };
+    s1.synchronize().unwrap();
+    d0.set_current().unwrap();
+    let mut back = vec![0f32; N];
+    copy::d2h_blocking(&mut back, x0.as_slice(), s0.as_stream()).unwrap();
+    let expect: Vec<f32> = data.iter().map(|v| v + 1.0).collect();
+    assert!(back == expect, "device 1's kernel on device 0's pool for temporaries");
+    drop(x0);
     s0.synchronize().unwrap();
 }

@@ -1,6 +1,7 @@
 //! A launch allocates nothing on the heap (counting global allocator), PDL attribute included:
 //! through the default path (the driver's `cuLaunchKernelEx`, where built with CUDA 12.8 or later
-//! headers), the runtime path, and `launch_raw` (the C ABI's).
+//! headers), the runtime path, and `launch_raw` (the C ABI's); nor do the temporaries of ordo's
+//! functions once its pool exists.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use ordo_cuda_core::launch::{self, LaunchConfig, LaunchPath};
@@ -42,4 +43,33 @@ fn launches_do_not_allocate() {
     let mut back = vec![0f32; 4096];
     memory::copy::d2h_blocking(&mut back, x.as_slice(), s).unwrap();
     assert!(back.iter().all(|&v| v == 3001.0), "1 + 3 x 1000 additions of 1");
+}
+
+/// The temporaries of `gemv_normalize` and the frame filter, once ordo's pool exists: a lookup of
+/// the pool (the current device and context, then atomic loads) and stream-ordered calls, with
+/// no heap allocation.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn temporaries_in_steady_state_do_not_allocate() {
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let (rows, cols, w, h) = (64usize, 256usize, 64usize, 32usize);
+    let a = DeviceBuffer::<f32>::zeroed_async(rows * cols, s).unwrap();
+    let x = DeviceBuffer::<f32>::zeroed_async(cols, s).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed_async(rows, s).unwrap();
+    let rgb = DeviceBuffer::<u8>::zeroed_async(w * h * 3, s).unwrap();
+    let mut out = DeviceBuffer::<u8>::zeroed_async(w * h, s).unwrap();
+    let mut both = || unsafe {
+        ordo_cuda_kernels::gemv_normalize(s, a.as_slice(), x.as_slice(), y.as_mut_slice(), rows, cols).unwrap();
+        ordo_cuda_kernels::frame_filter(s, rgb.as_slice(), out.as_mut_slice(), w, h).unwrap();
+    };
+    both(); // the pool is made (or found) and this thread's lookups warmed
+    s.synchronize().unwrap();
+    let before = allocations();
+    for _ in 0..200 {
+        both();
+    }
+    let after = allocations();
+    s.synchronize().unwrap();
+    assert_eq!(after - before, 0, "heap allocations in the temporaries' steady state");
 }

@@ -43,6 +43,13 @@ impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
     /// The memory may be used by work enqueued on `stream` after this call. No heap allocation,
     /// no lock: one driver call. Zero `len` or a byte size that overflows is an error.
     ///
+    /// In a loop that allocates, frees and synchronises, mind the pool's release threshold: the
+    /// device's default pool keeps nothing across a synchronise, so each iteration maps its memory
+    /// again (110-117 us for 4 bytes allocated, freed and synchronised on an H200, against a few
+    /// microseconds from a pool that keeps its memory). Raise the threshold
+    /// ([`MemPoolRef::set_release_threshold`]) or allocate from a pool of your own
+    /// ([`MemPool::builder`](super::MemPool::builder), [`alloc_from_pool_async`](Self::alloc_from_pool_async)).
+    ///
     /// On a stream that is capturing, the allocation is not made now: CUDA adds an allocation
     /// node to the capture graph, and the address is valid only for work captured into the same
     /// graph, while its executable graph runs (and the buffer's drop adds the matching free

@@ -1,5 +1,6 @@
 //! Memory: device buffers from stream-ordered pools, pinned and registered host memory, managed
-//! memory, and the typed views that copies take.
+//! memory, the typed views that copies take, and the pool ordo's own temporaries come from
+//! ([`temporaries`]).
 //!
 //! The views say by type where memory lives: [`DeviceSlice`]/[`DeviceSliceMut`] for device
 //! memory, [`PinnedSlice`]/[`PinnedSliceMut`] for page-locked host memory (only made from a
@@ -17,11 +18,13 @@ mod pool;
 #[cfg(feature = "alloc")]
 mod shared_buffer;
 mod slice;
+#[cfg(feature = "std")]
+pub mod temporaries;
 
 pub use device_buffer::DeviceBuffer;
 pub use managed::{Location, ManagedBuffer, ManagedFlags};
 pub use pinned::{HostAllocFlags, HostRegisterFlags, PinnedBuffer, RegisteredHost};
-pub use pool::{MemPool, MemPoolRef, PoolAccess};
+pub use pool::{MemPool, MemPoolBuilder, MemPoolRef, PoolAccess};
 #[cfg(feature = "alloc")]
 pub use shared_buffer::SharedStreamBuffer;
 pub use slice::{DeviceSlice, DeviceSliceMut, PinnedSlice, PinnedSliceMut};

@@ -103,8 +103,9 @@ pub struct RunOptions<'p> {
     /// of bytes with `record_len` 12 moves 12-byte elements.
     pub record_len: usize,
     /// The pool device temporaries come from (`cudaMallocFromPoolAsync` on the caller's stream);
-    /// `None`: the device's current pool (`cudaMallocAsync`). Temporaries are freed on the caller's
-    /// stream after the run's join, so their memory returns to the pool stream-ordered.
+    /// `None`: ordo's pool of the pipeline's device, which keeps their memory mapped between runs
+    /// ([`temporaries`](crate::memory::temporaries)). Temporaries are freed on the caller's stream
+    /// after the run's join, so their memory returns to the pool stream-ordered.
     pub pool: Option<MemPoolRef<'p>>,
 }
 
@@ -151,20 +152,47 @@ pub struct StencilChunk<'a, T, U> {
     pub output: DeviceSliceMut<'a, U>,
 }
 
-/// `given`, or else a temporary of `len` elements allocated on `main` (from `pool`, or the
-/// device's current pool) into `tmp`, which the caller declares before the run and so drops after
-/// it: freed on `main` after the run's join.
+/// `given`, or else a temporary of `len` elements allocated on `main` into `tmp`, which the caller
+/// declares before the run and so drops after it: freed on `main` after the run's join. The
+/// temporary comes from `pool`, or else from ordo's pool of `device` (the pipeline's), which
+/// keeps its memory mapped between runs ([`temporaries`](crate::memory::temporaries)); without
+/// the `std` feature, from the device's current pool.
 fn given_or_temporary<'t, 's, T: DeviceCopy>(
     given: Option<DeviceSliceMut<'t, T>>,
     tmp: &'t mut Option<DeviceBuffer<'s, T>>,
     len: usize,
     pool: Option<MemPoolRef<'_>>,
+    device: Device,
     main: StreamRef<'s>,
 ) -> Result<DeviceSliceMut<'t, T>> {
     match given {
         Some(d) => Ok(d),
-        None => Ok(tmp.insert(DeviceBuffer::alloc_in_async(len, pool, main)?).as_mut_slice()),
+        None => Ok(tmp.insert(temporary(len, pool, device, main)?).as_mut_slice()),
     }
+}
+
+#[cfg(feature = "std")]
+fn temporary<'s, T: DeviceCopy>(
+    len: usize,
+    pool: Option<MemPoolRef<'_>>,
+    device: Device,
+    main: StreamRef<'s>,
+) -> Result<DeviceBuffer<'s, T>> {
+    let pool = match pool {
+        Some(pool) => pool,
+        None => crate::memory::temporaries::pool(device)?,
+    };
+    DeviceBuffer::alloc_from_pool_async(len, pool, main)
+}
+
+#[cfg(not(feature = "std"))]
+fn temporary<'s, T: DeviceCopy>(
+    len: usize,
+    pool: Option<MemPoolRef<'_>>,
+    _device: Device,
+    main: StreamRef<'s>,
+) -> Result<DeviceBuffer<'s, T>> {
+    DeviceBuffer::alloc_in_async(len, pool, main)
 }
 
 /// How a run cuts its buffers: values a record on each side, and the halo in records.
@@ -363,7 +391,7 @@ impl Pipeline {
 
     /// As [`run`](Self::run), with device temporaries where `buffers` has no device buffer and
     /// elements of [`RunOptions::record_len`] values: the temporaries are allocated on `main`
-    /// (from [`RunOptions::pool`], or the device's current pool) before the run and freed on
+    /// (from [`RunOptions::pool`], or ordo's pool of the device) before the run and freed on
     /// `main` after its join, on every path out; while `main` captures, both become nodes of the
     /// caller's graph (allocated and freed at every replay). The buffers' length must be a multiple
     /// of `record_len`, and `plan.chunks` at most the element count.
@@ -390,8 +418,8 @@ impl Pipeline {
         check_run_records(lens, options.record_len, plan.chunks)?;
         // Dropped after the run (declared first), each freed on `main` after the join.
         let (mut tmp_in, mut tmp_out) = (None, None);
-        let dev_in = given_or_temporary(dev_in, &mut tmp_in, len, options.pool, main)?;
-        let dev_out = given_or_temporary(dev_out, &mut tmp_out, len, options.pool, main)?;
+        let dev_in = given_or_temporary(dev_in, &mut tmp_in, len, options.pool, self.device, main)?;
+        let dev_out = given_or_temporary(dev_out, &mut tmp_out, len, options.pool, self.device, main)?;
         // SAFETY: the caller's contract, passed on; the temporaries outlive the run's work on `main`.
         unsafe { self.run_records(main, Buffers { input, dev_in, dev_out, output }, options.record_len, plan, compute) }
     }
@@ -448,8 +476,8 @@ impl Pipeline {
         check_stencil(lens, stencil.in_record_len, stencil.out_record_len, plan.chunks)?;
         // Dropped after the run (declared first), each freed on `main` after the join.
         let (mut tmp_in, mut tmp_out) = (None, None);
-        let dev_in = given_or_temporary(dev_in, &mut tmp_in, in_len, stencil.pool, main)?;
-        let dev_out = given_or_temporary(dev_out, &mut tmp_out, out_len, stencil.pool, main)?;
+        let dev_in = given_or_temporary(dev_in, &mut tmp_in, in_len, stencil.pool, self.device, main)?;
+        let dev_out = given_or_temporary(dev_out, &mut tmp_out, out_len, stencil.pool, self.device, main)?;
         let cut = Cut { in_len: stencil.in_record_len, out_len: stencil.out_record_len, halo: stencil.halo };
         let chunk = |s: StreamRef<'_>, din: DeviceSliceMut<'_, T>, dout: DeviceSliceMut<'_, U>, w: &StencilWindow| {
             // Within the checked lengths: reads.end * in_len <= records * in_len (the input's

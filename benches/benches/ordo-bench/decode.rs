@@ -1,0 +1,348 @@
+//! A decode step, eager and replayed from the bucket graph cache, against the same step in plain
+//! CUDA C++ (`cuda/decode.cu`) in the same interleaved rounds; and the capture of every bucket.
+//!
+//! The step for `batch` rows of [`HIDDEN`] floats, on its own stream: the input copied in; three
+//! of the user's own kernels (`out = prev * scale + 1`, the chain-step kind, compiled in ordo's two
+//! forms in `cuda/decode.cu`) launched with ordo's PDL rule (the first without the PDL attribute,
+//! the next two as the plan says); `gemv_normalize` of the third kernel's output (batch x HIDDEN)
+//! with a weight vector, its 4-byte temporary from ordo's pool; y and the hidden state copied out;
+//! then a synchronise. Timed on the host from the first call to the synchronise's return, each
+//! step alone; a figure is the median of medians.
+//!
+//! The baseline is the same step in plain CUDA C++, as a C++ engineer writes it: the kernels
+//! without `griddepcontrol`, one element a thread, `<<<>>>`; the temporary allocated once, at
+//! start, and zeroed each step (`cudaMemsetAsync`); the graphs captured by hand, one capture and
+//! instantiation a bucket. The device's default pool is left as the process has it.
+
+use crate::Report;
+use ordo_benches::kernels::{bl_user_step, bl_user_step_pdl};
+use ordo_benches::{cpp, interleave, median};
+use ordo_cuda_core::graph::{capture, CaptureMode, InstantiateFlags};
+use ordo_cuda_core::graph_cache::{GraphCache, Overflow};
+use ordo_cuda_core::launch::{Kernel, PdlKernel, PdlMode, PdlPlan};
+use ordo_cuda_core::memory::copy;
+use ordo_cuda_core::*;
+use std::time::Instant;
+
+/// Floats a row.
+const HIDDEN: usize = 4096;
+/// The batches measured, eager and replayed.
+const BATCHES: [usize; 3] = [1, 8, 64];
+/// The graph cache's buckets (seven, as an engine keeps for decode).
+const BUCKETS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
+/// Steps timed in one sample of a variant.
+const STEPS: usize = 20;
+
+/// The ordo side's buffers, as raw pointers (the buffers live in [`decode_group`]).
+#[derive(Clone, Copy)]
+struct Side {
+    x_host: *mut f32,
+    y_host: *mut f32,
+    t_host: *mut f32,
+    x: *mut f32,
+    a: *mut f32,
+    b: *mut f32,
+    scale: *const f32,
+    w: *const f32,
+    y: *mut f32,
+}
+
+/// The user's kernel in ordo's two forms.
+fn user_step() -> PdlKernel<(*const f32, *mut f32, *const f32, i32)> {
+    type Step = unsafe extern "C" fn(*const f32, *mut f32, *const f32, i32);
+    PdlKernel::new(Kernel::new(bl_user_step as Step), Kernel::new(bl_user_step_pdl as Step))
+}
+
+/// One decode step of `batch` rows on `s` (not synchronised), the temporary from `pool` (`None`:
+/// ordo's pool).
+fn ordo_step(s: StreamRef<'_>, batch: usize, p: Side, plan: &PdlPlan, pool: Option<MemPoolRef<'_>>) -> Result<()> {
+    let n = batch * HIDDEN;
+    let step = user_step();
+    // SAFETY: every buffer holds at least max(BATCHES) * HIDDEN floats (y: max batch), and outlives
+    // the synchronised steps and the graphs that replay them; the plan's grid covers `n` with the
+    // body's grid-stride loop; no kernel writes `scale`, which the PDL form reads before its wait,
+    // and the first kernel, whose predecessor is the copy of its input, is launched without PDL.
+    unsafe {
+        copy::h2d_async(DeviceSliceMut::from_raw_parts(p.x, n), PinnedSlice::from_raw_parts(p.x_host, n), s)?;
+        step.launch(s, plan, false, (p.x.cast_const(), p.a, p.scale, n as i32))?;
+        step.launch(s, plan, true, (p.a.cast_const(), p.b, p.scale, n as i32))?;
+        step.launch(s, plan, true, (p.b.cast_const(), p.a, p.scale, n as i32))?;
+        ordo_cuda_kernels::gemv_normalize_in(
+            s,
+            pool,
+            DeviceSlice::from_raw_parts(p.a, n),
+            DeviceSlice::from_raw_parts(p.w, HIDDEN),
+            DeviceSliceMut::from_raw_parts(p.y, batch),
+            batch,
+            HIDDEN,
+        )?;
+        copy::d2h_async(PinnedSliceMut::from_raw_parts(p.y_host, batch), DeviceSlice::from_raw_parts(p.y, batch), s)?;
+        copy::d2h_async(PinnedSliceMut::from_raw_parts(p.t_host, n), DeviceSlice::from_raw_parts(p.a, n), s)
+    }
+}
+
+/// The C++ side's handle (`bl_decode_open`), closed on drop.
+struct Cpp(*mut core::ffi::c_void);
+
+impl Drop for Cpp {
+    fn drop(&mut self) {
+        // SAFETY: the handle bl_decode_open returned, closed once.
+        unsafe { cpp::bl_decode_close(self.0) };
+    }
+}
+
+pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
+    r.progress("decode step: buffers");
+    let device = Device::current()?;
+    let stream = Stream::new()?;
+    let s = stream.as_stream();
+    let max = *BATCHES.iter().chain(&BUCKETS).max().unwrap_or(&1);
+    let n = max * HIDDEN;
+    let x_data: Vec<f32> = (0..n).map(|i| ((i * 7919) % 2003) as f32 / 1001.0 - 1.0).collect();
+    let scale_data: Vec<f32> = (0..n).map(|i| 0.5 + (i % 89) as f32 * 0.005).collect();
+    let w_data: Vec<f32> = (0..HIDDEN).map(|i| ((i * 31) % 97) as f32 / 48.0 - 1.0).collect();
+    let x_host = PinnedBuffer::from_slice(&x_data)?;
+    let mut y_host = PinnedBuffer::<f32>::zeroed(max, HostAllocFlags::empty())?;
+    let mut t_host = PinnedBuffer::<f32>::zeroed(n, HostAllocFlags::empty())?;
+    let mut x = DeviceBuffer::<f32>::zeroed_async(n, s)?;
+    let mut a = DeviceBuffer::<f32>::zeroed_async(n, s)?;
+    let mut b = DeviceBuffer::<f32>::zeroed_async(n, s)?;
+    let mut scale = DeviceBuffer::<f32>::alloc_async(n, s)?;
+    copy::h2d_blocking(scale.as_mut_slice(), &scale_data, s)?;
+    let mut w = DeviceBuffer::<f32>::alloc_async(HIDDEN, s)?;
+    copy::h2d_blocking(w.as_mut_slice(), &w_data, s)?;
+    let mut y = DeviceBuffer::<f32>::zeroed_async(max, s)?;
+    let side = Side {
+        x_host: x_host.as_ptr().cast_mut(),
+        y_host: y_host.as_mut_ptr(),
+        t_host: t_host.as_mut_ptr(),
+        x: x.as_mut_ptr(),
+        a: a.as_mut_ptr(),
+        b: b.as_mut_ptr(),
+        scale: scale.as_ptr(),
+        w: w.as_ptr(),
+        y: y.as_mut_ptr(),
+    };
+    // The plans, made once (a few attribute queries each), as a user makes them.
+    let plans: Vec<PdlPlan> =
+        BUCKETS.iter().map(|&b| user_step().plan(device, b * HIDDEN, 256, PdlMode::Auto)).collect::<Result<_>>()?;
+    let plan = |batch: usize| -> Result<&PdlPlan> {
+        let i = BUCKETS.iter().position(|&b| b == batch).ok_or(Error::invalid("decode", "batch is not a bucket"))?;
+        Ok(&plans[i])
+    };
+    // SAFETY: the C++ side copies the inputs; the handle is closed once, by `Cpp`'s drop.
+    let handle = unsafe {
+        cpp::bl_decode_open(HIDDEN as i32, max as i32, x_data.as_ptr(), scale_data.as_ptr(), w_data.as_ptr())
+    };
+    if handle.is_null() {
+        return Err(Error::invalid("decode", "the C++ side could not allocate its buffers"));
+    }
+    let cpp_side = Cpp(handle);
+    let h = cpp_side.0;
+    let default_pool = MemPool::device_default(device)?;
+    let default_threshold = default_pool.release_threshold()?;
+    s.synchronize()?;
+
+    // One sample: STEPS steps, each timed alone; their median.
+    let ordo_eager = |batch: usize, pool: Option<MemPoolRef<'_>>| -> Result<f64> {
+        let plan = plan(batch)?;
+        let mut us = Vec::with_capacity(STEPS);
+        for _ in 0..STEPS {
+            let t0 = Instant::now();
+            ordo_step(s, batch, side, plan, pool)?;
+            s.synchronize()?;
+            us.push(t0.elapsed().as_secs_f64() * 1e6);
+        }
+        Ok(median(&mut us))
+    };
+    let cpp_eager = |batch: usize, temp_in_step: i32| {
+        Ok(unsafe { cpp::bl_decode_eager_us(h, s.as_raw(), batch as i32, STEPS as i32, temp_in_step) })
+    };
+
+    for batch in BATCHES {
+        r.progress(&format!("decode step, batch {batch}: eager"));
+        let m = interleave(
+            rounds,
+            &mut [
+                &mut || ordo_eager(batch, None),
+                &mut || cpp_eager(batch, 0),
+                &mut || ordo_eager(batch, Some(default_pool)),
+                &mut || cpp_eager(batch, 1),
+            ],
+        )?;
+        check_same(batch, side, h, s)?;
+        r.add(
+            "decode",
+            format!("decode step, batch {batch}, eager: ordo vs C++ (temporary allocated once)"),
+            "us",
+            m[0],
+            Some(m[1]),
+            format!(
+                "target at most 1.03x; ordo with its temporary from the default pool (release threshold {default_threshold}): {:.1} us; C++ with cudaMallocAsync in the step: {:.1} us",
+                m[2], m[3]
+            ),
+        );
+    }
+
+    // The graph cache against graphs captured by hand, one bucket a batch.
+    r.progress("decode step: graph replay");
+    // SAFETY (the cache): the buffers `side` points to are declared before the cache and outlive
+    // it (it is dropped at the end of this function, after its replays are synchronised); nothing
+    // else uses `s` while the cache captures on it.
+    let mut cache = unsafe {
+        GraphCache::new(BUCKETS.to_vec(), Overflow::Error, |cs, batch| ordo_step(cs, batch, side, plan(batch)?, None))
+    }?;
+    cache.capture_all(s)?;
+    let mut parts = [0f64; 3];
+    // SAFETY: the handle's graphs; `parts` holds three doubles.
+    unsafe {
+        cpp::bl_decode_capture_us(
+            h,
+            s.as_raw(),
+            BUCKETS.map(|b| b as i32).as_ptr(),
+            BUCKETS.len() as i32,
+            1,
+            parts.as_mut_ptr(),
+        )
+    };
+    for batch in BATCHES {
+        let mut ordo_replay = || -> Result<f64> {
+            let mut us = Vec::with_capacity(STEPS);
+            for _ in 0..STEPS {
+                let t0 = Instant::now();
+                cache.run(s, batch)?;
+                s.synchronize()?;
+                us.push(t0.elapsed().as_secs_f64() * 1e6);
+            }
+            Ok(median(&mut us))
+        };
+        let m = interleave(
+            rounds,
+            &mut [&mut ordo_replay, &mut || {
+                Ok(unsafe { cpp::bl_decode_replay_us(h, s.as_raw(), batch as i32, STEPS as i32) })
+            }],
+        )?;
+        check_same(batch, side, h, s)?;
+        r.add(
+            "decode",
+            format!("decode step, batch {batch}, graph replay: GraphCache::run vs C++ cudaGraphLaunch"),
+            "us",
+            m[0],
+            Some(m[1]),
+            "target at most 1.00x; each replay synchronised",
+        );
+    }
+    drop(cache);
+
+    // The capture of every bucket: ordo's cache (new, capture_all, synchronise) against the loop a
+    // C++ engineer writes (capture, instantiate), and that loop with what the cache does besides
+    // (uploads; the temporary allocated inside the step), to tell where a difference comes from.
+    r.progress("decode step: capture of every bucket");
+    let ordo_capture_all = || -> Result<f64> {
+        let t0 = Instant::now();
+        // SAFETY: as for the cache above; dropped before the buffers, after a synchronise.
+        let mut cache = unsafe {
+            GraphCache::new(BUCKETS.to_vec(), Overflow::Error, |cs, batch| {
+                ordo_step(cs, batch, side, plan(batch)?, None)
+            })
+        }?;
+        cache.capture_all(s)?;
+        s.synchronize()?;
+        let us = t0.elapsed().as_secs_f64() * 1e6;
+        drop(cache);
+        Ok(us)
+    };
+    let cpp_capture_all = |mode: i32| -> Result<f64> {
+        let mut parts = [0f64; 3];
+        // SAFETY: the handle's graphs; `parts` holds three doubles.
+        Ok(unsafe {
+            cpp::bl_decode_capture_us(
+                h,
+                s.as_raw(),
+                BUCKETS.map(|b| b as i32).as_ptr(),
+                BUCKETS.len() as i32,
+                mode,
+                parts.as_mut_ptr(),
+            )
+        })
+    };
+    let m = interleave(
+        rounds,
+        &mut [&mut || ordo_capture_all(), &mut || cpp_capture_all(0), &mut || cpp_capture_all(1), &mut || {
+            cpp_capture_all(3)
+        }],
+    )?;
+    // Where the time goes: ordo's steps of the cache, one by one (ordo's capture, instantiation,
+    // upload), against the C++ loop's, over the same buckets, summed; medians of `rounds` passes.
+    let (mut ordo_parts, mut cpp_parts) = (vec![Vec::new(); 3], vec![Vec::new(); 3]);
+    for _ in 0..rounds {
+        let mut sum = [0f64; 3];
+        for &batch in BUCKETS.iter().rev() {
+            let t0 = Instant::now();
+            // SAFETY: as for the cache above; the executable graph is dropped before the buffers.
+            let graph =
+                unsafe { capture(s, CaptureMode::Global, |cs| ordo_step(cs, batch, side, plan(batch)?, None)) }?;
+            let t1 = Instant::now();
+            let exec = graph.instantiate(InstantiateFlags::empty())?;
+            let t2 = Instant::now();
+            exec.upload(s)?;
+            let t3 = Instant::now();
+            for (k, (from, to)) in [(t0, t1), (t1, t2), (t2, t3)].into_iter().enumerate() {
+                sum[k] += (to - from).as_secs_f64() * 1e6;
+            }
+            s.synchronize()?;
+        }
+        let mut cpp_sum = [0f64; 3];
+        // SAFETY: as above.
+        unsafe {
+            cpp::bl_decode_capture_us(
+                h,
+                s.as_raw(),
+                BUCKETS.map(|b| b as i32).as_ptr(),
+                BUCKETS.len() as i32,
+                3,
+                cpp_sum.as_mut_ptr(),
+            )
+        };
+        for k in 0..3 {
+            ordo_parts[k].push(sum[k]);
+            cpp_parts[k].push(cpp_sum[k]);
+        }
+    }
+    let med = |v: &mut Vec<Vec<f64>>| [median(&mut v[0]), median(&mut v[1]), median(&mut v[2])];
+    let (op, cp) = (med(&mut ordo_parts), med(&mut cpp_parts));
+    r.add(
+        "decode",
+        format!("capture of {} buckets (1 to 64): GraphCache::new + capture_all vs C++ loop (capture, instantiate)", BUCKETS.len()),
+        "us",
+        m[0],
+        Some(m[1]),
+        format!(
+            "target at most 1.2x; C++ + cudaGraphUpload: {:.0} us; C++ + upload + temporary allocated in the step: {:.0} us; capture / instantiate / upload, ordo {:.0} / {:.0} / {:.0} us, C++ (upload, temporary in the step) {:.0} / {:.0} / {:.0} us",
+            m[2], m[3], op[0], op[1], op[2], cp[0], cp[1], cp[2]
+        ),
+    );
+    s.synchronize()?;
+    if default_pool.release_threshold()? != default_threshold {
+        return Err(Error::invalid("decode", "the default pool's release threshold changed during the group"));
+    }
+    Ok(())
+}
+
+/// Both sides' last step at `batch` computed the same: the hidden states bit for bit (the same
+/// kernels in the same order), y within 1e-5 (its sum of squares adds atomically, in any order).
+fn check_same(batch: usize, p: Side, h: *mut core::ffi::c_void, s: StreamRef<'_>) -> Result<()> {
+    s.synchronize()?;
+    let n = batch * HIDDEN;
+    let (mut y, mut t) = (vec![0f32; batch], vec![0f32; n]);
+    // SAFETY: `y` and `t` hold `batch` and `n` floats.
+    unsafe { cpp::bl_decode_outputs(h, batch as i32, y.as_mut_ptr(), t.as_mut_ptr()) };
+    // SAFETY: the ordo side's pinned outputs hold at least this much, written by its last step
+    // (synchronised above).
+    let (oy, ot) = unsafe { (core::slice::from_raw_parts(p.y_host, batch), core::slice::from_raw_parts(p.t_host, n)) };
+    let y_close = oy.iter().zip(&y).all(|(o, c)| (o - c).abs() <= 1e-5 * c.abs().max(1e-3));
+    if ot != t.as_slice() || !y_close || y.iter().all(|&v| v == 0.0) {
+        return Err(Error::invalid("decode", "ordo's step and the C++ step disagree (or computed zeros)"));
+    }
+    Ok(())
+}

@@ -1,0 +1,249 @@
+// A decode step in plain CUDA C++, as a C++ engineer writes it, for ordo-bench's group `decode`:
+// the same work as the ordo side (benches/benches/ordo-bench/decode.rs), with the measurement
+// loops in C++ so no Rust runs inside them.
+//
+// The step for `batch` rows of `hidden` floats, on the caller's stream:
+//   1. the input copied in (pinned host to device);
+//   2. three dependent element-wise kernels out = prev * scale + 1 (the chain-step kind), written
+//      without PDL: no griddepcontrol instruction, one element a thread;
+//   3. y = A w with A the third kernel's output viewed as batch x hidden (one warp a row), then y
+//      scaled to unit length through a sum of squares in a 4-byte temporary that the C++ side
+//      allocates ONCE, at open, and zeroes with cudaMemsetAsync each step;
+//   4. y and the hidden state copied out (device to pinned host).
+// The bucket graphs are captured by hand: one capture and instantiation a bucket.
+//
+// Also the user's own kernel for the ordo side (bl_user_step, bl_user_step_pdl): the same
+// element-wise body compiled in ordo's two forms (ordo/pdl.cuh), which ordo's PDL rule picks from,
+// as a user's .cu file does.
+#include <algorithm>
+#include <chrono>
+#include <cuda_runtime.h>
+#include <vector>
+#include "ordo/pdl.cuh"
+
+// The user's kernel for the ordo side: ordo's two forms of one grid-stride body.
+template <class Pdl>
+__device__ __forceinline__ void bl_user_step_body(const float* prev, float* out, const float* scale, int n) {
+    const unsigned count = (unsigned)n;
+    const unsigned stride = gridDim.x * blockDim.x;
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    Pdl::trigger();
+    float s = i < count ? scale[i] : 0.0f;
+    Pdl::wait();
+    if (i < count) out[i] = fmaf(prev[i], s, 1.0f);
+    for (i += stride; i < count; i += stride) out[i] = fmaf(prev[i], scale[i], 1.0f);
+}
+ORDO_PDL_KERNELS(bl_user_step, (const float* prev, float* out, const float* scale, int n), (prev, out, scale, n))
+
+namespace {
+
+double now_us() {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The C++ side's kernels: the same arithmetic as ordo's (kernels/cuda/kernels.cu), written plainly.
+__global__ void dec_step(const float* prev, float* out, const float* scale, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = fmaf(prev[i], scale[i], 1.0f);
+}
+
+__global__ void dec_gemv(const float* a, const float* x, float* y, int rows, int cols) {
+    int warp = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x % 32;
+    if (warp >= rows) return;
+    const float* row = a + (size_t)warp * cols;
+    float acc = 0.0f;
+    for (int j = lane; j < cols; j += 32) acc = fmaf(row[j], x[j], acc);
+    for (int off = 16; off > 0; off /= 2) acc += __shfl_down_sync(0xffffffffu, acc, off);
+    if (lane == 0) y[warp] = acc;
+}
+
+__global__ void dec_sum_squares(const float* y, float* sum_sq, int n) {
+    __shared__ float warp_sums[32];
+    float acc = 0.0f;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) acc = fmaf(y[i], y[i], acc);
+    for (int off = 16; off > 0; off /= 2) acc += __shfl_down_sync(0xffffffffu, acc, off);
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) warp_sums[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+        acc = lane < (int)(blockDim.x + 31) / 32 ? warp_sums[lane] : 0.0f;
+        for (int off = 16; off > 0; off /= 2) acc += __shfl_down_sync(0xffffffffu, acc, off);
+        if (lane == 0) atomicAdd(sum_sq, acc);
+    }
+}
+
+__global__ void dec_normalize(float* y, const float* sum_sq, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = *sum_sq;
+    if (i < n && s > 0.0f) y[i] = y[i] * rsqrtf(s);
+}
+
+struct Decode {
+    int hidden = 0, max_batch = 0;
+    float *h_x = nullptr, *h_y = nullptr, *h_t = nullptr;
+    float *d_x = nullptr, *d_a = nullptr, *d_b = nullptr, *d_scale = nullptr, *d_w = nullptr, *d_y = nullptr;
+    float* d_sum = nullptr;  // the temporary, allocated once
+    std::vector<int> buckets;
+    std::vector<cudaGraphExec_t> execs;
+};
+
+// The step for `batch` rows on `s`. temp_in_step: the sum's temporary allocated and freed in the
+// step (cudaMallocAsync / cudaFreeAsync, the device's current pool), as ordo's gemv_normalize does,
+// instead of the one allocated at open.
+void step(Decode* d, cudaStream_t s, int batch, bool temp_in_step) {
+    const int n = batch * d->hidden;
+    cudaMemcpyAsync(d->d_x, d->h_x, (size_t)n * 4, cudaMemcpyHostToDevice, s);
+    const unsigned grid = (unsigned)((n + 255) / 256);
+    dec_step<<<grid, 256, 0, s>>>(d->d_x, d->d_a, d->d_scale, n);
+    dec_step<<<grid, 256, 0, s>>>(d->d_a, d->d_b, d->d_scale, n);
+    dec_step<<<grid, 256, 0, s>>>(d->d_b, d->d_a, d->d_scale, n);
+    dec_gemv<<<(unsigned)((batch + 7) / 8), 256, 0, s>>>(d->d_a, d->d_w, d->d_y, batch, d->hidden);
+    float* sum = d->d_sum;
+    if (temp_in_step) cudaMallocAsync((void**)&sum, 4, s);
+    cudaMemsetAsync(sum, 0, 4, s);
+    dec_sum_squares<<<(unsigned)std::min((batch + 255) / 256, 1024), 256, 0, s>>>(d->d_y, sum, batch);
+    dec_normalize<<<(unsigned)((batch + 255) / 256), 256, 0, s>>>(d->d_y, sum, batch);
+    if (temp_in_step) cudaFreeAsync(sum, s);
+    cudaMemcpyAsync(d->h_y, d->d_y, (size_t)batch * 4, cudaMemcpyDeviceToHost, s);
+    cudaMemcpyAsync(d->h_t, d->d_a, (size_t)n * 4, cudaMemcpyDeviceToHost, s);
+}
+
+void destroy_execs(Decode* d) {
+    for (cudaGraphExec_t e : d->execs)
+        if (e) cudaGraphExecDestroy(e);
+    d->execs.clear();
+}
+
+double median(std::vector<double>& v) {
+    if (v.empty()) return 0.0;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+}
+
+}  // namespace
+
+extern "C" {
+
+void bl_decode_close(void* handle);
+
+// The C++ side's buffers for batches up to max_batch of `hidden` floats: pinned input (a copy of
+// x, max_batch * hidden floats) and outputs, device buffers, `scale` (max_batch * hidden) and `w`
+// (hidden) copied in, and the temporary, all allocated once. NULL on failure.
+void* bl_decode_open(int hidden, int max_batch, const float* x, const float* scale, const float* w) {
+    Decode* d = new Decode;
+    d->hidden = hidden;
+    d->max_batch = max_batch;
+    const size_t n = (size_t)hidden * max_batch;
+    bool ok = cudaHostAlloc((void**)&d->h_x, n * 4, 0) == cudaSuccess &&
+              cudaHostAlloc((void**)&d->h_y, (size_t)max_batch * 4, 0) == cudaSuccess &&
+              cudaHostAlloc((void**)&d->h_t, n * 4, 0) == cudaSuccess && cudaMalloc((void**)&d->d_x, n * 4) == cudaSuccess &&
+              cudaMalloc((void**)&d->d_a, n * 4) == cudaSuccess && cudaMalloc((void**)&d->d_b, n * 4) == cudaSuccess &&
+              cudaMalloc((void**)&d->d_scale, n * 4) == cudaSuccess &&
+              cudaMalloc((void**)&d->d_w, (size_t)hidden * 4) == cudaSuccess &&
+              cudaMalloc((void**)&d->d_y, (size_t)max_batch * 4) == cudaSuccess &&
+              cudaMalloc((void**)&d->d_sum, 4) == cudaSuccess;
+    if (ok) {
+        std::copy(x, x + n, d->h_x);
+        ok = cudaMemcpy(d->d_scale, scale, n * 4, cudaMemcpyHostToDevice) == cudaSuccess &&
+             cudaMemcpy(d->d_w, w, (size_t)hidden * 4, cudaMemcpyHostToDevice) == cudaSuccess;
+    }
+    if (!ok) {
+        bl_decode_close(d);
+        return nullptr;
+    }
+    return d;
+}
+
+void bl_decode_close(void* handle) {
+    Decode* d = static_cast<Decode*>(handle);
+    if (!d) return;
+    destroy_execs(d);
+    for (float* p : {d->h_x, d->h_y, d->h_t})
+        if (p) cudaFreeHost(p);
+    for (float* p : {d->d_x, d->d_a, d->d_b, d->d_scale, d->d_w, d->d_y, d->d_sum})
+        if (p) cudaFree(p);
+    delete d;
+}
+
+// `steps` eager steps of `batch` rows on `s`, each timed on the host from its first call to the
+// return of cudaStreamSynchronize; the median, microseconds. temp_in_step as in step().
+double bl_decode_eager_us(void* handle, cudaStream_t s, int batch, int steps, int temp_in_step) {
+    Decode* d = static_cast<Decode*>(handle);
+    std::vector<double> us;
+    us.reserve(steps);
+    cudaStreamSynchronize(s);
+    for (int i = 0; i < steps; ++i) {
+        double t0 = now_us();
+        step(d, s, batch, temp_in_step != 0);
+        cudaStreamSynchronize(s);
+        us.push_back(now_us() - t0);
+    }
+    return median(us);
+}
+
+// Captures one graph for each of the `count` buckets (from the largest to the smallest, as ordo's
+// graph cache does) on `s` in global mode, the previous ones destroyed first (not timed). mode:
+// bit 0, each graph uploaded after its instantiation (cudaGraphUpload, as ordo's cache does); bit 1,
+// the temporary allocated inside each captured step (an allocation and a free node, as ordo's
+// gemv_normalize captures). Returns the host microseconds from the first capture to the return of
+// a cudaStreamSynchronize after the last; parts[0..3]: microseconds in capture (begin to end),
+// instantiation and upload calls, summed over the buckets. The graphs stay for bl_decode_replay_us.
+double bl_decode_capture_us(void* handle, cudaStream_t s, const int* buckets, int count, int mode, double* parts) {
+    Decode* d = static_cast<Decode*>(handle);
+    cudaStreamSynchronize(s);
+    destroy_execs(d);
+    d->buckets.assign(buckets, buckets + count);
+    d->execs.assign(count, nullptr);
+    parts[0] = parts[1] = parts[2] = 0.0;
+    double start = now_us();
+    for (int k = count - 1; k >= 0; --k) {
+        double t0 = now_us();
+        cudaGraph_t g = nullptr;
+        cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+        step(d, s, buckets[k], (mode & 2) != 0);
+        cudaStreamEndCapture(s, &g);
+        double t1 = now_us();
+        cudaGraphInstantiate(&d->execs[k], g, 0);
+        double t2 = now_us();
+        if (mode & 1) cudaGraphUpload(d->execs[k], s);
+        double t3 = now_us();
+        cudaGraphDestroy(g);
+        parts[0] += t1 - t0;
+        parts[1] += t2 - t1;
+        parts[2] += t3 - t2;
+    }
+    cudaStreamSynchronize(s);
+    return now_us() - start;
+}
+
+// `steps` replays of the graph of bucket `batch` (one of the last bl_decode_capture_us's buckets),
+// each timed on the host from cudaGraphLaunch to the return of cudaStreamSynchronize; the median,
+// microseconds. -1 when `batch` is not a bucket.
+double bl_decode_replay_us(void* handle, cudaStream_t s, int batch, int steps) {
+    Decode* d = static_cast<Decode*>(handle);
+    int k = -1;
+    for (size_t i = 0; i < d->buckets.size(); ++i)
+        if (d->buckets[i] == batch) k = (int)i;
+    if (k < 0 || !d->execs[k]) return -1.0;
+    std::vector<double> us;
+    us.reserve(steps);
+    cudaStreamSynchronize(s);
+    for (int i = 0; i < steps; ++i) {
+        double t0 = now_us();
+        cudaGraphLaunch(d->execs[k], s);
+        cudaStreamSynchronize(s);
+        us.push_back(now_us() - t0);
+    }
+    return median(us);
+}
+
+// The last step's outputs (after a synchronise): y (`batch` floats) and the hidden state
+// (`batch * hidden` floats).
+void bl_decode_outputs(void* handle, int batch, float* y, float* t) {
+    Decode* d = static_cast<Decode*>(handle);
+    std::copy(d->h_y, d->h_y + batch, y);
+    std::copy(d->h_t, d->h_t + (size_t)batch * d->hidden, t);
+}
+
+}  // extern "C"
