@@ -152,39 +152,3 @@ pub mod kernels {
         pub fn bl_user_step_pdl(prev: *const f32, out: *mut f32, scale: *const f32, n: i32);
     }
 }
-
-/// The median of `v` (sorted in place); NaN for an empty slice.
-pub fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// The `q` quantile (0..=1) of `v` (sorted in place).
-pub fn quantile(v: &mut [f64], q: f64) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[((v.len() - 1) as f64 * q).round() as usize]
-}
-
-/// Runs each variant once a round, for `rounds` rounds after one warm-up round, alternating the
-/// order (A B C, then C B A, ...) so that drift and the position in a round favour no variant, and
-/// returns each variant's median.
-pub fn interleave<E>(rounds: usize, variants: &mut [&mut dyn FnMut() -> Result<f64, E>]) -> Result<Vec<f64>, E> {
-    let mut samples = vec![Vec::with_capacity(rounds); variants.len()];
-    let n = variants.len();
-    for round in 0..rounds + 1 {
-        for k in 0..n {
-            let i = if round % 2 == 0 { k } else { n - 1 - k };
-            let x = variants[i]()?;
-            if round > 0 {
-                samples[i].push(x);
-            }
-        }
-    }
-    Ok(samples.iter_mut().map(|s| median(s)).collect())
-}

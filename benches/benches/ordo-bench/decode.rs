@@ -15,8 +15,9 @@
 //! instantiation a bucket. The device's default pool is left as the process has it.
 
 use crate::Report;
+use crate::{interleave, median};
+use ordo_benches::cpp;
 use ordo_benches::kernels::{bl_user_step, bl_user_step_pdl};
-use ordo_benches::{cpp, interleave, median};
 use ordo_cuda_core::graph::{capture, CaptureMode, InstantiateFlags};
 use ordo_cuda_core::graph_cache::{GraphCache, Overflow};
 use ordo_cuda_core::launch::{Kernel, PdlKernel, PdlMode, PdlPlan};
@@ -153,7 +154,7 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
             s.synchronize()?;
             us.push(t0.elapsed().as_secs_f64() * 1e6);
         }
-        Ok(median(&mut us))
+        Ok(median(&us))
     };
     let cpp_eager = |batch: usize, temp_in_step: i32| {
         Ok(unsafe { cpp::bl_decode_eager_us(h, s.as_raw(), batch as i32, STEPS as i32, temp_in_step) })
@@ -214,7 +215,7 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
                 s.synchronize()?;
                 us.push(t0.elapsed().as_secs_f64() * 1e6);
             }
-            Ok(median(&mut us))
+            Ok(median(&us))
         };
         let m = interleave(
             rounds,
@@ -309,7 +310,7 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
             cpp_parts[k].push(cpp_sum[k]);
         }
     }
-    let med = |v: &mut Vec<Vec<f64>>| [median(&mut v[0]), median(&mut v[1]), median(&mut v[2])];
+    let med = |v: &mut Vec<Vec<f64>>| [median(&v[0]), median(&v[1]), median(&v[2])];
     let (op, cp) = (med(&mut ordo_parts), med(&mut cpp_parts));
     r.add(
         "decode",
