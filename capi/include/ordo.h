@@ -618,7 +618,19 @@ void ordo_timer_destroy(ordo_timer* timer);
  * abort from another thread (a watchdog) gets in between two polls; the wait then returns
  * ORDO_ERROR_INVALID_HANDLE.
  * abort: stops the communicator's work and frees it without the other ranks, ending the handle.
- * destroy: waits for the queued collectives on every rank (use abort when a peer may be gone). */
+ * destroy: waits for the queued collectives on every rank (use abort when a peer may be gone).
+ * borrow: wraps a communicator made outside ordo (an engine's ncclComm_t, passed as void*) without
+ * taking it over: its device, rank and nranks are asked of NCCL, and every ordo_nccl_* call works
+ * on the handle. The caller owes: it was made by the NCCL library ordo loads (the libnccl.so.2 of
+ * this process; ORDO_NCCL must not name another file); it stays alive (not destroyed, finalized,
+ * aborted, shrunk or revoked) until ordo_nccl_comm_release has returned and the work enqueued
+ * through the handle has completed; its owner makes no NCCL call on it, or on another communicator
+ * of its device, while an ordo call on the handle runs; every rank makes the owner's and ordo's
+ * calls in the same order. A communicator still being made (non-blocking, ncclInProgress):
+ * ORDO_ERROR_INVALID_ARGUMENT. release: ends a borrowed handle (no NCCL call);
+ * ORDO_ERROR_INVALID_ARGUMENT for a communicator ordo made. destroy and abort of a borrowed handle
+ * are refused (ORDO_ERROR_INVALID_ARGUMENT, in ordo_last_error for destroy; the handle stays
+ * valid). */
 #define ORDO_NCCL_UNIQUE_ID_BYTES 128
 #define ORDO_NCCL_INT8 0
 #define ORDO_NCCL_UINT8 1
@@ -640,6 +652,8 @@ ordo_status ordo_nccl_get_unique_id(uint8_t* id_out, size_t id_bytes_len);
 ordo_status ordo_nccl_comm_init_rank(int device, size_t nranks, const uint8_t* id, size_t id_bytes_len, size_t rank, ordo_nccl_comm** out);
 void ordo_nccl_comm_destroy(ordo_nccl_comm* comm);
 ordo_status ordo_nccl_comm_abort(ordo_nccl_comm* comm);
+ordo_status ordo_nccl_comm_borrow(void* nccl_comm, ordo_nccl_comm** out);
+ordo_status ordo_nccl_comm_release(ordo_nccl_comm* comm);
 ordo_status ordo_nccl_comm_wait(ordo_nccl_comm* comm, struct CUstream_st* stream, uint32_t timeout_ms);
 ordo_status ordo_nccl_all_reduce(ordo_nccl_comm* comm, const void* send, void* recv, size_t count, int dtype, int op, struct CUstream_st* stream);
 ordo_status ordo_nccl_broadcast(ordo_nccl_comm* comm, const void* send, void* recv, size_t count, int dtype, size_t root, struct CUstream_st* stream);

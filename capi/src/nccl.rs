@@ -129,6 +129,45 @@ pub extern "C" fn ordo_nccl_comm_abort(comm: *mut OrdoNcclComm) -> OrdoStatus {
     }
 }
 
+/// Wraps a communicator made outside ordo (an engine's `ncclComm_t`, as `void*`) in a handle
+/// without taking it over: its device, rank and number of ranks are asked of NCCL, and every
+/// `ordo_nccl_*` call works on the handle; destroy and abort refuse it, release ends it.
+///
+/// # Safety
+/// The C contract (ordo.h): `nccl_comm` is a live communicator of the NCCL library ordo loads,
+/// alive until `ordo_nccl_comm_release` has returned and the work enqueued through the handle has
+/// completed, with no NCCL call of its owner on it (or on another communicator of its device)
+/// while an ordo call on the handle runs; `out` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn ordo_nccl_comm_borrow(nccl_comm: *mut c_void, out: *mut *mut OrdoNcclComm) -> OrdoStatus {
+    #[cfg(feature = "nccl")]
+    {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { imp::comm_borrow(nccl_comm, out) }
+    }
+    #[cfg(not(feature = "nccl"))]
+    {
+        let _ = (nccl_comm, out);
+        unavailable("ordo_nccl_comm_borrow")
+    }
+}
+
+/// Ends a handle made by `ordo_nccl_comm_borrow` (no NCCL call: the communicator stays its
+/// owner's). ORDO_ERROR_INVALID_ARGUMENT for a communicator ordo made (destroy or abort it),
+/// ORDO_ERROR_INVALID_HANDLE for a handle that is not a live communicator.
+#[no_mangle]
+pub extern "C" fn ordo_nccl_comm_release(comm: *mut OrdoNcclComm) -> OrdoStatus {
+    #[cfg(feature = "nccl")]
+    {
+        imp::comm_release(comm)
+    }
+    #[cfg(not(feature = "nccl"))]
+    {
+        let _ = comm;
+        unavailable("ordo_nccl_comm_release")
+    }
+}
+
 /// Waits on the host, at most `timeout_ms` milliseconds, until the work enqueued so far on
 /// `stream` completes, polling the communicator's health: ORDO_SUCCESS when done,
 /// ORDO_ERROR_LIBRARY when the communicator broke (a peer gone) or the time passed; then abort it.
@@ -307,22 +346,50 @@ mod imp {
     use super::super::check::{byte_len, capturing, non_null, require_device_on, stream_device, stream_ref};
     use super::super::handles::{self, locked};
     use super::super::status::{
-        guard, guard_void, invalid, Failure, OrdoStatus, Outcome, ORDO_ERROR_INVALID_HANDLE,
-        ORDO_ERROR_STREAM_CAPTURING,
+        guard, invalid, Failure, OrdoStatus, Outcome, ORDO_ERROR_INVALID_HANDLE, ORDO_ERROR_STREAM_CAPTURING,
     };
     use super::OrdoNcclComm;
     use core::ffi::{c_int, c_void};
     use core::time::Duration;
     use ordo_cuda_core::{sys, Device, DeviceSlice, DeviceSliceMut, StreamRef};
     use ordo_cuda_libs::nccl::{
-        is_timeout, poll_with_backoff, Communicator, DataType, ForEachType, Nccl, NcclType, ReduceOp, UniqueId,
+        is_timeout, poll_with_backoff, BorrowedCommunicator, Communicator, DataType, ForEachType, Nccl, NcclType,
+        ReduceOp, UniqueId,
     };
     use std::sync::Mutex;
 
-    /// A communicator behind a handle: `None` once aborted (a call still in flight on another
-    /// thread then finds it gone). The lock is held for one NCCL call (one thread at a time, as
-    /// NCCL asks).
-    type CommObject = Mutex<Option<Communicator>>;
+    /// What a handle holds: ordo's own communicator (`ordo_nccl_comm_init_rank`) or one borrowed
+    /// from the caller (`ordo_nccl_comm_borrow`), which ordo never destroys or aborts.
+    enum Held {
+        Owned(Communicator),
+        Borrowed(BorrowedCommunicator<'static>),
+    }
+
+    impl core::ops::Deref for Held {
+        type Target = Communicator;
+        fn deref(&self) -> &Communicator {
+            match self {
+                Held::Owned(c) => c,
+                Held::Borrowed(b) => b,
+            }
+        }
+    }
+
+    /// A communicator behind a handle: `None` once aborted or released (a call still in flight on
+    /// another thread then finds it gone). The lock is held for one NCCL call (one thread at a
+    /// time, as NCCL asks).
+    type CommObject = Mutex<Option<Held>>;
+
+    /// `ORDO_ERROR_INVALID_ARGUMENT` when `comm` holds a borrowed communicator (which only
+    /// `ordo_nccl_comm_release` ends); the handle stays valid.
+    fn refuse_borrowed(comm: *mut OrdoNcclComm, what: &'static str) -> Outcome {
+        if let Ok(c) = handles::get::<CommObject, _>(comm) {
+            if matches!(locked(&c).as_ref(), Some(Held::Borrowed(_))) {
+                return Err(invalid("comm", what));
+            }
+        }
+        Ok(())
+    }
 
     /// Runs `f` on the live communicator behind `comm`, under its lock: the lookup, the lock and
     /// the check that it was not aborted, written once. `ORDO_ERROR_INVALID_HANDLE` for a handle
@@ -330,7 +397,7 @@ mod imp {
     fn with_comm<R>(comm: *mut OrdoNcclComm, f: impl FnOnce(&Communicator) -> Outcome<R>) -> Outcome<R> {
         let c = handles::get::<CommObject, _>(comm)?;
         let held = locked(&c);
-        let comm = held.as_ref().ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
+        let comm = held.as_deref().ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
         f(comm)
     }
 
@@ -383,27 +450,59 @@ mod imp {
             let id = UniqueId::from_bytes(bytes)?;
             let nccl = Nccl::load()?;
             let comm = Communicator::init_rank(&nccl, Device::from_ordinal(device), nranks, &id, rank)?;
-            let object: CommObject = Mutex::new(Some(comm));
+            let object: CommObject = Mutex::new(Some(Held::Owned(comm)));
             write_out(out, handles::register(object)?, "out")
         })
     }
 
+    /// # Safety
+    /// As `ordo_nccl_comm_borrow`.
+    pub(super) unsafe fn comm_borrow(nccl_comm: *mut c_void, out: *mut *mut OrdoNcclComm) -> OrdoStatus {
+        guard("ordo_nccl_comm_borrow", || {
+            non_null(out.cast_const(), "out")?;
+            non_null(nccl_comm.cast_const(), "nccl_comm")?;
+            let nccl = Nccl::load()?;
+            // SAFETY: the C contract, forwarded: `BorrowedCommunicator::borrow_raw`'s obligations,
+            // for as long as the handle lives ('static here; the caller ends it with release).
+            let comm = unsafe { BorrowedCommunicator::borrow_raw(&nccl, nccl_comm) }?;
+            let object: CommObject = Mutex::new(Some(Held::Borrowed(comm)));
+            write_out(out, handles::register(object)?, "out")
+        })
+    }
+
+    pub(super) fn comm_release(comm: *mut OrdoNcclComm) -> OrdoStatus {
+        guard("ordo_nccl_comm_release", || {
+            let c = handles::get::<CommObject, _>(comm)?;
+            if !matches!(locked(&c).as_ref(), Some(Held::Borrowed(_))) {
+                return Err(invalid("comm", "not a borrowed communicator: destroy or abort it"));
+            }
+            let c = handles::remove::<CommObject, _>(comm).ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
+            let taken = locked(&c).take();
+            drop(taken);
+            Ok(())
+        })
+    }
+
     pub(super) fn comm_destroy(comm: *mut OrdoNcclComm) {
-        guard_void("ordo_nccl_comm_destroy", || {
+        // The status is dropped (the export returns nothing); a refusal is the thread's last error.
+        let _ = guard("ordo_nccl_comm_destroy", || {
+            refuse_borrowed(comm, "a borrowed communicator: release it with ordo_nccl_comm_release")?;
             if let Some(c) = handles::remove::<CommObject, _>(comm) {
                 let taken = locked(&c).take();
                 drop(taken);
             }
+            Ok(())
         });
     }
 
     pub(super) fn comm_abort(comm: *mut OrdoNcclComm) -> OrdoStatus {
         guard("ordo_nccl_comm_abort", || {
+            refuse_borrowed(comm, "a borrowed communicator: release it with ordo_nccl_comm_release")?;
             let c = handles::remove::<CommObject, _>(comm).ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
             let taken = locked(&c).take();
             match taken {
-                Some(comm) => Ok(comm.abort()?),
-                None => Err(Failure(ORDO_ERROR_INVALID_HANDLE)),
+                Some(Held::Owned(comm)) => Ok(comm.abort()?),
+                Some(Held::Borrowed(_)) | None => Err(Failure(ORDO_ERROR_INVALID_HANDLE)),
             }
         })
     }
@@ -755,10 +854,13 @@ mod tests {
         let mut comm = core::ptr::null_mut();
         let h = core::ptr::null_mut::<OrdoNcclComm>();
         // SAFETY (every call): refused before any pointer would be used.
-        let calls: [&mut dyn FnMut() -> OrdoStatus; 9] = [
+        let mut borrowed = core::ptr::null_mut();
+        let calls: [&mut dyn FnMut() -> OrdoStatus; 11] = [
             &mut || unsafe { ordo_nccl_get_unique_id(id.as_mut_ptr(), id.len()) },
             &mut || unsafe { ordo_nccl_comm_init_rank(0, 1, [0u8; 128].as_ptr(), 128, 0, &mut comm) },
             &mut || ordo_nccl_comm_abort(h),
+            &mut || unsafe { ordo_nccl_comm_borrow(q, &mut borrowed) },
+            &mut || ordo_nccl_comm_release(h),
             &mut || unsafe { ordo_nccl_comm_wait(h, s, 1) },
             &mut || unsafe { ordo_nccl_all_reduce(h, p, q, 4, ORDO_NCCL_FLOAT32, ORDO_NCCL_SUM, s) },
             &mut || unsafe { ordo_nccl_broadcast(h, p, q, 4, ORDO_NCCL_FLOAT32, 0, s) },

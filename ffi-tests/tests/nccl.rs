@@ -5,6 +5,10 @@
 //!   process): sum and max all-reduce, broadcast from rank 1, reduce to rank 0, all-gather and
 //!   reduce-scatter, then `ordo_nccl_comm_wait` and destroy.
 //!
+//! - a communicator made outside the C ABI (the Rust API's, standing in for an engine's
+//!   `ncclComm_t`), borrowed: collectives on it, destroy and abort refused, release ends the
+//!   handle and leaves the communicator to its owner.
+//!
 //! Without libnccl.so.2 the tests say so and pass without checking anything. The two-rank test
 //! needs two devices: with fewer it says so and passes, unless `ORDO_REQUIRE_GPUS` says the
 //! machine has two.
@@ -347,4 +351,93 @@ fn gpu_nccl_host_buffers_are_refused_before_nccl() {
     stream.synchronize().unwrap();
     ordo_nccl_comm_destroy(comm);
     assert!(download(s, &device_out) == vec![-1.0; N], "NCCL wrote nothing");
+}
+
+/// Borrowing checks its arguments before NCCL is loaded, and releasing wants a borrowed handle.
+#[test]
+fn nccl_borrow_and_release_refuse_bad_arguments() {
+    let mut out = null_mut();
+    assert_eq!(unsafe { ordo_nccl_comm_borrow(null_mut(), &mut out) }, ORDO_ERROR_INVALID_ARGUMENT);
+    assert!(out.is_null());
+    let mut some = 1u8;
+    let raw: *mut c_void = (&mut some as *mut u8).cast();
+    assert_eq!(unsafe { ordo_nccl_comm_borrow(raw, null_mut()) }, ORDO_ERROR_INVALID_ARGUMENT);
+    assert_eq!(ordo_nccl_comm_release(null_mut()), ORDO_ERROR_INVALID_HANDLE);
+}
+
+/// A communicator made outside the C ABI (the Rust API's own, as an engine's would be), borrowed:
+/// an all-reduce on it is checked, destroy and abort refuse it and leave the handle working,
+/// release ends the handle, and the owner's communicator still works afterwards.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_nccl_c_api_borrowed_communicator() {
+    use ordo_cuda_libs::nccl::{Communicator, Nccl, ReduceOp};
+    const TEST: &str = "gpu_nccl_c_api_borrowed_communicator";
+    let Ok(nccl) = Nccl::load() else {
+        println!("{TEST}: skipped, NCCL not loadable");
+        return;
+    };
+    const N: usize = 4099;
+    let device = Device::from_ordinal(0);
+    device.set_current().unwrap();
+    let id = nccl.unique_id().unwrap();
+    let owner = Communicator::init_rank(&nccl, device, 1, &id, 0).unwrap();
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let input = data(0, N);
+    let send = upload(s, &input);
+    let mut recv = upload(s, &vec![-1.0; N]);
+    let mut comm = null_mut();
+    ok(unsafe { ordo_nccl_comm_borrow(owner.as_raw(), &mut comm) }, "borrow");
+    assert!(!comm.is_null());
+    unsafe {
+        ok(
+            ordo_nccl_all_reduce(
+                comm,
+                cv(send.as_ptr()),
+                recv.as_mut_ptr().cast(),
+                N,
+                ORDO_NCCL_FLOAT32,
+                ORDO_NCCL_SUM,
+                s.as_raw(),
+            ),
+            "all_reduce on the borrowed handle",
+        );
+        ok(ordo_nccl_comm_wait(comm, s.as_raw(), 60_000), "wait");
+    }
+    assert!(download(s, &recv) == input, "one-rank all-reduce through the borrowed handle is a copy");
+    // Neither end of the owner's communicator is reachable through the handle.
+    assert_eq!(ordo_nccl_comm_abort(comm), ORDO_ERROR_INVALID_ARGUMENT, "abort of a borrowed handle");
+    ordo_nccl_comm_destroy(comm);
+    let mut info = last_error_info();
+    assert_eq!(unsafe { ordo_last_error(&mut info) }, ORDO_SUCCESS);
+    assert_eq!(info.status, ORDO_ERROR_INVALID_ARGUMENT, "destroy of a borrowed handle is refused");
+    unsafe { ok(ordo_nccl_comm_wait(comm, s.as_raw(), 60_000), "the handle still works after the refusals") };
+    ok(ordo_nccl_comm_release(comm), "release");
+    assert_eq!(unsafe { ordo_nccl_comm_wait(comm, s.as_raw(), 10) }, ORDO_ERROR_INVALID_HANDLE, "released");
+    // The owner's communicator was left alone: ordo's own all-reduce on it still works.
+    poison(s, &mut recv);
+    unsafe { owner.all_reduce(send.as_slice(), recv.as_mut_slice(), ReduceOp::Sum, s).unwrap() };
+    owner.wait(s, std::time::Duration::from_secs(60)).unwrap();
+    assert!(download(s, &recv) == input, "the owner's communicator after the release");
+    // An owned handle cannot be released.
+    let mut owned = null_mut();
+    let id = unique_id(TEST).unwrap();
+    ok(unsafe { ordo_nccl_comm_init_rank(0, 1, id.as_ptr(), id.len(), 0, &mut owned) }, "init one rank");
+    assert_eq!(ordo_nccl_comm_release(owned), ORDO_ERROR_INVALID_ARGUMENT, "release of an owned handle");
+    ordo_nccl_comm_destroy(owned);
+    drop(owner);
+    stream.synchronize().unwrap();
+}
+
+fn last_error_info() -> OrdoErrorInfo {
+    OrdoErrorInfo {
+        size: core::mem::size_of::<OrdoErrorInfo>(),
+        status: 0,
+        cuda_error: 0,
+        library_status: 0,
+        sticky: 0,
+        call: [0; ORDO_LAST_ERROR_CALL_LEN],
+        message: [0; ORDO_LAST_ERROR_MESSAGE_LEN],
+    }
 }

@@ -313,8 +313,13 @@ fn nccl_bad_arguments_and_handles_are_refused_before_nccl() {
             assert_eq!(ordo_nccl_reduce_scatter(h, p, p, 4, ORDO_NCCL_FLOAT32_VALUE, 0, legacy), ih);
             assert_eq!(ordo_nccl_comm_wait(h, legacy, 10), ih);
             assert_eq!(ordo_nccl_comm_abort(h), ih);
+            assert_eq!(ordo_nccl_comm_release(h), ih);
             ordo_nccl_comm_destroy(h);
         }
+        // Borrowing checks its pointers before NCCL is loaded.
+        assert_eq!(ordo_nccl_comm_borrow(null_mut(), &mut comm), ia, "null communicator");
+        assert_eq!(ordo_nccl_comm_borrow(forged.cast(), null_mut()), ia, "null out");
+        assert!(comm.is_null(), "nothing written on a refusal");
         // Null streams and unknown operations are refused before the handle is even looked up.
         assert_eq!(ordo_nccl_all_reduce(forged, p, p, 4, ORDO_NCCL_FLOAT32_VALUE, 0, null_mut()), ia);
         assert_eq!(ordo_nccl_all_reduce(forged, p, p, 4, ORDO_NCCL_FLOAT32_VALUE, 5, legacy), ia, "unknown op");
