@@ -117,7 +117,7 @@
  * GLOBAL MODE IS A CUDA HAZARD. Measured with CUDA 13.0 on driver 580 (an H200), and reproduced by
  * plain C++ without ordo (ffi-tests/cpp/capture_defects.cu): while one thread captures in
  * cudaStreamCaptureModeGlobal, another thread's global-mode capture, or another thread's
- * capture-unsafe call (a synchronise, a graph instantiation, cudaMalloc/cudaFree,
+ * capture-unsafe call (a synchronise or a stream or event query, a graph instantiation, cudaMalloc/cudaFree,
  * cudaHostAlloc/cudaFreeHost, a blocking copy), kills the process inside the driver (SIGSEGV)
  * instead of failing as CUDA documents; thread-local and relaxed captures run clean. So ordo never
  * captures in global mode unless asked (a graph cache's default is ORDO_CAPTURE_THREAD_LOCAL), and

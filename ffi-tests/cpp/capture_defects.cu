@@ -8,7 +8,7 @@
 // global mode) and 3 (one global-mode capture while other threads synchronise their own streams)
 // die with SIGSEGV inside libcuda within a second; 4 (a blocking copy on the legacy stream against
 // another thread's relaxed-mode captures on its own blocking stream) dies within seconds; 1 and 2
-// (thread-local, relaxed) run clean. 7 and 8 not yet measured.
+// (thread-local, relaxed) run clean. 7, 8 and 9 not yet measured.
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -106,6 +106,39 @@ void sync_loop(Clock::time_point end, bool relaxed, Counts& counts) {
     cudaStreamDestroy(s);
 }
 
+// Eager work on a stream of its own, polled with cudaStreamQuery and an event's cudaEventQuery
+// until done (never synchronised), until `end`: whether queries alone meet the global-mode crash.
+void query_loop(Clock::time_point end, Counts& counts) {
+    cudaStream_t s;
+    cudaEvent_t e;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return;
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) return;
+    float* x = nullptr;
+    cudaMallocAsync(reinterpret_cast<void**>(&x), 1024 * sizeof(float), s);
+    cudaMemsetAsync(x, 0, 1024 * sizeof(float), s);
+    while (Clock::now() < end) {
+        defect_scale<<<4, 256, 0, s>>>(x, 1024, 0.5f);
+        cudaEventRecord(e, s);
+        cudaError_t st;
+        for (;;) {
+            st = cudaStreamQuery(s);
+            if (st == cudaSuccess) st = cudaEventQuery(e);
+            if (st != cudaErrorNotReady) break;
+        }
+        if (st != cudaSuccess) {
+            cudaGetLastError();
+            ++counts.refusals;
+            if (Clock::now() >= end) break;
+        }
+        ++counts.iterations;
+    }
+    cudaFreeAsync(x, s);
+    while (cudaStreamQuery(s) == cudaErrorNotReady) {
+    }
+    cudaEventDestroy(e);
+    cudaStreamDestroy(s);
+}
+
 // Begin and end relaxed-mode captures on a blocking stream of its own, until `end`.
 void blocking_capture_loop(Clock::time_point end, Counts& counts) {
     cudaStream_t s;
@@ -199,7 +232,9 @@ void legacy_loop(Clock::time_point end, bool copy, Counts& counts) {
 //      others make the implicitly synchronising calls of ordo's safe API (implicit_sync_loop);
 //      a control: any error, or a crash, is a failure;
 //   8: as 4, the captures in thread-local mode (ordo's default) with kernels in them: whether
-//      the legacy stream's crash needs relaxed mode.
+//      the legacy stream's crash needs relaxed mode;
+//   9: as 3, the other threads polling their streams and events with queries, never
+//      synchronising: whether queries meet the global-mode crash too.
 extern "C" int ffi_capture_defect_main(int scenario, int threads, int seconds) {
     if (threads < 2) threads = 2;
     Counts counts;
@@ -225,6 +260,10 @@ extern "C" int ffi_capture_defect_main(int scenario, int threads, int seconds) {
                 case 7:
                     if (t == 0) capture_loop(cudaStreamCaptureModeThreadLocal, end, false, counts, true);
                     else implicit_sync_loop(end, counts);
+                    break;
+                case 9:
+                    if (t == 0) capture_loop(cudaStreamCaptureModeGlobal, end, true, counts);
+                    else query_loop(end, counts);
                     break;
                 case 8:
                     if (t == 0) legacy_loop(end, true, counts);

@@ -38,7 +38,8 @@ pub mod programs {
         /// on a blocking stream, 5 the same with the synchronise alone, 6 scenario 3 with the
         /// synchronising threads in relaxed capture mode, 7 a thread-local capture of a blocking
         /// stream beside threads allocating and freeing managed, pinned, registered and device
-        /// memory, events and streams, 8 scenario 4 with thread-local captures) on `threads` threads for
+        /// memory, events and streams, 8 scenario 4 with thread-local captures, 9 scenario 3 with
+        /// the other threads polling with queries) on `threads` threads for
         /// `seconds` seconds. Prints what it counted; returns the failures of a control scenario.
         /// A driver crash ends the process: run it in a child process. Needs a GPU.
         pub fn ffi_capture_defect_main(scenario: i32, threads: i32, seconds: i32) -> i32;

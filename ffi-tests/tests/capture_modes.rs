@@ -123,6 +123,7 @@ fn gpu_cuda_crashes_in_global_mode_and_runs_thread_local_and_relaxed_captures_cl
         (5, 2, "synchronises of the legacy stream beside relaxed captures on a blocking stream"),
         (6, 8, "one global-mode capture beside 7 threads synchronising in relaxed capture mode"),
         (8, 2, "a blocking copy on the legacy stream beside thread-local captures on a blocking stream"),
+        (9, 8, "one global-mode capture beside 7 threads polling their streams and events"),
     ] {
         let outcome = run_scenario(TEST, scenario, threads, 10);
         // Recorded, not required: CUDA's behaviour (SIGSEGV is signal 11).
