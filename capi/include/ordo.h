@@ -121,7 +121,7 @@
  * GLOBAL MODE IS A CUDA HAZARD. Measured with CUDA 13.0 on driver 580 (an H200), and reproduced by
  * plain C++ without ordo (ffi-tests/cpp/capture_defects.cu): while one thread captures in
  * cudaStreamCaptureModeGlobal, another thread's global-mode capture, or another thread's
- * capture-unsafe call (a synchronise, a graph instantiation, cudaMalloc/cudaFree,
+ * capture-unsafe call (a synchronise or a stream or event query, a graph instantiation, cudaMalloc/cudaFree,
  * cudaHostAlloc/cudaFreeHost, a blocking copy), kills the process inside the driver (SIGSEGV)
  * instead of failing as CUDA documents; thread-local and relaxed captures run clean. So ordo never
  * captures in global mode unless asked (a graph cache's default is ORDO_CAPTURE_THREAD_LOCAL), and
@@ -509,11 +509,16 @@ ordo_status ordo_pipeline_run_stencil(ordo_pipeline* pipeline, struct CUstream_s
  * capture_all: captures every bucket not captured yet; ORDO_ERROR_STREAM_CAPTURING while `stream`
  * captures.
  * destroy: NULL, destroyed and unknown handles are ignored. It may be called while calls of the
- * cache run, from another thread or from the cache's own body: from the moment it returns, no
- * call of the cache launches a graph or begins a body call (a call that finds the cache destroyed
- * returns ORDO_ERROR_INVALID_HANDLE; a body call already under way on another thread finishes),
- * so the buffers may be freed once the work launched before has completed. `user` is released
- * through user_free once the last call still running has returned (see CALLBACKS). */
+ * cache run, from another thread or from the cache's own body, and it does not wait for them:
+ * from the moment it returns no call of the cache launches a graph, and a call that finds the
+ * cache destroyed calls the body no more and returns ORDO_ERROR_INVALID_HANDLE. A call running
+ * on another thread may still be in its body, or about to enter it (it looked at the cache just
+ * before the destroy): that body call runs to its end, and what it enqueues eagerly (a warmup,
+ * an overflow_eager run) runs. So the buffers the body uses may be freed once the destroy has
+ * returned, every call of the cache that was running on another thread meanwhile has returned,
+ * and the work enqueued until then has completed (the moment user_free marks: keeping the
+ * buffers with `user` and freeing them there does it). `user` is released through user_free
+ * once the last call still running has returned (see CALLBACKS). */
 typedef struct OrdoGraphCache ordo_graph_cache;
 typedef ordo_status (*ordo_capture_fn)(struct CUstream_st* stream, size_t bucket, void* user);
 ordo_status ordo_graph_cache_create(const size_t* buckets, size_t n_buckets, int overflow_eager, ordo_capture_fn body, void* user, ordo_graph_cache** out);

@@ -19,11 +19,14 @@
 //! `ordo_graph_cache_destroy` may run while a call of the cache is running: on another thread, or
 //! from the cache's own body. The destroy marks the cache closed (under the table's lock), and
 //! every call looks at the mark before each body call and each launch: a call that finds it ends
-//! with `ORDO_ERROR_INVALID_HANDLE` and calls the body no more (a body call already under way on
-//! another thread finishes). No launch begins after the destroy has returned (launches and the
-//! mark share the lock), so the caller may free the cache's buffers once the destroy has returned
-//! and the work already launched has completed. The object itself, and `user` through the
-//! caller's `user_free`, go when the last call in flight has returned.
+//! with `ORDO_ERROR_INVALID_HANDLE` and calls the body no more. No launch begins after the destroy
+//! has returned (launches and the mark share the lock). A body call is not under the lock (no
+//! thread waits for another's body), so one that looked at the mark just before the destroy, or
+//! was already under way, runs to its end after the destroy has returned, and what it enqueues
+//! eagerly (a warm-up, an overflow run) runs: the caller frees the cache's buffers only once every
+//! call of the cache running on another thread meanwhile has returned too (ordo.h says so). The
+//! object itself, and `user` through the caller's `user_free`, go when the last call in flight has
+//! returned.
 //!
 //! # Capture modes
 //! The cache's own captures are thread-local unless the options ask otherwise. A global-mode
@@ -458,10 +461,11 @@ pub unsafe extern "C" fn ordo_graph_cache_run(
 
 /// Destroys a cache. NULL, destroyed and unknown handles, and handles of another kind, are
 /// ignored. Calls of the cache still running (on another thread, or the one whose body destroys
-/// its own cache) call the body no more and launch nothing more once this has returned; they end
-/// with `ORDO_ERROR_INVALID_HANDLE`. The cache, and `user` through `user_free`, are freed when the
-/// last of them has returned. Safe for any value: the handle is only looked up, never
-/// dereferenced.
+/// its own cache) launch nothing more once this has returned, and call the body no more once they
+/// see the cache closed (a body call under way, or begun by a call that looked just before the
+/// destroy, runs to its end); they end with `ORDO_ERROR_INVALID_HANDLE`. The cache, and `user`
+/// through `user_free`, are freed when the last of them has returned. Safe for any value: the
+/// handle is only looked up, never dereferenced.
 #[no_mangle]
 pub extern "C" fn ordo_graph_cache_destroy(cache: *mut OrdoGraphCache) {
     guard_void("ordo_graph_cache_destroy", || {

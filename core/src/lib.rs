@@ -45,8 +45,9 @@
 //!     parameters); the driver path keeps each kernel's driver handle by its address, so a
 //!     kernel's code must not be unloaded and replaced at that address;
 //!   - *images loaded at run time* (`library::Library::from_image`): ordo checks every size a
-//!     cubin or fatbin declares against the bytes given, but not what lies inside its sections
-//!     and payloads, which CUDA reads as their maker wrote them;
+//!     cubin or fatbin declares against the bytes given, and every index or offset one of its
+//!     tables holds into another, but not what lies inside NVIDIA's records, the code and the
+//!     compressed streams, which CUDA reads as their maker wrote them;
 //!   - *retargeted copy and memset nodes* ([`GraphExec::set_memcpy_node`],
 //!     [`GraphExec::set_memset_node`]): the node reads and writes the new memory at every later
 //!     launch of the executable graph, which has no lifetime to tie that memory to;

@@ -1,6 +1,7 @@
 //! What `Library::from_ptx` and `Library::from_image` let reach `cudaLibraryLoadData`: real
 //! images made by nvcc 13.0 (`tests/fixtures`, from `add_const.cu`: a cubin for sm_90, a fatbin
-//! with an sm_90 cubin and compute_75 PTX, and the same fatbin compressed) pass ordo's checks;
+//! with an sm_90 cubin and compute_75 PTX, and the same fatbin compressed with Zstandard, nvcc
+//! 13.0's default, and with LZ4, CUDA 12's and `--compress-mode=speed`'s) pass ordo's checks;
 //! every truncation of them, every size pushed past the bytes, every wrong magic is a usage error
 //! before CUDA reads anything. On a GPU the real images load, and their kernel runs (checked
 //! against the CPU).
@@ -8,7 +9,8 @@
 //! Fixtures:
 //! `nvcc -arch=sm_90 -cubin -o add_const.sm_90.cubin add_const.cu`,
 //! `nvcc -fatbin -gencode arch=compute_90,code=sm_90 -gencode arch=compute_75,code=compute_75 -o add_const.fatbin add_const.cu`,
-//! and the same with `-Xfatbin -compress-all` for `add_const.compressed.fatbin`.
+//! the same with `-Xfatbin -compress-all` for `add_const.compressed.fatbin`, and with
+//! `-Xfatbin -compress-all --compress-mode=speed` for `add_const.lz4.fatbin`.
 #![cfg(cuda_library_api)]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -18,6 +20,7 @@ use ordo_cuda_core::*;
 const CUBIN: &[u8] = include_bytes!("fixtures/add_const.sm_90.cubin");
 const FATBIN: &[u8] = include_bytes!("fixtures/add_const.fatbin");
 const COMPRESSED: &[u8] = include_bytes!("fixtures/add_const.compressed.fatbin");
+const LZ4: &[u8] = include_bytes!("fixtures/add_const.lz4.fatbin");
 
 /// The image through `from_image`.
 fn load(image: &[u8]) -> Result<Library> {
@@ -70,7 +73,7 @@ fn u64_at(image: &[u8], at: usize) -> usize {
 
 #[test]
 fn real_images_pass_and_every_truncation_is_refused() {
-    for image in [CUBIN, FATBIN, COMPRESSED] {
+    for image in [CUBIN, FATBIN, COMPRESSED, LZ4] {
         let_through(image);
         // Longer than declared: the bytes after are never read.
         let_through(&[image, &[0xab; 64][..]].concat());
@@ -99,6 +102,10 @@ fn a_cubin_whose_sizes_lie_past_its_bytes_is_refused() {
         ("section header table lies past", Box::new(move |c| put_u64(c, 40, u64::MAX - 8))),
         ("section header table lies past", Box::new(move |c| put_u16(c, 60, shnum as u16 + 60))),
         ("section header entries", Box::new(|c| put_u16(c, 58, 40))),
+        // Entries larger than ELF64's: a reader stepping by the structure and one stepping by
+        // the field would see different tables.
+        ("section header entries", Box::new(|c| put_u16(c, 58, 128))),
+        ("program header entries", Box::new(|c| put_u16(c, 54, 112))),
         ("program header table lies past", Box::new(move |c| put_u64(c, 32, len - 8))),
         ("program header table lies past", Box::new(|c| put_u16(c, 56, 0xfff0))),
         ("program header entries", Box::new(|c| put_u16(c, 54, 16))),
@@ -134,7 +141,7 @@ fn a_cubin_whose_sizes_lie_past_its_bytes_is_refused() {
 
 #[test]
 fn a_fatbin_whose_sizes_lie_past_its_bytes_is_refused() {
-    for image in [FATBIN, COMPRESSED] {
+    for image in [FATBIN, COMPRESSED, LZ4] {
         let fatbin = image.to_vec();
         let header = u16_at(&fatbin, 6);
         let entry = header; // the first entry
@@ -174,7 +181,7 @@ fn a_fatbin_whose_sizes_lie_past_its_bytes_is_refused() {
         // cubin entry whose cubin is cut.
         let mut bad = fatbin.clone();
         let flags = u64_at(&fatbin, entry + 40);
-        if flags & 0x8000 != 0 {
+        if flags & (0x2000 | 0x8000) != 0 {
             put_u32(&mut bad, entry + 16, u64_at(&fatbin, entry + 8) as u32 + 1);
             refused(&bad, "compressed size is over its payload");
         } else {
@@ -231,7 +238,8 @@ fn real_images_load_and_run() {
     let sm90 = Device::current().unwrap().compute_capability().unwrap() == (9, 0);
     let config = launch::LaunchConfig::for_elements(n, 256).unwrap();
     let mut adds = 0.0f32;
-    for (name, image) in [("cubin", CUBIN), ("fatbin", FATBIN), ("compressed fatbin", COMPRESSED)] {
+    for (name, image) in [("cubin", CUBIN), ("fatbin", FATBIN), ("compressed fatbin", COMPRESSED), ("LZ4 fatbin", LZ4)]
+    {
         if name == "cubin" && !sm90 {
             println!("the sm_90 cubin is not for this device: skipped");
             continue;
@@ -251,4 +259,99 @@ fn real_images_load_and_run() {
     }
     drop(d);
     stream.synchronize().unwrap();
+}
+
+/// The section headers of `cubin` whose type is `kind`, as their offsets.
+fn sections_of(cubin: &[u8], kind: u32) -> Vec<usize> {
+    let (shoff, shnum) = (u64_at(cubin, 40), u16_at(cubin, 60));
+    (0..shnum).map(|i| shoff + i * 64).filter(|&s| u32_at(cubin, s + 4) as u32 == kind).collect()
+}
+
+/// Indices and offsets that one table of a cubin holds into another (a section's `sh_link` and
+/// `sh_info`, a symbol's section, a relocation's symbol, a note's sizes), each pushed past what
+/// it names: refused before CUDA, which would index past its tables.
+#[test]
+fn a_cubin_whose_indices_name_nothing_is_refused() {
+    let cubin = CUBIN.to_vec();
+    let shnum = u16_at(&cubin, 60) as u32;
+    let (symtab, rela, note) = (sections_of(&cubin, 2)[0], sections_of(&cubin, 4)[0], sections_of(&cubin, 7)[0]);
+    let symbols = u64_at(&cubin, symtab + 24);
+    let (relocations, notes) = (u64_at(&cubin, rela + 24), u64_at(&cubin, note + 24));
+    let note_size = u64_at(&cubin, note + 32) as u32;
+    let mutations: Vec<Mutation> = vec![
+        ("sh_link names no section", Box::new(move |c| put_u32(c, note + 40, shnum))),
+        ("sh_info names no section", Box::new(move |c| put_u32(c, rela + 44, shnum + 7))),
+        ("symbol table entries", Box::new(move |c| put_u64(c, symtab + 56, 48))),
+        // The second symbol's section index.
+        ("st_shndx", Box::new(move |c| put_u16(c, symbols + 24 + 6, shnum as u16))),
+        ("st_shndx", Box::new(move |c| put_u16(c, symbols + 24 + 6, 0xffff))),
+        ("relocation entries", Box::new(move |c| put_u64(c, rela + 56, 16))),
+        ("names no symbol table", Box::new(move |c| put_u32(c, rela + 40, 0))),
+        // The first relocation's symbol (the high half of r_info).
+        ("relocation whose symbol", Box::new(move |c| put_u32(c, relocations + 12, 1 << 20))),
+        // The first note's descriptor size.
+        ("note whose name or descriptor", Box::new(move |c| put_u32(c, notes + 4, note_size))),
+        ("note whose name or descriptor", Box::new(move |c| put_u32(c, notes, u32::MAX))),
+    ];
+    for (why, mutate) in &mutations {
+        let mut bad = cubin.clone();
+        mutate(&mut bad);
+        refused(&bad, why);
+    }
+}
+
+/// What a fatbin entry's header points to (its options, their string, its object name) and the
+/// compressed size of an LZ4 entry, pushed past the entry: refused before CUDA.
+#[test]
+fn fatbin_entries_that_point_past_themselves_are_refused() {
+    // The offsets of each entry of `fatbin`.
+    let entries = |fatbin: &[u8]| {
+        let (mut at, end) = (u16_at(fatbin, 6), u16_at(fatbin, 6) + u64_at(fatbin, 8));
+        let mut out = Vec::new();
+        while at < end {
+            out.push(at);
+            at += u32_at(fatbin, at + 4) + u64_at(fatbin, at + 8);
+        }
+        out
+    };
+    for image in [FATBIN, COMPRESSED, LZ4] {
+        let fatbin = image.to_vec();
+        let all = entries(&fatbin);
+        assert_eq!(all.len(), 2, "a cubin and a PTX entry");
+        for &entry in &all {
+            let (header, payload) = (u32_at(&fatbin, entry + 4) as u32, u64_at(&fatbin, entry + 8) as u32);
+            let mut mutations: Vec<Mutation> = vec![
+                ("options or object name", Box::new(move |f| put_u32(f, entry + 20, header + payload))),
+                ("options or object name", Box::new(move |f| put_u32(f, entry + 20, u32::MAX - 2))),
+                ("options or object name", Box::new(move |f| put_u32(f, entry + 36, header + payload + 1))),
+                ("options or object name", Box::new(move |f| put_u32(f, entry + 32, u32::MAX))),
+            ];
+            let options = u32_at(&fatbin, entry + 20);
+            if options != 0 {
+                // The options string's length, then its offset.
+                let at = entry + options;
+                mutations.push(("options or object name", Box::new(move |f| put_u32(f, at + 4, payload + header + 1))));
+                mutations.push(("options or object name", Box::new(move |f| put_u32(f, at, u32::MAX))));
+            }
+            if u64_at(&fatbin, entry + 40) & (0x2000 | 0x8000) != 0 {
+                mutations.push((
+                    "compressed size is over its payload",
+                    Box::new(move |f| put_u32(f, entry + 16, payload + 1)),
+                ));
+                mutations
+                    .push(("compressed size is over its payload", Box::new(move |f| put_u32(f, entry + 16, u32::MAX))));
+            } else if u16_at(&fatbin, entry) == 2 {
+                mutations.push(("payload is no ELF", Box::new(move |f| f[entry + header as usize] = b'x')));
+            }
+            for (why, mutate) in &mutations {
+                let mut bad = fatbin.clone();
+                mutate(&mut bad);
+                refused(&bad, why);
+            }
+        }
+        // A header of more than 16 bytes: where CUDA starts the entries then is not known.
+        let mut bad = fatbin.clone();
+        put_u16(&mut bad, 6, 24);
+        refused(&bad, "header size is over 16");
+    }
 }

@@ -8,7 +8,7 @@
 // global mode) and 3 (one global-mode capture while other threads synchronise their own streams)
 // die with SIGSEGV inside libcuda within a second; 4 (a blocking copy on the legacy stream against
 // another thread's relaxed-mode captures on its own blocking stream) dies within seconds; 1 and 2
-// (thread-local, relaxed) run clean.
+// (thread-local, relaxed) run clean. 7, 8 and 9 not yet measured.
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -39,9 +39,11 @@ struct Counts {
 
 // One thread's loop: capture (two kernels, a stream-ordered temporary), instantiate, launch,
 // synchronise, destroy, until `end`. `errors_allowed`: global mode, where CUDA documents refusals.
-void capture_loop(cudaStreamCaptureMode mode, Clock::time_point end, bool errors_allowed, Counts& counts) {
+// `blocking`: on a blocking stream (cudaStreamDefault), which synchronises with the legacy stream.
+void capture_loop(cudaStreamCaptureMode mode, Clock::time_point end, bool errors_allowed, Counts& counts,
+                  bool blocking = false) {
     cudaStream_t s;
-    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+    if (cudaStreamCreateWithFlags(&s, blocking ? cudaStreamDefault : cudaStreamNonBlocking) != cudaSuccess) {
         ++counts.failures;
         return;
     }
@@ -104,6 +106,39 @@ void sync_loop(Clock::time_point end, bool relaxed, Counts& counts) {
     cudaStreamDestroy(s);
 }
 
+// Eager work on a stream of its own, polled with cudaStreamQuery and an event's cudaEventQuery
+// until done (never synchronised), until `end`: whether queries alone meet the global-mode crash.
+void query_loop(Clock::time_point end, Counts& counts) {
+    cudaStream_t s;
+    cudaEvent_t e;
+    if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return;
+    if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) return;
+    float* x = nullptr;
+    cudaMallocAsync(reinterpret_cast<void**>(&x), 1024 * sizeof(float), s);
+    cudaMemsetAsync(x, 0, 1024 * sizeof(float), s);
+    while (Clock::now() < end) {
+        defect_scale<<<4, 256, 0, s>>>(x, 1024, 0.5f);
+        cudaEventRecord(e, s);
+        cudaError_t st;
+        for (;;) {
+            st = cudaStreamQuery(s);
+            if (st == cudaSuccess) st = cudaEventQuery(e);
+            if (st != cudaErrorNotReady) break;
+        }
+        if (st != cudaSuccess) {
+            cudaGetLastError();
+            ++counts.refusals;
+            if (Clock::now() >= end) break;
+        }
+        ++counts.iterations;
+    }
+    cudaFreeAsync(x, s);
+    while (cudaStreamQuery(s) == cudaErrorNotReady) {
+    }
+    cudaEventDestroy(e);
+    cudaStreamDestroy(s);
+}
+
 // Begin and end relaxed-mode captures on a blocking stream of its own, until `end`.
 void blocking_capture_loop(Clock::time_point end, Counts& counts) {
     cudaStream_t s;
@@ -120,6 +155,37 @@ void blocking_capture_loop(Clock::time_point end, Counts& counts) {
         ++counts.iterations;
     }
     cudaStreamDestroy(s);
+}
+
+// The calls ordo's safe Rust API makes outside any stream, which CUDA counts as potentially unsafe
+// during a capture (they may synchronise the device implicitly), until `end`: managed memory
+// allocated and freed (ManagedBuffer), pinned memory allocated and freed (PinnedBuffer, a staging
+// ring), host memory registered and unregistered (RegisteredHost), device memory allocated and
+// freed outside streams, an event and a stream made and destroyed. Any refusal is a failure: CUDA
+// documents none from a thread that does not capture, beside thread-local captures.
+void implicit_sync_loop(Clock::time_point end, Counts& counts) {
+    std::vector<float> pageable(1 << 16, 1.0f);
+    while (Clock::now() < end) {
+        void* managed = nullptr;
+        void* pinned = nullptr;
+        void* device = nullptr;
+        cudaEvent_t e = nullptr;
+        cudaStream_t s = nullptr;
+        bool ok = cudaMallocManaged(&managed, 1 << 20) == cudaSuccess && cudaFree(managed) == cudaSuccess;
+        ok = ok && cudaMallocHost(&pinned, 1 << 20) == cudaSuccess && cudaFreeHost(pinned) == cudaSuccess;
+        ok = ok && cudaHostRegister(pageable.data(), pageable.size() * sizeof(float), 0) == cudaSuccess &&
+             cudaHostUnregister(pageable.data()) == cudaSuccess;
+        ok = ok && cudaMalloc(&device, 1 << 20) == cudaSuccess && cudaFree(device) == cudaSuccess;
+        ok = ok && cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess &&
+             cudaEventDestroy(e) == cudaSuccess;
+        ok = ok && cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
+             cudaStreamDestroy(s) == cudaSuccess;
+        if (!ok) {
+            cudaGetLastError();
+            ++counts.failures;
+        }
+        ++counts.iterations;
+    }
 }
 
 // A 128 MiB device-to-host copy into pinned memory on the legacy stream, then its synchronise
@@ -161,7 +227,14 @@ void legacy_loop(Clock::time_point end, bool copy, Counts& counts) {
 //      begins and ends relaxed-mode captures on its own blocking stream;
 //   5: as 4, the legacy thread synchronising the legacy stream only (no copy);
 //   6: as 3, the synchronising threads in relaxed capture mode (cudaThreadExchangeStreamCaptureMode),
-//      as ordo's C exports make their own calls: whether that keeps them out of the crash.
+//      as ordo's C exports make their own calls: whether that keeps them out of the crash;
+//   7: one thread captures in thread-local mode (ordo's default) on a blocking stream while the
+//      others make the implicitly synchronising calls of ordo's safe API (implicit_sync_loop);
+//      a control: any error, or a crash, is a failure;
+//   8: as 4, the captures in thread-local mode (ordo's default) with kernels in them: whether
+//      the legacy stream's crash needs relaxed mode;
+//   9: as 3, the other threads polling their streams and events with queries, never
+//      synchronising: whether queries meet the global-mode crash too.
 extern "C" int ffi_capture_defect_main(int scenario, int threads, int seconds) {
     if (threads < 2) threads = 2;
     Counts counts;
@@ -183,6 +256,18 @@ extern "C" int ffi_capture_defect_main(int scenario, int threads, int seconds) {
                 case 5:
                     if (t == 0) legacy_loop(end, scenario == 4, counts);
                     else if (t == 1) blocking_capture_loop(end, counts);
+                    break;
+                case 7:
+                    if (t == 0) capture_loop(cudaStreamCaptureModeThreadLocal, end, false, counts, true);
+                    else implicit_sync_loop(end, counts);
+                    break;
+                case 9:
+                    if (t == 0) capture_loop(cudaStreamCaptureModeGlobal, end, true, counts);
+                    else query_loop(end, counts);
+                    break;
+                case 8:
+                    if (t == 0) legacy_loop(end, true, counts);
+                    else if (t == 1) capture_loop(cudaStreamCaptureModeThreadLocal, end, true, counts, true);
                     break;
                 default: break;
             }

@@ -36,7 +36,10 @@ pub mod programs {
         /// captures on every thread, 1 thread-local, 2 relaxed, 3 one global capture beside
         /// synchronising threads, 4 a blocking copy on the legacy stream beside relaxed captures
         /// on a blocking stream, 5 the same with the synchronise alone, 6 scenario 3 with the
-        /// synchronising threads in relaxed capture mode) on `threads` threads for
+        /// synchronising threads in relaxed capture mode, 7 a thread-local capture of a blocking
+        /// stream beside threads allocating and freeing managed, pinned, registered and device
+        /// memory, events and streams, 8 scenario 4 with thread-local captures, 9 scenario 3 with
+        /// the other threads polling with queries) on `threads` threads for
         /// `seconds` seconds. Prints what it counted; returns the failures of a control scenario.
         /// A driver crash ends the process: run it in a child process. Needs a GPU.
         pub fn ffi_capture_defect_main(scenario: i32, threads: i32, seconds: i32) -> i32;

@@ -104,6 +104,17 @@ fn gpu_cuda_crashes_in_global_mode_and_runs_thread_local_and_relaxed_captures_cl
         println!("plain C++, 8 threads capturing in {what} mode: {outcome}");
         assert!(matches!(outcome, Outcome::Exited(0)), "{what} captures on 8 threads: {outcome}");
     }
+    // ordo's safe API makes these calls outside any stream (managed, pinned and registered memory,
+    // events, streams): they must not meet a crash beside a thread-local capture of a blocking
+    // stream, ordo's default capture on a stream safe code can make.
+    let outcome = run_scenario(TEST, 7, 4, 10);
+    println!(
+        "plain C++, a thread-local capture of a blocking stream beside 3 threads allocating and freeing: {outcome}"
+    );
+    assert!(
+        matches!(outcome, Outcome::Exited(0)),
+        "safe ordo calls beside a thread-local capture of a blocking stream: {outcome}"
+    );
     for (scenario, threads, what) in [
         (0, 2, "2 threads capturing in global mode"),
         (0, 8, "8 threads capturing in global mode"),
@@ -111,6 +122,8 @@ fn gpu_cuda_crashes_in_global_mode_and_runs_thread_local_and_relaxed_captures_cl
         (4, 2, "a blocking copy on the legacy stream beside relaxed captures on a blocking stream"),
         (5, 2, "synchronises of the legacy stream beside relaxed captures on a blocking stream"),
         (6, 8, "one global-mode capture beside 7 threads synchronising in relaxed capture mode"),
+        (8, 2, "a blocking copy on the legacy stream beside thread-local captures on a blocking stream"),
+        (9, 8, "one global-mode capture beside 7 threads polling their streams and events"),
     ] {
         let outcome = run_scenario(TEST, scenario, threads, 10);
         // Recorded, not required: CUDA's behaviour (SIGSEGV is signal 11).

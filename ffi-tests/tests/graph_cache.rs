@@ -1,7 +1,8 @@
 //! A C graph cache destroyed while its own calls run: from its body, and from another thread. Once
-//! `ordo_graph_cache_destroy` has returned, no call of the cache calls the body or launches a graph
-//! (the call ends with `ORDO_ERROR_INVALID_HANDLE`), and `user_free` runs once the last call in
-//! flight has returned, never while a body still uses `user`.
+//! `ordo_graph_cache_destroy` has returned, no call of the cache launches a graph, and a call that
+//! sees the cache closed calls the body no more (the call ends with `ORDO_ERROR_INVALID_HANDLE`);
+//! `user_free` runs once the last call in flight has returned, never while a body still uses
+//! `user`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use core::ffi::c_void;

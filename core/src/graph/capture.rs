@@ -37,7 +37,7 @@ use ordo_cuda_sys as sys;
 pub enum CaptureMode {
     /// Refuses potentially unsafe calls from any thread while the capture runs. Choosing it, the
     /// caller owes, until the capture ends: no other thread of the process makes a capture-unsafe
-    /// call (synchronises a stream, event or device; instantiates, uploads or destroys an
+    /// call (synchronises or queries a stream, event or device; instantiates, uploads or destroys an
     /// executable graph; `cudaMalloc`, `cudaFree`, `cudaHostAlloc`, `cudaFreeHost`; a blocking or
     /// pageable copy; drops a [`PinnedBuffer`](crate::PinnedBuffer)), except under a
     /// [`capture_fence`](super::capture_fence), and none begins a global-mode capture other than

@@ -51,8 +51,13 @@ static CHANGED: Condvar = Condvar::new();
 
 std::thread_local! {
     /// Fences this thread holds that are counted in `State::fences` (those taken while it was not
-    /// the owner).
+    /// the owner, and those it took as the owner and still holds after its capture ended).
     static COUNTED: Cell<usize> = const { Cell::new(0) };
+    /// Fences this thread took while it owned the lock, not counted in `State::fences` while it
+    /// still owns it (its own captures do not fence it out). When its last global-mode capture
+    /// ends they become counted fences: a fence held past the capture it was taken in still keeps
+    /// other threads' global-mode captures out.
+    static OWNED: Cell<usize> = const { Cell::new(0) };
     /// Streams whose global-mode capture this thread began with `StreamRef::begin_capture`: the
     /// lock is held for each until `StreamRef::end_capture` ends it.
     static BEGUN: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
@@ -130,6 +135,13 @@ impl Drop for GlobalCapture {
         s.depth = s.depth.saturating_sub(1);
         if s.depth == 0 {
             s.owner = None;
+            // Fences taken inside the capture and still held outlive it: from now on they fence
+            // other threads' global-mode captures out, as any fence does.
+            let kept = OWNED.try_with(|o| o.replace(0)).unwrap_or(0);
+            if kept > 0 {
+                s.fences += kept;
+                let _ = COUNTED.try_with(|c| c.set(c.get() + kept));
+            }
             drop(s);
             CHANGED.notify_all();
         }
@@ -140,8 +152,6 @@ impl Drop for GlobalCapture {
 /// no such capture is open on another thread, and none begins. Released when dropped; not `Send`.
 #[must_use = "the fence holds only while the guard lives"]
 pub struct CaptureFence {
-    /// Whether this fence is counted in the shared state (not one of the owner's own).
-    counted: bool,
     _thread: PhantomData<*const ()>,
 }
 
@@ -159,8 +169,11 @@ pub fn capture_fence() -> CaptureFence {
     let me = std::thread::current().id();
     let held = COUNTED.try_with(Cell::get).unwrap_or(0);
     let mut s = state();
-    let counted = s.owner != Some(me);
-    if counted {
+    if s.owner == Some(me) {
+        // Inside the thread's own global-mode capture: not counted while it owns the lock (see
+        // `OWNED`).
+        let _ = OWNED.try_with(|o| o.set(o.get() + 1));
+    } else {
         // A thread that holds a counted fence already (so no other thread can own the lock) takes
         // another at once, even past waiting captures: waiting behind them would wait for itself.
         while held == 0 && (s.owner.is_some() || s.waiting > 0) {
@@ -170,20 +183,27 @@ pub fn capture_fence() -> CaptureFence {
         drop(s);
         let _ = COUNTED.try_with(|c| c.set(held + 1));
     }
-    CaptureFence { counted, _thread: PhantomData }
+    CaptureFence { _thread: PhantomData }
 }
 
 impl Drop for CaptureFence {
+    /// While the thread owns the lock every fence it holds is one of its own (a thread holding a
+    /// counted fence cannot begin a global-mode capture); once it does not, every one is counted
+    /// (its own became counted when its capture ended). So which count this fence leaves is the
+    /// thread's state now, not the state it was taken in.
     fn drop(&mut self) {
-        if self.counted {
-            let _ = COUNTED.try_with(|c| c.set(c.get().saturating_sub(1)));
-            let mut s = state();
-            s.fences = s.fences.saturating_sub(1);
-            let last = s.fences == 0;
-            drop(s);
-            if last {
-                CHANGED.notify_all();
-            }
+        let me = std::thread::current().id();
+        let mut s = state();
+        if s.owner == Some(me) && OWNED.try_with(Cell::get).unwrap_or(0) > 0 {
+            let _ = OWNED.try_with(|o| o.set(o.get() - 1));
+            return;
+        }
+        let _ = COUNTED.try_with(|c| c.set(c.get().saturating_sub(1)));
+        s.fences = s.fences.saturating_sub(1);
+        let last = s.fences == 0;
+        drop(s);
+        if last {
+            CHANGED.notify_all();
         }
     }
 }
@@ -249,6 +269,37 @@ mod tests {
         assert!(r.is_err());
         let _g = exclusive("test").unwrap();
         let _f = capture_fence();
+    }
+
+    /// A fence taken inside the thread's own global-mode capture and held past its end keeps
+    /// other threads' global-mode captures out, as every fence does (taken while the thread owned
+    /// the lock, it is not counted until the capture ends).
+    #[test]
+    fn a_fence_taken_inside_a_global_capture_still_fences_after_it_ends() {
+        let capture = exclusive("test").unwrap();
+        let fence = capture_fence();
+        drop(capture);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let other = std::thread::spawn(move || {
+            let _g = exclusive("test").unwrap();
+            tx.send(()).unwrap();
+        });
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(200)).is_err(),
+            "another thread's global capture began while a fence was held"
+        );
+        assert!(exclusive("test").is_err(), "the fence holder beginning a global capture would wait for itself");
+        let nested = capture_fence();
+        drop(fence);
+        assert!(rx.recv_timeout(std::time::Duration::from_millis(100)).is_err(), "began under a fence");
+        drop(nested);
+        rx.recv_timeout(std::time::Duration::from_secs(10)).expect("released with the last fence");
+        other.join().unwrap();
+        // Fences taken and dropped inside a capture leave nothing behind.
+        let capture = exclusive("test").unwrap();
+        drop(capture_fence());
+        drop(capture);
+        assert!(std::thread::spawn(|| exclusive("test").map(drop).is_ok()).join().unwrap());
     }
 
     #[test]

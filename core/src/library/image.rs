@@ -7,22 +7,32 @@
 //!   printable characters, whitespace and UTF-8, no other control byte, so no binary magic (an
 //!   ELF's or Tile IR's `0x7F`, a fatbin's) can begin it.
 //! - **Cubin** (ELF64, little-endian, `EM_CUDA`): the ELF header; the program and section header
-//!   tables (with ELF's extended counts); every segment's and section's bytes; the section-name
-//!   string table, and the string table of each symbol table, NUL-terminated, with every name
-//!   offset inside it.
-//! - **Fatbin** (magic `0xBA55ED50`, version 1, the `fatBinaryHeader` of CUDA's `fatbinary.h`:
-//!   magic, version, header size, size of what follows): the declared size inside the bytes, and
-//!   each entry (kind, version, header size, payload size) inside it, entries end to end to the
-//!   declared size; a compressed payload's compressed size inside its payload; an uncompressed
-//!   cubin entry checked as a cubin, an uncompressed PTX entry NUL-terminated inside its payload.
+//!   tables (with ELF's extended counts), their entries of exactly the ELF64 sizes (56 and 64
+//!   bytes: a reader that steps by the sizes of the structures and one that steps by the header's
+//!   fields then see the same entries); every segment's and section's bytes; every section index a
+//!   section header holds (`sh_link`, and `sh_info` where it is one: relocations, `SHF_INFO_LINK`)
+//!   naming a section; the section-name string table, and the string table of each symbol table,
+//!   NUL-terminated, with every name offset inside it; each symbol's section index naming a
+//!   section (or a reserved index other than `SHN_XINDEX`); each relocation's symbol inside its
+//!   symbol table; each note's name and descriptor inside its section.
+//! - **Fatbin** (magic `0xBA55ED50`, version 1, the 16-byte `fatBinaryHeader` of CUDA's
+//!   `fatbinary.h`: magic, version, header size, size of what follows): the declared size inside
+//!   the bytes, and each entry (kind, version, header size, payload size) inside it, entries end
+//!   to end to the declared size; the ranges an entry header points to (its options and the
+//!   options string, its object name) inside the entry; a compressed payload (LZ4, flag `0x2000`,
+//!   as CUDA 12 and `--compress-mode=speed` write it; Zstandard, flag `0x8000`, CUDA 13's default)
+//!   with its compressed size inside its payload; an uncompressed cubin entry checked as a cubin,
+//!   an uncompressed PTX entry NUL-terminated inside its payload.
 //! - **Refused**: the fatbin *wrapper* (`__fatBinC_Wrapper_t`, magic `0x466243B1`: it holds
 //!   pointers, not an image), Tile IR (`\x7FTileIR`: its sizes are not documented), the old
 //!   fatbin magic `0x1EE55A01`, LLVM bitcode (NVVM IR), 32-bit or big-endian ELF, an ELF of
 //!   another machine.
 //!
-//! The layouts checked here are the outer ones, those that say how many bytes there are. What
-//! lies inside a section or a payload (the code, CUDA's attribute records, relocations, a
-//! compressed stream) is for CUDA to read and for the image's maker to get right.
+//! The layouts checked here are ELF's and the fatbin's own: those that say how many bytes there
+//! are, and the indices and offsets of one table into another. What lies inside NVIDIA's own
+//! records (the code, the `.nv.info` attributes, the call graph, a note's descriptor, where a
+//! relocation patches, a compressed stream) is for CUDA to read and for the image's maker to get
+//! right.
 //!
 //! [`Library::from_ptx`]: super::Library::from_ptx
 
@@ -139,21 +149,32 @@ const ELF64_HEADER: u64 = 64;
 const ELF64_PHDR: u64 = 56;
 const ELF64_SHDR: u64 = 64;
 const ELF64_SYM: u64 = 24;
+const ELF64_REL: u64 = 16;
+const ELF64_RELA: u64 = 24;
 const SHT_SYMTAB: u32 = 2;
-const SHT_DYNSYM: u32 = 11;
+const SHT_RELA: u32 = 4;
+const SHT_NOTE: u32 = 7;
 const SHT_NOBITS: u32 = 8;
+const SHT_REL: u32 = 9;
+const SHT_DYNSYM: u32 = 11;
+/// `sh_flags` saying that `sh_info` holds a section index.
+const SHF_INFO_LINK: u64 = 0x40;
+/// Section indices from here up are reserved (`SHN_ABS`, `SHN_COMMON`, ...), not sections.
+const SHN_LORESERVE: u16 = 0xff00;
 /// `e_phnum` saying that the count is in section 0's `sh_info`.
 const PN_XNUM: u16 = 0xffff;
 /// `e_shstrndx` saying that the index is in section 0's `sh_link`.
 const SHN_XINDEX: u16 = 0xffff;
 
-/// One section header's fields that say where its bytes are.
+/// One section header's fields that say where its bytes are and which sections it names.
 struct Section {
     name: u32,
     kind: u32,
+    flags: u64,
     offset: u64,
     size: u64,
     link: u32,
+    info: u32,
     entsize: u64,
 }
 
@@ -183,8 +204,8 @@ fn check_elf(elf: &[u8]) -> Result<(), Refusal> {
         phnum = u16::try_from(first).map_err(|_| "a cubin with more program headers than ordo checks (over 65535)")?;
     }
     if phnum > 0 {
-        if u64::from(phentsize) < ELF64_PHDR {
-            return Err("a cubin whose program header entries (e_phentsize) are under 56 bytes");
+        if u64::from(phentsize) != ELF64_PHDR {
+            return Err("a cubin whose program header entries (e_phentsize) are not 56 bytes");
         }
         let table = u64::from(phnum) * u64::from(phentsize);
         elf.range(phoff, table).ok_or("a cubin whose program header table lies past the bytes given")?;
@@ -200,6 +221,13 @@ fn check_elf(elf: &[u8]) -> Result<(), Refusal> {
         let s = section(i)?;
         if s.kind != SHT_NOBITS && s.size > 0 && elf.range(s.offset, s.size).is_none() {
             return Err("a cubin with a section whose bytes lie past the bytes given");
+        }
+        if u64::from(s.link) >= sections {
+            return Err("a cubin with a section whose sh_link names no section");
+        }
+        let info_is_index = s.kind == SHT_REL || s.kind == SHT_RELA || s.flags & SHF_INFO_LINK != 0;
+        if info_is_index && u64::from(s.info) >= sections {
+            return Err("a cubin with a section whose sh_info names no section");
         }
     }
     let mut shstrndx = u64::from(shstrndx);
@@ -219,8 +247,14 @@ fn check_elf(elf: &[u8]) -> Result<(), Refusal> {
     }
     for i in 0..sections {
         let s = section(i)?;
-        if (s.kind == SHT_SYMTAB || s.kind == SHT_DYNSYM) && s.size > 0 {
-            check_symbols(elf, &s, sections, &section)?;
+        if s.size == 0 {
+            continue;
+        }
+        match s.kind {
+            SHT_SYMTAB | SHT_DYNSYM => check_symbols(elf, &s, sections, &section)?,
+            SHT_REL | SHT_RELA => check_relocations(elf, &s, &section)?,
+            SHT_NOTE => check_notes(elf, &s)?,
+            _ => {}
         }
     }
     Ok(())
@@ -232,8 +266,8 @@ fn section_count(elf: &[u8], shoff: u64, shentsize: u16, shnum: u16) -> Result<u
     if shoff == 0 {
         return if shnum == 0 { Ok(0) } else { Err("a cubin with section headers at offset 0") };
     }
-    if u64::from(shentsize) < ELF64_SHDR {
-        return Err("a cubin whose section header entries (e_shentsize) are under 64 bytes");
+    if u64::from(shentsize) != ELF64_SHDR {
+        return Err("a cubin whose section header entries (e_shentsize) are not 64 bytes");
     }
     let count = if shnum == 0 {
         elf.u64_at(shoff.checked_add(32).ok_or("a cubin whose section header table lies past the bytes given")?)
@@ -253,9 +287,11 @@ fn read_section(elf: &[u8], shoff: u64, shentsize: u64, i: u64) -> Result<Sectio
     Ok(Section {
         name: elf.u32_at(at).ok_or(PAST)?,
         kind: elf.u32_at(at + 4).ok_or(PAST)?,
+        flags: elf.u64_at(at + 8).ok_or(PAST)?,
         offset: elf.u64_at(at + 24).ok_or(PAST)?,
         size: elf.u64_at(at + 32).ok_or(PAST)?,
         link: elf.u32_at(at + 40).ok_or(PAST)?,
+        info: elf.u32_at(at + 44).ok_or(PAST)?,
         entsize: elf.u64_at(at + 56).ok_or(PAST)?,
     })
 }
@@ -274,25 +310,77 @@ fn string_table(elf: &[u8], s: &Section) -> Result<u64, Refusal> {
     Ok(s.size)
 }
 
-/// A symbol table `s`: its entries whole, its string table (`sh_link`) a section with a NUL at
-/// its end, every symbol's name inside it.
+/// A symbol table `s` (its bytes inside `elf`, checked): entries of exactly the ELF64 size, as
+/// many as fill it; its string table (`sh_link`) a section with a NUL at its end, every symbol's
+/// name inside it; every symbol's section index a section, or a reserved index other than
+/// `SHN_XINDEX` (whose real index lies in a table ordo does not read).
 fn check_symbols(
     elf: &[u8],
     s: &Section,
     sections: u64,
     section: &impl Fn(u64) -> Result<Section, Refusal>,
 ) -> Result<(), Refusal> {
-    if s.entsize < ELF64_SYM {
-        return Err("a cubin whose symbol table entries (sh_entsize) are under 24 bytes");
+    const PAST: Refusal = "a cubin with a symbol past the bytes given";
+    if s.entsize != ELF64_SYM || s.size % ELF64_SYM != 0 {
+        return Err("a cubin whose symbol table entries (sh_entsize) are not 24 bytes, or not whole");
     }
     if u64::from(s.link) >= sections {
         return Err("a cubin whose symbol table names no string table (sh_link)");
     }
     let names = string_table(elf, &section(u64::from(s.link))?)?;
-    for i in 0..s.size / s.entsize {
-        let name = elf.u32_at(s.offset + i * s.entsize).ok_or("a cubin with a symbol past the bytes given")?;
+    for i in 0..s.size / ELF64_SYM {
+        let at = s.offset + i * ELF64_SYM;
+        let name = elf.u32_at(at).ok_or(PAST)?;
         if u64::from(name) >= names {
             return Err("a cubin with a symbol name past its string table");
+        }
+        let index = elf.u16_at(at + 6).ok_or(PAST)?;
+        if index == SHN_XINDEX || (index < SHN_LORESERVE && u64::from(index) >= sections) {
+            return Err("a cubin with a symbol whose section index (st_shndx) names no section");
+        }
+    }
+    Ok(())
+}
+
+/// A relocation section `s` (its bytes inside `elf`, checked; its `sh_link` a section): entries of
+/// exactly the ELF64 size, as many as fill it; `sh_link` a symbol table, and every entry's symbol
+/// inside it.
+fn check_relocations(
+    elf: &[u8],
+    s: &Section,
+    section: &impl Fn(u64) -> Result<Section, Refusal>,
+) -> Result<(), Refusal> {
+    let entry = if s.kind == SHT_RELA { ELF64_RELA } else { ELF64_REL };
+    if s.entsize != entry || s.size % entry != 0 {
+        return Err("a cubin whose relocation entries (sh_entsize) are not of the ELF64 size, or not whole");
+    }
+    let symbols = section(u64::from(s.link))?;
+    if symbols.kind != SHT_SYMTAB && symbols.kind != SHT_DYNSYM {
+        return Err("a cubin whose relocation section names no symbol table (sh_link)");
+    }
+    let count = symbols.size / ELF64_SYM;
+    for i in 0..s.size / entry {
+        let info = elf.u64_at(s.offset + i * entry + 8).ok_or("a cubin with a relocation past the bytes given")?;
+        if info >> 32 >= count {
+            return Err("a cubin with a relocation whose symbol lies past its symbol table");
+        }
+    }
+    Ok(())
+}
+
+/// A note section `s` (its bytes inside `elf`, checked): notes end to end, each header (name
+/// size, descriptor size, type) and its name and descriptor, each padded to 4 bytes, inside it.
+fn check_notes(elf: &[u8], s: &Section) -> Result<(), Refusal> {
+    const PAST: Refusal = "a cubin with a note whose name or descriptor lies past its section";
+    let notes = elf.range(s.offset, s.size).ok_or(PAST)?;
+    let padded = |n: u32| u64::from(n).div_ceil(4) * 4;
+    let mut at = 0u64;
+    while at < s.size {
+        let (name, desc) = (notes.u32_at(at).ok_or(PAST)?, notes.u32_at(at + 4).ok_or(PAST)?);
+        notes.u32_at(at + 8).ok_or(PAST)?;
+        at = (at + 12).checked_add(padded(name)).and_then(|a| a.checked_add(padded(desc))).ok_or(PAST)?;
+        if at > s.size {
+            return Err(PAST);
         }
     }
     Ok(())
@@ -304,8 +392,9 @@ const FATBIN_HEADER: u64 = 16;
 const FATBIN_ENTRY_HEADER_MIN: u64 = 64;
 const FATBIN_KIND_PTX: u16 = 1;
 const FATBIN_KIND_ELF: u16 = 2;
-/// An entry's flag for a compressed payload.
-const FATBIN_COMPRESSED: u64 = 0x8000;
+/// An entry's flags for a compressed payload: LZ4 (CUDA 12's, and `--compress-mode=speed`) and
+/// Zstandard (CUDA 13's default), as nvcc 13.0 writes them.
+const FATBIN_COMPRESSED: u64 = 0x2000 | 0x8000;
 
 /// A fatbin: see the [module docs](self).
 fn check_fatbin(fatbin: &[u8]) -> Result<(), Refusal> {
@@ -317,6 +406,11 @@ fn check_fatbin(fatbin: &[u8]) -> Result<(), Refusal> {
     let size = fatbin.u64_at(8).ok_or(TRUNCATED)?;
     if header < FATBIN_HEADER {
         return Err("a fatbin whose header size is under 16 bytes");
+    }
+    if header > FATBIN_HEADER {
+        // Whether CUDA starts the entries at the header's size or at 16 is not documented: an
+        // image where the two differ is refused, so that ordo checks the entries CUDA reads.
+        return Err("a fatbin whose header size is over 16 bytes: ordo knows only the 16-byte header");
     }
     let end = header.checked_add(size).ok_or("a fatbin whose declared size overflows")?;
     let body =
@@ -343,6 +437,27 @@ fn check_fatbin_entry(body: &[u8], at: u64, end: u64) -> Result<u64, Refusal> {
         return Err(PAST);
     }
     let bytes = body.range(start, payload).ok_or(PAST)?;
+    // What the entry header points to: the options (an offset and a length, at `options`) and
+    // their string, and the object's name, each inside the entry.
+    const POINTS_PAST: Refusal = "a fatbin entry whose options or object name lie past the entry";
+    let inside = |offset: u32, len: u32| {
+        at.checked_add(u64::from(offset)).and_then(|s| s.checked_add(u64::from(len))).is_some_and(|end| end <= next)
+    };
+    let options = body.u32_at(at + 20).ok_or(PAST)?;
+    if options != 0 {
+        if !inside(options, 8) {
+            return Err(POINTS_PAST);
+        }
+        let string = at + u64::from(options);
+        let (offset, len) = (body.u32_at(string).ok_or(PAST)?, body.u32_at(string + 4).ok_or(PAST)?);
+        if (offset != 0 || len != 0) && !inside(offset, len) {
+            return Err(POINTS_PAST);
+        }
+    }
+    let (name, name_len) = (body.u32_at(at + 32).ok_or(PAST)?, body.u32_at(at + 36).ok_or(PAST)?);
+    if (name != 0 || name_len != 0) && !inside(name, name_len) {
+        return Err(POINTS_PAST);
+    }
     let compressed_size = u64::from(body.u32_at(at + 16).ok_or(PAST)?);
     let flags = body.u64_at(at + 40).ok_or(PAST)?;
     if flags & FATBIN_COMPRESSED != 0 {
@@ -350,6 +465,9 @@ fn check_fatbin_entry(body: &[u8], at: u64, end: u64) -> Result<u64, Refusal> {
             return Err("a fatbin entry whose compressed size is over its payload");
         }
     } else if kind == FATBIN_KIND_ELF {
+        if !bytes.starts_with(&ELF_MAGIC) {
+            return Err("a fatbin cubin entry whose payload is no ELF");
+        }
         check_elf(bytes)?;
     } else if kind == FATBIN_KIND_PTX && !bytes.contains(&0) {
         return Err("a fatbin PTX entry without a NUL inside its payload");

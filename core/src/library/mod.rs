@@ -83,16 +83,17 @@ impl Library {
     }
 
     /// Loads a cubin, a fatbin, or NUL-terminated PTX (`cudaLibraryLoadData`), after ordo's checks
-    /// of the image's kind and declared sizes (see the [module docs](self)): a usage error, before CUDA reads
-    /// anything, for an image whose header, header tables, sections, entries or NUL lie past the
-    /// bytes given, and for a fatbin wrapper, Tile IR, LLVM bitcode or an ELF that is no cubin.
-    /// An image that is not 8-byte aligned is copied first (CUDA reads its headers in place).
-    /// The image need not outlive the call.
+    /// of the image's kind, declared sizes and table indices (see the [module docs](self)): a usage
+    /// error, before CUDA reads anything, for an image whose header, header tables, sections,
+    /// entries or NUL lie past the bytes given, or whose tables index past one another, and for a
+    /// fatbin wrapper, Tile IR, LLVM bitcode or an ELF that is no cubin. An image that is not
+    /// 8-byte aligned is copied first (CUDA reads its headers in place). The image need not
+    /// outlive the call.
     ///
     /// # Safety
-    /// - What lies inside the image's sections and payloads (code, CUDA's attribute records,
-    ///   relocations, compressed streams) is as nvcc, nvlink, fatbinary, NVRTC or nvJitLink
-    ///   write it: CUDA reads it as they do, which ordo cannot check.
+    /// - What lies inside the image's sections and payloads (code, CUDA's attribute records, a
+    ///   note's descriptor, where a relocation patches, compressed streams) is as nvcc, nvlink,
+    ///   fatbinary, NVRTC or nvJitLink write it: CUDA reads it as they do, which ordo cannot check.
     pub unsafe fn from_image(image: &[u8]) -> Result<Library> {
         const CALL: &str = "Library::from_image";
         let kind = image::check(image).map_err(|why| Error::invalid(CALL, why))?;
