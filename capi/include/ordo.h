@@ -397,6 +397,9 @@ ordo_status ordo_pdl_chain(struct CUstream_st* stream, float* a, float* b, const
  * of the capture. If compute (or a copy) fails on a chunk, no later chunk is enqueued, the status is
  * returned, and the work already enqueued is joined back to `stream`: after the caller synchronises
  * `stream`, ordo writes nothing more. Capturable in every mode; the graph replays the whole run.
+ * host_in and host_out are one buffer (the run in place) or do not overlap; likewise dev_in and
+ * dev_out (ORDO_ERROR_INVALID_ARGUMENT otherwise: a shifted overlap would have a later chunk's
+ * copy in race an earlier chunk's copy out or compute). The same holds for ordo_pipeline_run_on.
  * A pipeline whose run was captured stays reserved for that capture until the capture ends; at most
  * 256 a device are kept so: a run that would need another gets cudaErrorMemoryAllocation (end or
  * abandon the open captures). Idle pipelines are kept up to 16 a device. */

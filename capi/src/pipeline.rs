@@ -179,6 +179,7 @@ unsafe fn run_on_pool(
     }
     let bytes = n.checked_mul(element_size).ok_or_else(|| invalid("n", "n * element size overflows"))?;
     byte_len::<u8>(bytes, "n")?;
+    same_or_disjoint(pointers.host, pointers.dev.map(<*mut c_void>::cast_const), bytes)?;
     // The pipeline's own checks (chunk count), before anything reaches CUDA.
     if let Chunks::Given(chunks) = chunks {
         check_run_records([bytes; 4], element_size, chunks)?;
@@ -505,6 +506,21 @@ fn overlap(a: *const c_void, a_len: usize, b: *const c_void, b_len: usize) -> bo
     a_len != 0 && b_len != 0 && a < b.saturating_add(b_len) && b < a.saturating_add(a_len)
 }
 
+/// Refuses a run's input buffer that partly overlaps its output buffer (host or device). One buffer
+/// given as both is a run in place, which is sound: a chunk's bytes are copied out (and, on the
+/// device, written by its compute) only after they were copied in, and chunks share no byte. A
+/// shifted overlap is not: a later chunk's copy in would race an earlier chunk's copy out or
+/// compute.
+fn same_or_disjoint(host: [*const c_void; 2], dev: [*const c_void; 2], bytes: usize) -> Outcome {
+    if host[0] != host[1] && overlap(host[0], bytes, host[1], bytes) {
+        return Err(invalid("host_out", "host_in and host_out overlap without being the same buffer"));
+    }
+    if !dev[0].is_null() && !dev[1].is_null() && dev[0] != dev[1] && overlap(dev[0], bytes, dev[1], bytes) {
+        return Err(invalid("dev_out", "dev_in and dev_out overlap without being the same buffer"));
+    }
+    Ok(())
+}
+
 /// Refuses a stencil's input buffer that overlaps its output buffer (host or device): the computes
 /// of neighbouring chunks read input rows while others write output rows and copies run both ways,
 /// so shared bytes race (and the views ordo makes of them must not alias).
@@ -617,7 +633,7 @@ mod tests {
     }
 
     #[test]
-    fn overlapping_stencil_buffers_are_refused_before_cuda() {
+    fn overlapping_buffers_are_refused_before_cuda() {
         let at = |a: usize| a as *const c_void;
         assert!(!overlap(at(0x1000), 0x100, at(0x1100), 0x100), "adjacent");
         assert!(!overlap(at(0x1100), 0x100, at(0x1000), 0x100), "adjacent, the other way");
@@ -628,6 +644,12 @@ mod tests {
         assert!(!overlap(at(0x1000), 0, at(0x1000), 0x100), "nothing shared by an empty range");
         let (hi, ho, di, d_o) = (at(0x10_0000), at(0x20_0000), at(0x30_0000), at(0x40_0000));
         assert_eq!(stencil_disjoint([hi, ho], [di, d_o], 0x1000, 0x1000), Ok(()));
+        // A run (not a stencil) may also work in place, but not on a shifted overlap.
+        assert_eq!(same_or_disjoint([hi, hi], [di, di], 0x1000), Ok(()), "in place");
+        assert_eq!(same_or_disjoint([hi, ho], [di, d_o], 0x1000), Ok(()), "disjoint");
+        assert_eq!(same_or_disjoint([hi, ho], [core::ptr::null(), di], 0x1000), Ok(()), "a temporary");
+        assert!(same_or_disjoint([hi, at(hi as usize + 1)], [di, d_o], 0x1000).is_err(), "host shifted by one");
+        assert!(same_or_disjoint([hi, ho], [at(d_o as usize + 8), d_o], 0x1000).is_err(), "device shifted");
         assert_eq!(stencil_disjoint([hi, ho], [core::ptr::null(), core::ptr::null()], 0x1000, 0x1000), Ok(()));
         // In place on the device (the same rows in and out): a halo reads rows another chunk writes.
         assert!(stencil_disjoint([hi, ho], [di, di], 0x1000, 0x1000).is_err());

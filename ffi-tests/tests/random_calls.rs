@@ -1464,10 +1464,22 @@ impl Fuzz<'_> {
             || n == 0
             || bytes.is_none()
             || (chunks != 0 && chunks > n);
+        // In and out given as one buffer (in place) or as two disjoint ones are fine; a misaligned
+        // pointer the element size accepts (1 or 2 bytes into its allocation) may overlap the
+        // other buffer without being it: refused.
+        let shifted = |a: usize, b: usize| {
+            a != 0
+                && b != 0
+                && a != b
+                && bytes.is_some_and(|len| a < b.saturating_add(len) && b < a.saturating_add(len))
+        };
+        let overlapping = shifted(hin as usize, hout as usize) || shifted(din as usize, dout as usize);
         if !live {
             assert_eq!(st, ih, "pipeline run: not a live pipeline");
         } else if bad {
             assert!(st == ia || st == ih, "pipeline run: bad argument: {st}");
+        } else if overlapping {
+            assert!(st == ia || st == ih, "pipeline run: in and out overlap without being one buffer: {st}");
         } else if self.gpu && (k1 == Ptr::Pageable || k4 == Ptr::Pageable) {
             let want = ORDO_ERROR_PAGEABLE_MEMORY;
             let st = legacy_conflict(st, stream, want);
