@@ -120,6 +120,8 @@ pub mod launch;
 #[cfg(all(feature = "alloc", cuda_library_api))]
 pub mod library;
 pub mod memory;
+#[cfg(feature = "std")]
+pub mod partition;
 #[cfg(feature = "alloc")]
 pub mod pipeline;
 #[cfg(feature = "std")]
