@@ -9,6 +9,11 @@
 //! added. The batch borrows every view it holds for `'a`, and holds its arrays inline: adding a
 //! copy and enqueuing the batch allocate nothing.
 //!
+//! CUDA does not capture `cudaMemcpyBatchAsync` into graphs (it refuses the call with
+//! `cudaErrorStreamCaptureUnsupported` and leaves the capture as it was); on a capturing stream the
+//! batch is enqueued as one `cudaMemcpyAsync` a copy instead, which the capture records as copy
+//! nodes, in the batch's order.
+//!
 //! The copies of one batch run in stream order as a whole, in no order among themselves, so two
 //! copies of one batch must not touch the same memory with one of them writing it: the borrows
 //! see to that (a destination view borrows its buffer exclusively for the batch's life), except
@@ -216,7 +221,8 @@ impl<'a, const N: usize> CopyBatch<'a, N> {
         self.push(dst.as_mut_ptr().cast(), src.as_ptr().cast(), src.byte_len(), dst.len(), src.len())
     }
 
-    /// Enqueues every copy on `stream` with one `cudaMemcpyBatchAsync`. An empty batch is a
+    /// Enqueues every copy on `stream` with one `cudaMemcpyBatchAsync` (one `cudaMemcpyAsync` a
+    /// copy where CUDA refuses the batch because the stream is capturing). An empty batch is a
     /// usage error. The batch keeps its copies (enqueue it again, or [`clear`](Self::clear) it).
     ///
     /// # Safety
@@ -232,7 +238,7 @@ impl<'a, const N: usize> CopyBatch<'a, N> {
         }
         // SAFETY: `len` copies in the arrays (checked when added), `attr_count` runs starting at
         // 0, increasing, each below `len`; the memory is the caller's contract.
-        cuda_call!(unsafe {
+        let code = unsafe {
             sys::memcpy_batch_async(
                 self.dsts.as_ptr(),
                 self.srcs.as_ptr(),
@@ -243,7 +249,34 @@ impl<'a, const N: usize> CopyBatch<'a, N> {
                 self.attr_count,
                 stream.as_raw(),
             )
-        })
+        };
+        if code == sys::cudaError::cudaErrorStreamCaptureUnsupported {
+            // SAFETY: forwarded contract.
+            return unsafe { self.enqueue_one_by_one(stream) };
+        }
+        crate::error::check(code, "cudaMemcpyBatchAsync")
+    }
+
+    /// The copies one `cudaMemcpyAsync` each, in order: what a capture records. Clears the
+    /// refusal of the batch that CUDA left as the thread's last error first.
+    ///
+    /// # Safety
+    /// As [`enqueue`](Self::enqueue).
+    #[cold]
+    unsafe fn enqueue_one_by_one(&self, stream: StreamRef<'_>) -> Result<()> {
+        // SAFETY: no arguments.
+        if unsafe { sys::cudaPeekAtLastError() } == sys::cudaError::cudaErrorStreamCaptureUnsupported {
+            // SAFETY: no arguments.
+            unsafe { sys::cudaGetLastError() };
+        }
+        let copies = self.dsts.iter().zip(&self.srcs).zip(&self.sizes).take(self.len);
+        for ((&dst, &src), &bytes) in copies {
+            // SAFETY: a copy checked when added; the memory is the caller's contract.
+            cuda_call!(unsafe {
+                sys::cudaMemcpyAsync(dst, src, bytes, sys::cudaMemcpyKind::cudaMemcpyDefault, stream.as_raw())
+            })?;
+        }
+        Ok(())
     }
 }
 

@@ -94,7 +94,9 @@ impl HostPool {
         const CALL: &str = "HostPool::with_options";
         let location = match options.location {
             HostLocation::Any => {
-                if sys::CUDA_VERSION < 13000 || crate::device::driver_version()? < 13000 {
+                // A driver of 0 is no driver at all: CUDA's own error says so below.
+                let driver = crate::device::driver_version()?;
+                if sys::CUDA_VERSION < 13000 || (driver != 0 && driver < 13000) {
                     return Err(Error::usage_static(
                         UsageKind::NotSupported,
                         CALL,
