@@ -8,8 +8,9 @@
 //!   (the driver's error log, read after a failure; green contexts), declared with
 //!   [`driver_fns!`] in their form of the CUDA version that introduced them, so that a newer
 //!   runtime or driver keeps that ABI.
-//! Measured on an H200 (CUDA 13.0, `ordo-bench` group `events`, C++ runtime calls as the
-//! baseline): `cuEventRecord` 0.90x `cudaEventRecord`, record + wait 0.82x; the numbers of each
+//!
+//! The hot calls, measured on an H200 (CUDA 13.0, `ordo-bench` group `events`, C++ runtime calls
+//! as the baseline): `cuEventRecord` 0.90x `cudaEventRecord`, record + wait 0.82x; the numbers of each
 //! run are in BENCHMARKS.md; graph launch is measured by the group `graph` (ordo's launch against
 //! C++ `cudaGraphLaunch`).
 //!

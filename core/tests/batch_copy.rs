@@ -44,21 +44,18 @@ fn batches_copy_what_the_same_copies_one_by_one_copy() {
     assert_eq!(batch.len(), 4);
     // SAFETY: `host` and the buffers outlive the copies (synchronised below before they drop).
     unsafe { batch.enqueue(s) }.unwrap();
-    drop(batch);
     let mut through = CopyBatch::<4>::new(CopyAttributes::default());
     for (dst, src) in mids.iter_mut().zip(&ins) {
         through.d2d(dst.as_mut_slice(), src.as_slice()).unwrap();
     }
     // SAFETY: as above; after the first batch, in stream order.
     unsafe { through.enqueue(s) }.unwrap();
-    drop(through);
     let mut back = CopyBatch::<4>::new(CopyAttributes::default());
     for (dst, src) in outs.iter_mut().zip(&mids) {
         back.d2h(dst.pinned_mut(), src.as_slice()).unwrap();
     }
     // SAFETY: as above.
     unsafe { back.enqueue(s) }.unwrap();
-    drop(back);
     stream.synchronize().unwrap();
     let batched: Vec<u32> = outs.iter().flat_map(|o| o.iter().copied()).collect();
     assert!(batched == data, "in, through and out in batches");

@@ -6,10 +6,13 @@
 //! (a bench target, so that it may use the dev-dependency cudarc for the launch comparison).
 //! Without a GPU it says so in one line and exits non-zero.
 
+mod batch_copy;
 mod copies;
 mod cudarc_side;
 mod gaps;
 mod graph;
+mod green;
+mod host_pool;
 mod launch;
 mod multi;
 mod output;
@@ -128,7 +131,7 @@ fn main() -> ExitCode {
     }
     println!("{:<9} {:<60} {:>10} {:>10} {:<5} {:>7}", "group", "figure", "ordo", "baseline", "unit", "ratio");
     type Group = fn(&mut Report, usize) -> Result<()>;
-    let groups: [(&str, Group); 8] = [
+    let groups: [(&str, Group); 11] = [
         ("launch", launch::launch_group),
         ("gaps", gaps::gaps_group),
         ("graph", graph::graph_group),
@@ -137,6 +140,9 @@ fn main() -> ExitCode {
         ("copy", copies::copy_group),
         ("pipeline", pipeline::pipeline_group),
         ("multi", multi::multi_group),
+        ("green", green::green_group),
+        ("hostpool", host_pool::host_pool_group),
+        ("batch", batch_copy::batch_copy_group),
     ];
     for (name, g) in groups {
         if let Err(e) = g(&mut r, rounds) {

@@ -4,7 +4,7 @@ use core::fmt;
 
 /// The words of an error: a `&'static str`, or (with the `alloc` feature) an owned text made at
 /// run time, shared by the error's clones (`Arc<str>`). Either is the size of a `&str`, so
-/// [`Error`] is as large with owned texts as without, and only an owned text allocates (once,
+/// [`Error`](super::Error) is as large with owned texts as without, and only an owned text allocates (once,
 /// where the error is made: on its path, never on a success path).
 #[derive(Clone)]
 pub struct Text(TextRepr);

@@ -10,10 +10,10 @@
 //! blocking functions in [`copy`].
 
 #[cfg(cuda_12_8)]
-mod batch;
+pub mod batch;
 pub mod copy;
 mod device_buffer;
-mod host_pool;
+pub mod host_pool;
 mod managed;
 pub mod order;
 mod pinned;
