@@ -21,7 +21,9 @@
 //! the runtime does), the caller makes the runtime call instead, which either succeeds or reports
 //! the runtime's error with its code and name.
 
-use core::ffi::{c_char, c_int, c_uint, c_void, CStr};
+#[cfg(feature = "std")]
+use core::ffi::{c_char, c_int};
+use core::ffi::{c_uint, c_void, CStr};
 use core::sync::atomic::{AtomicPtr, Ordering};
 use ordo_cuda_sys as sys;
 
@@ -129,8 +131,9 @@ pub(crate) fn graph_launch() -> Option<GraphLaunchFn> {
 }
 
 /// A driver function in its form of one CUDA version, resolved on first use and kept (one atomic
-/// load after that). The driver's answer is kept whether it has the function or not; a failed
+/// load after that). Its users (green contexts, the driver's log) need `std`. The driver's answer is kept whether it has the function or not; a failed
 /// query (no driver) is not kept, so that it is asked again.
+#[cfg(feature = "std")]
 pub(crate) struct DriverFn {
     slot: AtomicPtr<c_void>,
     name: &'static CStr,
@@ -139,6 +142,7 @@ pub(crate) struct DriverFn {
     since: &'static str,
 }
 
+#[cfg(feature = "std")]
 impl DriverFn {
     pub(crate) const fn new(name: &'static CStr, version: c_uint, since: &'static str) -> DriverFn {
         DriverFn { slot: AtomicPtr::new(UNRESOLVED), name, version, since }
@@ -182,6 +186,7 @@ impl DriverFn {
 
 /// Declares typed accessors of driver functions: `fn name() -> Result<Type> = c"cuName", version,
 /// "what the driver lacks";` Each resolves once ([`DriverFn`]) and is then one atomic load.
+#[cfg(feature = "std")]
 macro_rules! driver_fns {
     ($($(#[$doc:meta])* $vis:vis fn $get:ident() -> $ty:ty = $name:literal, $version:literal, $since:literal;)*) => {$(
         $(#[$doc])*
@@ -195,18 +200,24 @@ macro_rules! driver_fns {
         }
     )*};
 }
+#[cfg(feature = "std")]
 pub(crate) use driver_fns;
 
 /// `cuLogsCurrent(CUlogIterator* iterator_out, unsigned int flags)`.
+#[cfg(feature = "std")]
 pub(crate) type LogsCurrentFn = unsafe extern "C" fn(*mut c_uint, c_uint) -> c_int;
 /// `cuLogsDumpToMemory(CUlogIterator* iterator, char* buffer, size_t* size, unsigned int flags)`.
+#[cfg(feature = "std")]
 pub(crate) type LogsDumpFn = unsafe extern "C" fn(*mut c_uint, *mut c_char, *mut usize, c_uint) -> c_int;
 
+#[cfg(feature = "std")]
 static LOGS_CURRENT: DriverFn = DriverFn::new(c"cuLogsCurrent", 12090, "CUDA 12.9 added the driver's error log");
+#[cfg(feature = "std")]
 static LOGS_DUMP: DriverFn = DriverFn::new(c"cuLogsDumpToMemory", 12090, "CUDA 12.9 added the driver's error log");
 
 /// `cuLogsCurrent` and `cuLogsDumpToMemory` (CUDA 12.9 and later drivers), or `None`. Makes no
 /// error when they are missing: it runs on the error path.
+#[cfg(feature = "std")]
 pub(crate) fn logs() -> Option<(LogsCurrentFn, LogsDumpFn)> {
     let (current, dump) = (LOGS_CURRENT.quiet()?, LOGS_DUMP.quiet()?);
     // SAFETY: the driver's `cuLogsCurrent` and `cuLogsDumpToMemory` as of CUDA 12.9, whose

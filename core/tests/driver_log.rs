@@ -3,8 +3,11 @@
 //! made without a failure carries none; the error stays plain data of the same size.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[cfg(cuda_12_8)]
 use core::ffi::{c_char, c_int, c_uint, c_void};
-use ordo_cuda_core::error::{self, CudaError};
+#[cfg(cuda_12_8)]
+use ordo_cuda_core::error;
+use ordo_cuda_core::error::CudaError;
 use ordo_cuda_core::*;
 
 #[test]
@@ -18,9 +21,11 @@ fn errors_stay_plain_data_of_the_same_size() {
 }
 
 /// `cuLogsDumpToMemory(CUlogIterator*, char*, size_t*, unsigned)` from the driver, when it has it
-/// (CUDA 12.9 and later drivers).
+/// (CUDA 12.9 and later drivers; reached like ordo reaches it, with 12.8 or later headers).
+#[cfg(cuda_12_8)]
 type DumpFn = unsafe extern "C" fn(*mut c_uint, *mut c_char, *mut usize, c_uint) -> c_int;
 
+#[cfg(cuda_12_8)]
 fn dump_fn() -> Option<DumpFn> {
     let mut p: *mut c_void = std::ptr::null_mut();
     let mut status = sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess;
@@ -36,6 +41,7 @@ fn dump_fn() -> Option<DumpFn> {
 
 /// A driver call that fails with a line in the driver's log, documented by NVIDIA as the example
 /// of the log ("[cuLogsDumpToMemory] buffer cannot be NULL"), reported through `error::check`.
+#[cfg(cuda_12_8)]
 fn failure_the_driver_explains(dump: DumpFn) -> Error {
     let mut size = 64usize;
     // SAFETY: a null buffer, which the driver refuses (the point of the call); `size` writable.
@@ -44,6 +50,7 @@ fn failure_the_driver_explains(dump: DumpFn) -> Error {
     error::check(sys::cudaError(code as u32), "cuLogsDumpToMemory").unwrap_err()
 }
 
+#[cfg(cuda_12_8)]
 fn driver_logs() -> Option<DumpFn> {
     let version = device::driver_version().unwrap_or(0);
     if version < 12090 {
@@ -53,6 +60,7 @@ fn driver_logs() -> Option<DumpFn> {
     dump_fn()
 }
 
+#[cfg(cuda_12_8)]
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn a_failure_the_driver_explains_carries_its_words() {
@@ -69,6 +77,7 @@ fn a_failure_the_driver_explains_carries_its_words() {
 
 /// Eight threads fail the same way twenty times each, at once: each error carries exactly one
 /// line, its own thread's newest (not the other threads' lines, not its own earlier ones).
+#[cfg(cuda_12_8)]
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn each_failure_carries_only_its_threads_new_lines() {

@@ -4,11 +4,16 @@
 //! threads at once; without a driver, a clear error.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[cfg(cuda_library_api)]
 use ordo_cuda_core::memory::copy;
-use ordo_cuda_core::partition::{PartitionStream, Remainder, SmGranularity, SmPartition, SmSplit};
+#[cfg(cuda_library_api)]
+use ordo_cuda_core::partition::{PartitionStream, Remainder, SmPartition};
+use ordo_cuda_core::partition::{SmGranularity, SmSplit};
 use ordo_cuda_core::*;
+#[cfg(cuda_library_api)]
 use std::collections::BTreeSet;
 
+#[cfg(cuda_library_api)]
 #[path = "support/random.rs"]
 mod random;
 

@@ -25,6 +25,7 @@ use std::sync::{Mutex, PoisonError};
 pub(crate) const KEPT: usize = 256;
 
 /// At most this many of the thread's lines are kept for one failure (the latest).
+#[cfg(cuda_12_8)]
 const MAX_LINES: usize = 8;
 
 static NEXT: AtomicU32 = AtomicU32::new(1);
@@ -109,7 +110,7 @@ fn read() -> Option<String> {
 }
 
 /// The calling thread's id as the driver writes it (the kernel's thread id on Linux).
-#[cfg(target_os = "linux")]
+#[cfg(all(cuda_12_8, target_os = "linux"))]
 fn thread_id() -> Option<u64> {
     extern "C" {
         fn gettid() -> i32;
@@ -118,13 +119,14 @@ fn thread_id() -> Option<u64> {
     u64::try_from(unsafe { gettid() }).ok()
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(cuda_12_8, not(target_os = "linux")))]
 fn thread_id() -> Option<u64> {
     None
 }
 
 /// The lines of `log` that thread `tid` wrote (every parsed line when `tid` is unknown), each as
 /// `[severity][entry point] message`, the latest [`MAX_LINES`], `; `-separated; `None` for none.
+#[cfg(cuda_12_8)]
 pub(crate) fn this_threads_lines(log: &str, tid: Option<u64>) -> Option<String> {
     let lines: alloc::vec::Vec<&str> = log
         .lines()
@@ -143,6 +145,7 @@ pub(crate) fn this_threads_lines(log: &str, tid: Option<u64>) -> Option<String> 
 
 /// `[time][thread][source][severity][entry point] message` → (thread, `[severity][entry point]
 /// message`); `None` for a line of another shape (the driver's note that older lines were lost).
+#[cfg(cuda_12_8)]
 fn parse(line: &str) -> Option<(u64, &str)> {
     let field = |s: &str| -> Option<usize> { s.starts_with('[').then(|| s.find(']')).flatten() };
     let line = line.trim_end();
@@ -162,6 +165,7 @@ mod tests {
     use super::*;
     use alloc::format;
 
+    #[cfg(cuda_12_8)]
     const LOG: &str = "\
 [22:21:32.099][25642][CUDA][E][cuLogsDumpToMemory] buffer cannot be NULL
 [22:21:32.100][777][CUDA][E][cuMemcpyAsync] another thread's failure
@@ -169,6 +173,7 @@ some note the driver adds when older lines were dropped
 [22:21:32.101][25642][CUDA][W][cuMemPoolSetAccess] read-only access is not supported for this pool
 ";
 
+    #[cfg(cuda_12_8)]
     #[test]
     fn only_the_calling_threads_lines_are_kept_without_time_and_thread() {
         assert_eq!(
@@ -183,6 +188,7 @@ some note the driver adds when older lines were dropped
         assert!(this_threads_lines("[x][1][CUDA]", None).is_none(), "cut short");
     }
 
+    #[cfg(cuda_12_8)]
     #[test]
     fn at_most_the_latest_lines_are_kept() {
         let log: String = (0..20).map(|i| format!("[t][5][CUDA][E][cuX] line {i}\n")).collect();

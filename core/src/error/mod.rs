@@ -390,7 +390,8 @@ pub fn check(code: sys::cudaError_t, call: &'static str) -> Result<()> {
 /// The error for a failed call. `cudaErrorInsufficientDriver` is CUDA's answer both for a driver
 /// too old and for no driver at all; `cudaDriverGetVersion` tells them apart (it answers 0 with
 /// no driver), and the error then says so. Any other failure carries the driver's log lines for
-/// it, when the driver logs (read here, after the failure: nothing on the success path).
+/// it, when the driver logs (read here, after the failure: nothing on the success path), except
+/// `cudaErrorNotReady`, the answer "not yet" of a poll, which the driver does not explain.
 #[cold]
 #[inline(never)]
 fn failure(code: sys::cudaError_t, call: &'static str) -> CudaError {
@@ -398,7 +399,7 @@ fn failure(code: sys::cudaError_t, call: &'static str) -> CudaError {
     let mut err = CudaError::new(code, call);
     if code != sys::cudaError::cudaErrorInsufficientDriver {
         #[cfg(feature = "std")]
-        {
+        if code != sys::cudaError::cudaErrorNotReady {
             err.log = driver_log::capture();
         }
         return err;
