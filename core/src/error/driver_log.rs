@@ -5,8 +5,8 @@
 //! [entry point] message`, into one process-wide buffer (25,600 bytes). On the success path ordo
 //! reads nothing. After a failure, [`capture`] reads what the buffer gained since the calling
 //! thread last read it (each thread keeps its own position; its first read takes the whole
-//! buffer), keeps the lines the calling thread's id wrote (the failing call ran on it, and other
-//! threads' lines belong to their own failures), and stores them under a number that the
+//! buffer), keeps the lines that carry the calling thread's id (the failing call ran on it, and
+//! other threads' lines belong to their own failures), and stores them under a number that the
 //! [`CudaError`](super::CudaError) keeps: the error stays plain data. The last [`KEPT`] texts are
 //! kept; [`lookup`] finds one by its number.
 //!
@@ -101,7 +101,7 @@ fn read() -> Option<String> {
         return None;
     }
     let text = String::from_utf8_lossy(buf.get(..size)?);
-    this_threads_lines(&text, thread_id())
+    this_threads_lines(&text, thread_ids())
 }
 
 #[cfg(not(cuda_12_8))]
@@ -109,30 +109,34 @@ fn read() -> Option<String> {
     None
 }
 
-/// The calling thread's id as the driver writes it (the kernel's thread id on Linux).
+/// The ids a line of the calling thread may carry: the kernel's thread id (what the driver's
+/// field is named for), and the process id, in case the driver writes that (then the lines of
+/// every thread carry it, and are told apart by the position each thread read up to only).
 #[cfg(all(cuda_12_8, target_os = "linux"))]
-fn thread_id() -> Option<u64> {
+fn thread_ids() -> Option<[u64; 2]> {
     extern "C" {
         fn gettid() -> i32;
+        fn getpid() -> i32;
     }
-    // SAFETY: no arguments; glibc's gettid cannot fail.
-    u64::try_from(unsafe { gettid() }).ok()
+    // SAFETY: no arguments; neither can fail.
+    let (tid, pid) = unsafe { (gettid(), getpid()) };
+    Some([u64::try_from(tid).ok()?, u64::try_from(pid).ok()?])
 }
 
 #[cfg(all(cuda_12_8, not(target_os = "linux")))]
-fn thread_id() -> Option<u64> {
+fn thread_ids() -> Option<[u64; 2]> {
     None
 }
 
-/// The lines of `log` that thread `tid` wrote (every parsed line when `tid` is unknown), each as
+/// The lines of `log` that carry one of `ids` (every parsed line when `ids` is unknown), each as
 /// `[severity][entry point] message`, the latest [`MAX_LINES`], `; `-separated; `None` for none.
 #[cfg(cuda_12_8)]
-pub(crate) fn this_threads_lines(log: &str, tid: Option<u64>) -> Option<String> {
+pub(crate) fn this_threads_lines(log: &str, ids: Option<[u64; 2]>) -> Option<String> {
     let lines: alloc::vec::Vec<&str> = log
         .lines()
         .filter_map(|line| {
             let (thread, rest) = parse(line)?;
-            (tid.is_none() || tid == Some(thread)).then_some(rest)
+            ids.map_or(true, |ids| ids.contains(&thread)).then_some(rest)
         })
         .collect();
     let first = lines.len().saturating_sub(MAX_LINES);
@@ -177,13 +181,18 @@ some note the driver adds when older lines were dropped
     #[test]
     fn only_the_calling_threads_lines_are_kept_without_time_and_thread() {
         assert_eq!(
-            this_threads_lines(LOG, Some(25642)).unwrap(),
+            this_threads_lines(LOG, Some([25642, 1])).unwrap(),
             "[E][cuLogsDumpToMemory] buffer cannot be NULL; [W][cuMemPoolSetAccess] read-only access is not supported for this pool"
         );
-        assert_eq!(this_threads_lines(LOG, Some(777)).unwrap(), "[E][cuMemcpyAsync] another thread's failure");
-        assert!(this_threads_lines(LOG, Some(1)).is_none(), "no line of this thread");
+        assert_eq!(this_threads_lines(LOG, Some([777, 1])).unwrap(), "[E][cuMemcpyAsync] another thread's failure");
+        assert_eq!(
+            this_threads_lines(LOG, Some([5, 777])).unwrap(),
+            "[E][cuMemcpyAsync] another thread's failure",
+            "the process's id"
+        );
+        assert!(this_threads_lines(LOG, Some([1, 2])).is_none(), "no line of this thread");
         assert_eq!(this_threads_lines(LOG, None).unwrap().matches("; ").count(), 2, "unknown thread: every line");
-        assert!(this_threads_lines("", Some(1)).is_none());
+        assert!(this_threads_lines("", Some([1, 2])).is_none());
         assert!(this_threads_lines("[x][notanumber][CUDA][E][cuX] m", None).is_none());
         assert!(this_threads_lines("[x][1][CUDA]", None).is_none(), "cut short");
     }
@@ -192,7 +201,7 @@ some note the driver adds when older lines were dropped
     #[test]
     fn at_most_the_latest_lines_are_kept() {
         let log: String = (0..20).map(|i| format!("[t][5][CUDA][E][cuX] line {i}\n")).collect();
-        let kept = this_threads_lines(&log, Some(5)).unwrap();
+        let kept = this_threads_lines(&log, Some([5, 1])).unwrap();
         assert_eq!(kept.matches("; ").count(), MAX_LINES - 1);
         assert!(kept.starts_with("[E][cuX] line 12;") && kept.ends_with("line 19"), "{kept}");
     }
