@@ -18,9 +18,10 @@
 //!
 //! # The driver's own words
 //! Many CUDA codes are generic ("invalid argument"). From the CUDA 12.9 driver on, the driver
-//! logs why a call failed; with `std`, an error made by [`check`] (every CUDA call ordo makes
-//! reports through it) carries the lines the driver logged for it, read only after the failure
-//! ([`CudaError::driver_log`], shown by `Display`). The success path is unchanged: one compare.
+//! logs why a call failed; with `std`, an error made by [`check`] (through which ordo's CUDA calls
+//! report) or by [`CudaError::from_failed_call`] carries the lines the driver logged for it, read
+//! only after the failure ([`CudaError::driver_log`], shown by `Display`). The success path is
+//! unchanged: one compare.
 //!
 //! # Errors met in `Drop`
 //! `Drop` cannot return an error, and ordo's handles free on drop (`cudaFreeAsync`,
