@@ -168,6 +168,10 @@ fn pool_variants_copy_correctly() {
             Err(e) => panic!("{name}: {e}"),
         };
         assert_eq!(pool.as_pool().access(device).unwrap(), options.device_access, "{name}");
+        if options.device_access == PoolAccess::None {
+            let err = HostPoolBuffer::<u32>::zeroed_async(16, &pool, s).unwrap_err();
+            assert!(err.to_string().contains("read-write access"), "the device cannot write it: {err}");
+        }
         let mut src = HostPoolBuffer::<u32>::alloc_async(N, &pool, s).unwrap();
         src.host_mut_blocking().unwrap().copy_from_slice(&data);
         let mut dev = DeviceBuffer::<u32>::alloc_async(N, s).unwrap();

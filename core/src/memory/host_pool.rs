@@ -198,10 +198,18 @@ impl<'s, T: DeviceCopy> HostPoolBuffer<'s, T> {
     }
 
     /// `len` zeroed elements: [`alloc_async`](Self::alloc_async), then `cudaMemsetAsync` on
-    /// `stream` (the device writes the zeros: the pool must grant the stream's device access).
+    /// `stream`. The device writes the zeros, so the pool must grant the stream's device read and
+    /// write access (a usage error otherwise, before anything is allocated).
     pub fn zeroed_async(len: usize, pool: &HostPool, stream: StreamRef<'s>) -> Result<Self> {
+        let device = stream.device_or_current()?;
+        if pool.as_pool().access(device)? != PoolAccess::ReadWrite {
+            return Err(Error::invalid(
+                "HostPoolBuffer::zeroed_async",
+                "the pool does not grant the stream's device read-write access (HostPoolOptions::device_access)",
+            ));
+        }
         let buf = Self::alloc_async(len, pool, stream)?;
-        // SAFETY: our allocation, ordered after it on its stream.
+        // SAFETY: our allocation, ordered after it on its stream; the device may write it.
         cuda_call!(unsafe { sys::cudaMemsetAsync(buf.ptr.as_ptr().cast(), 0, buf.byte_len(), stream.as_raw()) })?;
         Ok(buf)
     }
