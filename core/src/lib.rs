@@ -3,8 +3,9 @@
 //! A thin, zero-cost layer over the CUDA runtime for code that counts microseconds: streams,
 //! events, device/pinned/registered/managed memory, stream-ordered allocation and pools (of host
 //! memory too), copies one by one and batched, SM partitions ([`partition`]), and errors that
-//! keep CUDA's code, the call that failed and the driver's words about it. `no_std` (features `alloc` and
-//! `std`, `std` on by default); every handle is a `repr(transparent)` newtype over the raw one.
+//! keep CUDA's code, the call that failed and the driver's words about it. `no_std` (features
+//! `alloc` and `std`, `std` on by default); every handle is a `repr(transparent)` newtype over the
+//! raw one.
 //!
 //! ## Stream-correct
 //! Everything that enqueues work takes the caller's stream ([`StreamRef`]) and enqueues on it;
@@ -29,8 +30,9 @@
 //!   captured); the staging ring ([`staging`]: it orders its copy with the destination buffer's
 //!   stream); SM partitions and their streams ([`partition`]: a partition outlives its streams,
 //!   and its green context goes only after its work); the CPU's access to a host pool's buffer
-//!   (after a synchronise of its stream, never while it captures); instantiating, launching, updating and uploading graphs (their work was captured
-//!   under the capture's contract, which covers every replay). None of these can make Rust code
+//!   (after a synchronise of its stream, never while it captures); instantiating, launching,
+//!   updating and uploading graphs (their work was captured under the capture's contract, which
+//!   covers every replay). None of these can make Rust code
 //!   read freed or uninitialised memory: device buffers hold [`DeviceCopy`] types, which have no
 //!   invalid bit patterns, host buffers start zeroed or written (`PinnedBuffer::from_slice`,
 //!   `from_fn`), and a [`DeviceBuffer`] cannot outlive its
