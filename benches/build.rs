@@ -32,7 +32,9 @@ fn main() -> ExitCode {
     for g in &gencode {
         build.flag(g);
     }
-    if let Err(e) = build.file("cuda/baseline.cu").file("cuda/decode.cu").try_compile("ordo_baseline") {
+    if let Err(e) =
+        build.file("cuda/baseline.cu").file("cuda/decode.cu").file("cuda/green.cu").try_compile("ordo_baseline")
+    {
         eprintln!("ordo-benches: nvcc failed: {e}");
         return ExitCode::FAILURE;
     }

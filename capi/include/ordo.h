@@ -44,7 +44,8 @@
  * overflows give ORDO_ERROR_INVALID_ARGUMENT before anything is enqueued (one exception, said at
  * ordo_graph_cache_run: its n 0 rounds up to the first bucket, as in the Rust API).
  *
- * HANDLES (ordo_graph_cache, ordo_staging_ring, ordo_timer, ordo_pipeline) are opaque tokens that ordo never
+ * HANDLES (ordo_graph_cache, ordo_staging_ring, ordo_timer, ordo_pipeline, ordo_sm_partition,
+ * ordo_sm_stream) are opaque tokens that ordo never
  * dereferences: it looks each one up in a table of live handles. A handle that is not a live
  * handle of the expected kind (NULL, already destroyed, never made by ordo, or a handle of another
  * kind) gives ORDO_ERROR_INVALID_HANDLE and nothing is done; a stale handle never reaches a newer
@@ -81,6 +82,8 @@
  * - a graph cache call, while another thread launches one of the same cache's graphs (the launch
  *   itself, cudaGraphLaunch, never a body), and any call, briefly, on ordo's internal tables (live
  *   handles, the pipelines' pools), which are never held across a callback or a wait for the device;
+ * - ordo_sm_partition_destroy and ordo_sm_stream_destroy, when they drop the last handle of a
+ *   partition: until the partition's queued work has completed (then its green context goes);
  * - a graph cache call that captures in ORDO_CAPTURE_GLOBAL mode, while another thread's graph
  *   cache captures in that mode; and a graph cache's instantiation or destruction of its graphs
  *   (any mode), while another thread's graph cache captures in ORDO_CAPTURE_GLOBAL mode (see
@@ -668,6 +671,35 @@ ordo_status ordo_nccl_broadcast(ordo_nccl_comm* comm, const void* send, void* re
 ordo_status ordo_nccl_reduce(ordo_nccl_comm* comm, const void* send, void* recv, size_t count, int dtype, int op, size_t root, struct CUstream_st* stream);
 ordo_status ordo_nccl_all_gather(ordo_nccl_comm* comm, const void* send, void* recv, size_t send_count, int dtype, struct CUstream_st* stream);
 ordo_status ordo_nccl_reduce_scatter(ordo_nccl_comm* comm, const void* send, void* recv, size_t recv_count, int dtype, int op, struct CUstream_st* stream);
+
+/* ---- SM partitions (green contexts) ------------------------------------------------------------
+ * A device's SMs split once into equal groups (of at least min_sms SMs, rounded up to the device's
+ * granularity: multiples of 8 on compute capability 9.0) and the SMs left over; each partition
+ * takes whole groups, so no two partitions share an SM. Kernels launched on a partition's stream
+ * run on its SMs; the stream (ordo_sm_stream_handle) goes to every CUDA call and ordo export that
+ * takes a stream. Needs a CUDA 12.4 or later driver (streams: 12.5), reached through the driver's
+ * entry points; a driver without them gives cudaErrorCallRequiresNewerDriver, naming the function
+ * in the last error. ordo built against CUDA headers older than 12.8 gives ORDO_ERROR_NOT_SUPPORTED.
+ * split_query: what one split gives (groups, SMs a group, SMs left over), making no partition.
+ * partitions_create: one split and `count` partitions, partition i taking groups[i] consecutive
+ * groups; `remainder` says where the SMs left over go (ORDO_SM_REMAINDER_OWN: a partition of their
+ * own, written after the others, so `out` then holds count + 1 handles). More groups than the split
+ * made, or a partition with no SMs, is ORDO_ERROR_INVALID_ARGUMENT, before any is made.
+ * A stream handle keeps its partition: destroy handles in any order. The green context is destroyed
+ * when the last of a partition's handles and streams goes, after the partition's work: that destroy
+ * waits for the device (the one blocking call here). */
+#define ORDO_SM_REMAINDER_UNUSED 0
+#define ORDO_SM_REMAINDER_TO_LAST 1
+#define ORDO_SM_REMAINDER_OWN 2
+typedef struct OrdoSmPartition ordo_sm_partition;
+typedef struct OrdoSmStream ordo_sm_stream;
+ordo_status ordo_sm_split_query(int device_ordinal, uint32_t min_sms, uint32_t* group_count, uint32_t* sms_per_group, uint32_t* remainder_sms);
+ordo_status ordo_sm_partitions_create(int device_ordinal, uint32_t min_sms, const size_t* groups, size_t count, int remainder, ordo_sm_partition** out);
+ordo_status ordo_sm_partition_sm_count(ordo_sm_partition* partition, uint32_t* sm_count);
+void ordo_sm_partition_destroy(ordo_sm_partition* partition);
+ordo_status ordo_sm_stream_create(ordo_sm_partition* partition, int priority, ordo_sm_stream** out);
+ordo_status ordo_sm_stream_handle(ordo_sm_stream* stream, struct CUstream_st** out);
+void ordo_sm_stream_destroy(ordo_sm_stream* stream);
 
 
 #ifdef __cplusplus

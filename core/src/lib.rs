@@ -1,9 +1,11 @@
 //! # ordo-cuda-core
 //!
 //! A thin, zero-cost layer over the CUDA runtime for code that counts microseconds: streams,
-//! events, device/pinned/registered/managed memory, stream-ordered allocation and pools, copies,
-//! and errors that keep CUDA's code and the call that failed. `no_std` (features `alloc` and
-//! `std`, `std` on by default); every handle is a `repr(transparent)` newtype over the raw one.
+//! events, device/pinned/registered/managed memory, stream-ordered allocation and pools (of host
+//! memory too), copies one by one and batched, SM partitions ([`partition`]), and errors that
+//! keep CUDA's code, the call that failed and the driver's words about it. `no_std` (features
+//! `alloc` and `std`, `std` on by default); every handle is a `repr(transparent)` newtype over the
+//! raw one.
 //!
 //! ## Stream-correct
 //! Everything that enqueues work takes the caller's stream ([`StreamRef`]) and enqueues on it;
@@ -27,8 +29,11 @@
 //!   copy can no longer touch the host memory, and refuse a capturing stream); managed prefetch
 //!   and advice; host functions ([`host_fn`]: `'static` closures, owned by the graph when
 //!   captured); the staging ring ([`staging`]: it orders its copy with the destination buffer's
-//!   stream); instantiating, launching, updating and uploading graphs (their work was captured
-//!   under the capture's contract, which covers every replay). None of these can make Rust code
+//!   stream); SM partitions and their streams ([`partition`]: a partition outlives its streams,
+//!   and its green context goes only after its work); the CPU's access to a host pool's buffer
+//!   (after a synchronise of its stream, never while it captures); instantiating, launching,
+//!   updating and uploading graphs (their work was captured under the capture's contract, which
+//!   covers every replay). None of these can make Rust code
 //!   read freed or uninitialised memory: device buffers hold [`DeviceCopy`] types, which have no
 //!   invalid bit patterns, host buffers start zeroed or written (`PinnedBuffer::from_slice`,
 //!   `from_fn`), and a [`DeviceBuffer`] cannot outlive its
@@ -36,8 +41,9 @@
 //!   own ([`DeviceSlice::origin`]) is ordered after that stream, and that stream's later free after
 //!   the work ([`memory::order`]).
 //! - **`unsafe`**, and why:
-//!   - *asynchronous copies and memsets* ([`memory::copy`]): the memory must outlive the copy,
-//!     which a borrow ending at the call's return cannot show;
+//!   - *asynchronous copies and memsets* ([`memory::copy`]), batched copies
+//!     (`memory::CopyBatch::enqueue`): the memory must outlive the copy, which a borrow ending at
+//!     the call's return cannot show;
 //!   - *kernel launches* ([`Kernel::launch`], [`launch::launch_raw`], [`PdlKernel::launch`],
 //!     [`GraphExec::set_kernel_node_args`], [`Graph::add_kernel_node`],
 //!     [`graph::BodyGraph::add_kernel_node`]): the kernel's use of its pointer arguments is
@@ -172,6 +178,8 @@ pub mod launch;
 #[cfg(all(feature = "alloc", cuda_library_api))]
 pub mod library;
 pub mod memory;
+#[cfg(feature = "std")]
+pub mod partition;
 #[cfg(feature = "alloc")]
 pub mod pipeline;
 #[cfg(feature = "std")]
@@ -188,9 +196,9 @@ pub use launch::{Dim3, Kernel, LaunchConfig, PdlKernel, PdlMode, PdlPlan};
 #[cfg(feature = "alloc")]
 pub use memory::SharedStreamBuffer;
 pub use memory::{
-    DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, HostAllocFlags, HostRegisterFlags, Location, ManagedBuffer,
-    ManagedFlags, MemPool, MemPoolBuilder, MemPoolRef, PinnedBuffer, PinnedSlice, PinnedSliceMut, PoolAccess,
-    RegisteredHost,
+    DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, HostAllocFlags, HostPool, HostPoolBuffer, HostRegisterFlags,
+    Location, ManagedBuffer, ManagedFlags, MemPool, MemPoolBuilder, MemPoolRef, PinnedBuffer, PinnedSlice,
+    PinnedSliceMut, PoolAccess, RegisteredHost,
 };
 pub use ordo_cuda_sys as sys;
 pub use stream::{Stream, StreamFlags, StreamRef, StreamStatus};

@@ -13,5 +13,9 @@ fn type_level_promises_are_compile_errors() {
         eprintln!("compile_fail: no cargo on this machine ({cargo:?}): nothing compiled, nothing checked");
         return;
     }
-    trybuild::TestCases::new().compile_fail("tests/compile_fail/*.rs");
+    let cases = trybuild::TestCases::new();
+    cases.compile_fail("tests/compile_fail/*.rs");
+    // Items of CUDA 12.8 and later headers (batched copies).
+    #[cfg(cuda_12_8)]
+    cases.compile_fail("tests/compile_fail/cuda_12_8/*.rs");
 }

@@ -267,3 +267,51 @@ pub unsafe fn stream_begin_capture_to_graph(
     // SAFETY: forwarded contract.
     unsafe { cudaStreamBeginCaptureToGraph(stream, graph, dependencies, dependency_data, n, mode) }
 }
+
+// ---- Batched copies (added for `ordo_cuda_core::memory::batch`) --------------------------------
+
+/// [`cudaMemcpyBatchAsync`](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html)
+/// in its 13.x form (no `failIdx`): `count` copies on `stream`, `num_attrs` attribute sets, set
+/// `k` applying from copy `attrs_idxs[k]` on. On 12.8 and 12.9 it calls the form with `failIdx`
+/// (the index of the copy that failed, which the 13.x form dropped) and discards it. Headers
+/// before 12.8 have neither the call nor `cudaMemcpyAttributes`: the wrapper is absent there.
+///
+/// # Safety
+/// As the CUDA call: `dsts`, `srcs` and `sizes` hold `count` elements, `attrs` and `attrs_idxs`
+/// hold `num_attrs`; every copy's memory is valid for it until it completes.
+#[cfg(cuda_12_8)]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn memcpy_batch_async(
+    dsts: *const *mut c_void,
+    srcs: *const *const c_void,
+    sizes: *const usize,
+    count: usize,
+    attrs: *mut cudaMemcpyAttributes,
+    attrs_idxs: *mut usize,
+    num_attrs: usize,
+    stream: cudaStream_t,
+) -> cudaError_t {
+    #[cfg(cuda_13)]
+    // SAFETY: forwarded contract.
+    return unsafe { cudaMemcpyBatchAsync(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream) };
+    #[cfg(not(cuda_13))]
+    {
+        let mut fail_idx = 0usize;
+        // SAFETY: forwarded contract; the 12.x prototype takes the arrays as `void**` and
+        // `size_t*` but does not write them; `fail_idx` is writable.
+        return unsafe {
+            cudaMemcpyBatchAsync(
+                dsts.cast_mut(),
+                srcs.cast_mut().cast(),
+                sizes.cast_mut(),
+                count,
+                attrs,
+                attrs_idxs,
+                num_attrs,
+                &mut fail_idx,
+                stream,
+            )
+        };
+    }
+}

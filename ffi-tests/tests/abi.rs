@@ -456,7 +456,7 @@ fn header_declares_exactly_the_exports_with_the_same_signatures() {
     let header = parse_header(HEADER);
     assert!(rust.functions.len() >= 36, "parsed {} exports: {:?}", rust.functions.len(), rust.functions.keys());
     assert_eq!(rust.callbacks.len(), 5, "{:?}", rust.callbacks);
-    assert_eq!(rust.handles.len(), 5, "{:?}", rust.handles);
+    assert!(rust.handles.len() >= 7, "{:?}", rust.handles);
     let problems = disagreements(&rust, &header);
     assert!(problems.is_empty(), "ordo.h and src/ffi disagree:\n{}", problems.join("\n"));
 }

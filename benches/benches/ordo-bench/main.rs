@@ -9,11 +9,14 @@
 //! (a bench target, so that it may use the dev-dependency cudarc for the launch comparison).
 //! Without a GPU it says so in one line and exits non-zero.
 
+mod batch_copy;
 mod copies;
 mod cudarc_side;
 mod decode;
 mod gaps;
 mod graph;
+mod green;
+mod host_pool;
 mod launch;
 mod multi;
 mod output;
@@ -166,7 +169,7 @@ fn main() -> ExitCode {
     type Group = fn(&mut Report, usize) -> Result<()>;
     // `decode` runs before `small`, which raises the default pool's release threshold for the
     // rest of the process: the decode group's figures are those of a process that left it alone.
-    let groups: [(&str, Group); 9] = [
+    let groups: [(&str, Group); 12] = [
         ("launch", launch::launch_group),
         ("gaps", gaps::gaps_group),
         ("graph", graph::graph_group),
@@ -176,6 +179,9 @@ fn main() -> ExitCode {
         ("copy", copies::copy_group),
         ("pipeline", pipeline::pipeline_group),
         ("multi", multi::multi_group),
+        ("green", green::green_group),
+        ("hostpool", host_pool::host_pool_group),
+        ("batch", batch_copy::batch_copy_group),
     ];
     for (name, g) in groups {
         if let Err(e) = g(&mut r, rounds) {

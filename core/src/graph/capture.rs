@@ -475,7 +475,7 @@ impl IntoCapture<'_, '_> {
         };
         let (code, raw) = end_raw(self.stream);
         let ended = if code != sys::cudaError::cudaSuccess {
-            Err(Error::Cuda(CudaError::new(code, "cudaStreamEndCapture")))
+            Err(Error::Cuda(CudaError::from_failed_call(code, "cudaStreamEndCapture")))
         } else if raw != self.graph.as_raw() {
             Err(Error::invalid(
                 "capture_into",

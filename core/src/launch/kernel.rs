@@ -373,7 +373,7 @@ pub(crate) fn check_co_resident(func: *const c_void, device: Device, config: &La
 #[cold]
 #[inline(never)]
 fn launch_error(code: sys::cudaError_t, config: &LaunchConfig) -> Result<()> {
-    let mut err = crate::error::CudaError::new(code, "cudaLaunchKernelExC");
+    let mut err = crate::error::CudaError::from_failed_call(code, "cudaLaunchKernelExC");
     if !err.is_sticky() {
         // SAFETY: no arguments.
         unsafe { sys::cudaGetLastError() };

@@ -4,13 +4,17 @@
 //!
 //! The views say by type where memory lives: [`DeviceSlice`]/[`DeviceSliceMut`] for device
 //! memory, [`PinnedSlice`]/[`PinnedSliceMut`] for page-locked host memory (only made from a
-//! [`PinnedBuffer`] or [`RegisteredHost`]). Asynchronous copies take pinned views, so pageable
-//! memory cannot reach them: `cudaMemcpyAsync` from pageable memory is not asynchronous (it returned
-//! only after the copy, 27.6 ms for 256 MiB on an H200). Pageable copies have their own, plainly
-//! named, blocking functions in [`copy`].
+//! [`PinnedBuffer`], [`RegisteredHost`] or [`HostPoolBuffer`]). Asynchronous copies (one at a
+//! time in [`copy`], or batched with [`CopyBatch`]) take pinned views, so pageable memory cannot
+//! reach them: `cudaMemcpyAsync` from pageable memory is not asynchronous (it returned only after
+//! the copy, 27.6 ms for 256 MiB on an H200). Pageable copies have their own, plainly named,
+//! blocking functions in [`copy`].
 
+#[cfg(cuda_12_8)]
+pub mod batch;
 pub mod copy;
 mod device_buffer;
+pub mod host_pool;
 mod managed;
 pub mod order;
 mod pinned;
@@ -21,7 +25,10 @@ mod slice;
 #[cfg(feature = "std")]
 pub mod temporaries;
 
+#[cfg(cuda_12_8)]
+pub use batch::{CopyAttributes, CopyBatch, SourceOrder};
 pub use device_buffer::DeviceBuffer;
+pub use host_pool::{HostLocation, HostPool, HostPoolBuffer, HostPoolOptions};
 pub use managed::{Location, ManagedBuffer, ManagedFlags};
 pub use pinned::{HostAllocFlags, HostRegisterFlags, PinnedBuffer, RegisteredHost};
 pub use pool::{MemPool, MemPoolBuilder, MemPoolRef, PoolAccess};

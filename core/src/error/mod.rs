@@ -16,6 +16,13 @@
 //! Some execution errors leave the CUDA context unusable ([`CudaError::is_sticky`]): every later
 //! call in the process returns the same error, and the only way on is a new process.
 //!
+//! # The driver's own words
+//! Many CUDA codes are generic ("invalid argument"). From the CUDA 12.9 driver on, the driver
+//! logs why a call failed; with `std`, an error made by [`check`] (through which ordo's CUDA calls
+//! report) or by [`CudaError::from_failed_call`] carries the lines the driver logged for it, read
+//! only after the failure ([`CudaError::driver_log`], shown by `Display`). The success path is
+//! unchanged: one compare.
+//!
 //! # Errors met in `Drop`
 //! `Drop` cannot return an error, and ordo's handles free on drop (`cudaFreeAsync`,
 //! `cudaStreamDestroy`, ...). A failure there (a lost context; a free inside a capture that
@@ -24,23 +31,44 @@
 //! oldest, and the ones that did not fit are counted by [`lost_drop_error_count`]). Every build
 //! counts them ([`drop_error_count`]). Libraries built on ordo report their own `Drop` failures
 //! the same way with [`record_drop_error`] and [`record_drop_error_value`].
+//!
+//! One concept a file: the error types and the check here, the words of an error in [`Text`]
+//! (`text.rs`), the driver's log (`driver_log.rs`), the drop-error queue (`drop_queue.rs`).
+
+#[cfg(feature = "std")]
+mod driver_log;
+mod drop_queue;
+mod text;
+
+#[cfg(feature = "std")]
+pub use drop_queue::take_drop_errors;
+pub use drop_queue::{
+    drop_error_count, lost_drop_error_count, record_drop_error, record_drop_error_value, DROP_ERROR_CAPACITY,
+};
+pub use text::Text;
 
 use core::ffi::CStr;
 use core::fmt;
-use core::sync::atomic::{AtomicUsize, Ordering};
 use ordo_cuda_sys as sys;
 
 /// `Result` with ordo's [`Error`].
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
 /// An error returned by a CUDA runtime call, optionally with ordo's hint about its likely cause
-/// (shown by `Display`; the code, name and call stay CUDA's).
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// and the driver's log lines for it (both shown by `Display`; the code, name and call stay
+/// CUDA's). Plain data (`Copy`, 40 bytes): the log lines live in a process-wide store and the
+/// error holds their number ([`driver_log`](Self::driver_log)).
+#[derive(Clone, Copy)]
 pub struct CudaError {
     code: sys::cudaError_t,
+    /// The number of the driver's log lines kept for this failure, when there are any.
+    log: Option<core::num::NonZeroU32>,
     call: &'static str,
     hint: Option<&'static str>,
 }
+
+#[cfg(target_pointer_width = "64")]
+static_assertions::const_assert!(core::mem::size_of::<CudaError>() <= 40);
 
 /// The codes whose documentation in `driver_types.h` says the process is left in an inconsistent
 /// state and must be restarted ("sticky": the context is lost). A test checks this list against the
@@ -65,7 +93,17 @@ impl CudaError {
     /// An error for `code` returned by `call` (the CUDA function's name).
     #[inline]
     pub const fn new(code: sys::cudaError_t, call: &'static str) -> CudaError {
-        CudaError { code, call, hint: None }
+        CudaError { code, log: None, call, hint: None }
+    }
+
+    /// The error for `code`, just returned by the failed `call`, as [`check`] makes it: with the
+    /// driver's log lines for the failure (when the driver logs, with `std`), and the hint that
+    /// tells a missing driver from an old one. For code that calls CUDA itself and must not lose
+    /// the driver's words; call it right after the failure, on the failing thread.
+    #[cold]
+    #[inline(never)]
+    pub fn from_failed_call(code: sys::cudaError_t, call: &'static str) -> CudaError {
+        failure(code, call)
     }
 
     /// The same error with ordo's `hint` about its likely cause, e.g. which ordo call would avoid
@@ -119,7 +157,26 @@ impl CudaError {
     pub fn is_no_driver(&self) -> bool {
         self.code == sys::cudaError::cudaErrorInsufficientDriver || self.code == sys::cudaError::cudaErrorNoDevice
     }
+
+    /// The lines the driver logged on the failing thread for this failure (CUDA 12.9 and later
+    /// drivers), `; `-separated, each as `[severity][driver entry point] message`: the reason
+    /// behind a generic code. `None` when the driver logged nothing, has no log, or the error was
+    /// not made at a failure ([`CudaError::new`]). The last 256 failures' lines are kept; an
+    /// older error has lost them.
+    #[cfg(feature = "std")]
+    pub fn driver_log(&self) -> Option<Text> {
+        driver_log::lookup(self.log?)
+    }
 }
+
+/// Equality is CUDA's: code, call and hint. The driver's log lines are context, not identity.
+impl PartialEq for CudaError {
+    fn eq(&self, other: &CudaError) -> bool {
+        self.code == other.code && self.call == other.call && self.hint == other.hint
+    }
+}
+
+impl Eq for CudaError {}
 
 /// Whether `code` is one of the sticky errors.
 #[inline]
@@ -135,6 +192,7 @@ impl fmt::Debug for CudaError {
             .field("call", &self.call)
             .field("sticky", &self.is_sticky())
             .field("hint", &self.hint)
+            .field("driver_log", &self.log)
             .finish()
     }
 }
@@ -155,6 +213,10 @@ impl fmt::Display for CudaError {
         if let Some(hint) = self.hint {
             write!(f, " (hint: {hint})")?;
         }
+        #[cfg(feature = "std")]
+        if let Some(log) = self.driver_log() {
+            write!(f, " (driver: {log})")?;
+        }
         Ok(())
     }
 }
@@ -172,139 +234,6 @@ pub enum UsageKind {
     NotSupported,
     /// A Rust panic was caught at an FFI boundary (host function, C ABI).
     Panicked,
-}
-
-/// The words of an error: a `&'static str`, or (with the `alloc` feature) an owned text made at
-/// run time, shared by the error's clones (`Arc<str>`). Either is the size of a `&str`, so
-/// [`Error`] is as large with owned texts as without, and only an owned text allocates (once,
-/// where the error is made: on its path, never on a success path).
-#[derive(Clone)]
-pub struct Text(TextRepr);
-
-#[derive(Clone)]
-enum TextRepr {
-    Static(&'static str),
-    #[cfg(feature = "alloc")]
-    Owned(alloc::sync::Arc<str>),
-}
-
-impl Text {
-    /// A text of static words; `const`, so errors can be made in constants.
-    #[inline]
-    pub const fn from_static(text: &'static str) -> Text {
-        Text(TextRepr::Static(text))
-    }
-
-    /// The words.
-    #[inline]
-    pub fn as_str(&self) -> &str {
-        match &self.0 {
-            TextRepr::Static(s) => s,
-            #[cfg(feature = "alloc")]
-            TextRepr::Owned(s) => s,
-        }
-    }
-
-    /// The words when they are a `&'static str` (made from one), else `None`.
-    #[inline]
-    pub fn as_static(&self) -> Option<&'static str> {
-        match self.0 {
-            TextRepr::Static(s) => Some(s),
-            #[cfg(feature = "alloc")]
-            TextRepr::Owned(_) => None,
-        }
-    }
-}
-
-impl core::ops::Deref for Text {
-    type Target = str;
-    #[inline]
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl AsRef<str> for Text {
-    #[inline]
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl PartialEq for Text {
-    fn eq(&self, other: &Text) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl Eq for Text {}
-
-impl PartialEq<str> for Text {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for Text {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl core::hash::Hash for Text {
-    fn hash<H: core::hash::Hasher>(&self, state: &mut H) {
-        self.as_str().hash(state)
-    }
-}
-
-impl fmt::Debug for Text {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
-    }
-}
-
-impl fmt::Display for Text {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl From<&'static str> for Text {
-    #[inline]
-    fn from(text: &'static str) -> Text {
-        Text::from_static(text)
-    }
-}
-
-#[cfg(feature = "alloc")]
-impl From<alloc::string::String> for Text {
-    fn from(text: alloc::string::String) -> Text {
-        Text(TextRepr::Owned(text.into()))
-    }
-}
-
-#[cfg(feature = "alloc")]
-impl From<alloc::boxed::Box<str>> for Text {
-    fn from(text: alloc::boxed::Box<str>) -> Text {
-        Text(TextRepr::Owned(text.into()))
-    }
-}
-
-#[cfg(feature = "alloc")]
-impl From<alloc::sync::Arc<str>> for Text {
-    fn from(text: alloc::sync::Arc<str>) -> Text {
-        Text(TextRepr::Owned(text))
-    }
-}
-
-#[cfg(feature = "alloc")]
-impl From<alloc::borrow::Cow<'static, str>> for Text {
-    fn from(text: alloc::borrow::Cow<'static, str>) -> Text {
-        match text {
-            alloc::borrow::Cow::Borrowed(s) => Text::from_static(s),
-            alloc::borrow::Cow::Owned(s) => s.into(),
-        }
-    }
 }
 
 /// A mistake ordo (or a library built on it) caught before calling CUDA.
@@ -461,12 +390,19 @@ pub fn check(code: sys::cudaError_t, call: &'static str) -> Result<()> {
 
 /// The error for a failed call. `cudaErrorInsufficientDriver` is CUDA's answer both for a driver
 /// too old and for no driver at all; `cudaDriverGetVersion` tells them apart (it answers 0 with
-/// no driver), and the error then says so.
+/// no driver), and the error then says so. Any other failure carries the driver's log lines for
+/// it, when the driver logs (read here, after the failure: nothing on the success path), except
+/// `cudaErrorNotReady`, the answer "not yet" of a poll, which the driver does not explain.
 #[cold]
 #[inline(never)]
 fn failure(code: sys::cudaError_t, call: &'static str) -> CudaError {
-    let err = CudaError::new(code, call);
+    #[allow(unused_mut)]
+    let mut err = CudaError::new(code, call);
     if code != sys::cudaError::cudaErrorInsufficientDriver {
+        #[cfg(feature = "std")]
+        if code != sys::cudaError::cudaErrorNotReady {
+            err.log = driver_log::capture();
+        }
         return err;
     }
     let mut version: core::ffi::c_int = -1;
@@ -497,67 +433,4 @@ pub fn peek_last_error() -> Result<()> {
 #[cold]
 pub(crate) fn null_handle(call: &'static str) -> Error {
     Error::Cuda(CudaError::new(sys::cudaError::cudaErrorUnknown, call))
-}
-
-/// How many errors met in `Drop` the `std` queue keeps at most; later ones are counted by
-/// [`lost_drop_error_count`] until [`take_drop_errors`] empties it.
-pub const DROP_ERROR_CAPACITY: usize = 1024;
-
-/// Every error met in `Drop` since the process started, kept or not.
-static DROP_ERRORS_SEEN: AtomicUsize = AtomicUsize::new(0);
-/// Errors met in `Drop` that were not kept: the queue was full, or the build has no `std`.
-static DROP_ERRORS_LOST: AtomicUsize = AtomicUsize::new(0);
-
-#[cfg(feature = "std")]
-static DROP_ERRORS: std::sync::Mutex<alloc::collections::VecDeque<Error>> =
-    std::sync::Mutex::new(alloc::collections::VecDeque::new());
-
-/// Records the status a CUDA call returned inside a `Drop` (`call` names it): nothing for
-/// `cudaSuccess`, else the error goes where [`take_drop_errors`] finds it. For libraries built on
-/// ordo whose handles free themselves on drop; one compare on the success path.
-#[inline]
-pub fn record_drop_error(code: sys::cudaError_t, call: &'static str) {
-    if code != sys::cudaError::cudaSuccess {
-        record_drop_error_value(Error::Cuda(CudaError::new(code, call)));
-    }
-}
-
-/// Records an error met inside a `Drop` (any kind: a cuBLAS or NCCL status as
-/// [`Error::Library`], say). Never panics and never blocks on a poisoned lock; allocates only
-/// while the queue grows (at most [`DROP_ERROR_CAPACITY`] entries).
-#[cold]
-#[inline(never)]
-pub fn record_drop_error_value(error: Error) {
-    DROP_ERRORS_SEEN.fetch_add(1, Ordering::Relaxed);
-    #[cfg(feature = "std")]
-    {
-        let mut queue = DROP_ERRORS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if queue.len() < DROP_ERROR_CAPACITY {
-            queue.push_back(error);
-            return;
-        }
-    }
-    #[cfg(not(feature = "std"))]
-    let _ = error;
-    DROP_ERRORS_LOST.fetch_add(1, Ordering::Relaxed);
-}
-
-/// Takes the errors met in `Drop` since the last call, oldest first (at most
-/// [`DROP_ERROR_CAPACITY`]; see [`lost_drop_error_count`] for the rest). Process-wide: errors
-/// of every thread land in the same queue.
-#[cfg(feature = "std")]
-pub fn take_drop_errors() -> alloc::vec::Vec<Error> {
-    let mut queue = DROP_ERRORS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    queue.drain(..).collect()
-}
-
-/// How many errors were met in `Drop` since the process started, whether kept or not.
-pub fn drop_error_count() -> usize {
-    DROP_ERRORS_SEEN.load(Ordering::Relaxed)
-}
-
-/// How many errors met in `Drop` since the process started were not kept: the queue was full
-/// (with `std`), or every one (without `std`, which keeps none). Never reset.
-pub fn lost_drop_error_count() -> usize {
-    DROP_ERRORS_LOST.load(Ordering::Relaxed)
 }

@@ -1,0 +1,217 @@
+//! The driver's log of failed calls (CUDA 12.9 and later drivers, `cuLogs*`), read only after a
+//! failure and kept for the error.
+//!
+//! The driver writes a line for each failure it can explain, `[time][thread][source][severity]
+//! [entry point] message`, into one process-wide buffer (25,600 bytes). On the success path ordo
+//! reads nothing. After a failure, [`capture`] reads what the buffer gained since the calling
+//! thread last read it (each thread keeps its own position; its first read takes the whole
+//! buffer), keeps the lines that carry the calling thread's id (the failing call ran on it, and
+//! other threads' lines belong to their own failures), and stores them under a number that the
+//! [`CudaError`](super::CudaError) keeps: the error stays plain data. The last [`KEPT`] texts are
+//! kept; [`lookup`] finds one by its number.
+//!
+//! A failure that ordo handled without reporting it (a driver call refused, then made through the
+//! runtime) may leave a line that the next reported failure on the thread then shows too.
+
+use super::Text;
+use alloc::collections::VecDeque;
+use alloc::string::String;
+use alloc::sync::Arc;
+use core::num::NonZeroU32;
+use core::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+/// How many failures' lines are kept.
+pub(crate) const KEPT: usize = 256;
+
+/// At most this many of the thread's lines are kept for one failure (the latest).
+#[cfg(cuda_12_8)]
+const MAX_LINES: usize = 8;
+
+static NEXT: AtomicU32 = AtomicU32::new(1);
+static STORE: Mutex<VecDeque<(NonZeroU32, Arc<str>)>> = Mutex::new(VecDeque::new());
+
+/// Reads the driver's lines for the failure that just happened on this thread and keeps them;
+/// their number, or `None` when the driver has no log or logged nothing for this thread.
+#[cold]
+#[inline(never)]
+pub(crate) fn capture() -> Option<NonZeroU32> {
+    let text = read()?;
+    Some(store(text.into()))
+}
+
+/// The lines kept under `id`, while they are kept.
+pub(crate) fn lookup(id: NonZeroU32) -> Option<Text> {
+    let store = STORE.lock().unwrap_or_else(PoisonError::into_inner);
+    store.iter().find(|(i, _)| *i == id).map(|(_, text)| Text::from(Arc::clone(text)))
+}
+
+fn store(text: Arc<str>) -> NonZeroU32 {
+    let id = loop {
+        // Wraps after 2^32 failures; 0 is skipped, and the store holds far fewer than 2^32.
+        if let Some(id) = NonZeroU32::new(NEXT.fetch_add(1, Ordering::Relaxed)) {
+            break id;
+        }
+    };
+    let mut store = STORE.lock().unwrap_or_else(PoisonError::into_inner);
+    if store.len() >= KEPT {
+        store.pop_front();
+    }
+    store.push_back((id, text));
+    id
+}
+
+#[cfg(cuda_12_8)]
+std::thread_local! {
+    /// Where this thread's next read of the driver's log starts; `None` before its first.
+    static CURSOR: core::cell::Cell<Option<u32>> = const { core::cell::Cell::new(None) };
+}
+
+/// This thread's new lines in the driver's log, `; `-separated, or `None`.
+#[cfg(cuda_12_8)]
+fn read() -> Option<String> {
+    let (current, dump) = crate::driver_calls::logs()?;
+    // Room for the newest lines; the driver puts a note at the head when older ones do not fit,
+    // and always keeps the most recent.
+    let mut buf = [0u8; 4096];
+    let mut size = buf.len();
+    let cursor = CURSOR.try_with(|c| c.get()).ok()?;
+    let code = match cursor {
+        Some(mut at) => {
+            // SAFETY: `at` and `size` are writable; `buf` holds `size` bytes.
+            let code = unsafe { dump(&mut at, buf.as_mut_ptr().cast(), &mut size, 0) };
+            let _ = CURSOR.try_with(|c| c.set(Some(at)));
+            code
+        }
+        None => {
+            // The first read on this thread: the whole buffer, and from now on what follows it.
+            let mut at = 0;
+            // SAFETY: `at` is writable.
+            let known = unsafe { current(&mut at, 0) } == 0;
+            // SAFETY: a null iterator reads every buffered line; `size` is writable and `buf`
+            // holds `size` bytes.
+            let code = unsafe { dump(core::ptr::null_mut(), buf.as_mut_ptr().cast(), &mut size, 0) };
+            if known {
+                let _ = CURSOR.try_with(|c| c.set(Some(at)));
+            }
+            code
+        }
+    };
+    if code != 0 || size == 0 {
+        return None;
+    }
+    let text = String::from_utf8_lossy(buf.get(..size)?);
+    this_threads_lines(&text, thread_ids())
+}
+
+#[cfg(not(cuda_12_8))]
+fn read() -> Option<String> {
+    None
+}
+
+/// The ids a line of the calling thread may carry: the kernel's thread id (what the driver's
+/// field is named for), and the process id, in case the driver writes that (then the lines of
+/// every thread carry it, and are told apart by the position each thread read up to only).
+#[cfg(all(cuda_12_8, target_os = "linux"))]
+fn thread_ids() -> Option<[u64; 2]> {
+    extern "C" {
+        fn gettid() -> i32;
+        fn getpid() -> i32;
+    }
+    // SAFETY: no arguments; neither can fail.
+    let (tid, pid) = unsafe { (gettid(), getpid()) };
+    Some([u64::try_from(tid).ok()?, u64::try_from(pid).ok()?])
+}
+
+#[cfg(all(cuda_12_8, not(target_os = "linux")))]
+fn thread_ids() -> Option<[u64; 2]> {
+    None
+}
+
+/// The lines of `log` that carry one of `ids` (every parsed line when `ids` is unknown), each as
+/// `[severity][entry point] message`, the latest [`MAX_LINES`], `; `-separated; `None` for none.
+#[cfg(cuda_12_8)]
+pub(crate) fn this_threads_lines(log: &str, ids: Option<[u64; 2]>) -> Option<String> {
+    let lines: alloc::vec::Vec<&str> = log
+        .lines()
+        .filter_map(|line| {
+            let (thread, rest) = parse(line)?;
+            ids.map_or(true, |ids| ids.contains(&thread)).then_some(rest)
+        })
+        .collect();
+    let first = lines.len().saturating_sub(MAX_LINES);
+    let kept = lines.get(first..)?;
+    if kept.is_empty() {
+        return None;
+    }
+    Some(kept.join("; "))
+}
+
+/// `[time][thread][source][severity][entry point] message` → (thread, `[severity][entry point]
+/// message`); `None` for a line of another shape (the driver's note that older lines were lost).
+#[cfg(cuda_12_8)]
+fn parse(line: &str) -> Option<(u64, &str)> {
+    let field = |s: &str| -> Option<usize> { s.starts_with('[').then(|| s.find(']')).flatten() };
+    let line = line.trim_end();
+    let time_end = field(line)?;
+    let rest = line.get(time_end + 1..)?;
+    let thread_end = field(rest)?;
+    let thread: u64 = rest.get(1..thread_end)?.trim().parse().ok()?;
+    let rest = rest.get(thread_end + 1..)?;
+    let source_end = field(rest)?;
+    let rest = rest.get(source_end + 1..)?;
+    field(rest)?;
+    Some((thread, rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::format;
+
+    #[cfg(cuda_12_8)]
+    const LOG: &str = "\
+[22:21:32.099][25642][CUDA][E][cuLogsDumpToMemory] buffer cannot be NULL
+[22:21:32.100][777][CUDA][E][cuMemcpyAsync] another thread's failure
+some note the driver adds when older lines were dropped
+[22:21:32.101][25642][CUDA][W][cuMemPoolSetAccess] read-only access is not supported for this pool
+";
+
+    #[cfg(cuda_12_8)]
+    #[test]
+    fn only_the_calling_threads_lines_are_kept_without_time_and_thread() {
+        assert_eq!(
+            this_threads_lines(LOG, Some([25642, 1])).unwrap(),
+            "[E][cuLogsDumpToMemory] buffer cannot be NULL; [W][cuMemPoolSetAccess] read-only access is not supported for this pool"
+        );
+        assert_eq!(this_threads_lines(LOG, Some([777, 1])).unwrap(), "[E][cuMemcpyAsync] another thread's failure");
+        assert_eq!(
+            this_threads_lines(LOG, Some([5, 777])).unwrap(),
+            "[E][cuMemcpyAsync] another thread's failure",
+            "the process's id"
+        );
+        assert!(this_threads_lines(LOG, Some([1, 2])).is_none(), "no line of this thread");
+        assert_eq!(this_threads_lines(LOG, None).unwrap().matches("; ").count(), 2, "unknown thread: every line");
+        assert!(this_threads_lines("", Some([1, 2])).is_none());
+        assert!(this_threads_lines("[x][notanumber][CUDA][E][cuX] m", None).is_none());
+        assert!(this_threads_lines("[x][1][CUDA]", None).is_none(), "cut short");
+    }
+
+    #[cfg(cuda_12_8)]
+    #[test]
+    fn at_most_the_latest_lines_are_kept() {
+        let log: String = (0..20).map(|i| format!("[t][5][CUDA][E][cuX] line {i}\n")).collect();
+        let kept = this_threads_lines(&log, Some([5, 1])).unwrap();
+        assert_eq!(kept.matches("; ").count(), MAX_LINES - 1);
+        assert!(kept.starts_with("[E][cuX] line 12;") && kept.ends_with("line 19"), "{kept}");
+    }
+
+    #[test]
+    fn stored_texts_are_found_by_number_until_evicted() {
+        let first = store("first".into());
+        assert_eq!(lookup(first).unwrap(), "first");
+        let ids: alloc::vec::Vec<_> = (0..KEPT).map(|i| store(format!("t{i}").into())).collect();
+        assert!(lookup(first).is_none(), "evicted after KEPT newer ones");
+        assert_eq!(lookup(ids[KEPT - 1]).unwrap(), format!("t{}", KEPT - 1).as_str());
+    }
+}

@@ -1,0 +1,116 @@
+//! The driver's log lines in errors: a failure the driver explains carries its words (in
+//! `CudaError::driver_log` and `Display`), only the failing thread's, only the new ones; an error
+//! made without a failure carries none; the error stays plain data of the same size.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[cfg(cuda_12_8)]
+use core::ffi::{c_char, c_int, c_uint, c_void};
+#[cfg(cuda_12_8)]
+use ordo_cuda_core::error;
+use ordo_cuda_core::error::CudaError;
+use ordo_cuda_core::*;
+
+#[test]
+fn errors_stay_plain_data_of_the_same_size() {
+    static_assertions::assert_impl_all!(CudaError: Copy, Send, Sync);
+    assert_eq!(core::mem::size_of::<CudaError>(), 40);
+    assert!(core::mem::size_of::<Error>() <= 64);
+    let made = CudaError::new(sys::cudaError::cudaErrorInvalidValue, "test");
+    assert!(made.driver_log().is_none(), "an error made, not met, has no driver log");
+    assert!(!made.to_string().contains("(driver:"));
+}
+
+/// `cuLogsDumpToMemory(CUlogIterator*, char*, size_t*, unsigned)` from the driver, when it has it
+/// (CUDA 12.9 and later drivers; reached like ordo reaches it, with 12.8 or later headers).
+#[cfg(cuda_12_8)]
+type DumpFn = unsafe extern "C" fn(*mut c_uint, *mut c_char, *mut usize, c_uint) -> c_int;
+
+#[cfg(cuda_12_8)]
+fn dump_fn() -> Option<DumpFn> {
+    let mut p: *mut c_void = std::ptr::null_mut();
+    let mut status = sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess;
+    // SAFETY: a NUL-terminated name; `p` and `status` are writable.
+    let code =
+        unsafe { sys::cudaGetDriverEntryPointByVersion(c"cuLogsDumpToMemory".as_ptr(), &mut p, 12090, 0, &mut status) };
+    let found = code == sys::cudaError::cudaSuccess
+        && status == sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess
+        && !p.is_null();
+    // SAFETY: the driver's cuLogsDumpToMemory as of CUDA 12.9, whose prototype `DumpFn` spells.
+    found.then(|| unsafe { std::mem::transmute::<*mut c_void, DumpFn>(p) })
+}
+
+/// A driver call that fails with a line in the driver's log, documented by NVIDIA as the example
+/// of the log ("[cuLogsDumpToMemory] buffer cannot be NULL"), reported through `error::check`.
+#[cfg(cuda_12_8)]
+fn failure_the_driver_explains(dump: DumpFn) -> Error {
+    let mut size = 64usize;
+    // SAFETY: a null buffer, which the driver refuses (the point of the call); `size` writable.
+    let code = unsafe { dump(std::ptr::null_mut(), std::ptr::null_mut(), &mut size, 0) };
+    assert_ne!(code, 0, "the driver accepted a null buffer");
+    error::check(sys::cudaError(code as u32), "cuLogsDumpToMemory").unwrap_err()
+}
+
+#[cfg(cuda_12_8)]
+fn driver_logs() -> Option<DumpFn> {
+    let version = device::driver_version().unwrap_or(0);
+    if version < 12090 {
+        println!("note: driver {version} keeps no error log (CUDA 12.9 added it): nothing to attach");
+        return None;
+    }
+    dump_fn()
+}
+
+#[cfg(cuda_12_8)]
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_failure_the_driver_explains_carries_its_words() {
+    device::count().unwrap();
+    let Some(dump) = driver_logs() else { return };
+    let e = failure_the_driver_explains(dump);
+    println!("{e}");
+    let log = e.cuda().and_then(|c| c.driver_log()).expect("the driver's line");
+    assert!(log.contains("cuLogsDumpToMemory") && log.contains("NULL"), "{log}");
+    assert!(e.to_string().contains("(driver: "), "{e}");
+    assert_eq!(e.cuda_code(), Some(sys::cudaError::cudaErrorInvalidValue), "CUDA's code is kept");
+    assert_eq!(e.call(), "cuLogsDumpToMemory");
+}
+
+/// Eight threads fail the same way twenty times each, at once: each error carries exactly one
+/// line, its own thread's newest (not the other threads' lines, not its own earlier ones).
+#[cfg(cuda_12_8)]
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn each_failure_carries_only_its_threads_new_lines() {
+    device::count().unwrap();
+    let Some(dump) = driver_logs() else { return };
+    std::thread::scope(|scope| {
+        for t in 0..8 {
+            scope.spawn(move || {
+                for i in 0..20 {
+                    let e = failure_the_driver_explains(dump);
+                    let log = e.cuda().and_then(|c| c.driver_log()).expect("the driver's line");
+                    assert_eq!(log.matches("cuLogsDumpToMemory").count(), 1, "thread {t} failure {i}: {log}");
+                    assert!(!log.contains("; "), "thread {t} failure {i}: more than one line: {log}");
+                }
+            });
+        }
+    });
+}
+
+/// An invalid argument through ordo's API (read-only access to a device pool, which CUDA
+/// refuses): the error keeps CUDA's code and call, and shows the driver's words when the driver
+/// logged any for it (printed; which calls the driver explains is the driver's choice).
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn an_invalid_argument_through_the_api_shows_the_drivers_words_when_it_has_them() {
+    let device = Device::current().unwrap();
+    let pool = MemPool::new(device).unwrap();
+    let e = pool.as_pool().set_access(device, PoolAccess::Read).unwrap_err();
+    println!("{e}");
+    assert_eq!(e.call(), "cudaMemPoolSetAccess");
+    let log = e.cuda().and_then(|c| c.driver_log());
+    match &log {
+        Some(log) => assert!(e.to_string().ends_with(&format!("(driver: {log})")), "{e}"),
+        None => println!("note: driver {} logged nothing for this failure", device::driver_version().unwrap()),
+    }
+}
