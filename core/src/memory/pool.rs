@@ -77,7 +77,7 @@ impl PoolAccess {
 }
 
 fn device_location(device: Device) -> sys::cudaMemLocation {
-    sys::cudaMemLocation { type_: sys::cudaMemLocationType::cudaMemLocationTypeDevice, id: device.ordinal() }
+    sys::mem_location(sys::cudaMemLocationType::cudaMemLocationTypeDevice, device.ordinal())
 }
 
 impl MemPool {
@@ -106,15 +106,11 @@ impl MemPool {
 
     /// A new pool of device memory on `device` (`cudaMemPoolCreate`).
     pub fn new(device: Device) -> Result<MemPool> {
-        let props = sys::cudaMemPoolProps {
-            allocType: sys::cudaMemAllocationType::cudaMemAllocationTypePinned,
-            handleTypes: sys::cudaMemAllocationHandleType::cudaMemHandleTypeNone,
-            location: sys::cudaMemLocation {
-                type_: sys::cudaMemLocationType::cudaMemLocationTypeDevice,
-                id: device.ordinal(),
-            },
-            ..Default::default()
-        };
+        let props = sys::mem_pool_props(
+            sys::cudaMemAllocationType::cudaMemAllocationTypePinned,
+            sys::cudaMemAllocationHandleType::cudaMemHandleTypeNone,
+            device_location(device),
+        );
         let mut raw: sys::cudaMemPool_t = core::ptr::null_mut();
         // SAFETY: `props` is initialised; `raw` is writable.
         cuda_call!(unsafe { sys::cudaMemPoolCreate(&mut raw, &props) })?;
