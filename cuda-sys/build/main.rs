@@ -35,7 +35,8 @@ const API_GATES: &[(&str, u32, &str)] = &[
 ];
 
 fn main() -> ExitCode {
-    for var in ["CUDA_HOME", "CUDA_PATH", "ORDO_CUDA_CACHE", "ORDO_GPU_TESTS", "DOCS_RS", "LIBCLANG_PATH"] {
+    for var in ["CUDA_HOME", "CUDA_PATH", "ORDO_CUDA_CACHE", "ORDO_GPU_TESTS", "DOCS_RS", "LIBCLANG_PATH", "ORDO_NVCC"]
+    {
         println!("cargo::rerun-if-env-changed={var}");
     }
     println!("cargo::rerun-if-changed=build");
@@ -136,8 +137,13 @@ fn main() -> ExitCode {
         println!("cargo::metadata=root={}", toolkit.root.display());
         println!("cargo::metadata=include={}", join_paths(&toolkit.include_dirs));
         println!("cargo::metadata=lib={}", toolkit.lib_dir.display());
-        if let Some(nvcc) = &toolkit.nvcc {
-            println!("cargo::metadata=nvcc={}", nvcc.display());
+        match nvcc(toolkit) {
+            Ok(Some(nvcc)) => println!("cargo::metadata=nvcc={}", nvcc.display()),
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("ordo-cuda-sys: {e}");
+                return ExitCode::FAILURE;
+            }
         }
         println!("cargo::rustc-env=ORDO_CUDA_INCLUDE={}", toolkit.include_dir().display());
     }
@@ -208,6 +214,27 @@ fn bindings(
     #[cfg(not(feature = "bindgen"))]
     let _ = docs;
     Ok((snapshot, false))
+}
+
+/// The nvcc published to dependents (`DEP_CUDART_NVCC`, for the CUDA C they compile): the one named
+/// by `ORDO_NVCC`, else the toolkit's own. `ORDO_NVCC` is for a toolkit without one (the CUDA 12 pip
+/// wheels have no nvcc): CUDA C compiled by a newer nvcc, against that nvcc's own headers, linked
+/// with this toolkit's runtime, runs where the driver is at least as new as that nvcc.
+fn nvcc(toolkit: &discover::Toolkit) -> Result<Option<PathBuf>, String> {
+    let Some(named) = env::var_os("ORDO_NVCC").filter(|v| !v.is_empty()) else {
+        return Ok(toolkit.nvcc.clone());
+    };
+    let named = PathBuf::from(named);
+    if !named.is_file() {
+        return Err(format!("ORDO_NVCC={} is not a file", named.display()));
+    }
+    println!(
+        "cargo::warning=ordo-cuda-sys: CUDA C is compiled by ORDO_NVCC={} (with its own headers), not by the nvcc of \
+         the toolkit found ({})",
+        named.display(),
+        toolkit.nvcc.as_ref().map_or_else(|| "none".to_string(), |n| n.display().to_string())
+    );
+    Ok(Some(named))
 }
 
 /// The version of the snapshot of the highest major in `dir` (`cuda13.rs` over `cuda12.rs`).
