@@ -5,7 +5,14 @@
 #    in library code), the docs (warnings denied) and the no_std build of ordo-core;
 #  - builds and tests ordo-cuda-sys and ordo-core against CUDA 12.9 and against 12.3, the oldest
 #    supported (own target folders, so the builds do not invalidate each other);
-#  - compiles the standalone CUDA experiments (benches/experiments).
+#  - compiles the standalone CUDA experiments (benches/experiments);
+#  - the toolkit matrix's fast mode (scripts/toolkits.sh --fast --test): the oldest and newest
+#    12.x and 13.x from the package index, installed when missing, ordo-cuda-sys and ordo-core
+#    tested and the kernels built against each;
+#  - the checked-in bindings are what bindgen makes from the newest 12.x and 13.x
+#    (scripts/snapshot.sh --check), and serve the oldest release (ordo-cuda-sys tested against
+#    12.3 with them, the bindgen feature off);
+#  - the documentation as docs.rs builds it: DOCS_RS set, no toolkit, no libclang.
 # GPU tests are ignored on machines without an NVIDIA device; on one, they run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,3 +63,15 @@ step "CUDA 13.0: the standalone experiments compile (benches/experiments; run on
 for f in benches/experiments/*.cu; do
   "$CUDA13_HOME/bin/nvcc" -O2 -arch=sm_90 -c "$f" -o "target/$(basename "$f" .cu).o"
 done
+step "the toolkit matrix, fast: the oldest and newest 12.x and 13.x (scripts/toolkits.sh --fast --test)"
+# This branch's crate names (the script's defaults are the names after the rename).
+SYS_PKG=ordo-cuda-sys CORE_PKG=ordo-core KERNELS_PKG=ordo-kernels bash scripts/toolkits.sh --fast --test
+step "the checked-in bindings are bindgen's output for the newest 12.x and 13.x (scripts/snapshot.sh --check)"
+bash scripts/snapshot.sh --check
+step "CUDA 12.3 with the checked-in 12.x bindings (no bindgen): tests, ordo-cuda-sys"
+CUDA_HOME=$CUDA123_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.3" LD_LIBRARY_PATH="$CUDA123_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  cargo test -p ordo-cuda-sys --no-default-features --features shared-cudart --locked
+step "docs as docs.rs builds them: DOCS_RS, no toolkit (none found: an empty cache, nothing on PATH), warnings denied"
+mkdir -p target/no-toolkit
+env -u CUDA_HOME -u CUDA_PATH DOCS_RS=1 ORDO_CUDA_CACHE="$PWD/target/no-toolkit" PATH="$(dirname "$(command -v cargo)"):/usr/bin:/bin" \
+  CARGO_TARGET_DIR="$PWD/target/docs-rs" RUSTDOCFLAGS="-D warnings" cargo doc -p ordo-cuda-sys -p ordo-core --no-deps --locked

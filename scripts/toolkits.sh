@@ -208,7 +208,7 @@ fi
 
 # build_line X.Y: builds (and tests) one release; prints its line; returns non-zero on a failure.
 build_release() {
-  local rel=$1 r target logf line ok=0 t0 nvcc_ver features=()
+  local rel=$1 major=${1%%.*} r target logf line ok=0 t0 nvcc_ver features=()
   t0=$(now)
   r=$(toolkit_root "$rel")
   line="CUDA $(wheel_version "$rel"):"
@@ -223,7 +223,14 @@ build_release() {
   if [ ! -e "$lib/libcudart_static.a" ]; then features=(--features "$SYS_PKG/shared-cudart"); fi
   run() { env -u CUDA_PATH CUDA_HOME="$r" CARGO_TARGET_DIR="$target" LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     cargo "$@" --locked >> "$logf" 2>&1; }
-  if run build -p "$SYS_PKG" "${features[@]}"; then line="$line sys ok"; else line="$line sys FAILED"; ok=1; fi
+  if ! run build -p "$SYS_PKG" "${features[@]}"; then
+    line="$line sys FAILED"; ok=1
+  elif grep -q 'does not fit CUDA' "$logf"; then
+    # The build compared the layouts of the structs ordo hands to CUDA with the snapshot of the major.
+    line="$line sys ok but the snapshot of CUDA $major does not fit it"; ok=1
+  else
+    line="$line sys ok"
+  fi
   if [ $ok != 0 ]; then line="$line, core not built"
   elif run build -p "$CORE_PKG" "${features[@]}"; then line="$line, core ok"
   else line="$line, core FAILED"; ok=1; fi
