@@ -24,6 +24,10 @@
 # cuda-12.9, cuda-12.3) is used as it is; delete it to take a newer patch. When the index cannot
 # be reached, the releases already in the cache are built.
 #
+# Adding a release: nothing to do, the lookup finds it; this script keeps no list of releases.
+# A new major needs a look at its wheels: the toolkit root is taken to be nvidia/cuN (as 13.x's
+# nvidia/cu13) and EXTRAS_13 is asked for every major from 13 on.
+#
 # Each release builds in its own target folder, target/toolkits/X.Y, so that the builds do not
 # invalidate each other (the first build of a release takes a minute or two; later ones are
 # incremental). Logs: target/toolkits/X.Y/build.log.
