@@ -1,5 +1,5 @@
 //! Sets `cfg(has_cuda_device)` for GPU tests when ordo-cuda-sys saw an NVIDIA device (or
-//! ORDO_GPU_TESTS=1), `cfg(cuda_library_api)` when the toolkit has `cudaLibraryLoadData` (12.4+), and
+//! ORDO_GPU_TESTS=1), `cfg(cuda_library_api)` when the toolkit has `cudaLibraryLoadData` (12.8+), and
 //! passes the CUDA include folder on to the tests, which read the headers at compile time.
 //!
 //! It also publishes, as `links = "ordo_cuda_core"` metadata, what a crate that compiles its own
@@ -19,10 +19,11 @@ fn main() {
     if sys("HAS_DEVICE").as_deref() == Some("1") {
         println!("cargo::rustc-cfg=has_cuda_device");
     }
-    // The tests that load PTX at run time need cudaLibraryLoadData (CUDA 12.4 and later).
+    // The tests that load PTX at run time need cudaLibraryLoadData (CUDA 12.8 and later headers:
+    // the runtime's cudaLibrary* calls are not in 12.4 to 12.6).
     println!("cargo::rustc-check-cfg=cfg(cuda_library_api)");
     let version = sys("VERSION").and_then(|v| v.parse::<u32>().ok());
-    if version.is_some_and(|v| v >= 12040) {
+    if version.is_some_and(|v| v >= 12080) {
         println!("cargo::rustc-cfg=cuda_library_api");
     }
     // The preferred-cluster launch attribute: CUDA 12.8 and later headers.

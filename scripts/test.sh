@@ -4,20 +4,25 @@
 #  - builds and tests the whole workspace against CUDA 13.0, with clippy (no unwrap/expect/panic
 #    in library code), the docs (warnings denied) and the no_std build of ordo-cuda-core;
 #  - builds and tests the C ABI without its kernels and NCCL features (its exports unchanged);
-#  - builds and tests ordo-cuda-sys and ordo-cuda-core against CUDA 12.9 and against 12.3, the oldest
-#    supported (own target folders, so the builds do not invalidate each other);
 #  - compiles the standalone CUDA experiments (benches/experiments);
 #  - packages every published crate and verifies each on its own, as crates.io would build it, then
 #    builds a crate outside the workspace on the packaged crates (its own .cu through
-#    ordo-cuda-core's build metadata), and the docs as docs.rs builds them (DOCS_RS, no nvcc);
+#    ordo-cuda-core's build metadata);
 #  - builds the C/C++ archive (scripts/package.sh) and uses it as a C++ team would
-#    (scripts/cpp-package-test.sh: CMake and pkg-config, static and shared, outside the checkout).
+#    (scripts/cpp-package-test.sh: CMake and pkg-config, static and shared, outside the checkout);
+#  - loads the oldest and newest NCCL and every NVRTC 13.x without a GPU (scripts/lib-versions.sh);
+#  - the toolkit matrix's fast mode (scripts/toolkits.sh --fast --test): the oldest and newest
+#    12.x and 13.x from the package index, installed when missing, ordo-cuda-sys and
+#    ordo-cuda-core tested and the kernels built against each that ships nvcc (13.x);
+#  - the checked-in bindings are what bindgen makes from the newest 12.x and 13.x
+#    (scripts/snapshot.sh --check), and serve the oldest release (ordo-cuda-sys tested against
+#    12.3 with them, the bindgen feature off);
+#  - the documentation of every published crate as docs.rs builds it: DOCS_RS set, no toolkit.
 # GPU tests are ignored on machines without an NVIDIA device; on one, they run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 homes=$(bash scripts/setup.sh)
 CUDA13_HOME=$(printf '%s\n' "$homes" | sed -n 's/^CUDA13_HOME=//p')
-CUDA12_HOME=$(printf '%s\n' "$homes" | sed -n 's/^CUDA12_HOME=//p')
 CUDA123_HOME=$(printf '%s\n' "$homes" | sed -n 's/^CUDA123_HOME=//p')
 
 step() { printf '\n=== %s\n' "$*"; }
@@ -58,11 +63,6 @@ readelf -d "$pkg/lib/libordo.so" | grep -q 'SONAME.*\[libordo.so.0\]' || { echo 
 readelf -d "$pkg/lib/libordo.so" | grep -q 'NEEDED.*libcudart.so' || { echo "libordo.so is not linked to libcudart.so"; exit 1; }
 ! readelf -d "$pkg/lib/libordo.so" | grep -q 'RPATH\|RUNPATH' || { echo "libordo.so has a run path of this machine"; exit 1; }
 CUDA_HOME=$CUDA13_HOME bash scripts/cpp-package-test.sh "$archive"
-step "CUDA 12.9: tests, ordo-cuda-sys and ordo-cuda-core"
-CUDA_HOME=$CUDA12_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.9" cargo test -p ordo-cuda-sys -p ordo-cuda-core --locked
-step "CUDA 12.3, the oldest supported: tests, ordo-cuda-sys and ordo-cuda-core (its wheel has no static runtime: linked to libcudart.so)"
-CUDA_HOME=$CUDA123_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.3" LD_LIBRARY_PATH="$CUDA123_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-  cargo test -p ordo-cuda-sys -p ordo-cuda-core --features ordo-cuda-sys/shared-cudart --locked
 step "CUDA 13.0: the standalone experiments compile (benches/experiments; run on a GPU machine, see each file)"
 for f in benches/experiments/*.cu; do
   "$CUDA13_HOME/bin/nvcc" -O2 -arch=sm_90 -c "$f" -o "target/$(basename "$f" .cu).o"
@@ -105,8 +105,17 @@ for app in "ordo ordo-cuda-sys ordo-cuda-core" "facade ordo-cuda-sys ordo-cuda-c
   (cd "$outside/$1" && CUDA_HOME=$CUDA13_HOME CARGO_TARGET_DIR="$repo/target/outside-crate" cargo build --offline "${patches[@]}")
 done
 rm -rf "$outside"
-step "the docs as docs.rs builds them (DOCS_RS set), against a toolkit with no nvcc (CUDA 12.9 wheel)"
-DOCS_RS=1 RUSTDOCFLAGS="-D warnings --cfg docsrs" CUDA_HOME=$CUDA12_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.9" \
-  cargo doc -p ordo-cuda -p ordo-cuda-core -p ordo-cuda-kernels -p ordo-cuda-libs -p ordo-cuda-capi --features ordo-cuda/full --no-deps --locked
 step "NCCL and NVRTC releases loaded without a GPU: the oldest and newest NCCL, every NVRTC 13.x (scripts/lib-versions.sh)"
 CUDA_HOME=$CUDA13_HOME bash scripts/lib-versions.sh
+step "the toolkit matrix, fast: the oldest and newest 12.x and 13.x (scripts/toolkits.sh --fast --test)"
+bash scripts/toolkits.sh --fast --test
+step "the checked-in bindings are bindgen's output for the newest 12.x and 13.x (scripts/snapshot.sh --check)"
+bash scripts/snapshot.sh --check
+step "CUDA 12.3 with the checked-in 12.x bindings (no bindgen): tests, ordo-cuda-sys"
+CUDA_HOME=$CUDA123_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.3" LD_LIBRARY_PATH="$CUDA123_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  cargo test -p ordo-cuda-sys --no-default-features --features shared-cudart --locked
+step "docs as docs.rs builds them: DOCS_RS, no toolkit (none found: an empty cache, nothing on PATH), no nvcc, warnings denied"
+mkdir -p target/no-toolkit
+env -u CUDA_HOME -u CUDA_PATH DOCS_RS=1 ORDO_CUDA_CACHE="$PWD/target/no-toolkit" PATH="$(dirname "$(command -v cargo)"):/usr/bin:/bin" \
+  CARGO_TARGET_DIR="$PWD/target/docs-rs" RUSTDOCFLAGS="-D warnings --cfg docsrs" cargo doc -p ordo-cuda-sys -p ordo-cuda-core \
+  -p ordo-cuda-kernels -p ordo-cuda-libs -p ordo-cuda-capi -p ordo-cuda-measure -p ordo-cuda --features ordo-cuda/full --no-deps --locked

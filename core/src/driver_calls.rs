@@ -4,6 +4,8 @@
 //!   `cuGraphLaunch`, used by [`Event::record`](crate::Event::record),
 //!   [`StreamRef::wait_event`](crate::StreamRef::wait_event) and
 //!   [`GraphExec::launch`](crate::GraphExec::launch) in place of the runtime's calls;
+//! - `cuGraphNodeGetType`, which knows the node kinds of the driver in use where an older runtime
+//!   does not ([`Node::kind`](crate::graph::Node::kind));
 //! - calls the runtime offers only in a newer form than the driver it runs on, or not at all
 //!   (the driver's error log, read after a failure; green contexts), declared with
 //!   [`driver_fns!`] in their form of the CUDA version that introduced them, so that a newer
@@ -33,6 +35,8 @@ pub(crate) type RecordFn = unsafe extern "C" fn(sys::cudaEvent_t, sys::cudaStrea
 pub(crate) type WaitFn = unsafe extern "C" fn(sys::cudaStream_t, sys::cudaEvent_t, u32) -> i32;
 /// `cuGraphLaunch(CUgraphExec, CUstream)`.
 pub(crate) type GraphLaunchFn = unsafe extern "C" fn(sys::cudaGraphExec_t, sys::cudaStream_t) -> i32;
+/// `cuGraphNodeGetType(CUgraphNode, CUgraphNodeType*)` (`CUgraphNodeType` is a C enum: an int).
+pub(crate) type NodeTypeFn = unsafe extern "C" fn(sys::cudaGraphNode_t, *mut u32) -> i32;
 
 /// Not resolved yet.
 const UNRESOLVED: *mut c_void = core::ptr::null_mut();
@@ -48,6 +52,7 @@ fn absent() -> *mut c_void {
 static RECORD: AtomicPtr<c_void> = AtomicPtr::new(UNRESOLVED);
 static WAIT: AtomicPtr<c_void> = AtomicPtr::new(UNRESOLVED);
 static GRAPH_LAUNCH: AtomicPtr<c_void> = AtomicPtr::new(UNRESOLVED);
+static NODE_TYPE: AtomicPtr<c_void> = AtomicPtr::new(UNRESOLVED);
 
 /// Asks the runtime for the driver function `name` (its CUDA 12.0 form), with the calling thread's
 /// capture mode relaxed for the query: the query's code, and the address where the driver has it.
@@ -69,7 +74,7 @@ pub(crate) fn query_version(name: &CStr, version: c_uint) -> (sys::cudaError_t, 
     let mut status = sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess;
     // SAFETY: a NUL-terminated name; `p` and `status` writable.
     let code = unsafe {
-        sys::cudaGetDriverEntryPointByVersion(
+        sys::get_driver_entry_point_by_version(
             name.as_ptr(),
             &mut p,
             version,
@@ -128,6 +133,12 @@ pub(crate) fn stream_wait_event() -> Option<WaitFn> {
 pub(crate) fn graph_launch() -> Option<GraphLaunchFn> {
     // SAFETY: the address of `cuGraphLaunch` (CUDA 12.0 form), whose signature `GraphLaunchFn` is.
     entry(&GRAPH_LAUNCH, c"cuGraphLaunch").map(|p| unsafe { core::mem::transmute::<*mut c_void, GraphLaunchFn>(p) })
+}
+
+/// `cuGraphNodeGetType`, where the driver has it.
+pub(crate) fn graph_node_get_type() -> Option<NodeTypeFn> {
+    // SAFETY: the address of `cuGraphNodeGetType` (CUDA 12.0 form), whose signature `NodeTypeFn` is.
+    entry(&NODE_TYPE, c"cuGraphNodeGetType").map(|p| unsafe { core::mem::transmute::<*mut c_void, NodeTypeFn>(p) })
 }
 
 /// A driver function in its form of one CUDA version, resolved on first use and kept (one atomic

@@ -164,7 +164,6 @@ mod callback;
 #[cfg(feature = "std")]
 pub mod context;
 pub mod device;
-#[cfg(cuda_12_8)]
 mod driver_calls;
 pub mod error;
 pub mod event;

@@ -251,7 +251,7 @@ fn spin(s: StreamRef<'_>) {
     unsafe { spin_kernel().launch(s, &LaunchConfig::new(1, 1), (SPIN_CYCLES,)) }.unwrap();
 }
 
-#[cfg(cuda_library_api)] // the spin kernel is loaded with cudaLibraryLoadData (CUDA 12.4+)
+#[cfg(cuda_library_api)] // the spin kernel is loaded with cudaLibraryLoadData (CUDA 12.8+)
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn defect_03_free_on_another_stream_waits_for_the_buffers_own_stream() {
@@ -278,7 +278,7 @@ fn defect_03_free_on_another_stream_waits_for_the_buffers_own_stream() {
     assert_eq!(kept, N, "only {kept} of {N} bytes kept their value: the free ran before the old write");
 }
 
-#[cfg(cuda_library_api)] // the spin kernel is loaded with cudaLibraryLoadData (CUDA 12.4+)
+#[cfg(cuda_library_api)] // the spin kernel is loaded with cudaLibraryLoadData (CUDA 12.8+)
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn defect_03_blocking_copies_on_another_stream_wait_for_the_buffers_own_stream() {
@@ -381,7 +381,7 @@ fn defect_09_a_free_that_fails_in_drop_is_kept() {
     s.synchronize().unwrap();
 }
 
-#[cfg(cuda_library_api)] // the spin kernel is loaded with cudaLibraryLoadData (CUDA 12.4+)
+#[cfg(cuda_library_api)] // the spin kernel is loaded with cudaLibraryLoadData (CUDA 12.8+)
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn defect_09_a_launch_refused_for_shared_memory_keeps_cudas_code_with_ordos_hint() {
@@ -446,7 +446,7 @@ fn defect_15_with_current_restores_the_device_when_the_closure_panics() {
     assert_eq!(Device::current().unwrap(), first);
 }
 
-#[cfg(cuda_library_api)] // the spin kernel is loaded with cudaLibraryLoadData (CUDA 12.4+)
+#[cfg(cuda_library_api)] // the spin kernel is loaded with cudaLibraryLoadData (CUDA 12.8+)
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn order_between_streams_of_two_devices_waits_for_the_earlier_stream() {

@@ -71,6 +71,8 @@ pub struct NotFound {
     /// Set when `CUDA_HOME` or `CUDA_PATH` names a folder that is not a toolkit: that is an error
     /// even if another place has one, since the caller asked for that folder.
     pub explicit_invalid: bool,
+    /// The folder the wheel installs are looked for in (for the install command in the message).
+    pub wheel_cache: Option<PathBuf>,
 }
 
 impl fmt::Display for NotFound {
@@ -78,17 +80,40 @@ impl fmt::Display for NotFound {
         if self.explicit_invalid {
             writeln!(f, "ordo-cuda-sys: CUDA_HOME/CUDA_PATH does not name a usable CUDA toolkit.")?;
         } else {
-            writeln!(f, "ordo-cuda-sys: no CUDA toolkit found (12.x or 13.x runtime headers and libcudart).")?;
+            writeln!(
+                f,
+                "ordo-cuda-sys: no CUDA toolkit found (CUDA 12.3 or later: the runtime headers and libcudart)."
+            )?;
         }
         writeln!(f, "Places tried, in order:")?;
         for (place, why) in &self.tried {
             writeln!(f, "  - {place}: {why}")?;
         }
-        write!(
+        if self.explicit_invalid {
+            writeln!(
+                f,
+                "Set CUDA_HOME to a toolkit's root (the folder holding include/cuda_runtime_api.h), or unset it."
+            )?;
+        }
+        let cache = self.wheel_cache.as_ref().map_or_else(|| "~/.cache/ordo".to_string(), |c| c.display().to_string());
+        writeln!(f, "Install a CUDA toolkit, then build again; either")?;
+        writeln!(
             f,
-            "Install one with `bash scripts/setup.sh` from the ordo checkout (pip wheels into ~/.cache/ordo; \
-             prints the CUDA_HOME of each), or set CUDA_HOME to a toolkit's root."
-        )
+            "  - NVIDIA's CUDA Toolkit (https://developer.nvidia.com/cuda-downloads, or your distribution's package): \
+             found at /usr/local/cuda or through the nvcc on PATH; elsewhere set CUDA_HOME to its root; or"
+        )?;
+        writeln!(
+            f,
+            "  - NVIDIA's pip wheels (compiler, headers and static runtime, about 350 MB, no root needed), found \
+             where they are installed with no variable set:"
+        )?;
+        writeln!(f, "      python3 -m venv {cache}/cuda-13/venv")?;
+        writeln!(f, "      {cache}/cuda-13/venv/bin/pip install \"cuda-toolkit[nvcc,cudart,crt,cccl,nvvm]==13.*\"")?;
+        writeln!(
+            f,
+            "    (CUDA 12: \"cuda-toolkit[cudart,nvcc]==12.*\", whose wheels have no nvcc, so no CUDA C kernels)"
+        )?;
+        write!(f, "From a checkout of ordo's repository, `bash scripts/setup.sh` installs the wheels that way.")
     }
 }
 
@@ -172,6 +197,10 @@ fn wheel_roots(cache: &Path) -> Vec<PathBuf> {
 pub fn discover(places: &Places) -> Result<Toolkit, NotFound> {
     let mut tried = Vec::new();
     let mut explicit_invalid = false;
+    let wheel_cache = places.wheel_caches.first().cloned();
+    if places.explicit.is_empty() {
+        tried.push(("CUDA_HOME, CUDA_PATH".into(), "not set".into()));
+    }
     for (name, root) in &places.explicit {
         let via = format!("{name}={}", root.display());
         match probe_root(root, &via) {
@@ -183,7 +212,7 @@ pub fn discover(places: &Places) -> Result<Toolkit, NotFound> {
         }
     }
     if explicit_invalid {
-        return Err(NotFound { tried, explicit_invalid });
+        return Err(NotFound { tried, explicit_invalid, wheel_cache });
     }
     match &places.path {
         Some(path) => {
@@ -234,5 +263,5 @@ pub fn discover(places: &Places) -> Result<Toolkit, NotFound> {
             return Ok(t);
         }
     }
-    Err(NotFound { tried, explicit_invalid })
+    Err(NotFound { tried, explicit_invalid, wheel_cache })
 }

@@ -1,8 +1,22 @@
-//! Build script of ordo-cuda-sys: finds a CUDA toolkit, generates the runtime bindings with bindgen,
-//! gates the calls whose signatures differ between CUDA versions, links the runtime, and passes what
-//! it found to dependents through `links = "cudart"` metadata (`DEP_CUDART_*`).
+//! Build script of ordo-cuda-sys: finds a CUDA toolkit, generates the runtime bindings with bindgen
+//! (or takes the checked-in snapshot of the toolkit's major where libclang is missing, the `bindgen`
+//! feature is off, or the build makes documentation), emits the cfgs of the bindings' shape and of
+//! the headers' version, links the runtime, and passes what it found to dependents through
+//! `links = "ordo_cuda_sys"` metadata (`DEP_ORDO_CUDA_SYS_*`).
+//!
+//! Two kinds of cfg, from two sources:
+//! - which functions may be called (`cuda_12_5`, `cuda_12_8`, `cuda_13`, [`API_GATES`]) follows the
+//!   version of the headers, that is of the runtime library linked: a snapshot of a newer release
+//!   of the same major declares functions the library may lack, and they stay uncalled;
+//! - how a struct is built (`mem_location_id_in_union`, `shape::SHAPE_CFGS`) follows the bindings
+//!   compiled against, read from their text, never a version number.
 
 mod discover;
+#[cfg(feature = "bindgen")]
+mod generate;
+// The layout comparison runs where bindings are generated (the `bindgen` feature).
+#[cfg_attr(not(feature = "bindgen"), allow(dead_code))]
+mod shape;
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -14,43 +28,99 @@ const OLDEST: u32 = 12030;
 
 /// Version thresholds of API forms (not a table of known releases): each is the first runtime
 /// version that has the form, so any later version, released or not, takes it.
-const API_GATES: &[(&str, u32, &str)] =
-    &[("cuda_12_8", 12080, "cudaStreamGetDevice"), ("cuda_13", 13000, "the _v2/_v3 names became the plain names")];
+const API_GATES: &[(&str, u32, &str)] = &[
+    ("cuda_12_5", 12050, "cudaGetDriverEntryPointByVersion"),
+    ("cuda_12_8", 12080, "cudaStreamGetDevice"),
+    ("cuda_13", 13000, "the _v2/_v3 names became the plain names"),
+];
 
 fn main() -> ExitCode {
-    for var in ["CUDA_HOME", "CUDA_PATH", "ORDO_CUDA_CACHE", "ORDO_GPU_TESTS"] {
+    for var in ["CUDA_HOME", "CUDA_PATH", "ORDO_CUDA_CACHE", "ORDO_GPU_TESTS", "DOCS_RS", "LIBCLANG_PATH", "ORDO_NVCC"]
+    {
         println!("cargo::rerun-if-env-changed={var}");
     }
     println!("cargo::rerun-if-changed=build");
     println!("cargo::rerun-if-changed=wrapper.h");
+    println!("cargo::rerun-if-changed=src/snapshot");
     for (cfg, _, _) in API_GATES {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+    }
+    for cfg in shape::SHAPE_CFGS {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
     println!("cargo::rustc-check-cfg=cfg(has_cuda_device)");
 
+    // docs.rs (and any documentation build that sets DOCS_RS) has no toolkit and no libclang.
+    let docs = env::var_os("DOCS_RS").is_some();
     let places = discover::Places::from_env(&|k| env::var_os(k));
     let toolkit = match discover::discover(&places) {
-        Ok(t) => t,
+        Ok(t) => Some(t),
+        Err(_) if docs => None,
         Err(not_found) => {
             eprintln!("{not_found}");
             return ExitCode::FAILURE;
         }
     };
-    println!("cargo::warning=ordo-cuda-sys: CUDA {} from {}", version_string(toolkit.version), toolkit.found_via);
-    if toolkit.version < OLDEST {
+    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let snapshots = manifest.join("src/snapshot");
+    let version = match &toolkit {
+        Some(t) => t.version,
+        None => match newest_snapshot(&snapshots) {
+            Some(v) => v,
+            None => {
+                eprintln!("ordo-cuda-sys: no toolkit and no snapshot in {} to document with", snapshots.display());
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    if toolkit.is_some() && version < OLDEST {
         eprintln!(
-            "ordo-cuda-sys: CUDA {} ({}) is older than the oldest supported, {}. Point CUDA_HOME at CUDA {} or later \
-             (`bash scripts/setup.sh` installs 13.0).",
-            version_string(toolkit.version),
-            toolkit.found_via,
+            "ordo-cuda-sys: CUDA {} ({}) is older than the oldest supported, {}. Point CUDA_HOME at CUDA {} or later.",
+            version_string(version),
+            toolkit.as_ref().map_or("", |t| t.found_via.as_str()),
             version_string(OLDEST),
             version_string(OLDEST)
         );
         return ExitCode::FAILURE;
     }
 
+    let out = PathBuf::from(env::var_os("OUT_DIR").unwrap_or_default()).join("bindings.rs");
+    let (text, generated) = match bindings(toolkit.as_ref(), version, docs, &snapshots) {
+        Ok(bindings) => bindings,
+        Err(e) => {
+            eprintln!("ordo-cuda-sys: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let source = if generated {
+        "bindings generated by bindgen".to_string()
+    } else {
+        let of = shape::snapshot_version(&text).map_or_else(|| "?".to_string(), version_string);
+        format!("bindings from the snapshot of CUDA {of}")
+    };
+    match &toolkit {
+        Some(t) => {
+            println!("cargo::warning=ordo-cuda-sys: CUDA {} from {}; {source}", version_string(version), t.found_via)
+        }
+        None => println!("cargo::warning=ordo-cuda-sys: DOCS_RS and no toolkit: documenting with the {source}"),
+    }
+    if let Err(e) = std::fs::write(&out, &text) {
+        eprintln!("ordo-cuda-sys: writing {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    match shape::shape_cfgs(&text) {
+        Ok(cfgs) => {
+            for cfg in cfgs {
+                println!("cargo::rustc-cfg={cfg}");
+            }
+        }
+        Err(e) => {
+            eprintln!("ordo-cuda-sys: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     for (cfg, since, _) in API_GATES {
-        if toolkit.version >= *since {
+        if version >= *since {
             println!("cargo::rustc-cfg={cfg}");
         }
     }
@@ -59,32 +129,131 @@ fn main() -> ExitCode {
         println!("cargo::rustc-cfg=has_cuda_device");
     }
 
-    let out = PathBuf::from(env::var_os("OUT_DIR").unwrap_or_default());
-    if let Err(e) = generate(&toolkit, &out.join("bindings.rs")) {
-        eprintln!("ordo-cuda-sys: bindgen failed on {}: {e}", toolkit.include_dir().display());
-        eprintln!("bindgen needs libclang: `bash scripts/setup.sh` installs it (apt-get install libclang-dev).");
-        return ExitCode::FAILURE;
+    // Metadata for dependents (DEP_ORDO_CUDA_SYS_ROOT, ...), and for this crate's own tests.
+    if let Some(toolkit) = &toolkit {
+        if !docs {
+            link(toolkit);
+        }
+        println!("cargo::metadata=root={}", toolkit.root.display());
+        println!("cargo::metadata=include={}", join_paths(&toolkit.include_dirs));
+        println!("cargo::metadata=lib={}", toolkit.lib_dir.display());
+        match nvcc(toolkit) {
+            Ok(Some(nvcc)) => println!("cargo::metadata=nvcc={}", nvcc.display()),
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("ordo-cuda-sys: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+        println!("cargo::rustc-env=ORDO_CUDA_INCLUDE={}", toolkit.include_dir().display());
     }
-
-    link(&toolkit);
-
-    // Metadata for dependents (DEP_CUDART_ROOT, ...), and for this crate's own tests.
-    println!("cargo::metadata=root={}", toolkit.root.display());
-    println!("cargo::metadata=include={}", join_paths(&toolkit.include_dirs));
-    println!("cargo::metadata=lib={}", toolkit.lib_dir.display());
-    println!("cargo::metadata=version={}", toolkit.version);
-    if let Some(nvcc) = &toolkit.nvcc {
-        println!("cargo::metadata=nvcc={}", nvcc.display());
-    }
+    println!("cargo::metadata=version={version}");
     println!("cargo::metadata=has_device={}", u8::from(has_device));
     println!("cargo::metadata=gencode={GENCODE}");
-    println!("cargo::rustc-env=ORDO_CUDA_VERSION={}", toolkit.version);
-    println!("cargo::rustc-env=ORDO_CUDA_INCLUDE={}", toolkit.include_dir().display());
+    println!("cargo::rustc-env=ORDO_CUDA_VERSION={version}");
+    println!("cargo::rustc-env=ORDO_CUDA_BINDINGS={}", if generated { "bindgen" } else { "snapshot" });
     ExitCode::SUCCESS
 }
 
+/// The bindings' text, and whether it was generated: from the toolkit's headers where bindgen can
+/// run, else the snapshot of the version's major (with a warning saying why, except for documentation).
+fn bindings(
+    toolkit: Option<&discover::Toolkit>,
+    version: u32,
+    docs: bool,
+    snapshots: &Path,
+) -> Result<(String, bool), String> {
+    let major = version / 1000;
+    let snapshot_path = snapshots.join(format!("cuda{major}.rs"));
+    let snapshot = std::fs::read_to_string(&snapshot_path).ok();
+    #[cfg(feature = "bindgen")]
+    if let (Some(t), false) = (toolkit, docs) {
+        match generate::libclang() {
+            Ok(()) => {
+                let text = generate::generate(t)
+                    .map_err(|e| format!("bindgen failed on {}: {e}", t.include_dir().display()))?;
+                if let Some(snapshot) = &snapshot {
+                    // Whether a build of these headers without libclang would be sound.
+                    for difference in shape::layout_differences(&text, snapshot) {
+                        println!(
+                            "cargo::warning=ordo-cuda-sys: the snapshot {} does not fit CUDA {}: {difference}",
+                            snapshot_path.display(),
+                            version_string(version)
+                        );
+                    }
+                }
+                return Ok((text, true));
+            }
+            Err(why) => println!(
+                "cargo::warning=ordo-cuda-sys: libclang not found ({}); using the checked-in bindings of CUDA {major} \
+                 (install libclang, e.g. `apt-get install libclang-dev`, or set LIBCLANG_PATH, for bindings generated \
+                 from these headers)",
+                why.lines().next().unwrap_or_default()
+            ),
+        }
+    }
+    let Some(snapshot) = snapshot else {
+        return Err(format!(
+            "no checked-in bindings for CUDA {major} ({} is missing), so the bindings must be generated: \
+             build with the `bindgen` feature (on by default) and libclang installed (e.g. `apt-get install libclang-dev`)",
+            snapshot_path.display()
+        ));
+    };
+    let Some(snapshot_version) = shape::snapshot_version(&snapshot) else {
+        return Err(format!("{} does not say which CUDA it is of", snapshot_path.display()));
+    };
+    if toolkit.is_some() && version > snapshot_version {
+        println!(
+            "cargo::warning=ordo-cuda-sys: the headers are CUDA {}, the checked-in bindings CUDA {}: what {} added is \
+             missing from them",
+            version_string(version),
+            version_string(snapshot_version),
+            version_string(version)
+        );
+    }
+    #[cfg(not(feature = "bindgen"))]
+    let _ = docs;
+    Ok((snapshot, false))
+}
+
+/// The nvcc published to dependents (`DEP_ORDO_CUDA_SYS_NVCC`, for the CUDA C they compile): the one named
+/// by `ORDO_NVCC`, else the toolkit's own. `ORDO_NVCC` is for a toolkit without one (the CUDA 12 pip
+/// wheels have no nvcc): CUDA C compiled by a newer nvcc, against that nvcc's own headers, linked
+/// with this toolkit's runtime, runs where the driver is at least as new as that nvcc.
+fn nvcc(toolkit: &discover::Toolkit) -> Result<Option<PathBuf>, String> {
+    let Some(named) = env::var_os("ORDO_NVCC").filter(|v| !v.is_empty()) else {
+        return Ok(toolkit.nvcc.clone());
+    };
+    let named = PathBuf::from(named);
+    if !named.is_file() {
+        return Err(format!("ORDO_NVCC={} is not a file", named.display()));
+    }
+    println!(
+        "cargo::warning=ordo-cuda-sys: CUDA C is compiled by ORDO_NVCC={} (with its own headers), not by the nvcc of \
+         the toolkit found ({})",
+        named.display(),
+        toolkit.nvcc.as_ref().map_or_else(|| "none".to_string(), |n| n.display().to_string())
+    );
+    Ok(Some(named))
+}
+
+/// The version of the snapshot of the highest major in `dir` (`cuda13.rs` over `cuda12.rs`).
+fn newest_snapshot(dir: &Path) -> Option<u32> {
+    let mut majors: Vec<u32> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix("cuda")?.strip_suffix(".rs")?.parse().ok()
+        })
+        .collect();
+    majors.sort_unstable();
+    let text = std::fs::read_to_string(dir.join(format!("cuda{}.rs", majors.last()?))).ok()?;
+    shape::snapshot_version(&text)
+}
+
 /// The GPU targets every crate of the workspace compiles its CUDA C for, published once
-/// (`DEP_CUDART_GENCODE`, nvcc flags separated by spaces): sm_80 and sm_90 machine code, and
+/// (`DEP_ORDO_CUDA_SYS_GENCODE`, nvcc flags separated by spaces): sm_80 and sm_90 machine code, and
 /// compute_90 PTX that the driver compiles for later GPUs.
 const GENCODE: &str =
     "-gencode=arch=compute_80,code=sm_80 -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_90,code=compute_90";
@@ -103,33 +272,6 @@ fn has_cuda_device() -> bool {
         return v == "1";
     }
     Path::new("/dev/nvidia0").exists() || Path::new("/proc/driver/nvidia/gpus").is_dir()
-}
-
-fn generate(toolkit: &discover::Toolkit, out: &Path) -> Result<(), String> {
-    let mut builder = bindgen::Builder::default()
-        .header("wrapper.h")
-        // The runtime headers parse as plain C. Never define CUDA_API_PER_THREAD_DEFAULT_STREAM here:
-        // it renames the functions to their _ptsz/_ptds forms.
-        .clang_args(["-x", "c", "-std=c99"])
-        .allowlist_function("cuda.*")
-        .allowlist_type("cuda.*|CU.*")
-        .allowlist_var("CUDA.*|cuda.*")
-        .use_core()
-        .ctypes_prefix("core::ffi")
-        // Newtype constants, never Rust enums: a value a later driver returns must not be UB.
-        .default_enum_style(bindgen::EnumVariation::NewType { is_bitfield: false, is_global: false })
-        .bitfield_enum("cudaGraphInstantiateFlags")
-        .derive_default(true)
-        .derive_hash(false)
-        .layout_tests(true)
-        .generate_comments(false)
-        .merge_extern_blocks(true)
-        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()));
-    for dir in &toolkit.include_dirs {
-        builder = builder.clang_arg(format!("-I{}", dir.display()));
-    }
-    let bindings = builder.generate().map_err(|e| e.to_string())?;
-    bindings.write_to_file(out).map_err(|e| format!("writing {}: {e}", out.display()))
 }
 
 fn link(toolkit: &discover::Toolkit) {

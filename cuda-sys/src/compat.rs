@@ -6,7 +6,8 @@
 //! - on 12.x, the suffixed name, whose prototype is the same.
 //!
 //! The oldest toolkit supported is CUDA 12.3, the first with graph edge data (the build refuses
-//! older ones, and the test command builds and tests against 12.3): no branch here is untested.
+//! older ones, and the test command builds and tests against 12.3, 12.9, 13.0 and the newest 13.x):
+//! no branch here is untested.
 //! Each is `#[inline]` and a single call: nothing is added to the raw call.
 //!
 //! # Safety
@@ -15,7 +16,7 @@
 
 #[allow(unused_imports)]
 use crate::bindings::*;
-use core::ffi::{c_uint, c_ulonglong, c_void};
+use core::ffi::{c_char, c_uint, c_ulonglong, c_void};
 
 /// [`cudaMemPrefetchAsync`](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__MEMORY.html)
 /// in its 13.x form: prefetch managed memory to `location` on `stream`.
@@ -266,6 +267,33 @@ pub unsafe fn stream_begin_capture_to_graph(
 ) -> cudaError_t {
     // SAFETY: forwarded contract.
     unsafe { cudaStreamBeginCaptureToGraph(stream, graph, dependencies, dependency_data, n, mode) }
+}
+
+/// [`cudaGetDriverEntryPointByVersion`](https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__DRIVER__ENTRY__POINT.html):
+/// the address of the driver function `symbol` in its form of CUDA `version` (e.g. 12000).
+/// Against headers older than 12.5, which lack it, `cudaGetDriverEntryPoint`, which gives the form
+/// of the runtime's own version: the same, for a function whose prototype has not changed since
+/// `version`.
+///
+/// # Safety
+/// As the CUDA call: `symbol` is NUL-terminated; `func` and `status` are writable.
+#[inline]
+pub unsafe fn get_driver_entry_point_by_version(
+    symbol: *const c_char,
+    func: *mut *mut c_void,
+    version: c_uint,
+    flags: c_ulonglong,
+    status: *mut cudaDriverEntryPointQueryResult,
+) -> cudaError_t {
+    #[cfg(cuda_12_5)]
+    // SAFETY: forwarded contract.
+    return unsafe { cudaGetDriverEntryPointByVersion(symbol, func, version, flags, status) };
+    #[cfg(not(cuda_12_5))]
+    {
+        let _ = version;
+        // SAFETY: forwarded contract.
+        unsafe { cudaGetDriverEntryPoint(symbol, func, flags, status) }
+    }
 }
 
 // ---- Batched copies (added for `ordo_cuda_core::memory::batch`) --------------------------------

@@ -88,3 +88,32 @@ fn constants_bindgen_cannot_see() {
         driver_types.contains("#define cudaCpuDeviceId               ((int)-1)") || driver_types.contains("((int)-1)")
     );
 }
+
+#[test]
+fn driver_node_types_have_the_runtimes_values() {
+    // `Node::kind` (ordo-cuda-core) reads `cuGraphNodeGetType`'s CUgraphNodeType as a cudaGraphNodeType.
+    let cuda_h = include_str!(concat!(env!("ORDO_CUDA_INCLUDE"), "/cuda.h"));
+    let driver = |name: &str| -> u32 {
+        let line = cuda_h.lines().find(|l| l.trim_start().starts_with(&format!("{name} "))).unwrap();
+        let value = line.split('=').nth(1).unwrap();
+        value.trim_start().chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
+    };
+    use cudaGraphNodeType as T;
+    for (name, runtime) in [
+        ("CU_GRAPH_NODE_TYPE_KERNEL", T::cudaGraphNodeTypeKernel),
+        ("CU_GRAPH_NODE_TYPE_MEMCPY", T::cudaGraphNodeTypeMemcpy),
+        ("CU_GRAPH_NODE_TYPE_MEMSET", T::cudaGraphNodeTypeMemset),
+        ("CU_GRAPH_NODE_TYPE_HOST", T::cudaGraphNodeTypeHost),
+        ("CU_GRAPH_NODE_TYPE_GRAPH", T::cudaGraphNodeTypeGraph),
+        ("CU_GRAPH_NODE_TYPE_EMPTY", T::cudaGraphNodeTypeEmpty),
+        ("CU_GRAPH_NODE_TYPE_WAIT_EVENT", T::cudaGraphNodeTypeWaitEvent),
+        ("CU_GRAPH_NODE_TYPE_EVENT_RECORD", T::cudaGraphNodeTypeEventRecord),
+        ("CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL", T::cudaGraphNodeTypeExtSemaphoreSignal),
+        ("CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT", T::cudaGraphNodeTypeExtSemaphoreWait),
+        ("CU_GRAPH_NODE_TYPE_MEM_ALLOC", T::cudaGraphNodeTypeMemAlloc),
+        ("CU_GRAPH_NODE_TYPE_MEM_FREE", T::cudaGraphNodeTypeMemFree),
+        ("CU_GRAPH_NODE_TYPE_CONDITIONAL", T::cudaGraphNodeTypeConditional),
+    ] {
+        assert_eq!(driver(name), runtime.0, "{name}");
+    }
+}

@@ -158,13 +158,22 @@ fn nothing_found_lists_every_place_tried_and_the_install_command() {
     let err = discover(&places).unwrap_err();
     assert!(!err.explicit_invalid);
     let places_tried: Vec<&str> = err.tried.iter().map(|(p, _)| p.as_str()).collect();
-    assert_eq!(places_tried.len(), 3, "{places_tried:?}");
-    assert!(places_tried[0].starts_with("nvcc on PATH"));
-    assert!(places_tried[1].ends_with("usr/local/cuda"));
-    assert!(places_tried[2].contains("pip-wheel toolkits under"));
+    assert_eq!(places_tried.len(), 4, "{places_tried:?}");
+    assert_eq!(places_tried[0], "CUDA_HOME, CUDA_PATH");
+    assert!(places_tried[1].starts_with("nvcc on PATH"));
+    assert!(places_tried[2].ends_with("usr/local/cuda"));
+    assert!(places_tried[3].contains("pip-wheel toolkits under"));
     let msg = err.to_string();
     assert!(msg.contains("no CUDA toolkit found"), "{msg}");
-    assert!(msg.contains("bash scripts/setup.sh"), "{msg}");
+    // What a user of the crate from crates.io, with no checkout, can do: NVIDIA's toolkit and the
+    // variable that points at it, or the pip wheels, installed where the search looks.
+    assert!(msg.contains("developer.nvidia.com/cuda-downloads"), "{msg}");
+    assert!(msg.contains("set CUDA_HOME"), "{msg}");
+    let cache = dir.join("cache").display().to_string();
+    assert!(msg.contains(&format!("python3 -m venv {cache}/cuda-13/venv")), "{msg}");
+    assert!(msg.contains(&format!("{cache}/cuda-13/venv/bin/pip install \"cuda-toolkit[")), "{msg}");
+    // The checkout's script only as the other way.
+    assert!(msg.contains("From a checkout of ordo's repository, `bash scripts/setup.sh`"), "{msg}");
 }
 
 #[test]

@@ -29,7 +29,7 @@ fn device_count_reports_no_driver_or_counts_devices() {
 
 #[test]
 fn gated_wrappers_link_and_return_errors_on_bad_input() {
-    let host = cudaMemLocation { type_: cudaMemLocationType::cudaMemLocationTypeHost, id: 0 };
+    let host = mem_location(cudaMemLocationType::cudaMemLocationTypeHost, 0);
     // Null/zero arguments: an error either way (no driver, or invalid value), never a crash.
     let e1 = unsafe { mem_prefetch_async(null(), 0, host, 0, null_mut()) };
     let e2 = unsafe { mem_advise(null(), 0, cudaMemoryAdvise::cudaMemAdviseSetReadMostly, host) };
@@ -50,6 +50,8 @@ fn gated_wrappers_link_and_return_errors_on_bad_input() {
     let e5 = unsafe { graph_add_dependencies(null_mut(), null(), null(), null(), 0) };
     let e6 = unsafe { graph_node_get_dependencies(null_mut(), null_mut(), null_mut(), &mut n) };
     let e7 = unsafe { stream_update_capture_dependencies(cudaStreamLegacy(), null_mut(), null(), 0, 0) };
+    let (mut f, mut found) = (null_mut(), cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess);
+    let e8 = unsafe { get_driver_entry_point_by_version(c"cuGraphNodeGetType".as_ptr(), &mut f, 12000, 0, &mut found) };
     for (name, e) in
         [("prefetch", e1), ("advise", e2), ("edges", e4), ("add deps", e5), ("node deps", e6), ("update deps", e7)]
     {
@@ -59,8 +61,12 @@ fn gated_wrappers_link_and_return_errors_on_bad_input() {
         // A legacy stream that is not capturing: a clean answer.
         assert_eq!(e3, cudaError::cudaSuccess);
         assert_eq!(status, cudaStreamCaptureStatus::cudaStreamCaptureStatusNone);
+        // Every driver of CUDA 12 or later has cuGraphNodeGetType.
+        assert_eq!(e8, cudaError::cudaSuccess);
+        assert_eq!(found, cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess);
+        assert!(!f.is_null());
     } else {
-        for e in [e1, e2, e3, e4, e5, e6, e7] {
+        for e in [e1, e2, e3, e4, e5, e6, e7, e8] {
             assert_eq!(e, cudaError::cudaErrorInsufficientDriver);
         }
     }

@@ -501,20 +501,6 @@ unsafe fn create_handle(graph: sys::cudaGraph_t, default: Option<u32>) -> Result
     Ok(ConditionalHandle(raw))
 }
 
-/// CUDA's parameters of a conditional node of `shape` on `handle` (the other fields, such as the
-/// execution context newer headers add, zeroed: the current context).
-#[allow(clippy::field_reassign_with_default)] // the fields these headers name; others stay zero
-fn conditional_params(handle: ConditionalHandle, shape: Shape) -> sys::cudaGraphNodeParams {
-    let mut conditional = sys::cudaConditionalNodeParams::default();
-    conditional.handle = handle.as_raw();
-    conditional.type_ = shape.type_;
-    conditional.size = shape.size;
-    let mut params =
-        sys::cudaGraphNodeParams { type_: sys::cudaGraphNodeType::cudaGraphNodeTypeConditional, ..Default::default() };
-    params.__bindgen_anon_1.conditional = conditional;
-    params
-}
-
 /// Adds a conditional node of `shape` on `handle` to `graph` after `n` dependencies
 /// (`cudaGraphAddNode`) and returns it with its bodies, after checking that CUDA returned
 /// `shape.len` of them, none null.
@@ -530,14 +516,15 @@ unsafe fn add_node<'g>(
     handle: ConditionalHandle,
     shape: Shape,
 ) -> Result<(Node<'g>, Bodies<'g>)> {
-    let mut params = conditional_params(handle, shape);
+    // The other fields (the execution context newer headers add) zeroed: the current context.
+    let mut params = sys::conditional_node_params(handle.as_raw(), shape.type_, shape.size);
     let mut raw: sys::cudaGraphNode_t = core::ptr::null_mut();
     // SAFETY: the caller's promises on `graph`, `deps` and `edges`; `params` is writable (CUDA
     // writes the body array's address into it).
     check(unsafe { sys::graph_add_node(&mut raw, graph, deps, edges, n, &mut params) }, "cudaGraphAddNode")?;
     let node = NonNull::new(raw).map(Node::new).ok_or_else(|| crate::error::null_handle("cudaGraphAddNode"))?;
-    // SAFETY: the union member written above; CUDA filled in its output array.
-    let array = unsafe { params.__bindgen_anon_1.conditional.phGraph_out };
+    // SAFETY: made by `conditional_node_params`; CUDA filled in its output array.
+    let array = unsafe { sys::conditional_node_bodies(&params) };
     let array = NonNull::new(array).ok_or_else(|| crate::error::null_handle("cudaGraphAddNode"))?;
     for i in 0..shape.len {
         // SAFETY: CUDA's array holds `size` (`len`) graphs, valid while the node lives.

@@ -74,6 +74,27 @@ impl NodeKind {
     }
 }
 
+/// The kind the runtime reported (`code`, `t`), or, where it answered `cudaErrorUnknown`, the kind
+/// `driver` reports (`CUgraphNodeType`, whose values are the runtime's: a test of ordo-cuda-sys
+/// checks them against cuda.h), with the runtime's error cleared from the thread; otherwise the
+/// runtime's error.
+fn kind_or_drivers(
+    code: sys::cudaError_t,
+    t: sys::cudaGraphNodeType,
+    driver: impl FnOnce() -> Option<u32>,
+) -> Result<NodeKind> {
+    if code == sys::cudaError::cudaErrorUnknown {
+        if let Some(v) = driver() {
+            // SAFETY: no arguments. Clears the 999 this call left as the thread's last error (not
+            // sticky); any earlier error there had been replaced by it already.
+            unsafe { sys::cudaGetLastError() };
+            return Ok(NodeKind::from_raw(sys::cudaGraphNodeType(v)));
+        }
+    }
+    crate::error::check(code, "cudaGraphNodeGetType")?;
+    Ok(NodeKind::from_raw(t))
+}
+
 /// A node of a graph (borrowed from it; valid while the graph lives).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(transparent)]
@@ -98,11 +119,22 @@ impl<'g> Node<'g> {
     }
 
     /// What the node does.
+    ///
+    /// A CUDA 12 runtime on a CUDA 13 driver answers `cudaErrorUnknown` for a conditional node
+    /// (seen with 12.9 on driver 580): the runtime cannot name the kind the driver reports. That
+    /// answer is then asked of the driver itself (`cuGraphNodeGetType`, through the runtime's
+    /// entry-point query), whose node kinds have the runtime's values; where the driver cannot
+    /// answer either, the runtime's error is returned.
     pub fn kind(self) -> Result<NodeKind> {
         let mut t = sys::cudaGraphNodeType::cudaGraphNodeTypeEmpty;
         // SAFETY: a live node; `t` is writable.
-        cuda_call!(unsafe { sys::cudaGraphNodeGetType(self.as_raw(), &mut t) })?;
-        Ok(NodeKind::from_raw(t))
+        let code = unsafe { sys::cudaGraphNodeGetType(self.as_raw(), &mut t) };
+        kind_or_drivers(code, t, || {
+            let get_type = crate::driver_calls::graph_node_get_type()?;
+            let mut v = 0u32;
+            // SAFETY: a live node (a driver `CUgraphNode` is the runtime's handle); `v` is writable.
+            (unsafe { get_type(self.as_raw(), &mut v) } == 0).then_some(v)
+        })
     }
 
     /// For a kernel node, the kernel's host-stub address (`cudaGraphKernelNodeGetParams`).
@@ -535,6 +567,31 @@ mod tests {
 
     fn memset(element_size: u32, width: usize, height: usize) -> MemsetParams {
         MemsetParams { dst: core::ptr::null_mut(), pitch: 0, value: 7, element_size, width, height }
+    }
+
+    #[test]
+    fn a_kind_the_runtime_cannot_name_is_asked_of_the_driver() {
+        use sys::cudaError as E;
+        use sys::cudaGraphNodeType as T;
+        let never = || -> Option<u32> { panic!("the driver is asked only after cudaErrorUnknown") };
+        // The runtime's answer, when it has one; its error, other than 999, as it is.
+        assert_eq!(kind_or_drivers(E::cudaSuccess, T::cudaGraphNodeTypeKernel, never).unwrap(), NodeKind::Kernel);
+        let e = kind_or_drivers(E::cudaErrorInsufficientDriver, T::cudaGraphNodeTypeEmpty, never).unwrap_err();
+        assert_eq!(e.cuda().map(|c| c.code()), Some(E::cudaErrorInsufficientDriver), "{e}");
+        // 999: the driver's kind (13 is CU_GRAPH_NODE_TYPE_CONDITIONAL, 12 the batch memory
+        // operation that the runtime has no name for).
+        let kind = |v| kind_or_drivers(E::cudaErrorUnknown, T::cudaGraphNodeTypeEmpty, || Some(v)).unwrap();
+        assert_eq!(kind(13), NodeKind::Conditional);
+        assert_eq!(kind(0), NodeKind::Kernel);
+        assert_eq!(kind(12), NodeKind::Other(12));
+        // 999 and no answer from the driver (none here; or it refused): the runtime's error.
+        let e = kind_or_drivers(E::cudaErrorUnknown, T::cudaGraphNodeTypeEmpty, || None).unwrap_err();
+        assert_eq!(e.cuda().map(|c| c.code()), Some(E::cudaErrorUnknown), "{e}");
+        assert!(e.to_string().contains("cudaGraphNodeGetType"), "{e}");
+        // Without a driver, the entry-point query finds no cuGraphNodeGetType.
+        if !std::path::Path::new("/dev/nvidiactl").exists() {
+            assert!(crate::driver_calls::graph_node_get_type().is_none());
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Kernels loaded at run time: a [`Library`] from a PTX, cubin or fatbin image
-//! (`cudaLibraryLoadData`, CUDA 12.4 and later headers), and its kernels by name
+//! (`cudaLibraryLoadData`, CUDA 12.8 and later headers), and its kernels by name
 //! (`cudaLibraryGetKernel`) with the same typed launch as a kernel linked into the program.
 //!
 //! A library is context-independent: its kernels launch on any device's stream (the driver loads

@@ -118,13 +118,12 @@ impl HostPool {
                 host_location(sys::cudaMemLocationType::cudaMemLocationTypeHostNuma, node)
             }
         };
-        let props = sys::cudaMemPoolProps {
-            allocType: sys::cudaMemAllocationType::cudaMemAllocationTypePinned,
-            handleTypes: sys::cudaMemAllocationHandleType::cudaMemHandleTypeNone,
+        let mut props = sys::mem_pool_props(
+            sys::cudaMemAllocationType::cudaMemAllocationTypePinned,
+            sys::cudaMemAllocationHandleType::cudaMemHandleTypeNone,
             location,
-            maxSize: options.max_size,
-            ..Default::default()
-        };
+        );
+        props.maxSize = options.max_size;
         let mut raw: sys::cudaMemPool_t = core::ptr::null_mut();
         // SAFETY: `props` is initialised; `raw` is writable.
         cuda_call!(unsafe { sys::cudaMemPoolCreate(&mut raw, &props) })?;
@@ -163,7 +162,7 @@ impl Drop for HostPool {
 }
 
 fn host_location(type_: sys::cudaMemLocationType, id: i32) -> sys::cudaMemLocation {
-    sys::cudaMemLocation { type_, id }
+    sys::mem_location(type_, id)
 }
 
 /// `len` elements of page-locked host memory from a [`HostPool`], allocated on a stream

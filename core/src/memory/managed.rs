@@ -38,9 +38,9 @@ impl Location {
     pub fn to_raw(self) -> sys::cudaMemLocation {
         use sys::cudaMemLocationType as T;
         match self {
-            Location::Device(d) => sys::cudaMemLocation { type_: T::cudaMemLocationTypeDevice, id: d.ordinal() },
-            Location::Host => sys::cudaMemLocation { type_: T::cudaMemLocationTypeHost, id: 0 },
-            Location::HostNuma(node) => sys::cudaMemLocation { type_: T::cudaMemLocationTypeHostNuma, id: node },
+            Location::Device(d) => sys::mem_location(T::cudaMemLocationTypeDevice, d.ordinal()),
+            Location::Host => sys::mem_location(T::cudaMemLocationTypeHost, 0),
+            Location::HostNuma(node) => sys::mem_location(T::cudaMemLocationTypeHostNuma, node),
         }
     }
 }

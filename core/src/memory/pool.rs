@@ -89,7 +89,7 @@ impl PoolAccess {
 }
 
 fn device_location(device: Device) -> sys::cudaMemLocation {
-    sys::cudaMemLocation { type_: sys::cudaMemLocationType::cudaMemLocationTypeDevice, id: device.ordinal() }
+    sys::mem_location(sys::cudaMemLocationType::cudaMemLocationTypeDevice, device.ordinal())
 }
 
 impl MemPool {
@@ -189,13 +189,13 @@ impl MemPoolBuilder {
     /// export handle type, the maximum size. A capture takes an allocation node's properties from
     /// the pool's; ordo's GPU tests capture allocations from pools made so.
     pub fn props(&self) -> sys::cudaMemPoolProps {
-        sys::cudaMemPoolProps {
-            allocType: sys::cudaMemAllocationType::cudaMemAllocationTypePinned,
-            handleTypes: sys::cudaMemAllocationHandleType::cudaMemHandleTypeNone,
-            location: device_location(self.device),
-            maxSize: self.max_size,
-            ..Default::default()
-        }
+        let mut props = sys::mem_pool_props(
+            sys::cudaMemAllocationType::cudaMemAllocationTypePinned,
+            sys::cudaMemAllocationHandleType::cudaMemHandleTypeNone,
+            device_location(self.device),
+        );
+        props.maxSize = self.max_size;
+        props
     }
 
     /// Creates the pool (`cudaMemPoolCreate`), then sets the attributes asked for; a failure of
@@ -370,7 +370,8 @@ mod tests {
         assert_eq!(p.allocType, sys::cudaMemAllocationType::cudaMemAllocationTypePinned);
         assert_eq!(p.handleTypes, sys::cudaMemAllocationHandleType::cudaMemHandleTypeNone, "no export handle");
         assert_eq!(p.location.type_, sys::cudaMemLocationType::cudaMemLocationTypeDevice);
-        assert_eq!(p.location.id, 3);
+        // SAFETY: a location made by `sys::mem_location`.
+        assert_eq!(unsafe { sys::mem_location_id(&p.location) }, 3);
         assert_eq!(p.maxSize, 0, "no limit unless asked");
         assert!(p.win32SecurityAttributes.is_null());
         let b = b.max_size(1 << 30).release_threshold(u64::MAX).internal_dependencies(false);

@@ -336,10 +336,7 @@ fn peers(device: Device) -> Result<Vec<PeerInfo>> {
         let pool_mapped = unsafe { sys::cudaDeviceGetDefaultMemPool(&mut pool, peer) } == sys::cudaError::cudaSuccess
             && {
                 let mut flags = sys::cudaMemAccessFlags::cudaMemAccessFlagsProtNone;
-                let mut at = sys::cudaMemLocation {
-                    type_: sys::cudaMemLocationType::cudaMemLocationTypeDevice,
-                    id: device.ordinal(),
-                };
+                let mut at = sys::mem_location(sys::cudaMemLocationType::cudaMemLocationTypeDevice, device.ordinal());
                 // SAFETY: a pool of `peer`; `flags` and `at` valid.
                 let code = unsafe { sys::cudaMemPoolGetAccess(&mut flags, pool, &mut at) };
                 code == sys::cudaError::cudaSuccess && flags != sys::cudaMemAccessFlags::cudaMemAccessFlagsProtNone
