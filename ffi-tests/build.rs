@@ -19,8 +19,6 @@ fn main() -> ExitCode {
     if core("HAS_DEVICE").is_some_and(|v| v == "1") {
         println!("cargo::rustc-cfg=has_cuda_device");
     }
-    let include = core("CUDA_INCLUDE").unwrap_or_default();
-    let include: Vec<_> = std::env::split_paths(&include).collect();
 
     let c99 = cc::Build::new()
         .compiler("gcc")
@@ -58,9 +56,8 @@ fn main() -> ExitCode {
         .include(&capi_include)
         .include(&core_include)
         .flag("-std=c++17");
-    for dir in &include {
-        cuda.include(dir);
-    }
+    // nvcc finds its own toolkit's headers: adding the runtime's include folders would mix two
+    // toolkits' headers where the nvcc is another toolkit's (ORDO_NVCC, for CUDA 12.x runtimes).
     for flag in core("GENCODE").unwrap_or_default().to_string_lossy().split_whitespace() {
         cuda.flag(flag);
     }
