@@ -283,7 +283,9 @@ fn partition_streams_take_every_stream_call_and_graph_launches() {
     let a_sms = sms_of(s);
     assert!(a_sms.is_disjoint(&b_sms));
 
-    // A graph captured on a plain stream, launched on the partition's stream.
+    // A graph captured on a plain stream, launched on the partition's stream: its kernels keep the
+    // context they were captured in (the whole device), as CUDA's kernel nodes do. Recorded, and
+    // checked only to have run.
     let mut out = smid_buffer(p);
     plain.synchronize().unwrap();
     // SAFETY: `out` outlives every launch of the graph (synchronised below before it drops);
@@ -294,8 +296,7 @@ fn partition_streams_take_every_stream_call_and_graph_launches() {
     s.synchronize().unwrap();
     let launched = read_sms(&out, p);
     println!("a graph captured on a plain stream, launched on the partition's: {launched:?}");
-    assert!(launched.is_disjoint(&b_sms), "the graph ran on the other partition's SMs: {launched:?}");
-    assert!(launched.union(&a_sms).count() as u32 <= a.sm_count(), "{launched:?} beside {a_sms:?}");
+    assert!(!launched.is_empty(), "the graph ran");
 
     // A graph captured on the partition's stream, launched there and on a plain stream.
     let mut out2 = smid_buffer(p);
@@ -307,6 +308,7 @@ fn partition_streams_take_every_stream_call_and_graph_launches() {
     s.synchronize().unwrap();
     let captured = read_sms(&out2, p);
     assert!(captured.is_disjoint(&b_sms), "captured on the partition: {captured:?}");
+    assert!(captured.union(&a_sms).count() as u32 <= a.sm_count(), "{captured:?} beside {a_sms:?}");
     exec2.launch(p).unwrap();
     plain.synchronize().unwrap();
     println!(

@@ -61,6 +61,15 @@ fn engine() -> Engine {
     Engine::new(Device::new(0).unwrap(), options()).unwrap()
 }
 
+/// Held by every GPU test for its whole body: the engine's blocking kernel spins until its host
+/// thread has queued what goes behind it, and another thread's call that waits for the device
+/// meanwhile (a synchronous free, a module load, a device synchronise) would hold up that thread's
+/// launches until the spin times out. So the tests measure one at a time, as the command does.
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static GPU: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    GPU.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn is_sm90(engine: &Engine) -> bool {
     let cc = engine.header().device.compute_capability;
     if cc.0 < 9 {
@@ -102,6 +111,7 @@ fn spin_subject(engine: &Engine, ns: u64, blocks: u32) -> (Subject, SharedStream
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn measure_engine_a_kernel_of_known_duration_measures_that_long() {
+    let _alone = alone();
     let mut e = engine();
     const NS: u64 = 50_000;
     let (mut s, out) = spin_subject(&e, NS, 4);
@@ -145,6 +155,7 @@ fn measure_engine_a_kernel_of_known_duration_measures_that_long() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn measure_engine_submit_and_sync_measure_every_path_that_launches() {
+    let _alone = alone();
     let mut e = engine();
     let (mut s, _out) = spin_subject(&e, 0, 1);
     let submit = e.submit(&mut s).unwrap();
@@ -165,6 +176,7 @@ fn measure_engine_submit_and_sync_measure_every_path_that_launches() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn measure_engine_a_wrong_argument_list_is_refused_before_any_launch() {
+    let _alone = alone();
     let e = engine();
     let lib = Library::from_ptx(USER_SPIN).unwrap();
     let func = Func::from_library(&lib, c"user_spin").unwrap();
@@ -182,6 +194,7 @@ fn measure_engine_a_wrong_argument_list_is_refused_before_any_launch() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn measure_engine_the_stamped_copy_computes_what_the_kernel_computes() {
+    let _alone = alone();
     let e = engine();
     if !is_sm90(&e) {
         return;
@@ -201,7 +214,11 @@ fn measure_engine_the_stamped_copy_computes_what_the_kernel_computes() {
         SharedStreamBuffer::<f32>::zeroed_async(n, e.stream()).unwrap(),
     ];
     let blocks = n.div_ceil(256) as u32;
+    // Entry is stored, release kept by `red.min` and end by `red.max`: the release slots start at
+    // u64::MAX, the others at 0, as the engine sets them.
+    let initial: Vec<u64> = (0..3 * blocks as usize).map(|i| if i % 3 == 1 { u64::MAX } else { 0 }).collect();
     let mut st = SharedStreamBuffer::<u64>::zeroed_async(3 * blocks as usize, e.stream()).unwrap();
+    copy::h2d_blocking(st.as_mut_slice(), &initial, s).unwrap();
     for (i, name) in [c"chain_step_pdl", c"chain_step_pdl__ordo_stamped"].into_iter().enumerate() {
         let func = Func::from_library(&lib, name).unwrap();
         let (mut p, mut o, mut sc, mut nn, mut stp) =
@@ -274,6 +291,7 @@ fn spec(words: &str) -> ordo_cuda_measure::cli::RunSpec {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn measure_engine_the_chain_step_from_ptx_self_stamped_and_instrumented() {
+    let _alone = alone();
     let mut e = engine();
     if !is_sm90(&e) {
         return;
@@ -305,6 +323,7 @@ fn measure_engine_the_chain_step_from_ptx_self_stamped_and_instrumented() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn measure_engine_a_then_b_from_cuda_c_through_nvrtc() {
+    let _alone = alone();
     let mut e = engine();
     if !is_sm90(&e) {
         return;

@@ -35,6 +35,11 @@
 //! primary context with fewer SMs: memory, events and kernels of the primary context are valid on
 //! it, and the runtime takes the context from the stream).
 //!
+//! A graph keeps the context its kernels were captured (or added) in: a graph captured on a plain
+//! stream runs its kernels on every SM even when launched on a partition's stream, and one captured
+//! on a partition's stream stays on the partition's SMs wherever it is launched. So capture (or
+//! build) a decode graph on the partition's stream.
+//!
 //! # Lifetimes
 //! A partition and its streams share the green context (`Arc`): it lives while any of them does.
 //! A stream is destroyed on drop (`cudaStreamDestroy`: its queued work still runs). When the last
