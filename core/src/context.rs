@@ -19,6 +19,12 @@ type CtxGetId = unsafe extern "C" fn(*mut c_void, *mut c_ulonglong) -> c_int;
 
 /// The two driver functions, or `None` where the driver cannot give them (no driver; one older
 /// than CUDA 12.0, without `cuCtxGetId`): every context then counts as alive.
+///
+/// They are asked for in their CUDA 12.0 form (`cudaGetDriverEntryPointByVersion`). The
+/// unversioned query asks for the form of the runtime's own version, which a driver older than the
+/// runtime (a CUDA 13.5 runtime on a 13.0 driver, which CUDA's minor-version compatibility allows)
+/// cannot give: the lookup then failed, every context counted as alive, and handles of a context
+/// destroyed by `cudaDeviceReset` were used again.
 fn driver() -> Option<(CtxGetCurrent, CtxGetId)> {
     static DRIVER: OnceLock<Option<(CtxGetCurrent, CtxGetId)>> = OnceLock::new();
     fn entry(name: &CStr) -> Option<*mut c_void> {
@@ -26,14 +32,22 @@ fn driver() -> Option<(CtxGetCurrent, CtxGetId)> {
         let mut found = sys::cudaDriverEntryPointQueryResult(0);
         // SAFETY: `name` is NUL-terminated; `f` and `found` are writable.
         let code = unsafe {
-            sys::cudaGetDriverEntryPoint(
+            sys::get_driver_entry_point_by_version(
                 name.as_ptr(),
                 &mut f,
+                12000,
                 sys::cudaGetDriverEntryPointFlags::cudaEnableDefault.0.into(),
                 &mut found,
             )
         };
-        (code == sys::cudaError::cudaSuccess && !f.is_null()).then_some(f)
+        let ok = code == sys::cudaError::cudaSuccess
+            && found == sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess
+            && !f.is_null();
+        if code != sys::cudaError::cudaSuccess {
+            // SAFETY: no arguments; a failed query is not left as the thread's last error.
+            unsafe { sys::cudaGetLastError() };
+        }
+        ok.then_some(f)
     }
     *DRIVER.get_or_init(|| {
         let (current, id) = (entry(c"cuCtxGetCurrent")?, entry(c"cuCtxGetId")?);

@@ -1,12 +1,14 @@
 //! The driver's log of failed calls (CUDA 12.9 and later drivers, `cuLogs*`), read only after a
 //! failure and kept for the error.
 //!
-//! The driver writes a line for each failure it can explain, `[time][thread][source][severity]
-//! [entry point] message`, into one process-wide buffer (25,600 bytes). On the success path ordo
-//! reads nothing. After a failure, [`capture`] reads what the buffer gained since the calling
-//! thread last read it (each thread keeps its own position; its first read takes the whole
-//! buffer), keeps the lines that carry the calling thread's id (the failing call ran on it, and
-//! other threads' lines belong to their own failures), and stores them under a number that the
+//! The driver writes lines for each failure it can explain, `[time][thread][source][severity]
+//! message`, into one process-wide buffer (25,600 bytes): the reason, then `Returning N (NAME)
+//! from cuEntryPoint`; the thread is the POSIX thread handle (`pthread_self`) as a decimal number.
+//! (Seen on driver 580: `[15:42:56.295][140537618612224][CUDA][E] buffer cannot be NULL`.) On the
+//! success path ordo reads nothing. After a failure, [`capture`] reads what the buffer gained
+//! since the calling thread last read it (each thread keeps its own position; its first read takes
+//! the whole buffer), keeps the lines that carry the calling thread's handle (the failing call ran
+//! on it, and other threads' lines belong to their own failures), and stores them under a number that the
 //! [`CudaError`](super::CudaError) keeps: the error stays plain data. The last [`KEPT`] texts are
 //! kept; [`lookup`] finds one by its number.
 //!
@@ -109,18 +111,17 @@ fn read() -> Option<String> {
     None
 }
 
-/// The ids a line of the calling thread may carry: the kernel's thread id (what the driver's
-/// field is named for), and the process id, in case the driver writes that (then the lines of
-/// every thread carry it, and are told apart by the position each thread read up to only).
+/// The ids a line of the calling thread may carry: its POSIX thread handle (what driver 580
+/// writes), and its kernel thread id (in case a driver writes that instead).
 #[cfg(all(cuda_12_8, target_os = "linux"))]
 fn thread_ids() -> Option<[u64; 2]> {
     extern "C" {
         fn gettid() -> i32;
-        fn getpid() -> i32;
+        fn pthread_self() -> core::ffi::c_ulong;
     }
     // SAFETY: no arguments; neither can fail.
-    let (tid, pid) = unsafe { (gettid(), getpid()) };
-    Some([u64::try_from(tid).ok()?, u64::try_from(pid).ok()?])
+    let (handle, tid) = unsafe { (pthread_self(), gettid()) };
+    Some([handle, u64::try_from(tid).ok()?])
 }
 
 #[cfg(all(cuda_12_8, not(target_os = "linux")))]
@@ -129,7 +130,11 @@ fn thread_ids() -> Option<[u64; 2]> {
 }
 
 /// The lines of `log` that carry one of `ids` (every parsed line when `ids` is unknown), each as
-/// `[severity][entry point] message`, the latest [`MAX_LINES`], `; `-separated; `None` for none.
+/// `[severity] message`, `; `-separated; `None` for none. The driver ends the lines of each
+/// failure with `Returning N (NAME) from cuEntryPoint`: the lines of the latest failure are kept
+/// (from after the one before it), so that lines of a thread that ended earlier and whose handle
+/// the calling thread now has, or of an earlier failure this thread did not report, are not
+/// attributed to this one. Without such a line, the latest [`MAX_LINES`].
 #[cfg(cuda_12_8)]
 pub(crate) fn this_threads_lines(log: &str, ids: Option<[u64; 2]>) -> Option<String> {
     let lines: alloc::vec::Vec<&str> = log
@@ -139,16 +144,23 @@ pub(crate) fn this_threads_lines(log: &str, ids: Option<[u64; 2]>) -> Option<Str
             ids.map_or(true, |ids| ids.contains(&thread)).then_some(rest)
         })
         .collect();
-    let first = lines.len().saturating_sub(MAX_LINES);
-    let kept = lines.get(first..)?;
+    let ends = |l: &&str| l.contains("] Returning ");
+    let kept = match lines.iter().rposition(ends) {
+        Some(last) => {
+            let first = lines[..last].iter().rposition(ends).map_or(0, |i| i + 1);
+            let first = first.max((last + 1).saturating_sub(MAX_LINES));
+            lines.get(first..=last)?
+        }
+        None => lines.get(lines.len().saturating_sub(MAX_LINES)..)?,
+    };
     if kept.is_empty() {
         return None;
     }
     Some(kept.join("; "))
 }
 
-/// `[time][thread][source][severity][entry point] message` → (thread, `[severity][entry point]
-/// message`); `None` for a line of another shape (the driver's note that older lines were lost).
+/// `[time][thread][source][severity] message` → (thread, `[severity] message`); `None` for a line
+/// of another shape (the driver's note that older lines were lost).
 #[cfg(cuda_12_8)]
 fn parse(line: &str) -> Option<(u64, &str)> {
     let field = |s: &str| -> Option<usize> { s.starts_with('[').then(|| s.find(']')).flatten() };
@@ -171,10 +183,10 @@ mod tests {
 
     #[cfg(cuda_12_8)]
     const LOG: &str = "\
-[22:21:32.099][25642][CUDA][E][cuLogsDumpToMemory] buffer cannot be NULL
-[22:21:32.100][777][CUDA][E][cuMemcpyAsync] another thread's failure
+[22:21:32.099][25642][CUDA][E] buffer cannot be NULL
+[22:21:32.100][777][CUDA][E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuMemcpyAsync
 some note the driver adds when older lines were dropped
-[22:21:32.101][25642][CUDA][W][cuMemPoolSetAccess] read-only access is not supported for this pool
+[22:21:32.101][25642][CUDA][E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuLogsDumpToMemory
 ";
 
     #[cfg(cuda_12_8)]
@@ -182,28 +194,52 @@ some note the driver adds when older lines were dropped
     fn only_the_calling_threads_lines_are_kept_without_time_and_thread() {
         assert_eq!(
             this_threads_lines(LOG, Some([25642, 1])).unwrap(),
-            "[E][cuLogsDumpToMemory] buffer cannot be NULL; [W][cuMemPoolSetAccess] read-only access is not supported for this pool"
+            "[E] buffer cannot be NULL; [E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuLogsDumpToMemory"
         );
-        assert_eq!(this_threads_lines(LOG, Some([777, 1])).unwrap(), "[E][cuMemcpyAsync] another thread's failure");
-        assert_eq!(
-            this_threads_lines(LOG, Some([5, 777])).unwrap(),
-            "[E][cuMemcpyAsync] another thread's failure",
-            "the process's id"
-        );
+        let other = "[E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuMemcpyAsync";
+        assert_eq!(this_threads_lines(LOG, Some([777, 1])).unwrap(), other);
+        assert_eq!(this_threads_lines(LOG, Some([5, 777])).unwrap(), other, "either id");
         assert!(this_threads_lines(LOG, Some([1, 2])).is_none(), "no line of this thread");
-        assert_eq!(this_threads_lines(LOG, None).unwrap().matches("; ").count(), 2, "unknown thread: every line");
+        assert_eq!(
+            this_threads_lines(LOG, None).unwrap(),
+            "[E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuLogsDumpToMemory",
+            "unknown thread: the latest failure of any"
+        );
         assert!(this_threads_lines("", Some([1, 2])).is_none());
-        assert!(this_threads_lines("[x][notanumber][CUDA][E][cuX] m", None).is_none());
+        assert!(this_threads_lines("[x][notanumber][CUDA][E] m", None).is_none());
         assert!(this_threads_lines("[x][1][CUDA]", None).is_none(), "cut short");
+    }
+
+    /// Of the calling thread's lines, those of its latest failure: an earlier failure's (or a
+    /// thread's that had the same handle before) end at their own `Returning` line.
+    #[cfg(cuda_12_8)]
+    #[test]
+    fn only_the_latest_failures_lines_are_kept() {
+        let log = "\
+[t][9][CUDA][E] an earlier thread's reason
+[t][9][CUDA][E] Returning 700 (CUDA_ERROR_ILLEGAL_ADDRESS) from cuStreamSynchronize
+[t][3][CUDA][E] another thread's reason
+[t][9][CUDA][E] Mempools do not support Read-Only flag
+[t][3][CUDA][E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuMemcpyAsync
+[t][9][CUDA][E] Returning 801 (CUDA_ERROR_NOT_SUPPORTED) from cuMemPoolSetAccess
+";
+        assert_eq!(
+            this_threads_lines(log, Some([9, 0])).unwrap(),
+            "[E] Mempools do not support Read-Only flag; [E] Returning 801 (CUDA_ERROR_NOT_SUPPORTED) from cuMemPoolSetAccess"
+        );
+        assert_eq!(
+            this_threads_lines(log, Some([3, 0])).unwrap(),
+            "[E] another thread's reason; [E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuMemcpyAsync"
+        );
     }
 
     #[cfg(cuda_12_8)]
     #[test]
     fn at_most_the_latest_lines_are_kept() {
-        let log: String = (0..20).map(|i| format!("[t][5][CUDA][E][cuX] line {i}\n")).collect();
+        let log: String = (0..20).map(|i| format!("[t][5][CUDA][E] line {i}\n")).collect();
         let kept = this_threads_lines(&log, Some([5, 1])).unwrap();
         assert_eq!(kept.matches("; ").count(), MAX_LINES - 1);
-        assert!(kept.starts_with("[E][cuX] line 12;") && kept.ends_with("line 19"), "{kept}");
+        assert!(kept.starts_with("[E] line 12;") && kept.ends_with("line 19"), "{kept}");
     }
 
     #[test]
