@@ -64,10 +64,20 @@ fn arguments_are_parsed_and_unknown_ones_refused() {
     let o = parse_args(args(&["--bench", "--quick", "--json", "b.json", "--csv", "b.csv", "--svg", "t.svg"])).unwrap();
     assert_eq!(
         o,
-        Options { quick: true, json: Some("b.json".into()), csv: Some("b.csv".into()), svg: Some("t.svg".into()) }
+        Options {
+            quick: true,
+            json: Some("b.json".into()),
+            csv: Some("b.csv".into()),
+            svg: Some("t.svg".into()),
+            only: None
+        }
     );
+    let o = parse_args(args(&["--only", "launch,decode"])).unwrap();
+    assert!(o.runs("launch") && o.runs("decode") && !o.runs("gaps"), "--only lists the groups");
+    assert!(Options::default().runs("gaps"), "every group without --only");
     assert!(parse_args(args(&["--jsn", "b.json"])).unwrap_err().contains("--jsn"));
-    assert!(parse_args(args(&["--json"])).unwrap_err().contains("needs a file"));
-    assert!(parse_args(args(&["--json", "--quick"])).unwrap_err().contains("needs a file"));
+    assert!(parse_args(args(&["--json"])).unwrap_err().contains("needs a value"));
+    assert!(parse_args(args(&["--json", "--quick"])).unwrap_err().contains("needs a value"));
+    assert!(parse_args(args(&["--only"])).unwrap_err().contains("needs a value"));
     assert!(parse_args(args(&["--csv", "a", "--csv", "b"])).unwrap_err().contains("twice"));
 }

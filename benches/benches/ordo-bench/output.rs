@@ -27,9 +27,19 @@ pub(crate) struct Options {
     pub(crate) json: Option<String>,
     pub(crate) csv: Option<String>,
     pub(crate) svg: Option<String>,
+    /// The groups to run (`--only launch,decode`); `None`: every group.
+    pub(crate) only: Option<String>,
 }
 
-pub(crate) const USAGE: &str = "usage: ordo-bench [--quick] [--json FILE] [--csv FILE] [--svg FILE]";
+pub(crate) const USAGE: &str =
+    "usage: ordo-bench [--quick] [--only GROUP[,GROUP...]] [--json FILE] [--csv FILE] [--svg FILE]";
+
+impl Options {
+    /// Whether group `name` runs: every group without `--only`, else the ones it lists.
+    pub(crate) fn runs(&self, name: &str) -> bool {
+        self.only.as_deref().map_or(true, |only| only.split(',').any(|g| g.trim() == name))
+    }
+}
 
 /// Parses the arguments after the program's name. `--bench`, which cargo passes to every bench
 /// target, is accepted and ignored; anything else unknown, a flag given twice, or a flag without
@@ -47,6 +57,7 @@ pub(crate) fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Opti
             "--json" => &mut o.json,
             "--csv" => &mut o.csv,
             "--svg" => &mut o.svg,
+            "--only" => &mut o.only,
             other => return Err(format!("unknown argument {other:?}; {USAGE}")),
         };
         if slot.is_some() {
@@ -54,7 +65,7 @@ pub(crate) fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<Opti
         }
         match args.next() {
             Some(file) if !file.starts_with("--") => *slot = Some(file),
-            _ => return Err(format!("{a} needs a file name; {USAGE}")),
+            _ => return Err(format!("{a} needs a value; {USAGE}")),
         }
     }
     Ok(o)
