@@ -74,7 +74,7 @@ pub(crate) fn query_version(name: &CStr, version: c_uint) -> (sys::cudaError_t, 
     let mut status = sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess;
     // SAFETY: a NUL-terminated name; `p` and `status` writable.
     let code = unsafe {
-        sys::get_driver_entry_point_by_version(
+        sys::compat::cudaGetDriverEntryPointByVersion(
             name.as_ptr(),
             &mut p,
             version,

@@ -147,11 +147,17 @@ extern crate std;
 /// One CUDA runtime call, its status turned into a [`Result`] that names the call:
 /// `cuda_call!(unsafe { sys::cudaEventRecord(e, s) })` is
 /// `check(unsafe { sys::cudaEventRecord(e, s) }, "cudaEventRecord")` with the name taken from the
-/// call, so that it cannot disagree with it. The `unsafe` block stays at the call site, under its
-/// `// SAFETY:` comment.
+/// call, so that it cannot disagree with it. The calls whose prototype differs between CUDA
+/// releases go through `sys::compat`, under CUDA's names too
+/// (`cuda_call!(unsafe { sys::compat::cudaStreamGetCaptureInfo(..) })` names
+/// `cudaStreamGetCaptureInfo`). The `unsafe` block stays at the call site, under its `// SAFETY:`
+/// comment.
 macro_rules! cuda_call {
     ($unsafe:tt { sys::$f:ident($($arg:expr),* $(,)?) }) => {
         $crate::error::check($unsafe { sys::$f($($arg),*) }, stringify!($f))
+    };
+    ($unsafe:tt { sys::compat::$f:ident($($arg:expr),* $(,)?) }) => {
+        $crate::error::check($unsafe { sys::compat::$f($($arg),*) }, stringify!($f))
     };
 }
 

@@ -257,7 +257,7 @@ impl<'a> StreamRef<'a> {
         self.refuse_while_capturing("cudaStreamGetDevice")?;
         let mut d: c_int = 0;
         // SAFETY: a live stream; `d` is writable.
-        check(unsafe { sys::stream_get_device(self.as_raw(), &mut d) }, "cudaStreamGetDevice")?;
+        cuda_call!(unsafe { sys::compat::cudaStreamGetDevice(self.as_raw(), &mut d) })?;
         Ok(Device::from_ordinal(d))
     }
 

@@ -157,20 +157,17 @@ pub(crate) fn capture_target(stream: StreamRef<'_>) -> Result<CaptureTarget> {
     let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
     let mut graph: sys::cudaGraph_t = core::ptr::null_mut();
     // SAFETY: a live stream; `status` and `graph` are writable; the other outputs are not asked.
-    check(
-        unsafe {
-            sys::stream_get_capture_info(
-                stream.as_raw(),
-                &mut status,
-                core::ptr::null_mut(),
-                &mut graph,
-                core::ptr::null_mut(),
-                core::ptr::null_mut(),
-                core::ptr::null_mut(),
-            )
-        },
-        "cudaStreamGetCaptureInfo",
-    )?;
+    cuda_call!(unsafe {
+        sys::compat::cudaStreamGetCaptureInfo(
+            stream.as_raw(),
+            &mut status,
+            core::ptr::null_mut(),
+            &mut graph,
+            core::ptr::null_mut(),
+            core::ptr::null_mut(),
+            core::ptr::null_mut(),
+        )
+    })?;
     Ok(match status {
         sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => match NonNull::new(graph) {
             Some(graph) => CaptureTarget::Active(graph),
@@ -239,20 +236,17 @@ impl<'a> StreamRef<'a> {
     pub fn capture_status(self) -> Result<CaptureStatus> {
         let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
         // SAFETY: a live stream; `status` is writable; the other outputs are not asked.
-        check(
-            unsafe {
-                sys::stream_get_capture_info(
-                    self.as_raw(),
-                    &mut status,
-                    core::ptr::null_mut(),
-                    core::ptr::null_mut(),
-                    core::ptr::null_mut(),
-                    core::ptr::null_mut(),
-                    core::ptr::null_mut(),
-                )
-            },
-            "cudaStreamGetCaptureInfo",
-        )?;
+        cuda_call!(unsafe {
+            sys::compat::cudaStreamGetCaptureInfo(
+                self.as_raw(),
+                &mut status,
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+            )
+        })?;
         Ok(match status {
             sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => CaptureStatus::Active,
             sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusInvalidated => CaptureStatus::Invalidated,
@@ -440,10 +434,9 @@ where
         // SAFETY: live handles; `deps` holds `leaves.len()` nodes of `graph`; default edges. The
         // capture's contract is forwarded to the caller; `scope` ends it, before `_opened`
         // (declared first) lets the lock go.
-        check(
-            unsafe { sys::stream_begin_capture_to_graph(s.as_raw(), target, deps, core::ptr::null(), leaves.len(), m) },
-            "cudaStreamBeginCaptureToGraph",
-        )
+        cuda_call!(unsafe {
+            sys::cudaStreamBeginCaptureToGraph(s.as_raw(), target, deps, core::ptr::null(), leaves.len(), m)
+        })
     })?;
     let mut scope = IntoCapture { stream, graph, before: Some(before) };
     let body = f(stream);

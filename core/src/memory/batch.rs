@@ -239,7 +239,7 @@ impl<'a, const N: usize> CopyBatch<'a, N> {
         // SAFETY: `len` copies in the arrays (checked when added), `attr_count` runs starting at
         // 0, increasing, each below `len`; the memory is the caller's contract.
         let code = unsafe {
-            sys::memcpy_batch_async(
+            sys::compat::cudaMemcpyBatchAsync(
                 self.dsts.as_ptr(),
                 self.srcs.as_ptr(),
                 self.sizes.as_ptr(),

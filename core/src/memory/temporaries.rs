@@ -154,7 +154,7 @@ pub fn pool_for<'p>(given: Option<MemPoolRef<'p>>, stream: StreamRef<'_>) -> Res
     let mut device: core::ffi::c_int = 0;
     // SAFETY: a live stream, not capturing (a query of a capturing stream would invalidate its
     // capture); `device` is writable.
-    let code = unsafe { sys::stream_get_device(stream.as_raw(), &mut device) };
+    let code = unsafe { sys::compat::cudaStreamGetDevice(stream.as_raw(), &mut device) };
     if code == sys::cudaError::cudaErrorNotSupported {
         return Ok(None);
     }
