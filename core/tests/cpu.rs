@@ -660,14 +660,8 @@ fn defect_08_choose_plan_with_a_huge_chunk_limit_terminates_within_max_chunks() 
 
 #[test]
 fn defect_08_predict_ms_and_choose_plan_on_nan_negative_and_infinite_input() {
-    use ordo_cuda_core::pipeline::{choose_plan, predict_ms, Machine, Plan, Schedule, StageTimes};
-    let h200 = Machine {
-        copy_engines: 3,
-        duplex: 1.83,
-        chunk_overhead_ms: 0.0055,
-        stage_timing_overhead_ms: 0.010,
-        stage_timing: true,
-    };
+    use ordo_cuda_core::pipeline::{choose_plan, predict_ms, Machine, MachineModel, Plan, Schedule, StageTimes};
+    let h200 = Machine { stage_timing: true, ..MachineModel::H200_PCIE5.machine(3) };
     let good = StageTimes { copy_in_ms: 4.89, compute_ms: 0.32, copy_out_ms: 4.86 };
     let plans = [
         Plan { chunks: 1, schedule: Schedule::RoundRobin { streams: 1 } },
