@@ -275,7 +275,7 @@ impl<'g> BodyGraph<'g> {
     /// The capture is made into a graph of its own rather than into the body
     /// (`cudaStreamBeginCaptureToGraph`): when a capture into a body is invalidated, the CUDA
     /// driver frees the body that the node still owns, and destroying or ending the graph that
-    /// holds the node then crashes in the driver (NVIDIA/cuda-python#2918). A capture into a new
+    /// holds the node then crashes in the driver (`docs/cuda-behaviours.md`, CB-07). A capture into a new
     /// graph fails alone: on every failure (`f`'s error or panic, an invalidated or unjoined
     /// capture, work CUDA does not allow in a body) the body is left as it was. The cost is one
     /// copy of the captured graph at this call.

@@ -10,7 +10,8 @@
 //! copy and enqueuing the batch allocate nothing.
 //!
 //! CUDA does not capture `cudaMemcpyBatchAsync` into graphs (it refuses the call with
-//! `cudaErrorStreamCaptureUnsupported` and leaves the capture as it was); on a capturing stream the
+//! `cudaErrorStreamCaptureUnsupported` and leaves the capture as it was: `docs/cuda-behaviours.md`,
+//! CB-09); on a capturing stream the
 //! batch is enqueued as one `cudaMemcpyAsync` a copy instead, which the capture records as copy
 //! nodes, in the batch's order.
 //!
