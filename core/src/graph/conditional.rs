@@ -336,7 +336,7 @@ impl Graph {
     /// (`cudaGraphCondAssignDefault`); with `None` it is not reset, so a kernel upstream of the
     /// node must set it. A handle that no conditional node uses may make instantiation fail. CUDA
     /// does not clone a graph that holds a handle (`try_clone` and `capture_into` then fail with
-    /// `cudaErrorNotSupported`): add kernels to such a graph with [`Graph::add_kernel_node`].
+    /// `cudaErrorNotSupported`: `docs/cuda-behaviours.md`, CB-25): add kernels to such a graph with [`Graph::add_kernel_node`].
     pub fn conditional_handle(&self, default: Option<u32>) -> Result<ConditionalHandle> {
         // SAFETY: a live graph.
         unsafe { create_handle(self.as_raw(), default) }
