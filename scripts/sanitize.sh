@@ -9,7 +9,8 @@
 #   SANITIZE_ONLY="pkg:test ..." limits the runs to those test binaries (e.g. "kernels:pipeline").
 #
 # The C ABI fuzz (ffi-tests random_calls) runs ORDO_FUZZ_CALLS calls a thread (default here 150,
-# against 800 in a plain run): the sanitizer makes each call many times slower.
+# against 800 in a plain run): the sanitizer makes each call many times slower. ORDO_FUZZ_NCCL=0
+# keeps NCCL out of it (no communicator is made to borrow: NCCL's own work is not ours to sanitize).
 # API errors are not counted (--report-api-errors no): several tests provoke them on purpose
 # (an illegal call inside a capture, a bad launch configuration) and check the error returned.
 # Tests run one at a time (--test-threads=1): the sanitizer serialises the device anyway, and a
@@ -58,7 +59,7 @@ for tool in "${tools[@]}"; do
       skipped=$((skipped + 1)); echo "skipped   $tool $pkgdir/$name: no test left after ${skip[*]}"; continue
     fi
     log="$logs/$tool-${pkgdir//\//_}-$name.log"
-    (cd "$pkgdir" && CARGO_MANIFEST_DIR="$PWD" ORDO_FUZZ_CALLS="${ORDO_FUZZ_CALLS:-150}" \
+    (cd "$pkgdir" && CARGO_MANIFEST_DIR="$PWD" ORDO_FUZZ_CALLS="${ORDO_FUZZ_CALLS:-150}" ORDO_FUZZ_NCCL=0 \
       compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 99 \
       "$OLDPWD/$bundle/bin/$exe" --include-ignored --test-threads=1 "${skip[@]}") > "$log" 2>&1
     rc=$?

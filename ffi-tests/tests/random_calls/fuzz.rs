@@ -1,14 +1,17 @@
 //! The fuzz: random calls of every export, with random arguments, on several threads sharing
 //! handles, each call's status predicted by a model of the C contract (a refusal exactly where the
 //! contract says; on a GPU, success for a valid call). The calls of each export family are in the
-//! family's module (`impl Fuzz` there); this module holds the shared state, the choice of call and
-//! the threads.
+//! family's module (`impl Fuzz` there); this module holds the shared state, what the model knows of
+//! the machine ([`Facts`]), the choice of call and the threads.
 
 use crate::support::*;
 use core::ffi::c_void;
 use core::ptr::{null, null_mut};
 use ordo_cuda_capi::*;
+use ordo_cuda_core::partition::SmGranularity;
 use ordo_cuda_core::sys;
+use ordo_cuda_core::Device;
+use ordo_cuda_libs::nccl::{Communicator, Nccl};
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
@@ -77,6 +80,12 @@ pub(crate) enum Kind {
     Ring,
     Timer,
     Pipeline,
+    /// An SM partition (`ordo_sm_partition`).
+    Partition,
+    /// A stream of an SM partition (`ordo_sm_stream`).
+    SmStream,
+    /// A borrowed NCCL communicator (`ordo_nccl_comm_borrow`).
+    Nccl,
 }
 
 /// Handles shared by the fuzz threads: live ones of each kind, and destroyed ones.
@@ -86,6 +95,46 @@ pub(crate) struct Handles {
     pub(crate) dead: Vec<usize>,
     /// Live pipelines' element size and chunk count (0: planned).
     pub(crate) pipelines: std::collections::BTreeMap<usize, (usize, usize)>,
+    /// The pool `ordo_temporary_pool` gave for each device: one pool a device, every time.
+    pub(crate) temporary_pools: std::collections::BTreeMap<i32, usize>,
+}
+
+/// What the model needs to know of the machine, asked once before the threads start.
+pub(crate) struct Facts {
+    /// CUDA devices (0 without a driver).
+    pub(crate) devices: i32,
+    /// Device 0's SMs as a split sees them (`None` without a driver, or without green contexts).
+    pub(crate) sm: Option<SmGranularity>,
+    /// Device 0's stream priorities, `(least, greatest)` (lower numbers are higher priorities).
+    pub(crate) priorities: (i32, i32),
+    /// The `ncclComm_t` of a one-rank communicator of device 0 made outside the C ABI (the Rust
+    /// API's, standing in for an engine's), for `ordo_nccl_comm_borrow`: 0 where there is none (no
+    /// GPU, no loadable NCCL, or `ORDO_FUZZ_NCCL=0`).
+    pub(crate) nccl_comm: usize,
+}
+
+impl Facts {
+    /// The machine's facts, and the communicator behind `nccl_comm` (to be dropped after the last
+    /// handle borrowing it is released).
+    fn new(gpu: bool) -> (Facts, Option<Communicator>) {
+        let devices = ordo_cuda_core::device::count().map_or(0, |n| n as i32);
+        if !gpu {
+            return (Facts { devices, sm: None, priorities: (0, 0), nccl_comm: 0 }, None);
+        }
+        let device = Device::from_ordinal(0);
+        let sm = SmGranularity::of(device).ok();
+        let priorities = device.stream_priority_range().unwrap();
+        let wanted = std::env::var("ORDO_FUZZ_NCCL").map_or(true, |v| v != "0");
+        let owner = match Nccl::load() {
+            Ok(nccl) if wanted => {
+                let id = nccl.unique_id().unwrap();
+                Some(Communicator::init_rank(&nccl, device, 1, &id, 0).unwrap())
+            }
+            _ => None,
+        };
+        let nccl_comm = owner.as_ref().map_or(0, |c| c.as_raw() as usize);
+        (Facts { devices, sm, priorities, nccl_comm }, owner)
+    }
 }
 
 /// A pointer argument: valid (of the right memory), null, misaligned, or another kind of memory.
@@ -102,6 +151,7 @@ pub(crate) struct Fuzz<'m> {
     pub(crate) mem: &'m Memory,
     pub(crate) gpu: bool,
     pub(crate) handles: &'m Mutex<Handles>,
+    pub(crate) facts: &'m Facts,
     pub(crate) counts: std::collections::BTreeMap<OrdoStatus, u32>,
     /// Tickets this thread acquired and has not submitted: (ring, ticket).
     pub(crate) tickets: Vec<(usize, usize)>,
@@ -110,7 +160,7 @@ pub(crate) struct Fuzz<'m> {
 }
 
 /// How many kinds of call [`Fuzz::call`] chooses among.
-pub(crate) const CALL_KINDS: usize = 30;
+pub(crate) const CALL_KINDS: usize = 42;
 
 impl Fuzz<'_> {
     pub(crate) fn ptr_kind(&mut self) -> Ptr {
@@ -230,6 +280,18 @@ impl Fuzz<'_> {
             27 => self.pipeline_run_on(stream),
             28 => self.pipeline_destroy(),
             29 => self.pipeline_run_stencil(stream),
+            30 => self.temporary_pool(),
+            31 => self.sm_split_query(),
+            32 => self.sm_partitions_create(),
+            33 => self.sm_partition_sm_count(),
+            34 => self.sm_partition_destroy(),
+            35 => self.sm_stream_create(),
+            36 => self.sm_stream_handle(),
+            37 => self.sm_stream_destroy(),
+            38 => self.nccl_borrow(),
+            39 => self.nccl_release(),
+            40 => self.nccl_refused_ends(),
+            41 => self.nccl_wait(stream, capturing),
             _ => unreachable!("call kind {which} of {CALL_KINDS}"),
         }
     }
@@ -280,6 +342,13 @@ pub(crate) fn destroy(handle: usize, kind: Kind) {
         Kind::Ring => ordo_staging_ring_destroy(handle as *mut OrdoStagingRing),
         Kind::Timer => ordo_timer_destroy(handle as *mut OrdoTimer),
         Kind::Pipeline => ordo_pipeline_destroy(handle as *mut OrdoPipeline),
+        Kind::Partition => ordo_sm_partition_destroy(handle as *mut OrdoSmPartition),
+        Kind::SmStream => ordo_sm_stream_destroy(handle as *mut OrdoSmStream),
+        Kind::Nccl => {
+            // A borrowed handle ends with a release (ORDO_ERROR_INVALID_HANDLE: released meanwhile).
+            let st = ordo_nccl_comm_release(handle as *mut OrdoNcclComm);
+            assert!(st == ORDO_SUCCESS || st == ORDO_ERROR_INVALID_HANDLE, "release: {st}");
+        }
     }
 }
 
@@ -289,12 +358,13 @@ pub(crate) fn destroy(handle: usize, kind: Kind) {
 pub(crate) fn fuzz(threads: u64, calls: usize) {
     let gpu = gpu();
     let mem = Memory::new(gpu);
+    let (facts, nccl_owner) = Facts::new(gpu);
     let handles = Mutex::new(Handles::default());
     let totals = Mutex::new(std::collections::BTreeMap::new());
     let times = Mutex::new([(std::time::Duration::ZERO, std::time::Duration::ZERO); CALL_KINDS]);
     std::thread::scope(|scope| {
         for t in 0..threads {
-            let (mem, handles, totals, times) = (&mem, &handles, &totals, &times);
+            let (mem, handles, totals, times, facts) = (&mem, &handles, &totals, &times, &facts);
             scope.spawn(move || {
                 let own = if gpu {
                     let mut s = null_mut();
@@ -320,9 +390,10 @@ pub(crate) fn fuzz(threads: u64, calls: usize) {
                     mem,
                     gpu,
                     handles,
+                    facts,
                     counts: Default::default(),
                     tickets: Vec::new(),
-                    times: Default::default(),
+                    times: [(std::time::Duration::ZERO, std::time::Duration::ZERO); CALL_KINDS],
                 };
                 let mut i = 0;
                 while i < calls {
@@ -378,6 +449,8 @@ pub(crate) fn fuzz(threads: u64, calls: usize) {
     for (h, kind) in left {
         destroy(h, kind);
     }
+    // Every borrowed handle is released: the communicator goes back to its owner, who ends it.
+    drop(nccl_owner);
     println!("statuses seen: {:?}", totals.lock().unwrap());
     let mut slowest: Vec<_> = times.lock().unwrap().iter().copied().enumerate().collect();
     slowest.sort_by_key(|(_, (total, _))| std::cmp::Reverse(*total));

@@ -19,6 +19,9 @@ impl Fuzz<'_> {
         ordo_staging_ring_destroy(v as *mut OrdoStagingRing);
         ordo_timer_destroy(v as *mut OrdoTimer);
         ordo_pipeline_destroy(v as *mut OrdoPipeline);
+        ordo_sm_partition_destroy(v as *mut OrdoSmPartition);
+        ordo_sm_stream_destroy(v as *mut OrdoSmStream);
+        ordo_nccl_comm_destroy(v as *mut OrdoNcclComm);
     }
 }
 
@@ -54,9 +57,21 @@ fn stale_forged_and_wrong_kind_handles_get_invalid_handle() {
             let p = f.as_mut_ptr().cast::<c_void>();
             assert_eq!(ordo_pipeline_run_on(pipeline, legacy, p, p, p, p, 1, None, null_mut()), ih);
             assert_eq!(ordo_pipeline_run_stencil(pipeline, legacy, p, p, p, p, 1, 4, 4, 1, None, null_mut()), ih);
+            let (partition, sm_stream) = (h as *mut OrdoSmPartition, h as *mut OrdoSmStream);
+            let mut sms = 0u32;
+            assert_eq!(ordo_sm_partition_sm_count(partition, &mut sms), ih);
+            let mut made = null_mut();
+            assert_eq!(ordo_sm_stream_create(partition, 0, &mut made), ih);
+            assert!(made.is_null());
+            let mut raw_stream: sys::cudaStream_t = null_mut();
+            assert_eq!(ordo_sm_stream_handle(sm_stream, &mut raw_stream), ih);
+            assert!(raw_stream.is_null());
+            assert_eq!(ordo_nccl_comm_release(h as *mut OrdoNcclComm), ih);
             ordo_staging_ring_destroy(ring);
             ordo_timer_destroy(timer);
             ordo_pipeline_destroy(pipeline);
+            ordo_sm_partition_destroy(partition);
+            ordo_sm_stream_destroy(sm_stream);
         }
     }
     for &h in &forged {

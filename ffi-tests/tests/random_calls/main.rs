@@ -15,9 +15,11 @@
 //! paired with sizes inside their allocation (the C API cannot see an allocation's size).
 //!
 //! One module a family of exports (`version`, `kernels`, `pipeline`, `graph_cache`, `staging`,
-//! `timer`, `handles`, `nccl`), each with its share of the fuzz's calls (`impl Fuzz`) and its own
-//! tests; `fuzz` holds the fuzz's state, its choice of call and its threads; `every_export` the GPU
-//! tests that run every export on one workload.
+//! `timer`, `temporaries`, `sm`, `handles`, `nccl`), each with its share of the fuzz's calls
+//! (`impl Fuzz`) and its own tests; `fuzz` holds the fuzz's state, what it knows of the machine,
+//! its choice of call and its threads; `every_export` the GPU tests that run every export on one
+//! workload. `ORDO_FUZZ_CALLS` sets the calls a fuzz thread makes (800); `ORDO_FUZZ_NCCL=0` keeps
+//! NCCL out of the fuzz (no communicator is made to borrow).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod every_export;
@@ -27,8 +29,10 @@ mod handles;
 mod kernels;
 mod nccl;
 mod pipeline;
+mod sm;
 mod staging;
 mod support;
+mod temporaries;
 mod timer;
 mod version;
 
