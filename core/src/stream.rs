@@ -168,7 +168,7 @@ impl<'a> StreamRef<'a> {
             return Err(Error::usage(
                 UsageKind::InvalidArgument,
                 call,
-                "a blocking call on the legacy default stream while a capture ordo began is open: CUDA 13.0 (driver 580) crashes there; use a stream of your own",
+                "a blocking call on the legacy default stream while a capture ordo began is open: the driver crashes there (CB-03 in ordo's docs/cuda-behaviours.md); use a stream of your own",
             ));
         }
         Ok(())

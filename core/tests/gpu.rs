@@ -406,8 +406,8 @@ fn kernels_load_at_run_time_from_ptx_and_keep_their_library() {
     let missing = unsafe { other.kernel::<()>(c"no_such_kernel") }.unwrap_err();
     println!("missing kernel: {missing}");
     assert!(matches!(missing, Error::Cuda(ref e) if !e.is_sticky()), "{missing}");
-    // PTX with an error in a kernel's body: CUDA loads lazily by default (CUDA_MODULE_LOADING),
-    // so the error shows at the load or at the kernel's lookup; either way CUDA's, not sticky.
+    // PTX with an error in a kernel's body: CUDA loads lazily by default (CUDA_MODULE_LOADING,
+    // CB-11), so the error shows at the load or at the kernel's lookup; either way CUDA's, not sticky.
     let bad = ".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry broken()\n{\n    this is not PTX;\n}\n";
     // SAFETY: `broken` takes no parameters (and is never launched).
     let bad = Library::from_ptx(bad).and_then(|l| unsafe { l.kernel::<()>(c"broken") }.map(|_| ()));
