@@ -153,6 +153,9 @@ pub(crate) struct Fuzz<'m> {
     pub(crate) handles: &'m Mutex<Handles>,
     pub(crate) facts: &'m Facts,
     pub(crate) counts: std::collections::BTreeMap<OrdoStatus, u32>,
+    /// Successful calls of each export (by the name `record` is given), to show which valid calls
+    /// the run made.
+    pub(crate) successes: std::collections::BTreeMap<&'static str, u32>,
     /// Tickets this thread acquired and has not submitted: (ring, ticket).
     pub(crate) tickets: Vec<(usize, usize)>,
     /// Time spent in each kind of call (by `which`): total and longest, to tell a slow export.
@@ -220,7 +223,7 @@ impl Fuzz<'_> {
         }
     }
 
-    pub(crate) fn record(&mut self, status: OrdoStatus, what: &str) -> OrdoStatus {
+    pub(crate) fn record(&mut self, status: OrdoStatus, what: &'static str) -> OrdoStatus {
         check(status, what);
         if ordo_cuda_capi::status::failed(status) {
             // Every failing export records its status as this thread's last error (ORDO_NOT_READY
@@ -236,6 +239,9 @@ impl Fuzz<'_> {
             assert!(info.message[0] != 0, "{what}: an empty message");
         }
         *self.counts.entry(status).or_insert(0) += 1;
+        if status == ORDO_SUCCESS {
+            *self.successes.entry(what).or_insert(0) += 1;
+        }
         status
     }
 
@@ -361,10 +367,12 @@ pub(crate) fn fuzz(threads: u64, calls: usize) {
     let (facts, nccl_owner) = Facts::new(gpu);
     let handles = Mutex::new(Handles::default());
     let totals = Mutex::new(std::collections::BTreeMap::new());
+    let successes = Mutex::new(std::collections::BTreeMap::new());
     let times = Mutex::new([(std::time::Duration::ZERO, std::time::Duration::ZERO); CALL_KINDS]);
     std::thread::scope(|scope| {
         for t in 0..threads {
             let (mem, handles, totals, times, facts) = (&mem, &handles, &totals, &times, &facts);
+            let successes = &successes;
             scope.spawn(move || {
                 let own = if gpu {
                     let mut s = null_mut();
@@ -392,6 +400,7 @@ pub(crate) fn fuzz(threads: u64, calls: usize) {
                     handles,
                     facts,
                     counts: Default::default(),
+                    successes: Default::default(),
                     tickets: Vec::new(),
                     times: [(std::time::Duration::ZERO, std::time::Duration::ZERO); CALL_KINDS],
                 };
@@ -437,6 +446,10 @@ pub(crate) fn fuzz(threads: u64, calls: usize) {
                 for (k, v) in f.counts {
                     *totals.entry(k).or_insert(0u32) += v;
                 }
+                let mut successes = successes.lock().unwrap();
+                for (k, v) in f.successes {
+                    *successes.entry(k).or_insert(0u32) += v;
+                }
                 let mut times = times.lock().unwrap();
                 for (all, one) in times.iter_mut().zip(f.times) {
                     all.0 += one.0;
@@ -452,6 +465,7 @@ pub(crate) fn fuzz(threads: u64, calls: usize) {
     // Every borrowed handle is released: the communicator goes back to its owner, who ends it.
     drop(nccl_owner);
     println!("statuses seen: {:?}", totals.lock().unwrap());
+    println!("successful calls by export: {:?}", successes.lock().unwrap());
     let mut slowest: Vec<_> = times.lock().unwrap().iter().copied().enumerate().collect();
     slowest.sort_by_key(|(_, (total, _))| std::cmp::Reverse(*total));
     for (which, (total, longest)) in slowest.iter().take(5) {
