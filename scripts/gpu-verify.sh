@@ -30,8 +30,8 @@ for i in $(seq 1 "$runs"); do
   grep -E "^FAILED|^test .* FAILED" "$out/run$i.log"
 done
 logs=$(mktemp -d)
-core="core:soundness_memory core:soundness_graphs core:gpu kernels:pipeline kernels:graphs kernels:conditional kernels:gpu libs:nvrtc"
-ffi="ffi-tests:programs ffi-tests:device_reset ffi-tests:random_calls ffi-tests:review ffi-tests:pipeline_handle ffi-tests:alloc_options"
+core="core:memory_ordering core:errors core:captures core:staging core:graph_lifetimes core:gpu kernels:pipeline kernels:graphs kernels:conditional kernels:gpu libs:nvrtc"
+ffi="ffi-tests:programs ffi-tests:device_reset ffi-tests:random_calls ffi-tests:launch ffi-tests:last_error ffi-tests:pipeline_handle ffi-tests:alloc_options"
 rest="core:no_alloc kernels:no_alloc kernels:threads kernels:multi_gpu ffi-tests:two_gpus cuda-sys:no_driver"
 for pass in "memcheck|$core $ffi" "racecheck|$core $ffi" "synccheck|$core $ffi" "initcheck|$core $ffi" \
             "memcheck|$rest" "racecheck|$rest" "synccheck|$rest" "initcheck|$rest"; do

@@ -9,7 +9,8 @@
 #   SANITIZE_ONLY="pkg:test ..." limits the runs to those test binaries (e.g. "kernels:pipeline").
 #
 # The C ABI fuzz (ffi-tests random_calls) runs ORDO_FUZZ_CALLS calls a thread (default here 150,
-# against 800 in a plain run): the sanitizer makes each call many times slower.
+# against 800 in a plain run): the sanitizer makes each call many times slower. ORDO_FUZZ_NCCL=0
+# keeps NCCL out of it (no communicator is made to borrow: NCCL's own work is not ours to sanitize).
 # API errors are not counted (--report-api-errors no): several tests provoke them on purpose
 # (an illegal call inside a capture, a bad launch configuration) and check the error returned.
 # Tests run one at a time (--test-threads=1): the sanitizer serialises the device anyway, and a
@@ -31,7 +32,7 @@ tools=("$@")
 [ ${#tools[@]} -eq 0 ] && tools=(memcheck racecheck synccheck initcheck)
 logs=${SANITIZE_LOGS:-$(mktemp -d)}
 mkdir -p "$logs"
-gpu_tests="core:gpu core:no_alloc core:soundness_memory core:soundness_graphs kernels:gpu kernels:graphs kernels:conditional kernels:pipeline kernels:no_alloc kernels:threads kernels:multi_gpu kernels:temporaries kernels:temporaries_lifecycle libs:nvrtc ffi-tests:programs ffi-tests:random_calls ffi-tests:review ffi-tests:pipeline_handle ffi-tests:alloc_options ffi-tests:temporaries ffi-tests:two_gpus ffi-tests:device_reset cuda-sys:no_driver"
+gpu_tests="core:gpu core:no_alloc core:memory_ordering core:errors core:captures core:staging core:graph_lifetimes kernels:gpu kernels:graphs kernels:conditional kernels:pipeline kernels:no_alloc kernels:threads kernels:multi_gpu kernels:temporaries kernels:temporaries_lifecycle libs:nvrtc ffi-tests:programs ffi-tests:random_calls ffi-tests:launch ffi-tests:last_error ffi-tests:pipeline_handle ffi-tests:alloc_options ffi-tests:temporaries ffi-tests:two_gpus ffi-tests:device_reset cuda-sys:no_driver"
 [ -n "${SANITIZE_ONLY:-}" ] && gpu_tests=$SANITIZE_ONLY
 # Test binaries every test of which needs two GPUs (they name them two_gpus_*).
 TWO_GPU_BINARIES="kernels:multi_gpu ffi-tests:two_gpus"
@@ -58,7 +59,7 @@ for tool in "${tools[@]}"; do
       skipped=$((skipped + 1)); echo "skipped   $tool $pkgdir/$name: no test left after ${skip[*]}"; continue
     fi
     log="$logs/$tool-${pkgdir//\//_}-$name.log"
-    (cd "$pkgdir" && CARGO_MANIFEST_DIR="$PWD" ORDO_FUZZ_CALLS="${ORDO_FUZZ_CALLS:-150}" \
+    (cd "$pkgdir" && CARGO_MANIFEST_DIR="$PWD" ORDO_FUZZ_CALLS="${ORDO_FUZZ_CALLS:-150}" ORDO_FUZZ_NCCL=0 \
       compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 99 \
       "$OLDPWD/$bundle/bin/$exe" --include-ignored --test-threads=1 "${skip[@]}") > "$log" 2>&1
     rc=$?

@@ -6,7 +6,7 @@
 //   ./host_pool [rounds]
 //
 // A naive pool (cudaMemPoolCreate, location cudaMemLocationTypeHost, pinned) gave 8.4 GB/s H2D on an
-// H200 against 55 GB/s from cudaHostAlloc memory. CUDA's documentation of cudaMemPoolCreate says a
+// H200 against 55 GB/s from cudaHostAlloc memory (ordo's docs/cuda-behaviours.md, CB-14). CUDA's documentation of cudaMemPoolCreate says a
 // host pool's memory is accessible from the host CPU by default, and CCCL's pinned pool grants every
 // device access with cudaMemPoolSetAccess: the likely cause is the missing grant (the copy engine
 // then takes the staged path, as for pageable memory at 9.8 GB/s). The variants, side by side:

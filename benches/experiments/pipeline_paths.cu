@@ -226,7 +226,8 @@ struct Variant {
 int main(int argc, char** argv) {
     setvbuf(stdout, nullptr, _IONBF, 0);
     // A persistent kernel spins while the compute stream's kernels must still start; with lazy
-    // module loading a kernel's first launch can wait for the spinning one. Load everything up front.
+    // module loading a kernel's first launch can wait for the spinning one (ordo's
+    // docs/cuda-behaviours.md, CB-11). Load everything up front.
     setenv("CUDA_MODULE_LOADING", "EAGER", 1);
     int rounds = argc > 1 ? atoi(argv[1]) : 11;
     CK(cudaSetDevice(0));
@@ -254,8 +255,9 @@ int main(int argc, char** argv) {
     }
     int ce = 0, mem_ops = 0;
     CK(cudaDeviceGetAttribute(&ce, cudaDevAttrAsyncEngineCount, 0));
-    // The attribute of the _v1 memory-operation calls: it read 0 on the H200 with driver 580, where
-    // the current calls this program makes (cuStreamWaitValue32, cuStreamWriteValue32) ran.
+    // The attribute of the _v1 memory-operation calls: it reads 0 where the current calls this
+    // program makes (cuStreamWaitValue32, cuStreamWriteValue32) run (ordo's docs/cuda-behaviours.md,
+    // CB-24).
     CU(cuDeviceGetAttribute(&mem_ops, CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1, 0));
     cudaDeviceProp p;
     CK(cudaGetDeviceProperties(&p, 0));

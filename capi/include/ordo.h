@@ -30,8 +30,8 @@
  * ordo_frame_filter); or else from ordo's own pool of the device (ordo_temporary_pool), which
  * keeps their memory mapped across synchronisations, up to an eighth of the device's memory. The
  * device's pools (default and current) are not used or changed: their release threshold is 0 by
- * default, so each synchronise unmaps their memory and the next allocation maps it again (110-117
- * us for 4 bytes allocated, freed and synchronised on an H200). The exports that allocate a
+ * default, so each synchronise unmaps their memory and the next allocation maps it again (a hundred
+ * microseconds for 4 bytes allocated, freed and synchronised: CB-12). The exports that allocate a
  * temporary: ordo_pipeline_run_on and ordo_pipeline_run_stencil (NULL device buffers),
  * ordo_gemv_normalize (4 bytes, a sum of
  * squares), ordo_frame_filter (4 bytes a pixel). No other export allocates device memory itself
@@ -121,9 +121,8 @@
  * capture in thread-local or relaxed mode: the work is captured into the caller's graph and the
  * capture stays valid, or the call is refused with a documented status without touching the
  * capture (ORDO_ERROR_STREAM_CAPTURING where that is said below).
- * GLOBAL MODE IS A CUDA HAZARD. Measured with CUDA 13.0 on driver 580 (an H200), and reproduced by
- * plain C++ without ordo (ffi-tests/cpp/capture_defects.cu): while one thread captures in
- * cudaStreamCaptureModeGlobal, another thread's global-mode capture, or another thread's
+ * GLOBAL MODE IS A CUDA HAZARD (ordo's docs/cuda-behaviours.md, CB-01 and CB-02, seen in plain C++
+ * without ordo too): while one thread captures in cudaStreamCaptureModeGlobal, another thread's global-mode capture, or another thread's
  * capture-unsafe call (a synchronise or a stream or event query, a graph instantiation, cudaMalloc/cudaFree,
  * cudaHostAlloc/cudaFreeHost, a blocking copy), kills the process inside the driver (SIGSEGV)
  * instead of failing as CUDA documents; thread-local and relaxed captures run clean. So ordo never
@@ -155,9 +154,9 @@
  * (until a capture ends, its stream is used only by the capturing code).
  * cudaStreamLegacy and captures: CUDA documents work on cudaStreamLegacy while any blocking stream
  * captures (cudaStreamPerThread is one: a graph cache run on it captures it) as refused with
- * cudaErrorStreamCaptureImplicit; with CUDA 13.0 on driver 580 a copy and synchronise on the
- * legacy stream while another thread begins and ends captures (relaxed mode, on its own blocking
- * stream) crash the process instead (measured, plain C++ too). So a program passes
+ * cudaErrorStreamCaptureImplicit; a copy and synchronise on the legacy stream while another thread
+ * begins and ends captures (relaxed mode, on its own blocking stream) crash the process instead
+ * (CB-03). So a program passes
  * cudaStreamLegacy to ordo only while no thread of the process captures a blocking stream.
  *
  * DEVICE POINTERS passed with a stream must be device memory of the stream's device, or managed
@@ -171,8 +170,8 @@
  * stream and memory of another device are refused with ORDO_ERROR_INVALID_ARGUMENT.
  *
  * AFTER cudaDeviceReset every stream, event, graph and allocation made before is gone, and CUDA
- * itself may crash on a handle of the destroyed context (measured with CUDA 13.0: destroying or
- * launching an old executable graph segfaults). ordo remembers the context each handle's CUDA
+ * itself may crash on a handle of the destroyed context (destroying or launching an old executable
+ * graph segfaults: CB-17). ordo remembers the context each handle's CUDA
  * objects were made in (a timer's and a ring's: the device current at create; a graph cache's
  * graphs: the stream's device at each one's capture) and never touches them once that context is
  * gone: calls on such a handle return cudaErrorContextIsDestroyed (709), and destroying it is safe
@@ -425,8 +424,8 @@ ordo_status ordo_pipeline_run(struct CUstream_st* stream, const float* host_in, 
  *   cudaDeviceGetStreamPriorityRange (lower numbers are higher priorities), else
  *   ORDO_ERROR_INVALID_ARGUMENT.
  * - chunks: chunks a run, at most 65536 and at most n at each run; 0: ordo's planner chooses
- *   from n * element_size bytes each way (the copy model of ordo_cuda_core::pipeline, assuming a 55 GB/s
- *   host link and a compute that is not the slowest stage).
+ *   from n * element_size bytes each way (the copy model of ordo_cuda_core::pipeline, assuming the
+ *   55 GB/s host link of its MachineModel::H200_PCIE5 and a compute that is not the slowest stage).
  * - stage_timing: 1 records timing events around each chunk's stages (about 3% slower), 0 (the
  *   default) only the events the cross-stream waits need. (The stage times are read from Rust;
  *   the C ABI has no reader yet.)

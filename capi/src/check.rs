@@ -4,8 +4,8 @@
 //! CUDA refuses "potentially unsafe" calls (allocations, frees, instantiating or destroying
 //! executable graphs, synchronising or querying other streams and events) on a thread while that
 //! thread captures, or while any thread captures in global mode, and the refusal **invalidates the
-//! capture** (measured with CUDA 13.0 on an H200: cudaErrorStreamCaptureUnsupported, then
-//! cudaErrorStreamCaptureInvalidated at its end). ordo's own calls of that kind (a ring's pinned
+//! capture** (cudaErrorStreamCaptureUnsupported, then cudaErrorStreamCaptureInvalidated at its
+//! end). ordo's own calls of that kind (a ring's pinned
 //! allocation, a graph cache's instantiation, an object's destruction) have nothing to do with the
 //! caller's capture, so every export runs with the calling thread's capture mode exchanged to
 //! relaxed (`RelaxedCaptureMode`, as CCCL does; `cudaThreadExchangeStreamCaptureMode`), restored
@@ -14,10 +14,10 @@
 //!
 //! What no mode makes legal is any query of the capturing stream itself: `cudaStreamGetDevice`,
 //! `cudaStreamGetFlags` and `cudaStreamGetId` on a capturing stream fail and invalidate the
-//! capture in every mode (measured, same machine). So while the stream captures, its device is
+//! capture in every mode (`docs/cuda-behaviours.md`, CB-05). So while the stream captures, its device is
 //! taken to be the calling thread's current device (`stream_device`), and the one query made of
 //! the stream is `cudaStreamGetCaptureInfo`, which is the capture's own. `cudaPointerGetAttributes`
-//! is legal inside captures (measured) and runs in every case.
+//! is legal inside captures (CB-05) and runs in every case.
 
 use super::status::{invalid, refused, Outcome, ORDO_ERROR_PAGEABLE_MEMORY};
 use core::cell::Cell;

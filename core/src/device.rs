@@ -134,7 +134,7 @@ impl Device {
     pub fn name(self) -> Result<DeviceName> {
         let mut prop = sys::cudaDeviceProp::default();
         // SAFETY: `prop` is writable and of the layout of the headers bound against.
-        check(unsafe { sys::get_device_properties(&mut prop, self.0) }, "cudaGetDeviceProperties")?;
+        cuda_call!(unsafe { sys::compat::cudaGetDeviceProperties(&mut prop, self.0) })?;
         let mut bytes = [0u8; 256];
         for (b, c) in bytes.iter_mut().zip(prop.name.iter()) {
             *b = *c as u8;

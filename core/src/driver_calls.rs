@@ -11,10 +11,9 @@
 //!   [`driver_fns!`] in their form of the CUDA version that introduced them, so that a newer
 //!   runtime or driver keeps that ABI.
 //!
-//! The hot calls, measured on an H200 (CUDA 13.0, `ordo-bench` group `events`, C++ runtime calls
-//! as the baseline): `cuEventRecord` 0.90x `cudaEventRecord`, record + wait 0.82x; the numbers of each
-//! run are in BENCHMARKS.md; graph launch is measured by the group `graph` (ordo's launch against
-//! C++ `cudaGraphLaunch`).
+//! The driver's forms of the hot calls measure faster than the runtime's (`ordo-bench` group
+//! `events`, against the C++ runtime calls; graph launch in the group `graph`, against C++
+//! `cudaGraphLaunch`): BENCHMARKS.md, "Driver paths, graph memory, batched copies".
 //!
 //! Each entry is resolved once, on first use, with the calling thread's capture mode relaxed for
 //! the query (so that a first use inside another thread's global-mode capture cannot disturb it),
@@ -74,7 +73,7 @@ pub(crate) fn query_version(name: &CStr, version: c_uint) -> (sys::cudaError_t, 
     let mut status = sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess;
     // SAFETY: a NUL-terminated name; `p` and `status` writable.
     let code = unsafe {
-        sys::get_driver_entry_point_by_version(
+        sys::compat::cudaGetDriverEntryPointByVersion(
             name.as_ptr(),
             &mut p,
             version,

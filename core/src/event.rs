@@ -61,7 +61,7 @@ impl Event {
     }
 
     /// Records the event at this point of `stream`: the driver's `cuEventRecord` where it is
-    /// there (faster, measured), else or where the driver refuses it `cudaEventRecord`, whose
+    /// there (faster: BENCHMARKS.md, "Driver paths"), else or where the driver refuses it `cudaEventRecord`, whose
     /// error is the one reported. No allocation, no lock.
     #[inline(always)]
     pub fn record(&self, stream: StreamRef<'_>) -> Result<()> {

@@ -72,7 +72,8 @@
 //!   - *pseudo streams* ([`StreamRef::per_thread_default`], [`StreamRef::legacy_default`]): each
 //!     names a different stream on each thread or current device, so a handle, or a buffer freed
 //!     on one, must stay on the calling thread with the same current device; the legacy stream
-//!     also must not be used while another thread captures a blocking stream (a CUDA defect);
+//!     also must not be used while another thread captures a blocking stream (the driver
+//!     crashes there: `docs/cuda-behaviours.md`, CB-03);
 //!   - *raw handles and pointers* (`from_raw`, `from_raw_parts`, `from_raw_parts_on`): the handle
 //!     must be live (and owned when the type owns it), the memory allocated for the borrow;
 //!   - *host access to managed memory*: no kernel or copy may use it meanwhile.
@@ -81,9 +82,9 @@
 //!   while another queries it. Buffers and views are `Send`/`Sync` as their element type is
 //!   (`&mut`-like views need `T: Send` to move). [`Graph`] and [`GraphExec`] are `Send`, not
 //!   `Sync` (CUDA does not synchronise calls on one graph). A capture in
-//!   [`CaptureMode::Global`] is where threads meet a CUDA defect: on driver 580 another thread's
-//!   capture-unsafe call, or a second global-mode capture, crashes the process instead of failing
-//!   (measured). Global mode is therefore never ordo's default, ordo's own global-mode captures
+//!   [`CaptureMode::Global`] is where threads meet a driver that crashes: another thread's
+//!   capture-unsafe call, or a second global-mode capture, kills the process instead of failing
+//!   (`docs/cuda-behaviours.md`, CB-01 and CB-02). Global mode is therefore never ordo's default, ordo's own global-mode captures
 //!   hold a process-wide lock ([`graph::capture_fence`]), and choosing global mode is an `unsafe`
 //!   call whose contract keeps the other threads out.
 //! - **Drop**: a [`DeviceBuffer`] is freed on its stream, after the work queued there (safe to drop
@@ -147,11 +148,17 @@ extern crate std;
 /// One CUDA runtime call, its status turned into a [`Result`] that names the call:
 /// `cuda_call!(unsafe { sys::cudaEventRecord(e, s) })` is
 /// `check(unsafe { sys::cudaEventRecord(e, s) }, "cudaEventRecord")` with the name taken from the
-/// call, so that it cannot disagree with it. The `unsafe` block stays at the call site, under its
-/// `// SAFETY:` comment.
+/// call, so that it cannot disagree with it. The calls whose prototype differs between CUDA
+/// releases go through `sys::compat`, under CUDA's names too
+/// (`cuda_call!(unsafe { sys::compat::cudaStreamGetCaptureInfo(..) })` names
+/// `cudaStreamGetCaptureInfo`). The `unsafe` block stays at the call site, under its `// SAFETY:`
+/// comment.
 macro_rules! cuda_call {
     ($unsafe:tt { sys::$f:ident($($arg:expr),* $(,)?) }) => {
         $crate::error::check($unsafe { sys::$f($($arg),*) }, stringify!($f))
+    };
+    ($unsafe:tt { sys::compat::$f:ident($($arg:expr),* $(,)?) }) => {
+        $crate::error::check($unsafe { sys::compat::$f($($arg),*) }, stringify!($f))
     };
 }
 

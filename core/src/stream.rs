@@ -90,10 +90,8 @@ impl<'a> StreamRef<'a> {
     /// or blocking copy on it, a buffer freed on it), no other thread of the process has a
     /// capture open on a blocking stream (one made with [`StreamFlags::BLOCKING`], or the
     /// per-thread default stream), in any capture mode. CUDA documents such use as refused
-    /// (`cudaErrorStreamCaptureImplicit`); CUDA 13.0 on driver 580 instead crashes the process
-    /// (measured on an H200: a blocking copy on the legacy stream against another thread's
-    /// relaxed-mode captures on its own blocking stream, in plain C++ too:
-    /// `ffi-tests/cpp/capture_defects.cu`). ordo never uses the legacy stream unless given this
+    /// (`cudaErrorStreamCaptureImplicit`); the driver instead crashes the process
+    /// (`docs/cuda-behaviours.md`, CB-03). ordo never uses the legacy stream unless given this
     /// handle, and refuses a synchronise or blocking copy on it, with a usage error, while a
     /// capture ordo began is open (a check, not a guarantee: ordo cannot see captures begun
     /// outside it, nor one that begins right after the check).
@@ -162,7 +160,7 @@ impl<'a> StreamRef<'a> {
     }
 
     /// Refuses a blocking call on the legacy default stream while a capture ordo began is open:
-    /// CUDA 13.0 on driver 580 crashes there when the capture is on a blocking stream (see
+    /// the driver crashes there when the capture is on a blocking stream (CB-03; see
     /// [`legacy_default`](Self::legacy_default)). One comparison on every other stream.
     #[inline]
     fn refuse_legacy_during_captures(self, call: &'static str) -> Result<()> {
@@ -170,14 +168,15 @@ impl<'a> StreamRef<'a> {
             return Err(Error::usage(
                 UsageKind::InvalidArgument,
                 call,
-                "a blocking call on the legacy default stream while a capture ordo began is open: CUDA 13.0 (driver 580) crashes there; use a stream of your own",
+                "a blocking call on the legacy default stream while a capture ordo began is open: the driver crashes there (CB-03 in ordo's docs/cuda-behaviours.md); use a stream of your own",
             ));
         }
         Ok(())
     }
 
     /// Makes work enqueued after this call wait until `event`'s last recorded work has completed:
-    /// the driver's `cuStreamWaitEvent` where it is there (faster, measured), else or where the
+    /// the driver's `cuStreamWaitEvent` where it is there (faster: BENCHMARKS.md, "Driver paths"),
+    /// else or where the
     /// driver refuses it `cudaStreamWaitEvent`, whose error is the one reported. The event may
     /// belong to another device.
     #[inline(always)]
@@ -257,7 +256,7 @@ impl<'a> StreamRef<'a> {
         self.refuse_while_capturing("cudaStreamGetDevice")?;
         let mut d: c_int = 0;
         // SAFETY: a live stream; `d` is writable.
-        check(unsafe { sys::stream_get_device(self.as_raw(), &mut d) }, "cudaStreamGetDevice")?;
+        cuda_call!(unsafe { sys::compat::cudaStreamGetDevice(self.as_raw(), &mut d) })?;
         Ok(Device::from_ordinal(d))
     }
 
@@ -292,10 +291,10 @@ impl<'a> StreamRef<'a> {
         }
     }
 
-    /// Refuses a query that CUDA 13.0 answers with `cudaErrorStreamCaptureUnsupported` on a
-    /// capturing stream, invalidating the capture, in every capture mode (`cudaStreamGetDevice`,
-    /// `cudaStreamGetFlags`, `cudaStreamGetId`; measured on an H200): the capture status is
-    /// asked first (`cudaStreamGetCaptureInfo`, legal during a capture).
+    /// Refuses a query that CUDA answers with `cudaErrorStreamCaptureUnsupported` on a capturing
+    /// stream, invalidating the capture, in every capture mode (`cudaStreamGetDevice`,
+    /// `cudaStreamGetFlags`, `cudaStreamGetId`: `docs/cuda-behaviours.md`, CB-05): the capture
+    /// status is asked first (`cudaStreamGetCaptureInfo`, legal during a capture).
     fn refuse_while_capturing(self, call: &'static str) -> Result<()> {
         if self.capture_status()? != crate::graph::CaptureStatus::None {
             return Err(Error::usage(

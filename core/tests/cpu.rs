@@ -415,8 +415,9 @@ fn upload_at_instantiation_needs_a_stream() {
     }
 }
 
+/// A chunk range asked of zero chunks is empty, never a division by zero.
 #[test]
-fn defect_08_chunk_range_of_no_chunk_is_empty_not_a_division_by_zero() {
+fn chunk_range_of_no_chunk_is_empty_not_a_division_by_zero() {
     use ordo_cuda_core::pipeline::chunk_range;
     assert_eq!(chunk_range(10, 0, 0), 10..10);
     assert_eq!(chunk_range(10, 0, 3), 10..10);
@@ -625,8 +626,9 @@ fn enqueue_steps_order_every_compute_after_the_copy_ins_it_reads() {
     assert_eq!(steps, expect);
 }
 
+/// `choose_plan` given a huge chunk limit ends, with a plan within `MAX_CHUNKS`.
 #[test]
-fn defect_08_choose_plan_with_a_huge_chunk_limit_terminates_within_max_chunks() {
+fn choose_plan_with_a_huge_chunk_limit_terminates_within_max_chunks() {
     use ordo_cuda_core::pipeline::{choose_plan, Machine, StageTimes, MAX_CHUNKS};
     let times = StageTimes { copy_in_ms: 4.89, compute_ms: 0.32, copy_out_ms: 4.86 };
     // No per-chunk cost: more chunks always look better, so the planner goes to its limit.
@@ -658,16 +660,12 @@ fn defect_08_choose_plan_with_a_huge_chunk_limit_terminates_within_max_chunks() 
     assert_eq!(choose_plan(times, &free, 100).chunks, 64);
 }
 
+/// NaN, negative and infinite inputs give NaN or infinity from `predict_ms` and a plan from
+/// `choose_plan`, never a panic or a hang.
 #[test]
-fn defect_08_predict_ms_and_choose_plan_on_nan_negative_and_infinite_input() {
-    use ordo_cuda_core::pipeline::{choose_plan, predict_ms, Machine, Plan, Schedule, StageTimes};
-    let h200 = Machine {
-        copy_engines: 3,
-        duplex: 1.83,
-        chunk_overhead_ms: 0.0055,
-        stage_timing_overhead_ms: 0.010,
-        stage_timing: true,
-    };
+fn predict_ms_and_choose_plan_on_nan_negative_and_infinite_input() {
+    use ordo_cuda_core::pipeline::{choose_plan, predict_ms, Machine, MachineModel, Plan, Schedule, StageTimes};
+    let h200 = Machine { stage_timing: true, ..MachineModel::H200_PCIE5.machine(3) };
     let good = StageTimes { copy_in_ms: 4.89, compute_ms: 0.32, copy_out_ms: 4.86 };
     let plans = [
         Plan { chunks: 1, schedule: Schedule::RoundRobin { streams: 1 } },
@@ -709,8 +707,9 @@ fn defect_08_predict_ms_and_choose_plan_on_nan_negative_and_infinite_input() {
     }
 }
 
+/// A run of more than `MAX_CHUNKS` chunks is refused.
 #[test]
-fn defect_08_a_run_refuses_more_chunks_than_max_chunks() {
+fn a_run_refuses_more_chunks_than_max_chunks() {
     use ordo_cuda_core::pipeline::{check_run, MAX_CHUNKS};
     assert!(check_run([usize::MAX; 4], MAX_CHUNKS).is_ok());
     let e = check_run([usize::MAX; 4], MAX_CHUNKS + 1).unwrap_err();
@@ -718,26 +717,24 @@ fn defect_08_a_run_refuses_more_chunks_than_max_chunks() {
     assert!(check_run([usize::MAX; 4], usize::MAX).is_err());
 }
 
-/// Review finding: a block whose volume overflows `u64` (three `u32` factors) was a debug-build
-/// panic in `validate` and wrapped to 0 (accepted) in release; now it is refused like any block
-/// over 1024 threads.
+/// A block whose volume overflows `u64` (three `u32` factors) is refused like any block over 1024
+/// threads, never a panic or a wrapped (accepted) volume.
 #[test]
-fn defect_08_a_block_volume_past_u64_is_refused_not_a_panic() {
+fn a_block_volume_past_u64_is_refused_not_a_panic() {
     let config = ordo_cuda_core::LaunchConfig::new(1u32, (1u32 << 31, 1u32 << 31, 4u32));
     assert!(config.validate().is_err());
 }
 
-/// Review finding: `Pipeline::new` had no upper bound and made streams until CUDA failed; it is
-/// refused before CUDA is called.
+/// A pipeline of more than `MAX_STREAMS` streams is refused before CUDA is called.
 #[test]
-fn defect_08_a_pipeline_of_absurdly_many_streams_is_refused_before_cuda() {
+fn a_pipeline_of_absurdly_many_streams_is_refused_before_cuda() {
     let e = ordo_cuda_core::pipeline::Pipeline::new(usize::MAX).err().expect("refused");
     assert!(e.cuda_code().is_none(), "{e}");
     assert!(ordo_cuda_core::pipeline::Pipeline::new(ordo_cuda_core::pipeline::MAX_STREAMS + 1).is_err());
 }
 
 /// With no driver at all, CUDA says "driver version is insufficient"; ordo's error says there is
-/// no NVIDIA driver, keeping CUDA's code (issue 18).
+/// no NVIDIA driver, keeping CUDA's code.
 #[test]
 fn without_a_driver_the_error_says_so() {
     if driver_present() {
@@ -749,7 +746,7 @@ fn without_a_driver_the_error_says_so() {
     assert!(e.to_string().contains("no NVIDIA driver"), "{e}");
 }
 
-/// 2-D and 3-D grids covering an extent (issue 18): each dimension rounded up; bad shapes refused.
+/// 2-D and 3-D grids covering an extent: each dimension rounded up; bad shapes refused.
 #[test]
 fn grids_cover_2d_and_3d_extents() {
     use ordo_cuda_core::LaunchConfig;

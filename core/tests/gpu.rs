@@ -1,9 +1,12 @@
 //! GPU tests of the core: ordering through streams and events, timing, pinned and pageable copies,
-//! pools, managed memory, devices. Run on the GPU machine (the bundle passes --include-ignored).
+//! pools, managed memory, devices (`with_current` on unwind too), host functions (a panic counted). Run on the GPU machine (the bundle passes --include-ignored).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use ordo_cuda_core::host_fn::{launch_host_fn, take_host_fn_panics};
 use ordo_cuda_core::memory::copy;
 use ordo_cuda_core::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 #[path = "support/gpu_lock.rs"]
@@ -403,8 +406,8 @@ fn kernels_load_at_run_time_from_ptx_and_keep_their_library() {
     let missing = unsafe { other.kernel::<()>(c"no_such_kernel") }.unwrap_err();
     println!("missing kernel: {missing}");
     assert!(matches!(missing, Error::Cuda(ref e) if !e.is_sticky()), "{missing}");
-    // PTX with an error in a kernel's body: CUDA loads lazily by default (CUDA_MODULE_LOADING),
-    // so the error shows at the load or at the kernel's lookup; either way CUDA's, not sticky.
+    // PTX with an error in a kernel's body: CUDA loads lazily by default (CUDA_MODULE_LOADING,
+    // CB-11), so the error shows at the load or at the kernel's lookup; either way CUDA's, not sticky.
     let bad = ".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry broken()\n{\n    this is not PTX;\n}\n";
     // SAFETY: `broken` takes no parameters (and is never launched).
     let bad = Library::from_ptx(bad).and_then(|l| unsafe { l.kernel::<()>(c"broken") }.map(|_| ()));
@@ -463,4 +466,64 @@ fn shared_stream_buffers_live_beside_their_stream_in_a_struct() {
     .join()
     .unwrap();
     assert!(back.0 == back.1, "the round trip through two shared-stream buffers");
+}
+
+/// `Device::with_current` restores the previous device when its closure panics or fails (the
+/// unwind path needs two GPUs; with one it checks the value path).
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn with_current_restores_the_device_when_the_closure_panics() {
+    let _gpu = gpu_lock::shared();
+    let n = device::count().unwrap();
+    let first = Device::from_ordinal(0);
+    first.set_current().unwrap();
+    // One device: nothing switches, the value comes back.
+    assert_eq!(first.with_current(|| Ok(5)).unwrap(), 5);
+    if n < 2 {
+        println!("one device: the unwind path needs two (run on a two-GPU machine)");
+        return;
+    }
+    let second = Device::from_ordinal(1);
+    let caught = std::panic::catch_unwind(|| {
+        second
+            .with_current(|| -> Result<()> {
+                assert_eq!(Device::current().unwrap(), second);
+                panic!("boom");
+            })
+            .unwrap();
+    });
+    assert!(caught.is_err());
+    assert_eq!(Device::current().unwrap(), first, "the panic left device 1 current");
+    // New streams land on the restored device.
+    let s = Stream::new().unwrap();
+    assert_eq!(s.device().unwrap(), first);
+    // An error from the closure restores too.
+    assert!(second.with_current(|| -> Result<()> { Err(Error::invalid("test", "x")) }).is_err());
+    assert_eq!(Device::current().unwrap(), first);
+}
+
+/// A panic in a host function is caught and counted, never unwinds into CUDA, and later host
+/// functions on the stream still run.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_host_fn_panic_is_counted_and_later_launches_work() {
+    let _gpu = gpu_lock::shared();
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    take_host_fn_panics();
+    // SAFETY: the closure panics and makes no CUDA call.
+    unsafe { launch_host_fn(s, || panic!("deliberate panic in a host function")) }.unwrap();
+    s.synchronize().unwrap();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&ran);
+    // SAFETY: an atomic add: no CUDA call.
+    unsafe {
+        launch_host_fn(s, move || {
+            r.fetch_add(1, Ordering::Relaxed);
+        })
+    }
+    .unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(ran.load(Ordering::Relaxed), 1);
+    assert_eq!(take_host_fn_panics(), 1);
 }

@@ -213,7 +213,7 @@ fn ptx_text_that_is_no_ptx_is_refused() {
         Err(Error::Usage(u)) => u.call == "Library::from_ptx",
         _ => false,
     };
-    // The review's 8 bytes, which made the driver read past ordo's copy.
+    // Eight bytes of another format's magic and no NUL: the driver would read past ordo's copy.
     assert!(usage(Library::from_ptx("\u{7f}TileIR\0")));
     assert!(usage(Library::from_ptx("\u{7f}ELF\u{2}\u{1}\u{1}")));
     assert!(usage(Library::from_ptx(".version 8.0\0.target sm_90\n")), "a NUL inside");

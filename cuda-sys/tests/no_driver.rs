@@ -31,11 +31,11 @@ fn device_count_reports_no_driver_or_counts_devices() {
 fn gated_wrappers_link_and_return_errors_on_bad_input() {
     let host = mem_location(cudaMemLocationType::cudaMemLocationTypeHost, 0);
     // Null/zero arguments: an error either way (no driver, or invalid value), never a crash.
-    let e1 = unsafe { mem_prefetch_async(null(), 0, host, 0, null_mut()) };
-    let e2 = unsafe { mem_advise(null(), 0, cudaMemoryAdvise::cudaMemAdviseSetReadMostly, host) };
+    let e1 = unsafe { compat::cudaMemPrefetchAsync(null(), 0, host, 0, null_mut()) };
+    let e2 = unsafe { compat::cudaMemAdvise(null(), 0, cudaMemoryAdvise::cudaMemAdviseSetReadMostly, host) };
     let mut status = cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
     let e3 = unsafe {
-        stream_get_capture_info(
+        compat::cudaStreamGetCaptureInfo(
             cudaStreamLegacy(),
             &mut status,
             null_mut(),
@@ -46,12 +46,16 @@ fn gated_wrappers_link_and_return_errors_on_bad_input() {
         )
     };
     let mut n = 0usize;
-    let e4 = unsafe { graph_get_edges(null_mut(), null_mut(), null_mut(), null_mut(), &mut n) };
-    let e5 = unsafe { graph_add_dependencies(null_mut(), null(), null(), null(), 0) };
-    let e6 = unsafe { graph_node_get_dependencies(null_mut(), null_mut(), null_mut(), &mut n) };
-    let e7 = unsafe { stream_update_capture_dependencies(cudaStreamLegacy(), null_mut(), null(), 0, 0) };
+    let e4 = unsafe { compat::cudaGraphGetEdges(null_mut(), null_mut(), null_mut(), null_mut(), &mut n) };
+    let e5 = unsafe { compat::cudaGraphAddDependencies(null_mut(), null(), null(), null(), 0) };
+    let e6 = unsafe { compat::cudaGraphNodeGetDependencies(null_mut(), null_mut(), null_mut(), &mut n) };
+    let e7 = unsafe { compat::cudaStreamUpdateCaptureDependencies(cudaStreamLegacy(), null_mut(), null(), 0, 0) };
     let (mut f, mut found) = (null_mut(), cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess);
-    let e8 = unsafe { get_driver_entry_point_by_version(c"cuGraphNodeGetType".as_ptr(), &mut f, 12000, 0, &mut found) };
+    let e8 = unsafe {
+        compat::cudaGetDriverEntryPointByVersion(c"cuGraphNodeGetType".as_ptr(), &mut f, 12000, 0, &mut found)
+    };
+    let mut device = -1;
+    let e9 = unsafe { compat::cudaStreamGetDevice(cudaStreamLegacy(), &mut device) };
     for (name, e) in
         [("prefetch", e1), ("advise", e2), ("edges", e4), ("add deps", e5), ("node deps", e6), ("update deps", e7)]
     {
@@ -65,10 +69,21 @@ fn gated_wrappers_link_and_return_errors_on_bad_input() {
         assert_eq!(e8, cudaError::cudaSuccess);
         assert_eq!(found, cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess);
         assert!(!f.is_null());
+        if cfg!(cuda_12_8) {
+            assert_eq!(e9, cudaError::cudaSuccess);
+            assert!(device >= 0);
+        }
     } else {
         for e in [e1, e2, e3, e4, e5, e6, e7, e8] {
             assert_eq!(e, cudaError::cudaErrorInsufficientDriver);
         }
+        let want9 =
+            if cfg!(cuda_12_8) { cudaError::cudaErrorInsufficientDriver } else { cudaError::cudaErrorNotSupported };
+        assert_eq!(e9, want9);
+    }
+    if !cfg!(cuda_12_8) {
+        // Headers without the call: the wrapper answers without calling CUDA.
+        assert_eq!(e9, cudaError::cudaErrorNotSupported);
     }
 }
 

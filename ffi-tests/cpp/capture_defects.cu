@@ -4,11 +4,8 @@
 // process, so the tests run each one in a child process (ffi-tests/tests/capture_modes.rs) and
 // report what happened.
 //
-// Measured with CUDA 13.0 on driver 580 (an H200): scenarios 0 (two or more threads capturing in
-// global mode) and 3 (one global-mode capture while other threads synchronise their own streams)
-// die with SIGSEGV inside libcuda within a second; 4 (a blocking copy on the legacy stream against
-// another thread's relaxed-mode captures on its own blocking stream) dies within seconds; 1 and 2
-// (thread-local, relaxed) run clean. 7, 8 and 9 not yet measured.
+// What the scenarios showed is in ordo's docs/cuda-behaviours.md: CB-01 (scenario 0), CB-02 (3, 6,
+// 9) and CB-03 (4, 5, 8); 1, 2 and 7 are the controls, which run clean.
 #include <cuda_runtime.h>
 
 #include <atomic>

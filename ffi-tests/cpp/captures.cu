@@ -253,8 +253,8 @@ static void cache_in_captures(cudaStream_t s) {
 
 // Another thread holds a global-mode capture open while this one enqueues work through ordo on
 // handles made before that capture began, destroyed after it ended: what global mode allows other
-// threads (ordo.h, CAPTURES: no capture-unsafe call meanwhile, which crashes CUDA 13.0 on driver
-// 580). ordo's own queries on the way neither fail nor invalidate that capture, and the work is
+// threads (ordo.h, CAPTURES: no capture-unsafe call meanwhile, which crashes the driver: ordo's
+// docs/cuda-behaviours.md, CB-02). ordo's own queries on the way neither fail nor invalidate that capture, and the work is
 // right.
 static void another_threads_global_capture(cudaStream_t s) {
     cudaStream_t other;

@@ -85,8 +85,8 @@ extern "C" int ffi_status_and_arguments_main(int driver_present) {
     expect("chain n * 4 overflows", ordo_pdl_chain(legacy, &f, &f, &f, SIZE_MAX / 2, 1, 0), ORDO_ERROR_INVALID_ARGUMENT);
     ordo_staging_ring* no_ring = nullptr;
     expect("ring slots * bytes overflows", ordo_staging_ring_create(SIZE_MAX / 2, 4, &no_ring), ORDO_ERROR_INVALID_ARGUMENT);
-    // Review findings: sizes the kernels' 32-bit indexing cannot take, chains of zero or absurdly
-    // many steps and overlapping buffers, rings of absurdly many slots: refused before CUDA.
+    // Sizes the kernels' 32-bit indexing cannot take, chains of zero or absurdly many steps and
+    // overlapping buffers, rings of absurdly many slots: refused before CUDA.
     expect("gemv 2^26 + 1 rows", ordo_gemv_normalize(legacy, &f, &f, &f, (size_t(1) << 26) + 1, 1), ORDO_ERROR_INVALID_ARGUMENT);
     expect("gemv 2^31 - 31 cols", ordo_gemv_normalize(legacy, &f, &f, &f, 1, (size_t(1) << 31) - 31), ORDO_ERROR_INVALID_ARGUMENT);
     expect("gemv zero rows", ordo_gemv_normalize(legacy, &f, &f, &f, 0, 4), ORDO_ERROR_INVALID_ARGUMENT);

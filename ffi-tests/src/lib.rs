@@ -54,6 +54,41 @@ pub fn gpu_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// A kernel of ordo's and a launch configuration, for the tests of `ordo_launch_kernel`.
+pub mod launch {
+    use core::ffi::c_void;
+    use core::ptr::null_mut;
+    use ordo_cuda_capi::OrdoLaunchConfig;
+
+    extern "C" {
+        /// `__global__ void ordok_empty()` in ordo-cuda-kernels (linked into ordo).
+        fn ordok_empty();
+    }
+
+    /// The host stub of ordo's empty kernel, as `ordo_launch_kernel` takes it.
+    pub fn empty_kernel() -> *const c_void {
+        ordok_empty as unsafe extern "C" fn() as *const c_void
+    }
+
+    /// One block of 32 threads, nothing else set; `size` as given (the struct's is 88).
+    pub fn config(size: usize) -> OrdoLaunchConfig {
+        OrdoLaunchConfig {
+            size,
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            shared_mem_bytes: 0,
+            pdl: 0,
+            has_priority: 0,
+            priority: 0,
+            cluster: [0, 0, 0],
+            cooperative: 0,
+            programmatic_event: null_mut(),
+            programmatic_event_at_block_start: 0,
+            launch_completion_event: null_mut(),
+        }
+    }
+}
+
 // Keeps the `ordo` exports linked into every binary of this crate.
 pub use ordo_cuda_capi::ordo_version;
 

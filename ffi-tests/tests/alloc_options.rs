@@ -1,7 +1,7 @@
 //! The `_with` forms of the exports that allocate a temporary (`ordo_gemv_normalize_with`,
 //! `ordo_frame_filter_with`): their temporaries come from the caller's pool, eagerly and inside the
 //! caller's global-mode capture, and the results equal the plain forms' (themselves checked
-//! against the CPU in `random_calls.rs`), on data that is never all zero.
+//! against the CPU in `random_calls`), on data that is never all zero.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use core::ptr::null_mut;

@@ -4,8 +4,8 @@
 //!   a driver crash is observed rather than fatal): thread-local and relaxed captures on many
 //!   threads must run clean; global-mode captures on two threads, one global capture beside
 //!   synchronising threads, and a blocking copy on the legacy stream beside captures on a blocking
-//!   stream are run and their outcome printed (CUDA 13.0 on driver 580 crashes in each), not
-//!   required: they document the driver, not ordo.
+//!   stream are run and their outcome printed (the driver crashes in each:
+//!   `docs/cuda-behaviours.md`, CB-01 to CB-03), not required: they document the driver, not ordo.
 //! - What ordo does about it: graph caches (Rust's `GraphCache` and the C ABI's) on 2, 8 and 32
 //!   threads at once, in every capture mode, one cache a thread and one cache shared by all,
 //!   results checked against the CPU. Global-mode captures are kept apart by ordo's global-capture
@@ -92,8 +92,8 @@ fn child_scenario() {
 }
 
 /// CUDA's own behaviour on this machine: thread-local and relaxed captures on 8 threads must run
-/// clean for 5 s each (the control); the global-mode scenarios are run and reported (on CUDA 13.0
-/// with driver 580 they die with SIGSEGV), whatever they do.
+/// clean for 5 s each (the control); the global-mode and legacy-stream scenarios are run and
+/// reported (CB-01 to CB-03: they die with SIGSEGV), whatever they do.
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn gpu_cuda_crashes_in_global_mode_and_runs_thread_local_and_relaxed_captures_clean() {
@@ -477,7 +477,7 @@ fn gpu_c_graph_cache_shared_by_many_threads_at_once_in_every_mode() {
 
 /// While a capture ordo began is open (here: relaxed mode, on a blocking stream of another
 /// thread), a blocking copy and a synchronise on the legacy stream are refused with a usage error
-/// before CUDA is called: CUDA 13.0 on driver 580 crashes there. (The legacy stream's contract
+/// before CUDA is called: the driver crashes there (CB-03). (The legacy stream's contract
 /// forbids this use; the test breaks it on purpose, to see the refusal that guards it.)
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]

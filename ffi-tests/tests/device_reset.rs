@@ -1,6 +1,6 @@
 //! What ordo.h promises after `cudaDeviceReset`: handles made before stay in ordo's table, calls on
 //! them return `cudaErrorContextIsDestroyed` without reaching CUDA (which segfaults on an old
-//! executable graph, measured with CUDA 13.0), destroying them is safe, new handles work, and the
+//! executable graph: `docs/cuda-behaviours.md`, CB-17), destroying them is safe, new handles work, and the
 //! pipeline recovers (its internal streams from before are forgotten). A binary of its own: the
 //! reset would destroy the work of any test running beside it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

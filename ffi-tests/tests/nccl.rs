@@ -7,7 +7,9 @@
 //!
 //! - a communicator made outside the C ABI (the Rust API's, standing in for an engine's
 //!   `ncclComm_t`), borrowed: collectives on it, destroy and abort refused, release ends the
-//!   handle and leaves the communicator to its owner.
+//!   handle and leaves the communicator to its owner;
+//! - one rank: a wait refuses a capturing stream and keeps its timeout while another thread's init
+//!   of the device blocks (in a child process), and a zero count is refused.
 //!
 //! Without libnccl.so.2 the tests say so and pass without checking anything. The two-rank test
 //! needs two devices: with fewer it says so and passes, unless `ORDO_REQUIRE_GPUS` says the
@@ -439,5 +441,134 @@ fn last_error_info() -> OrdoErrorInfo {
         sticky: 0,
         call: [0; ORDO_LAST_ERROR_CALL_LEN],
         message: [0; ORDO_LAST_ERROR_MESSAGE_LEN],
+    }
+}
+
+// ---- Waits, captures and zero counts on one rank ----------------------------------------------------
+
+/// A one-rank communicator on device 0 and a stream there, or `None` (after saying why) where NCCL
+/// cannot be loaded.
+fn one_rank(test: &str) -> Option<(*mut OrdoNcclComm, sys::cudaStream_t)> {
+    let id = unique_id(test)?;
+    assert_eq!(unsafe { sys::cudaSetDevice(0) }, sys::cudaError::cudaSuccess);
+    let mut stream: sys::cudaStream_t = null_mut();
+    assert_eq!(unsafe { sys::cudaStreamCreate(&mut stream) }, sys::cudaError::cudaSuccess);
+    let mut comm = null_mut();
+    assert_eq!(unsafe { ordo_nccl_comm_init_rank(0, 1, id.as_ptr(), id.len(), 0, &mut comm) }, ORDO_SUCCESS);
+    Some((comm, stream))
+}
+
+/// `ordo_nccl_comm_wait` on a capturing stream is refused with `ORDO_ERROR_STREAM_CAPTURING` before
+/// the stream is touched: the caller's capture stays valid (a query of the stream would have
+/// invalidated it: `docs/cuda-behaviours.md`, CB-05).
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device and NCCL")]
+fn gpu_nccl_wait_on_a_capturing_stream_is_refused() {
+    let Some((comm, stream)) = one_rank("gpu_nccl_wait_on_a_capturing_stream_is_refused") else { return };
+    let mode = sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal;
+    assert_eq!(unsafe { sys::cudaStreamBeginCapture(stream, mode) }, sys::cudaError::cudaSuccess);
+    let t = std::time::Instant::now();
+    let st = unsafe { ordo_nccl_comm_wait(comm, stream, 200) };
+    let waited = t.elapsed();
+    let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
+    unsafe { sys::cudaStreamIsCapturing(stream, &mut status) };
+    let mut graph: sys::cudaGraph_t = null_mut();
+    let end = unsafe { sys::cudaStreamEndCapture(stream, &mut graph) };
+    if !graph.is_null() {
+        unsafe { sys::cudaGraphDestroy(graph) };
+    }
+    ordo_nccl_comm_destroy(comm);
+    unsafe { sys::cudaStreamDestroy(stream) };
+    println!("status {st} after {waited:?}; capture {status:?}; end {end:?}");
+    assert_eq!(st, ORDO_ERROR_STREAM_CAPTURING);
+    assert_eq!(status, sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive, "the capture was invalidated");
+    assert_eq!(end, sys::cudaError::cudaSuccess);
+}
+
+/// A zero count is refused by every collective with `ORDO_ERROR_INVALID_ARGUMENT` before NCCL.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device and NCCL")]
+fn gpu_nccl_zero_count_is_refused() {
+    let Some((comm, stream)) = one_rank("gpu_nccl_zero_count_is_refused") else { return };
+    let mut d: *mut c_void = null_mut();
+    assert_eq!(unsafe { sys::cudaMalloc(&mut d, 1024) }, sys::cudaError::cudaSuccess);
+    let f32t = ORDO_NCCL_FLOAT32;
+    let sts = unsafe {
+        [
+            ordo_nccl_all_reduce(comm, d, d, 0, f32t, ORDO_NCCL_SUM, stream),
+            ordo_nccl_broadcast(comm, d, d, 0, f32t, 0, stream),
+            ordo_nccl_reduce(comm, d, d, 0, f32t, ORDO_NCCL_SUM, 0, stream),
+            ordo_nccl_all_gather(comm, d, d, 0, f32t, stream),
+            ordo_nccl_reduce_scatter(comm, d, d, 0, f32t, ORDO_NCCL_SUM, stream),
+        ]
+    };
+    unsafe { sys::cudaStreamSynchronize(stream) };
+    ordo_nccl_comm_destroy(comm);
+    unsafe {
+        sys::cudaFree(d);
+        sys::cudaStreamDestroy(stream);
+    }
+    assert_eq!(sts, [ORDO_ERROR_INVALID_ARGUMENT; 5]);
+}
+
+/// A wait on a healthy communicator keeps its timeout while another thread's init of a
+/// communicator of the same device blocks on a rank that never comes (NCCL's blocking calls hold
+/// no lock of ordo's); run in a child process, which the blocked init keeps.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device and NCCL")]
+fn gpu_nccl_wait_keeps_its_timeout_while_another_thread_inits_on_the_device() {
+    const NAME: &str = "gpu_nccl_wait_keeps_its_timeout_while_another_thread_inits_on_the_device";
+    if std::env::var_os("ORDO_NCCL_WAIT_CHILD").is_some() {
+        let code = nccl_wait_child();
+        std::process::exit(code); // the blocked threads go with the process
+    }
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", NAME, "--nocapture", "--include-ignored"])
+        .env("ORDO_NCCL_WAIT_CHILD", "1")
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let status = status.expect("child hung past 60 s");
+    assert!(status.success(), "child: {status:?} (2: the wait was still blocked after 10 s)");
+}
+
+/// The child's scenario: 0 when the wait came back in time (or NCCL is missing), 2 when it hung.
+fn nccl_wait_child() -> i32 {
+    let Some((comm, stream)) = one_rank("nccl_wait_child") else { return 0 };
+    let Some(id2) = unique_id("nccl_wait_child") else { return 0 };
+    std::thread::spawn(move || {
+        let mut c = null_mut();
+        // Rank 0 of 2; rank 1 never comes.
+        let st = unsafe { ordo_nccl_comm_init_rank(0, 2, id2.as_ptr(), id2.len(), 0, &mut c) };
+        println!("init of the two-rank communicator returned {st}");
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (comm_token, stream_token) = (comm as usize, stream as usize);
+    std::thread::spawn(move || {
+        let t = std::time::Instant::now();
+        let st = unsafe { ordo_nccl_comm_wait(comm_token as *mut _, stream_token as sys::cudaStream_t, 100) };
+        let _ = tx.send((st, t.elapsed()));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(10)) {
+        Ok((st, took)) => {
+            println!("wait returned {st} after {took:?}");
+            i32::from(st != ORDO_SUCCESS || took > std::time::Duration::from_secs(2))
+        }
+        Err(_) => {
+            println!("ordo_nccl_comm_wait(timeout 100 ms) still blocked after 10 s");
+            2
+        }
     }
 }

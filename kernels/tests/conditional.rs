@@ -55,7 +55,7 @@ fn headers_have(g: &Graph, kind: ConditionalKind) -> bool {
 /// added after `condition` was made (so that a conditional node added after the graph's leaves
 /// reads the value the kernel set from `flag`). Built by hand: CUDA cannot clone a graph that
 /// holds a conditional handle, so `capture_into` (which clones) refuses it with
-/// `cudaErrorNotSupported` (measured on an H200, CUDA 13.0).
+/// `cudaErrorNotSupported` (`docs/cuda-behaviours.md`, CB-25).
 ///
 /// # Safety
 /// `flag` points to a `u32` that outlives every launch of the graph.

@@ -27,8 +27,9 @@ fn ptx_entries() -> Vec<(&'static str, &'static str)> {
     entries
 }
 
-/// Issue 15: only the PDL form of a kernel carries `griddepcontrol` (a kernel that merely
-/// contains the wait pays for it in grids of several waves, PDL attribute or not). The plain form
+/// Only the PDL form of a kernel carries `griddepcontrol` (a kernel that merely contains the wait
+/// pays for it in grids of several waves, PDL attribute or not: `docs/cuda-behaviours.md`, CB-23).
+/// The plain form
 /// of the chain step, and every other kernel of ordo's (gemv_normalize's, the frame filter's),
 /// have none.
 #[test]
@@ -85,11 +86,11 @@ fn chain_plan_follows_the_pdl_rule() {
     assert!(!plan(4096, PdlMode::Plain).pdl());
 }
 
-/// Defect 14: a plan whose grid leaves elements unwritten cannot be made. The grid is no longer
-/// an input: it comes from `n` and the rule, every form's body is a grid-stride loop (correct over
-/// any grid), and `n` past the kernel's `int` index is refused.
+/// A plan whose grid would leave elements unwritten cannot be made: the grid is not an input, it
+/// comes from `n` and the rule, every form's body is a grid-stride loop (correct over any grid),
+/// and `n` past the kernel's `int` index is refused.
 #[test]
-fn defect_14_a_chain_plan_must_cover_every_element() {
+fn a_chain_plan_must_cover_every_element() {
     let usage = |r: ordo_cuda_core::Result<ChainPlan>, what: &str| {
         let e = r.unwrap_err();
         assert!(matches!(e, Error::Usage(_)), "{e:?}");

@@ -173,14 +173,14 @@ fn pdl_chain_eager_and_graph_match_the_cpu_and_keep_programmatic_edges() {
     }
 }
 
-/// Defect 14: a chain over an n that is not a multiple of the block matches the CPU for every PDL
+/// A chain over an n that is not a multiple of the block matches the CPU for every PDL
 /// variant, also when `scale` was written just before by other kernels: here another chain, whose
 /// last kernels (under PDL) launch, and trigger the next launch, long before its earlier kernels
 /// have finished, and whose `b` (the ping-pong buffer that ends as its result) is our `scale`. The
 /// first kernel of a chain must not read `scale` before all that work has finished.
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
-fn defect_14_chain_matches_the_cpu_for_odd_sizes_and_a_scale_written_just_before() {
+fn a_chain_matches_the_cpu_for_odd_sizes_and_a_scale_written_just_before() {
     let _gpu = gpu_lock::shared();
     const STEPS: usize = 7;
     const BEFORE: usize = 101; // odd: the result of the chain before ends in its `b`

@@ -143,13 +143,13 @@ fn pipeline_records_through_temporaries_of_the_callers_pool() {
     assert!(e.to_string().contains("whole number of elements"), "{e}");
 }
 
-/// Defect 5: a run whose compute callback fails on chunk 1, after a chunk 0 that is still queued
+/// A run whose compute callback fails on chunk 1, after a chunk 0 that is still queued
 /// (behind a sleeping host function) when `run` returns, must still join its worker streams to
 /// `main`: once `main` has synchronised, chunk 0 has been computed and copied out, and nothing of
 /// the run writes the output any more.
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
-fn defect_05_a_failing_run_joins_its_worker_streams_to_main() {
+fn a_failing_run_joins_its_worker_streams_to_main() {
     let _gpu = gpu_lock::shared();
     const N: usize = 4 << 20;
     const CHUNKS: usize = 4;
@@ -232,10 +232,10 @@ fn defect_05_a_failing_run_joins_its_worker_streams_to_main() {
 
 /// A `compute` callback that panics (caught by the caller) is the same as one that fails: the
 /// run's worker streams are joined to `main` while the panic unwinds, so once `main` has been
-/// synchronised no copy of the run writes the output any more (review finding after defect 5).
+/// synchronised no copy of the run writes the output any more.
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
-fn defect_05_a_panicking_compute_callback_still_joins_the_workers() {
+fn a_panicking_compute_callback_still_joins_the_workers() {
     let _gpu = gpu_lock::shared();
     const N: usize = 4 << 20;
     const CHUNKS: usize = 4;

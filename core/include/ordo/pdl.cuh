@@ -1,17 +1,17 @@
 // ordo/pdl.cuh: Programmatic Dependent Launch (PDL) for device code, with one kernel body that
 // yields a PDL form and a plain form.
 //
-// Why two forms. On an H200 (CUDA 13.0) a kernel that merely *contains* griddepcontrol.wait
-// (cudaGridDependencySynchronize) is much slower in grids of several waves, even when it is launched
-// without the PDL attribute: 100 dependent steps of out = prev * scale + 1 at 4M elements took 20.7
-// us a step against 15.4 us for the same step compiled without the wait, and no trigger placement
-// won that back. In a grid of at most one wave the wait costs nothing and PDL hides the launch
-// latency (4096 elements, graph: 0.63 against 1.02 us a step). So a kernel that can use PDL is
+// Why two forms. A kernel that merely *contains* griddepcontrol.wait (cudaGridDependencySynchronize)
+// is much slower in grids of several waves, even when it is launched without the PDL attribute,
+// and no trigger placement wins that back (ordo's docs/cuda-behaviours.md, CB-23). In a grid of at
+// most one wave the wait costs nothing and PDL hides the launch latency (a chain of small kernels in
+// a graph: 0.6x the plain form; the figures are in BENCHMARKS.md, "PDL against the best plain
+// form"). So a kernel that can use PDL is
 // compiled twice: the plain form has no griddepcontrol instruction at all, and ordo's launch
 // (ordo_core::launch::PdlKernel in Rust, ordo_pdl_plan_launch in C) launches the PDL form over the
 // full grid when that fits in one wave; larger work runs as a one-wave grid-stride grid, in the
-// PDL form up to four waves of work and in the plain form past them (at 4M elements the PDL
-// one-wave grid measured 1.03x the plain one-wave grid in a graph). Write the body as a
+// PDL form up to four waves of work and in the plain form past them (past a few waves the PDL
+// one-wave grid cost more than it saved: BENCHMARKS.md, "Why four waves"). Write the body as a
 // grid-stride loop so that both grid shapes are correct.
 //
 // Use:
@@ -37,7 +37,8 @@
 //              are visible. Everything the kernel reads from the previous kernel must be read after
 //              this call; work before it overlaps the previous kernel's tail.
 //   trigger(): lets the next kernel start launching (its blocks begin their prologue). It orders
-//              no memory. In a grid of at most one wave, triggering at the start is best (measured).
+//              no memory. In a grid of at most one wave, triggering at the start is best (ordo-bench,
+//              group pdl).
 #pragma once
 
 __device__ __forceinline__ void ordo_pdl_wait() {

@@ -20,10 +20,9 @@
 //! Memory: what a body allocates on the capturing stream (`cudaMallocAsync`, a
 //! [`DeviceBuffer`](crate::DeviceBuffer)) becomes allocation and free nodes of its bucket's graph,
 //! served by CUDA's per-device graph memory pool. Graphs replayed in order on one stream share
-//! its physical memory, so the buckets share one pool as vLLM's share PyTorch's graph pool:
-//! measured on an H200, nine buckets whose bodies allocate 1 to 256 MiB (511 MiB in all) held
-//! 256 MiB, the largest alone ([`Device::graph_mem_usage`](crate::Device::graph_mem_usage);
-//! `ordo-bench`, group `graph`).
+//! its physical memory, so the buckets share one pool as vLLM's share PyTorch's graph pool: the
+//! pool holds what the largest bucket needs, not the sum ([`Device::graph_mem_usage`](crate::Device::graph_mem_usage);
+//! `ordo-bench`, group `graph`: BENCHMARKS.md, "Graph memory of a bucket cache").
 
 use crate::error::{Error, Result, UsageKind};
 use crate::graph::{capture, CaptureMode, GraphExec, InstantiateFlags};
@@ -131,8 +130,8 @@ where
     /// while `run` or `capture_all` captures (the first run of each bucket), no other thread of the
     /// process makes a capture-unsafe call except under a
     /// [`capture_fence`](crate::graph::capture_fence) (other graph caches' own work is fenced) and
-    /// none begins a global-mode capture other than through ordo: CUDA 13.0 on driver 580 crashes
-    /// the process otherwise (see [`CaptureMode::Global`]).
+    /// none begins a global-mode capture other than through ordo: the driver crashes the process
+    /// otherwise (see [`CaptureMode::Global`]).
     pub unsafe fn with_options(
         buckets: Vec<usize>,
         overflow: Overflow,

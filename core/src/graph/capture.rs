@@ -24,11 +24,10 @@ use ordo_cuda_sys as sys;
 /// which threads. A refused call fails with `cudaErrorStreamCaptureUnsupported` and invalidates the
 /// capture.
 ///
-/// **Global mode crashes the driver when other threads are not kept out of it.** Measured with
-/// CUDA 13.0 on driver 580 (an H200) and reproduced in plain C++ (`ffi-tests/cpp/capture_defects.cu`):
-/// two threads capturing in global mode at once, or one global-mode capture while another thread
-/// synchronises or instantiates, kill the process inside libcuda (SIGSEGV) within a second,
-/// instead of the documented refusal. Thread-local and relaxed captures run clean. So ordo begins
+/// **Global mode crashes the driver when other threads are not kept out of it.** Two threads
+/// capturing in global mode at once, or one global-mode capture while another thread synchronises
+/// or instantiates, kill the process inside libcuda instead of the documented refusal
+/// (`docs/cuda-behaviours.md`, CB-01 and CB-02). Thread-local and relaxed captures run clean. So ordo begins
 /// its own captures in [`ThreadLocal`](Self::ThreadLocal) mode wherever global mode is not the
 /// point ([`CacheOptions::default`](super::CacheOptions)); a capture ordo begins in global mode
 /// holds a process-wide lock (no two of them overlap; see [`capture_fence`](super::capture_fence));
@@ -157,20 +156,17 @@ pub(crate) fn capture_target(stream: StreamRef<'_>) -> Result<CaptureTarget> {
     let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
     let mut graph: sys::cudaGraph_t = core::ptr::null_mut();
     // SAFETY: a live stream; `status` and `graph` are writable; the other outputs are not asked.
-    check(
-        unsafe {
-            sys::stream_get_capture_info(
-                stream.as_raw(),
-                &mut status,
-                core::ptr::null_mut(),
-                &mut graph,
-                core::ptr::null_mut(),
-                core::ptr::null_mut(),
-                core::ptr::null_mut(),
-            )
-        },
-        "cudaStreamGetCaptureInfo",
-    )?;
+    cuda_call!(unsafe {
+        sys::compat::cudaStreamGetCaptureInfo(
+            stream.as_raw(),
+            &mut status,
+            core::ptr::null_mut(),
+            &mut graph,
+            core::ptr::null_mut(),
+            core::ptr::null_mut(),
+            core::ptr::null_mut(),
+        )
+    })?;
     Ok(match status {
         sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => match NonNull::new(graph) {
             Some(graph) => CaptureTarget::Active(graph),
@@ -239,20 +235,17 @@ impl<'a> StreamRef<'a> {
     pub fn capture_status(self) -> Result<CaptureStatus> {
         let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
         // SAFETY: a live stream; `status` is writable; the other outputs are not asked.
-        check(
-            unsafe {
-                sys::stream_get_capture_info(
-                    self.as_raw(),
-                    &mut status,
-                    core::ptr::null_mut(),
-                    core::ptr::null_mut(),
-                    core::ptr::null_mut(),
-                    core::ptr::null_mut(),
-                    core::ptr::null_mut(),
-                )
-            },
-            "cudaStreamGetCaptureInfo",
-        )?;
+        cuda_call!(unsafe {
+            sys::compat::cudaStreamGetCaptureInfo(
+                self.as_raw(),
+                &mut status,
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+            )
+        })?;
         Ok(match status {
             sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => CaptureStatus::Active,
             sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusInvalidated => CaptureStatus::Invalidated,
@@ -352,7 +345,7 @@ fn end_raw(stream: StreamRef<'_>) -> (sys::cudaError_t, sys::cudaGraph_t) {
 /// 4. **In [`CaptureMode::Global`], the other threads keep out** until the capture ends: no other
 ///    thread makes a capture-unsafe call except under a [`capture_fence`](super::capture_fence),
 ///    and none begins a global-mode capture other than through ordo (the list is at
-///    [`CaptureMode::Global`]; CUDA 13.0 on driver 580 crashes the process otherwise).
+///    [`CaptureMode::Global`]; the driver crashes the process otherwise: CB-02).
 ///
 /// [`GraphExec`]: super::GraphExec
 /// [`GraphExec::update`]: super::GraphExec::update
@@ -411,9 +404,9 @@ impl Drop for NewCapture<'_> {
 /// The capture is ended on every path out, a panic in `f` included, and the end is checked to
 /// return `graph` itself. On success the captured nodes are in `graph`. On failure (`f` returns
 /// an error or panics, or the capture was invalidated) `graph` holds exactly what it held before
-/// the call: CUDA destroys a graph whose capture into it fails to end (measured with CUDA 13.0:
-/// after `cudaErrorStreamCaptureInvalidated` or `cudaErrorStreamCaptureUnjoined` the handle is
-/// gone, host state released), so this function keeps a copy made before the capture
+/// the call: CUDA destroys a graph whose capture into it fails to end (after
+/// `cudaErrorStreamCaptureInvalidated` or `cudaErrorStreamCaptureUnjoined` the handle is gone, host
+/// state released: `docs/cuda-behaviours.md`, CB-06), so this function keeps a copy made before the capture
 /// (`cudaGraphClone`, which also holds the graph's host state) and puts it in `graph`'s place:
 /// the nodes, edges and host state are those of before, under a new raw handle. The copy costs
 /// one clone of the graph a call.
@@ -440,10 +433,9 @@ where
         // SAFETY: live handles; `deps` holds `leaves.len()` nodes of `graph`; default edges. The
         // capture's contract is forwarded to the caller; `scope` ends it, before `_opened`
         // (declared first) lets the lock go.
-        check(
-            unsafe { sys::stream_begin_capture_to_graph(s.as_raw(), target, deps, core::ptr::null(), leaves.len(), m) },
-            "cudaStreamBeginCaptureToGraph",
-        )
+        cuda_call!(unsafe {
+            sys::cudaStreamBeginCaptureToGraph(s.as_raw(), target, deps, core::ptr::null(), leaves.len(), m)
+        })
     })?;
     let mut scope = IntoCapture { stream, graph, before: Some(before) };
     let body = f(stream);

@@ -22,7 +22,7 @@
 
 use super::node::{add_kernel_node, node_ptrs, Node};
 use super::{CaptureMode, Graph};
-use crate::error::{check, CudaError, Error, Result, UsageKind};
+use crate::error::{CudaError, Error, Result, UsageKind};
 use crate::launch::{Kernel, KernelArgs, LaunchConfig};
 use crate::stream::StreamRef;
 use core::marker::PhantomData;
@@ -275,7 +275,7 @@ impl<'g> BodyGraph<'g> {
     /// The capture is made into a graph of its own rather than into the body
     /// (`cudaStreamBeginCaptureToGraph`): when a capture into a body is invalidated, the CUDA
     /// driver frees the body that the node still owns, and destroying or ending the graph that
-    /// holds the node then crashes in the driver (NVIDIA/cuda-python#2918). A capture into a new
+    /// holds the node then crashes in the driver (`docs/cuda-behaviours.md`, CB-07). A capture into a new
     /// graph fails alone: on every failure (`f`'s error or panic, an invalidated or unjoined
     /// capture, work CUDA does not allow in a body) the body is left as it was. The cost is one
     /// copy of the captured graph at this call.
@@ -336,7 +336,7 @@ impl Graph {
     /// (`cudaGraphCondAssignDefault`); with `None` it is not reset, so a kernel upstream of the
     /// node must set it. A handle that no conditional node uses may make instantiation fail. CUDA
     /// does not clone a graph that holds a handle (`try_clone` and `capture_into` then fail with
-    /// `cudaErrorNotSupported`): add kernels to such a graph with [`Graph::add_kernel_node`].
+    /// `cudaErrorNotSupported`: `docs/cuda-behaviours.md`, CB-25): add kernels to such a graph with [`Graph::add_kernel_node`].
     pub fn conditional_handle(&self, default: Option<u32>) -> Result<ConditionalHandle> {
         // SAFETY: a live graph.
         unsafe { create_handle(self.as_raw(), default) }
@@ -435,20 +435,17 @@ impl StreamRef<'_> {
         let mut n = 0usize;
         // SAFETY: a live stream; every output is writable. Edge data is asked with the
         // dependencies (without it CUDA refuses a query that would lose programmatic edges).
-        check(
-            unsafe {
-                sys::stream_get_capture_info(
-                    self.as_raw(),
-                    &mut status,
-                    core::ptr::null_mut(),
-                    &mut graph,
-                    &mut deps,
-                    &mut edges,
-                    &mut n,
-                )
-            },
-            "cudaStreamGetCaptureInfo",
-        )?;
+        cuda_call!(unsafe {
+            sys::compat::cudaStreamGetCaptureInfo(
+                self.as_raw(),
+                &mut status,
+                core::ptr::null_mut(),
+                &mut graph,
+                &mut deps,
+                &mut edges,
+                &mut n,
+            )
+        })?;
         match status {
             sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => {}
             sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusInvalidated => {
@@ -470,18 +467,15 @@ impl StreamRef<'_> {
         let (node, bodies) = unsafe { add_node(graph, deps, edges, n, handle, shape) }?;
         let mut raw = node.as_raw();
         // SAFETY: a live stream; one node, of the capture's graph; default edge data.
-        check(
-            unsafe {
-                sys::stream_update_capture_dependencies(
-                    self.as_raw(),
-                    &mut raw,
-                    core::ptr::null(),
-                    1,
-                    sys::cudaStreamUpdateCaptureDependenciesFlags::cudaStreamSetCaptureDependencies.0,
-                )
-            },
-            "cudaStreamUpdateCaptureDependencies",
-        )?;
+        cuda_call!(unsafe {
+            sys::compat::cudaStreamUpdateCaptureDependencies(
+                self.as_raw(),
+                &mut raw,
+                core::ptr::null(),
+                1,
+                sys::cudaStreamUpdateCaptureDependenciesFlags::cudaStreamSetCaptureDependencies.0,
+            )
+        })?;
         fill(handle, bodies)
     }
 }
@@ -521,7 +515,7 @@ unsafe fn add_node<'g>(
     let mut raw: sys::cudaGraphNode_t = core::ptr::null_mut();
     // SAFETY: the caller's promises on `graph`, `deps` and `edges`; `params` is writable (CUDA
     // writes the body array's address into it).
-    check(unsafe { sys::graph_add_node(&mut raw, graph, deps, edges, n, &mut params) }, "cudaGraphAddNode")?;
+    cuda_call!(unsafe { sys::compat::cudaGraphAddNode(&mut raw, graph, deps, edges, n, &mut params) })?;
     let node = NonNull::new(raw).map(Node::new).ok_or_else(|| crate::error::null_handle("cudaGraphAddNode"))?;
     // SAFETY: made by `conditional_node_params`; CUDA filled in its output array.
     let array = unsafe { sys::conditional_node_bodies(&params) };

@@ -327,8 +327,8 @@ impl GraphExec {
 
     /// The flags CUDA reports for this executable graph (`cudaGraphExecGetFlags`); bits that
     /// [`InstantiateFlags`] does not name are kept. CUDA does not report every flag it was
-    /// instantiated with: on CUDA 13.0 (H200) a graph instantiated with `USE_NODE_PRIORITY` alone
-    /// reported no flags, while `DEVICE_LAUNCH` is reported.
+    /// instantiated with: a graph instantiated with `USE_NODE_PRIORITY` alone reports no flags,
+    /// while `DEVICE_LAUNCH` is reported (`docs/cuda-behaviours.md`, CB-18).
     pub fn flags(&self) -> Result<InstantiateFlags> {
         let mut flags: core::ffi::c_ulonglong = 0;
         // SAFETY: a live executable graph; `flags` is writable.

@@ -1,12 +1,10 @@
 //! The process-wide lock of the captures ordo begins in global mode, and the fence that keeps
 //! capture-unsafe work out of them.
 //!
-//! CUDA 13.0 on driver 580 (measured on an H200; plain C++ reproduces it, see
-//! `ffi-tests/cpp/capture_defects.cu`): two threads capturing in `cudaStreamCaptureModeGlobal` at
-//! once crash the process inside libcuda within a second, and so does one global-mode capture
-//! while another thread makes a capture-unsafe call (a synchronise, an instantiation). Thread-local
-//! and relaxed captures run clean. CUDA documents a refused call and an invalidated capture there;
-//! the driver crashes instead. So:
+//! Two threads capturing in `cudaStreamCaptureModeGlobal` at once crash the process inside libcuda,
+//! and so does one global-mode capture while another thread makes a capture-unsafe call (a
+//! synchronise, an instantiation), where CUDA documents a refused call and an invalidated capture
+//! (`docs/cuda-behaviours.md`, CB-01 and CB-02). Thread-local and relaxed captures run clean. So:
 //!
 //! - every capture ordo begins in [`CaptureMode::Global`](super::CaptureMode::Global) holds this
 //!   lock **exclusively** from its begin to its end: no two of them overlap, on any threads;
@@ -158,8 +156,8 @@ pub struct CaptureFence {
 /// Waits until no global-mode capture begun by ordo is open on another thread, and keeps new ones
 /// from beginning until the fence is dropped. Hold it around capture-unsafe calls (a synchronise,
 /// an instantiation, a `cudaMalloc` or `cudaFree`, a blocking copy) made while other threads may
-/// run ordo's global-mode captures: on driver 580, such a call during a global-mode capture of
-/// another thread crashes the process (see [`CaptureMode::Global`](super::CaptureMode::Global)).
+/// run ordo's global-mode captures: such a call during a global-mode capture of another thread
+/// crashes the process (see [`CaptureMode::Global`](super::CaptureMode::Global)).
 ///
 /// Re-entrant: a thread that holds a fence, or that is itself inside a global-mode capture ordo
 /// began, gets another at once. Do not begin a global-mode capture while holding a fence (refused

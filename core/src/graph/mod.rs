@@ -15,8 +15,7 @@
 //! - [`Node`], [`KernelNode`], [`MemcpyNode`], [`Edge`]: what a graph holds;
 //! - [`cache`]: [`GraphCache`], a graph per batch-size bucket, as inference engines keep them;
 //! - [`capture_fence`]: the process-wide lock that keeps ordo's global-mode captures apart, and
-//!   capture-unsafe work out of them (CUDA 13.0 on driver 580 crashes otherwise: see
-//!   [`CaptureMode::Global`]);
+//!   capture-unsafe work out of them (the driver crashes otherwise: see [`CaptureMode::Global`]);
 //! - [`Graph::add_conditional_node`], [`ConditionalKind`], [`Bodies`], [`BodyGraph`],
 //!   [`ConditionalHandle`]: conditional nodes whose condition kernels set on the device (CUDA 12.3
 //!   and later, which every supported toolkit is; IF/ELSE and SWITCH 12.8 and later), their bodies

@@ -121,7 +121,7 @@ impl<'g> Node<'g> {
     /// What the node does.
     ///
     /// A CUDA 12 runtime on a CUDA 13 driver answers `cudaErrorUnknown` for a conditional node
-    /// (seen with 12.9 on driver 580): the runtime cannot name the kind the driver reports. That
+    /// (`docs/cuda-behaviours.md`, CB-08): the runtime cannot name the kind the driver reports. That
     /// answer is then asked of the driver itself (`cuGraphNodeGetType`, through the runtime's
     /// entry-point query), whose node kinds have the runtime's values; where the driver cannot
     /// answer either, the runtime's error is returned.

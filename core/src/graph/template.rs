@@ -4,7 +4,7 @@
 #[cfg(feature = "alloc")]
 use super::node::{Edge, KernelNode, MemcpyNode, Node, NodeKind};
 use super::{GraphExec, InstantiateFlags};
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 #[cfg(feature = "alloc")]
 use crate::launch::{Kernel, KernelArgs};
 use crate::stream::StreamRef;
@@ -143,18 +143,15 @@ impl Graph {
     pub fn edge_count(&self) -> Result<usize> {
         let mut n = 0usize;
         // SAFETY: a live graph; null arrays ask for the count.
-        check(
-            unsafe {
-                sys::graph_get_edges(
-                    self.as_raw(),
-                    core::ptr::null_mut(),
-                    core::ptr::null_mut(),
-                    core::ptr::null_mut(),
-                    &mut n,
-                )
-            },
-            "cudaGraphGetEdges",
-        )?;
+        cuda_call!(unsafe {
+            sys::compat::cudaGraphGetEdges(
+                self.as_raw(),
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                core::ptr::null_mut(),
+                &mut n,
+            )
+        })?;
         Ok(n)
     }
 
@@ -170,12 +167,9 @@ impl Graph {
         let mut to = alloc::vec![core::ptr::null_mut(); n];
         let mut data = alloc::vec![sys::cudaGraphEdgeData::default(); n];
         // SAFETY: arrays of `n` elements; CUDA writes at most `n` and stores the count in `n`.
-        check(
-            unsafe {
-                sys::graph_get_edges(self.as_raw(), from.as_mut_ptr(), to.as_mut_ptr(), data.as_mut_ptr(), &mut n)
-            },
-            "cudaGraphGetEdges",
-        )?;
+        cuda_call!(unsafe {
+            sys::compat::cudaGraphGetEdges(self.as_raw(), from.as_mut_ptr(), to.as_mut_ptr(), data.as_mut_ptr(), &mut n)
+        })?;
         let n = n.min(from.len());
         Ok(from.into_iter().zip(to).zip(data).take(n).map(|((from, to), data)| Edge { from, to, data }).collect())
     }
@@ -255,9 +249,8 @@ pub(crate) fn raw_nodes(graph: sys::cudaGraph_t) -> Result<alloc::vec::Vec<sys::
 pub(crate) fn is_leaf(node: sys::cudaGraphNode_t) -> Result<bool> {
     let mut n = 0usize;
     // SAFETY: a live node (the caller's); null arrays ask for the count.
-    check(
-        unsafe { sys::graph_node_get_dependent_nodes(node, core::ptr::null_mut(), core::ptr::null_mut(), &mut n) },
-        "cudaGraphNodeGetDependentNodes",
-    )?;
+    cuda_call!(unsafe {
+        sys::compat::cudaGraphNodeGetDependentNodes(node, core::ptr::null_mut(), core::ptr::null_mut(), &mut n)
+    })?;
     Ok(n == 0)
 }

@@ -91,8 +91,7 @@ impl<Args: KernelArgs> Kernel<Args> {
     /// of `stream`. No heap allocation, no lock.
     ///
     /// The kernel runs on the stream's device, whatever the calling thread's current device is
-    /// (measured with CUDA 13.0 on two H200s: a launch onto another device's stream is accepted
-    /// and runs there). ordo adds no check on this hot path.
+    /// (`docs/cuda-behaviours.md`, CB-16). ordo adds no check on this hot path.
     ///
     /// A launch with more than 48 KiB of dynamic shared memory that CUDA refuses keeps CUDA's
     /// error (code, name, call) and adds ordo's hint to allow it with

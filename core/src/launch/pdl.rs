@@ -4,21 +4,12 @@
 //!
 //! # Why two forms
 //! A kernel that merely *contains* `griddepcontrol.wait` (`cudaGridDependencySynchronize`) is
-//! slower in grids of several waves, even launched **without** the PDL attribute. Measured on an
-//! H200 with CUDA 13.0 (2026-11-30), 100 dependent steps of `out = prev * scale + 1`, graph
-//! replay, microseconds a step, against the same step compiled without the wait:
-//!
-//! | elements | no wait in the code | wait in the code | PDL, best trigger placement |
-//! | ---: | ---: | ---: | ---: |
-//! | 4,096 | 1.02 | 1.03 | 0.63 |
-//! | 131,072 | 1.20 | 1.25 | 0.97 |
-//! | 1M | 3.43 | 5.59 | 5.40 |
-//! | 4M | 15.4 | 20.7 | 20.1 |
-//! | 16M | 60.7 | 80.3 | 79.9 |
-//!
-//! No trigger placement wins the cost back in grids of several waves. A grid-stride grid of one
-//! wave (SMs x resident blocks a SM) paid nothing for the wait (4M: 12.6 us with or without it,
-//! faster than the one-element-a-thread grid without it).
+//! slower in grids of several waves, even launched **without** the PDL attribute (1.3x to 1.6x in
+//! chains of 1M elements and more a kernel, against the same step compiled without the wait), and
+//! no trigger placement wins the cost back (`docs/cuda-behaviours.md`, CB-23; the figures are in
+//! BENCHMARKS.md, "PDL against the best plain form"). A grid-stride grid of one wave (SMs x
+//! resident blocks a SM) pays nothing for the wait, and is faster than the one-element-a-thread
+//! grid without it.
 //!
 //! So the body is compiled twice (`ORDO_PDL_KERNELS` in `include/ordo/pdl.cuh`): the plain form has
 //! no `griddepcontrol` instruction at all; the PDL form waits and triggers. The body is a
@@ -26,11 +17,12 @@
 //!
 //! # The rule ([`PdlMode::Auto`])
 //! - The full grid (one element a thread) fits in one wave: the PDL form over the full grid, with
-//!   the PDL attribute. PDL hides the launch latency and prologue (0.63x at 4096 elements above).
+//!   the PDL attribute. PDL hides the launch latency and prologue (0.6x a small kernel's time in a
+//!   graph).
 //! - It does not: by default a one-wave grid-stride grid ([`BeyondOneWave::GridStride`]), with
 //!   the PDL form and attribute for work of up to [`PDL_MAX_WAVES`] waves, and the plain form
-//!   without PDL for more (where the kernel's own time dwarfs the launch gap PDL hides; measured
-//!   1.03x the best plain form at 4M elements in a graph with PDL). For a kernel whose own
+//!   without PDL for more (where the kernel's own time dwarfs the launch gap PDL hides, and the
+//!   overlap costs more than it saves: BENCHMARKS.md, "Why four waves"). For a kernel whose own
 //!   measurement shows its one-element-a-thread grid faster than its one-wave grid-stride grid,
 //!   the plain form over the full grid without PDL ([`BeyondOneWave::Plain`]): exactly what a
 //!   user writes without PDL.
@@ -62,11 +54,10 @@ pub enum PdlMode {
 }
 
 /// The most waves of work (blocks of the one-element-a-thread grid over blocks the device runs at
-/// once) for which [`BeyondOneWave::GridStride`] launches the PDL form by default. Measured on an
-/// H200 (2026-11-30, `ordo-bench` group `pdl`, three runs, 1056 blocks a wave): at 1M elements (3.9
-/// waves) the PDL one-wave grid was 0.88x the best plain form in a graph and 0.80x eagerly; at 4M
-/// (15.5 waves) it was 1.03x in a graph (0.96x eagerly), and at 16M 0.98x: past a few waves the
-/// kernel's own time dwarfs the launch gap PDL hides, and the overlap can cost more than it saves.
+/// once) for which [`BeyondOneWave::GridStride`] launches the PDL form by default: the PDL one-wave
+/// grid beat the best plain form at 3.9 waves of ordo's chain step and lost to it at 15.5, where
+/// the kernel's own time dwarfs the launch gap PDL hides and the overlap can cost more than it
+/// saves (`ordo-bench` group `pdl`: BENCHMARKS.md, "Why four waves").
 pub const PDL_MAX_WAVES: u32 = 4;
 
 /// What [`PdlMode::Auto`] does with work larger than one wave.

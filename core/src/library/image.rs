@@ -498,7 +498,7 @@ mod tests {
             assert!(check(bad).is_err(), "{bad:?}");
         }
         assert!(check_ptx_text(b"a\0b").is_err());
-        assert!(check_ptx_text(b"\x7fTileIR").is_err(), "the review's 8 bytes, without their NUL");
+        assert!(check_ptx_text(b"\x7fTileIR").is_err(), "Tile IR's magic alone, without a NUL");
         assert!(check_ptx_text("// \u{e9}t\u{e9}\n.version 8.0\n".as_bytes()).is_ok(), "UTF-8 in comments");
     }
 }

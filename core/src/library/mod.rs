@@ -9,7 +9,8 @@
 //!
 //! CUDA may load an image lazily (`CUDA_MODULE_LOADING=LAZY`, the default since CUDA 12.2): an
 //! error in it (PTX that does not compile, say) may then show at the kernel's lookup or at its
-//! first launch rather than at the load, as CUDA's error either way.
+//! first launch rather than at the load, as CUDA's error either way (`docs/cuda-behaviours.md`,
+//! CB-11).
 //!
 //! CUDA reads an image as far as the image itself says. So every image is checked by its kind
 //! before CUDA sees it: PTX is text up to a NUL inside the bytes given, with no magic

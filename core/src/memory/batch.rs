@@ -10,7 +10,8 @@
 //! copy and enqueuing the batch allocate nothing.
 //!
 //! CUDA does not capture `cudaMemcpyBatchAsync` into graphs (it refuses the call with
-//! `cudaErrorStreamCaptureUnsupported` and leaves the capture as it was); on a capturing stream the
+//! `cudaErrorStreamCaptureUnsupported` and leaves the capture as it was: `docs/cuda-behaviours.md`,
+//! CB-09); on a capturing stream the
 //! batch is enqueued as one `cudaMemcpyAsync` a copy instead, which the capture records as copy
 //! nodes, in the batch's order.
 //!
@@ -239,7 +240,7 @@ impl<'a, const N: usize> CopyBatch<'a, N> {
         // SAFETY: `len` copies in the arrays (checked when added), `attr_count` runs starting at
         // 0, increasing, each below `len`; the memory is the caller's contract.
         let code = unsafe {
-            sys::memcpy_batch_async(
+            sys::compat::cudaMemcpyBatchAsync(
                 self.dsts.as_ptr(),
                 self.srcs.as_ptr(),
                 self.sizes.as_ptr(),

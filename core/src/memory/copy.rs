@@ -171,8 +171,8 @@ pub unsafe fn memset_async<T: DeviceCopy>(dst: DeviceSliceMut<'_, T>, value: u8,
 }
 
 /// Runs a blocking copy with `stream`'s device current. CUDA refuses a copy of pageable memory
-/// on a stream of another device than the current one (`cudaErrorInvalidValue`, measured with
-/// CUDA 13.0 on two H200s), while it runs a kernel launch on the stream's device; these copies
+/// on a stream of another device than the current one (`cudaErrorInvalidValue`), while it runs a
+/// kernel launch on the stream's device (`docs/cuda-behaviours.md`, CB-16); these copies
 /// follow the stream too. (`cudaStreamGetDevice` needs 12.8; before, the copy runs as called.)
 fn on_stream_device(stream: StreamRef<'_>, copy: impl FnOnce() -> Result<()>) -> Result<()> {
     stream.device_or_current()?.with_current(copy)

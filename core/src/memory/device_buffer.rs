@@ -45,8 +45,8 @@ impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
     ///
     /// In a loop that allocates, frees and synchronises, mind the pool's release threshold: the
     /// device's default pool keeps nothing across a synchronise, so each iteration maps its memory
-    /// again (110-117 us for 4 bytes allocated, freed and synchronised on an H200, against a few
-    /// microseconds from a pool that keeps its memory). Raise the threshold
+    /// again (a hundred microseconds against a few from a pool that keeps its memory:
+    /// `docs/cuda-behaviours.md`, CB-12). Raise the threshold
     /// ([`MemPoolRef::set_release_threshold`]) or allocate from a pool of your own
     /// ([`MemPool::builder`](super::MemPool::builder), [`alloc_from_pool_async`](Self::alloc_from_pool_async)).
     ///

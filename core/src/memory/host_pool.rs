@@ -8,7 +8,7 @@
 //! A host pool's memory is reachable from the CPU only until the pool grants a device access
 //! (`cudaMemPoolSetAccess`; CUDA's documentation of `cudaMemPoolCreate`, and CCCL's pinned pool,
 //! which grants every device). Without the grant a copy from it does not run at the pinned rate
-//! (8.4 GB/s against 55 GB/s from `cudaHostAlloc` memory, measured on an H200). [`HostPool::new`]
+//! (a sixth of it: `docs/cuda-behaviours.md`, CB-14). [`HostPool::new`]
 //! grants the device read and write access; [`HostPoolOptions`] chooses the location (any host
 //! memory, or a NUMA node) and the access.
 //!

@@ -3,7 +3,7 @@
 
 use super::{byte_len, DeviceCopy};
 use crate::device::Device;
-use crate::error::{check, Error, Result, UsageKind};
+use crate::error::{Error, Result, UsageKind};
 use crate::stream::{Stream, StreamRef};
 use core::ffi::c_uint;
 use core::ops::RangeBounds;
@@ -175,8 +175,9 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
             }
         }
         // SAFETY: a range of our managed allocation; a live stream.
-        let code = unsafe { sys::mem_prefetch_async(ptr.cast(), bytes, location.to_raw(), 0, stream.as_raw()) };
-        check(code, "cudaMemPrefetchAsync")
+        cuda_call!(unsafe {
+            sys::compat::cudaMemPrefetchAsync(ptr.cast(), bytes, location.to_raw(), 0, stream.as_raw())
+        })
     }
 
     /// Gives CUDA `advice` about `range` at `location` (`cudaMemAdvise`, one form over CUDA 12 and 13).
@@ -188,7 +189,7 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
     ) -> Result<()> {
         let (ptr, bytes) = self.byte_range(range, "ManagedBuffer::advise")?;
         // SAFETY: a range of our managed allocation.
-        check(unsafe { sys::mem_advise(ptr.cast(), bytes, advice, location.to_raw()) }, "cudaMemAdvise")
+        cuda_call!(unsafe { sys::compat::cudaMemAdvise(ptr.cast(), bytes, advice, location.to_raw()) })
     }
 }
 

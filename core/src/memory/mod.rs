@@ -6,8 +6,8 @@
 //! memory, [`PinnedSlice`]/[`PinnedSliceMut`] for page-locked host memory (only made from a
 //! [`PinnedBuffer`], [`RegisteredHost`] or [`HostPoolBuffer`]). Asynchronous copies (one at a
 //! time in [`copy`], or batched with [`CopyBatch`]) take pinned views, so pageable memory cannot
-//! reach them: `cudaMemcpyAsync` from pageable memory is not asynchronous (it returned only after
-//! the copy, 27.6 ms for 256 MiB on an H200). Pageable copies have their own, plainly named,
+//! reach them: `cudaMemcpyAsync` from pageable memory is not asynchronous (it returns only after
+//! the copy: `docs/cuda-behaviours.md`, CB-15). Pageable copies have their own, plainly named,
 //! blocking functions in [`copy`].
 
 #[cfg(cuda_12_8)]

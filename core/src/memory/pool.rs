@@ -1,17 +1,16 @@
 //! Stream-ordered allocation pools (`cudaMemPool_t`): the device's default pool and new pools.
 //!
 //! A pool keeps freed memory for reuse: after warm-up, `cudaMallocAsync` + `cudaFreeAsync` of a
-//! size seen before costs well under a microsecond (0.58 us measured on an H200, against 57 us for
-//! `cudaMalloc` + `cudaFree`), because the memory does not go back to the driver.
+//! size seen before costs well under a microsecond (a hundredth of `cudaMalloc` + `cudaFree`:
+//! `docs/cuda-behaviours.md`, CB-12), because the memory does not go back to the driver.
 //!
 //! # The release threshold
 //! A pool hands the memory it holds beyond its release threshold back to the driver at every
 //! synchronisation (a stream, event or device synchronise), and the next allocation maps it
 //! again. The device's default pool has threshold 0: it keeps nothing. So a loop of allocate,
-//! work, free, synchronise on the default pool remaps its memory at every iteration: a 4-byte
-//! `cudaMallocAsync` + `cudaFreeAsync` + `cudaStreamSynchronize` took 110-117 us on an H200
-//! (CUDA 13.0, driver 580) with the default pool, a few microseconds from a pool whose threshold
-//! is `u64::MAX`. Raise the threshold of a pool you allocate from in such a loop:
+//! work, free, synchronise on the default pool remaps its memory at every iteration, a hundred
+//! microseconds where a pool whose threshold is `u64::MAX` takes a few (`docs/cuda-behaviours.md`,
+//! CB-12). Raise the threshold of a pool you allocate from in such a loop:
 //! [`MemPoolRef::set_release_threshold`] on any pool (the default pool belongs to the whole
 //! process: change it only in code that owns the process), or make a pool of your own with
 //! [`MemPool::builder`]. ordo's own temporaries come from a pool of ordo's with a threshold
@@ -21,8 +20,8 @@
 //! Memory of a pool is reachable from the pool's own device only, until the pool grants another
 //! device access ([`MemPoolRef::set_access`], `cudaMemPoolSetAccess`). `cudaDeviceEnablePeerAccess`
 //! does not reach pool memory: a peer copy of `cudaMallocAsync` memory without the grant still
-//! works but takes the staged path through the host, about ten times slower than NVLink (37 GB/s
-//! against 387 GB/s measured between two H200s). [`Device::enable_peer_access_with_pools`]
+//! works but takes the staged path through the host, about ten times slower than NVLink
+//! (`docs/cuda-behaviours.md`, CB-13). [`Device::enable_peer_access_with_pools`]
 //! does both for the common case.
 
 use crate::device::Device;
@@ -255,9 +254,8 @@ impl<'a> MemPoolRef<'a> {
     /// At every synchronisation (of a stream, an event or the device) a pool hands what it holds
     /// beyond this threshold back to the driver, and the next allocation maps it again. The
     /// device's default pool has threshold 0, so a loop of allocate, work, free, synchronise on it
-    /// remaps its memory at every iteration: a 4-byte `cudaMallocAsync` + `cudaFreeAsync` +
-    /// `cudaStreamSynchronize` took 110-117 us on an H200 (CUDA 13.0, driver 580) from the default
-    /// pool, a few microseconds from a pool whose threshold is `u64::MAX`. The default pool
+    /// remaps its memory at every iteration, a hundred microseconds where a pool whose threshold is
+    /// `u64::MAX` takes a few (`docs/cuda-behaviours.md`, CB-12). The default pool
     /// ([`MemPool::device_default`]) belongs to the whole process: raise its threshold in code that
     /// owns the process, or allocate from a pool of your own ([`MemPool::builder`],
     /// [`DeviceBuffer::alloc_from_pool_async`](crate::DeviceBuffer::alloc_from_pool_async)).

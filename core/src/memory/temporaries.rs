@@ -6,9 +6,8 @@
 //! [`Pipeline`](crate::pipeline::Pipeline)'s device buffers when the caller gives none) and free
 //! them on it. From the device's default pool that costs a remap at every call: its release
 //! threshold is 0, so each synchronise hands its memory back to the driver and the next
-//! allocation maps it again (4 bytes allocated, freed and synchronised: 110-117 us on an H200
-//! with CUDA 13.0; `ordo_gemv_normalize` of 64 x 4096 plus a synchronise: 129-145 us, against
-//! 22.8-24.0 us from a pool that keeps its memory). The default pool belongs to the user's
+//! allocation maps it again: a small call and its synchronise take five times as long as from a
+//! pool that keeps its memory (`docs/cuda-behaviours.md`, CB-12). The default pool belongs to the user's
 //! process, so ordo does not change it: its temporaries come from a pool of its own instead
 //! (as RAPIDS' `cuda_async_memory_resource` makes one), unless the caller names a pool
 //! ([`RunOptions::pool`](crate::pipeline::RunOptions::pool), the `_in` forms of the kernels, the
@@ -154,7 +153,7 @@ pub fn pool_for<'p>(given: Option<MemPoolRef<'p>>, stream: StreamRef<'_>) -> Res
     let mut device: core::ffi::c_int = 0;
     // SAFETY: a live stream, not capturing (a query of a capturing stream would invalidate its
     // capture); `device` is writable.
-    let code = unsafe { sys::stream_get_device(stream.as_raw(), &mut device) };
+    let code = unsafe { sys::compat::cudaStreamGetDevice(stream.as_raw(), &mut device) };
     if code == sys::cudaError::cudaErrorNotSupported {
         return Ok(None);
     }

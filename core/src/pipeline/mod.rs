@@ -203,10 +203,10 @@ struct Cut {
     halo: usize,
 }
 
-/// The host link bandwidth [`Pipeline::plan_for`] assumes for one copy direction, in GB/s (an
-/// H200 over PCIe Gen5, measured: 55 GB/s). Only the ratio of copy time to per-chunk cost depends
-/// on it, and the best chunk count moves with its square root.
-pub const ASSUMED_COPY_GB_PER_S: f64 = 55.0;
+/// The host link bandwidth [`Pipeline::plan_for`] assumes for one copy direction, in GB/s:
+/// [`MachineModel::H200_PCIE5`]'s. Only the ratio of copy time to per-chunk cost depends on it,
+/// and the best chunk count moves with its square root.
+pub const ASSUMED_COPY_GB_PER_S: f64 = MachineModel::H200_PCIE5.copy_gb_per_s;
 
 /// A pipeline's streams and events, reused across runs.
 pub struct Pipeline {
@@ -247,13 +247,7 @@ impl Pipeline {
         }
         let streams = streams.max(3);
         let device = Device::current()?;
-        let machine = Machine {
-            copy_engines: device.async_engine_count()?,
-            duplex: 1.83,
-            chunk_overhead_ms: 0.0055,
-            stage_timing_overhead_ms: 0.010,
-            stage_timing: false,
-        };
+        let machine = MachineModel::H200_PCIE5.machine(device.async_engine_count()?);
         let new_stream = || match priority {
             Some(p) => Stream::with_priority(StreamFlags::NON_BLOCKING, p),
             None => Stream::new(),
@@ -275,8 +269,8 @@ impl Pipeline {
         })
     }
 
-    /// The model's view of this device (copy engines; duplex and per-chunk cost defaults measured
-    /// on an H200: change them with [`set_machine`](Self::set_machine)).
+    /// The model's view of this device: its copy engines, and the figures of
+    /// [`MachineModel::H200_PCIE5`] until [`set_machine`](Self::set_machine) changes them.
     pub fn machine(&self) -> Machine {
         self.machine
     }
@@ -292,8 +286,8 @@ impl Pipeline {
     }
 
     /// Whether runs bracket each chunk's stages with timing events, for
-    /// [`chunk_times`](Self::chunk_times) (off by default: they cost about 3% of a planned run,
-    /// measured on an H200). Off, a run records only the events the cross-stream waits need (two a
+    /// [`chunk_times`](Self::chunk_times) (off by default: they cost about 3% of a planned run on
+    /// [`MachineModel::H200_PCIE5`], its `stage_timing_overhead_ms` a chunk). Off, a run records only the events the cross-stream waits need (two a
     /// chunk in the staged schedule, fewer for a [stencil](Self::run_stencil) with a halo; in round
     /// robin none, or one a chunk for a stencil with a halo over two or more streams), with timing
     /// disabled.
@@ -543,7 +537,7 @@ impl Pipeline {
             return Err(Error::invalid(call, "the plan needs more streams than the pipeline has"));
         }
         // While `main` captures, any query of it (its device included) fails and invalidates the
-        // capture, in every capture mode (measured, CUDA 13.0): the device check is skipped then.
+        // capture, in every capture mode (CB-05): the device check is skipped then.
         let capturing = !matches!(main.capture_status()?, crate::graph::CaptureStatus::None);
         match if capturing { Ok(self.device) } else { main.device() } {
             Ok(d) if d != self.device => {

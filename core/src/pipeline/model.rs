@@ -7,17 +7,17 @@
 //! - **Copy engines** ([`Device::async_engine_count`](crate::device::Device::async_engine_count)):
 //!   with one engine, copies in and out share it, so they count as one stage of `a + c`.
 //! - **Both directions at once**: host-to-device and device-to-host copies running together reach
-//!   less than twice one direction's bandwidth (on an H200 over PCIe Gen5: 101.6 GB/s together,
-//!   55 GB/s each alone), so the copies are bounded by `(a + c) / duplex`, `duplex` being the ratio
-//!   of the two-direction bandwidth to the one-direction bandwidth (1.83 there).
+//!   less than twice one direction's bandwidth, so the copies are bounded by `(a + c) / duplex`,
+//!   `duplex` being the ratio of the two-direction bandwidth to the one-direction bandwidth (1.83
+//!   on [`MachineModel::H200_PCIE5`]).
 //! - **Streams**: `s` streams keep at most `s` chunks in flight; one stream is serial.
 //! - **Per-chunk cost**: each chunk adds a few microseconds of DMA set-up and event waits
 //!   (`chunk_overhead_ms`), and stage timing events add more (`stage_timing_overhead_ms`). Against
 //!   it stands the fill (first copy-in and last copy-out, each alone): fewer chunks cut the first,
-//!   more chunks the second. On an H200 (5-6 us a chunk untimed) the best is about 32 chunks, and
-//!   equal chunks cannot get closer than about 5.5% to the both-directions bound: the fill costs
-//!   about `(a + b + c - bound) / k`, the chunks `k x 5.5 us`, and their sum is least at
-//!   `2 sqrt((a + b + c - bound) x 5.5 us)`, about 0.3 ms of 5.3.
+//!   more chunks the second. The fill costs about `(a + b + c - bound) / k`, the chunks `k` times
+//!   the per-chunk cost `o`, and their sum is least at `2 sqrt((a + b + c - bound) o)`: with
+//!   [`MachineModel::H200_PCIE5`]'s 5.5 us a chunk and 256 MiB each way, about 32 chunks and
+//!   0.3 ms over a 5.3 ms bound, so equal chunks cannot get closer than about 5.5% to it.
 
 use crate::error::{Error, Result};
 
@@ -40,15 +40,52 @@ pub struct Machine {
     /// Two-direction copy bandwidth over one direction's (1.0 to 2.0).
     pub duplex: f64,
     /// Cost each chunk adds without stage timing, in milliseconds: the DMA set-up of its two
-    /// copies and its event waits (H200: 5-6 us, measured by `ordo-bench` as chunked copies
-    /// against one copy a direction).
+    /// copies and its event waits.
     pub chunk_overhead_ms: f64,
-    /// What stage timing adds a chunk, in milliseconds (H200: about 10 us for its four timing
-    /// events, most of it on the copy engines).
+    /// What stage timing adds a chunk, in milliseconds: its four timing events, most of it on the
+    /// copy engines.
     pub stage_timing_overhead_ms: f64,
     /// Whether runs record stage timing events
     /// ([`Pipeline::set_stage_timing`](super::Pipeline::set_stage_timing)).
     pub stage_timing: bool,
+}
+
+/// The figures of one machine that the model needs and CUDA does not report: its host link and
+/// what each chunk costs. [`machine`](Self::machine) joins them with a device's copy engines into
+/// the model's [`Machine`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MachineModel {
+    /// One copy direction's pinned host-link bandwidth, in GB/s (10^9 bytes a second).
+    pub copy_gb_per_s: f64,
+    /// Two-direction copy bandwidth over one direction's ([`Machine::duplex`]).
+    pub duplex: f64,
+    /// Cost each chunk adds without stage timing, in milliseconds ([`Machine::chunk_overhead_ms`]).
+    pub chunk_overhead_ms: f64,
+    /// What stage timing adds a chunk, in milliseconds ([`Machine::stage_timing_overhead_ms`]).
+    pub stage_timing_overhead_ms: f64,
+}
+
+impl MachineModel {
+    /// An NVIDIA H200 on PCIe Gen5 x16 (driver 580, CUDA 13.0), the machine ordo's defaults were
+    /// measured on: pinned copies of 256 MiB at 55 GB/s each direction alone and 101.6 GB/s both
+    /// at once (duplex 1.83), in plain CUDA C++; 5-6 us a chunk without stage timing (chunked
+    /// copies against one copy a direction) and about 10 us more with it (the same copies with a
+    /// timing event after each), in `ordo-bench` (group `pipeline`; BENCHMARKS.md, "Figures off
+    /// target"). [`Pipeline`](super::Pipeline)s start from it; measure your own machine's and
+    /// give them with [`Pipeline::set_machine`](super::Pipeline::set_machine).
+    pub const H200_PCIE5: MachineModel =
+        MachineModel { copy_gb_per_s: 55.0, duplex: 1.83, chunk_overhead_ms: 0.0055, stage_timing_overhead_ms: 0.010 };
+
+    /// The model's machine: these figures, `copy_engines` (`asyncEngineCount`), stage timing off.
+    pub const fn machine(&self, copy_engines: u32) -> Machine {
+        Machine {
+            copy_engines,
+            duplex: self.duplex,
+            chunk_overhead_ms: self.chunk_overhead_ms,
+            stage_timing_overhead_ms: self.stage_timing_overhead_ms,
+            stage_timing: false,
+        }
+    }
 }
 
 impl Machine {

@@ -123,7 +123,7 @@ pub(crate) fn rank_args(call: &'static str, ranks: usize, rank: usize) -> Result
 /// `ncclCommSplit`, `ncclCommDestroy`) do not take it: NCCL makes and destroys separate
 /// communicators from several threads at once ("re-entrant"), and holding the lock there made
 /// every other call for the device, a watchdog's wait or abort included, wait for ranks that may
-/// never come (found by the C ABI review). Devices past the table share a lock (more serial,
+/// never come. Devices past the table share a lock (more serial,
 /// never less safe).
 pub(crate) fn device_lock(device: Device) -> MutexGuard<'static, ()> {
     static LOCKS: [Mutex<()>; 64] = [const { Mutex::new(()) }; 64];

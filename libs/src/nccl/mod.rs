@@ -136,8 +136,8 @@ impl Nccl {
     /// Once loaded, NCCL stays loaded for the life of the process, and later calls return the
     /// same library (whatever `ORDO_NCCL` says by then): NCCL runs threads of its own that
     /// outlive any call (`ncclGetUniqueId` starts the bootstrap root's, which waits for every
-    /// rank), and unloading the library under them crashes the process (the C ABI's NCCL test,
-    /// each of whose calls loaded and unloaded NCCL, died with SIGSEGV on the H200s).
+    /// rank), and unloading the library under them crashes the process (`docs/cuda-behaviours.md`,
+    /// CB-22).
     pub fn load() -> Result<Nccl> {
         static LOADED: std::sync::OnceLock<Nccl> = std::sync::OnceLock::new();
         if let Some(nccl) = LOADED.get() {

@@ -173,7 +173,8 @@ impl Instruments {
 
     /// Launches each helper kernel once and waits: CUDA loads a module's kernels lazily, at their
     /// first launch, and a first launch made while the blocking kernel spins could wait on it
-    /// (nvbench loads its blocking kernel during warm-up for the same reason).
+    /// (`docs/cuda-behaviours.md`, CB-11; nvbench loads its blocking kernel during warm-up for the
+    /// same reason).
     pub(crate) fn warm_up(&self, stream: StreamRef<'_>) -> Result<()> {
         self.block(stream)?.release();
         self.reset_clock();

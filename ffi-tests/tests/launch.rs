@@ -1,0 +1,179 @@
+//! `ordo_launch_kernel` and `ordo_pdl_plan_launch` through the C ABI: the launch configuration is
+//! read only at the sizes of its two layouts (or larger), so that a size between them cannot hand
+//! CUDA half an event pointer; a launch CUDA refuses inside the caller's capture is a documented,
+//! non-sticky status; the plan refuses every bad argument before CUDA; and the grid-stride loop
+//! that `pdl.cuh` documents stays in bounds for every grid a plan returns.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use core::ptr::{null, null_mut};
+use ordo_cuda_capi::*;
+use ordo_cuda_core::sys;
+use ordo_ffi_tests::launch::{config, empty_kernel};
+
+/// Every `size` between the first layout's (64) and `sizeof(ordo_launch_config)` (88) is refused
+/// with `ORDO_ERROR_INVALID_ARGUMENT` (ordo.h): 65..71 and 81..87 would otherwise hand CUDA an
+/// event handle made of half a pointer, 72..80 drop the completion event.
+#[test]
+fn launch_config_sizes_between_the_layouts_are_refused() {
+    assert_eq!(ORDO_LAUNCH_CONFIG_FIRST_SIZE, 64);
+    assert_eq!(core::mem::size_of::<OrdoLaunchConfig>(), 88);
+    let legacy = sys::cudaStreamLegacy();
+    let mut accepted = Vec::new();
+    for size in 65..core::mem::size_of::<OrdoLaunchConfig>() {
+        let mut c = config(size);
+        // What a caller of the current header holds: live-looking event handles.
+        c.programmatic_event = 0x7f12_3456_0000_1000_usize as sys::cudaEvent_t;
+        c.launch_completion_event = 0x7f12_3456_0000_2000_usize as sys::cudaEvent_t;
+        let st = unsafe { ordo_launch_kernel(legacy, empty_kernel(), null_mut(), &c) };
+        if st != ORDO_ERROR_INVALID_ARGUMENT {
+            accepted.push((size, st));
+        }
+    }
+    assert!(
+        accepted.is_empty(),
+        "sizes between the first layout (64) and sizeof (88) were not refused: {accepted:?} \
+         (65..71 and 81..87 hand CUDA an event handle built from half a pointer)"
+    );
+}
+
+/// The two layouts' sizes and larger (later) ones are accepted, smaller ones refused: the control
+/// of the test above (a size ordo accepts reaches CUDA).
+#[test]
+fn launch_config_sizes_of_the_layouts_are_accepted() {
+    let legacy = sys::cudaStreamLegacy();
+    for size in [0, 8, 63] {
+        let st = unsafe { ordo_launch_kernel(legacy, empty_kernel(), null_mut(), &config(size)) };
+        assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT, "size {size}");
+    }
+    for size in [64, 88, 96, 4096] {
+        let st = unsafe { ordo_launch_kernel(legacy, empty_kernel(), null_mut(), &config(size)) };
+        assert_ne!(st, ORDO_ERROR_INVALID_ARGUMENT, "size {size}");
+        assert!(is_documented(st));
+    }
+}
+
+/// Sizes 68 and 84 with real events are refused before CUDA (where half the event's address
+/// would reach the driver).
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_launch_config_sizes_between_the_layouts_are_refused_with_real_events() {
+    let mut e: sys::cudaEvent_t = null_mut();
+    assert_eq!(
+        unsafe { sys::cudaEventCreateWithFlags(&mut e, sys::cudaEventDisableTiming) },
+        sys::cudaError::cudaSuccess
+    );
+    let mut c = config(68);
+    c.programmatic_event = e;
+    c.launch_completion_event = e;
+    let st = unsafe { ordo_launch_kernel(sys::cudaStreamLegacy(), empty_kernel(), null_mut(), &c) };
+    c.size = 84;
+    let st84 = unsafe { ordo_launch_kernel(sys::cudaStreamLegacy(), empty_kernel(), null_mut(), &c) };
+    unsafe { sys::cudaDeviceSynchronize() };
+    unsafe { sys::cudaEventDestroy(e) };
+    assert_eq!((st, st84), (ORDO_ERROR_INVALID_ARGUMENT, ORDO_ERROR_INVALID_ARGUMENT));
+}
+
+/// A launch that passes ordo's checks but that CUDA refuses (dynamic shared memory over 48 KiB
+/// without the opt-in) inside the caller's capture returns a documented, non-sticky status; what
+/// CUDA does to the capture is printed (`docs/cuda-behaviours.md`, CB-10).
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_a_launch_cuda_refuses_inside_a_capture_is_a_documented_non_sticky_status() {
+    let mut stream: sys::cudaStream_t = null_mut();
+    assert_eq!(unsafe { sys::cudaStreamCreate(&mut stream) }, sys::cudaError::cudaSuccess);
+    let mode = sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal;
+    assert_eq!(unsafe { sys::cudaStreamBeginCapture(stream, mode) }, sys::cudaError::cudaSuccess);
+    let mut c = config(88);
+    c.shared_mem_bytes = 200 * 1024;
+    let st = unsafe { ordo_launch_kernel(stream, empty_kernel(), null_mut(), &c) };
+    let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
+    unsafe { sys::cudaStreamIsCapturing(stream, &mut status) };
+    let mut graph: sys::cudaGraph_t = null_mut();
+    let end = unsafe { sys::cudaStreamEndCapture(stream, &mut graph) };
+    if !graph.is_null() {
+        unsafe { sys::cudaGraphDestroy(graph) };
+    }
+    unsafe { sys::cudaGetLastError() };
+    unsafe { sys::cudaStreamDestroy(stream) };
+    // What CUDA does to the capture is CUDA's (ordo.h says so at ordo_launch_kernel): printed
+    // for the record; what ordo owes is a documented, non-sticky refusal.
+    println!("a launch CUDA refuses inside a capture: status {st}; capture after it {status:?}; end {end:?}");
+    assert_ne!(st, ORDO_SUCCESS);
+    assert!(is_documented(st) && ordo_status_is_sticky(st) == 0, "{st}");
+}
+
+/// `ordo_pdl_plan_launch` refuses every bad argument before CUDA, and writes nothing then.
+#[test]
+fn pdl_plan_launch_refuses_bad_arguments_before_cuda() {
+    let k = empty_kernel();
+    let ok = OrdoPdlPlan {
+        size: core::mem::size_of::<OrdoPdlPlan>(),
+        use_pdl_form: 9,
+        grid: 9,
+        full_blocks: 9,
+        one_wave_blocks: 9,
+    };
+    let ia = ORDO_ERROR_INVALID_ARGUMENT;
+    for (what, plain, pdl, device, n, block, mode, size) in [
+        ("null plain", null(), k, 0, 10, 256, 0, 24),
+        ("null pdl", k, null(), 0, 10, 256, 0, 24),
+        ("negative device", k, k, -1, 10, 256, 0, 24),
+        ("zero n", k, k, 0, 0, 256, 0, 24),
+        ("zero block", k, k, 0, 10, 0, 0, 24),
+        ("big block", k, k, 0, 10, 1025, 0, 24),
+        ("n past 2^31 threads", k, k, 0, (1usize << 31) + 1, 256, 0, 24),
+        ("n max", k, k, 0, usize::MAX, 1, 0, 24),
+        ("mode", k, k, 0, 10, 256, 6, 24),
+        ("mode -1", k, k, 0, 10, 256, -1, 24),
+        ("small size", k, k, 0, 10, 256, 0, 23),
+    ] {
+        let mut out = OrdoPdlPlan { size, ..ok };
+        let st = unsafe { ordo_pdl_plan_launch(plain, pdl, device, n, block, mode, &mut out) };
+        assert_eq!(st, ia, "{what}");
+        assert_eq!((out.grid, out.use_pdl_form), (9, 9), "{what}: nothing written");
+    }
+}
+
+/// The index sequence of one thread of pdl.cuh's documented body
+///     for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)n; i += gridDim.x * blockDim.x)
+/// (unsigned arithmetic, modulo 2^32): the first index it would use outside [0, n), if any.
+fn first_out_of_bounds(thread: u32, stride: u32, n: i32) -> Option<u64> {
+    let n = n as u32;
+    let mut i = thread;
+    while i < n {
+        let next = i.wrapping_add(stride);
+        if next < i {
+            return Some(u64::from(i) + u64::from(stride)); // wrapped: it would restart below n
+        }
+        i = next;
+    }
+    None
+}
+
+/// `pdl.cuh`'s documented grid-stride loop (an unsigned index) never wraps for the grids
+/// `ordo_pdl_plan_launch` returns, up to n = 2^31 - 1 (an `int` index wraps negative past 2^31 and
+/// still passes `i < n`: a write out of bounds).
+#[test]
+fn pdl_cuh_example_loop_stays_in_bounds_for_planned_grids() {
+    use ordo_cuda_core::launch::{BeyondOneWave, PdlMode, PdlPlan};
+    // Embedded at compile time: the test binary runs on machines that have no source tree.
+    let header = include_str!("../../core/include/ordo/pdl.cuh");
+    assert!(header.contains("for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < (unsigned)n;"));
+    let one_wave = 132 * 8; // an H200: 132 SMs, 8 blocks of 256 threads each
+    let mut bad = Vec::new();
+    for (n, mode) in [
+        ((1usize << 30) + (1 << 29), PdlMode::Plain),
+        ((1usize << 30) + (1 << 29), PdlMode::PdlFullGrid),
+        (i32::MAX as usize, PdlMode::Plain),
+        (i32::MAX as usize, PdlMode::Auto),
+        (i32::MAX as usize, PdlMode::PlainOneWave),
+    ] {
+        let plan = PdlPlan::for_elements(n, 256, one_wave, mode, BeyondOneWave::default()).unwrap();
+        let stride = plan.grid() * 256;
+        // The last thread of the grid is the one whose next index wraps first.
+        if let Some(i) = first_out_of_bounds(stride - 1, stride, n as i32) {
+            bad.push((n, mode, plan.grid(), i));
+        }
+    }
+    assert!(bad.is_empty(), "(n, mode, grid, index past 2^32 the documented loop would reach): {bad:?}");
+}
