@@ -32,7 +32,7 @@ fn driver() -> Option<(CtxGetCurrent, CtxGetId)> {
         let mut found = sys::cudaDriverEntryPointQueryResult(0);
         // SAFETY: `name` is NUL-terminated; `f` and `found` are writable.
         let code = unsafe {
-            sys::get_driver_entry_point_by_version(
+            sys::compat::cudaGetDriverEntryPointByVersion(
                 name.as_ptr(),
                 &mut f,
                 12000,
