@@ -38,6 +38,7 @@ fn download<T: Copy + Default>(d: *const T, n: usize) -> Vec<T> {
 
 #[test]
 fn bad_alloc_options_are_refused_before_cuda() {
+    let _gpu = gpu_lock();
     let ia = ORDO_ERROR_INVALID_ARGUMENT;
     let short = OrdoAllocOptions { size: core::mem::size_of::<OrdoAllocOptions>() - 1, pool: null_mut() };
     let x = [1f32; 4];

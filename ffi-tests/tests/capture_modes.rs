@@ -13,7 +13,7 @@
 //!   reads ([`capture_fence`]), as global mode asks of every other capture-unsafe call.
 //! - The legacy stream refused for a blocking call while a capture ordo began is open.
 //!
-//! The GPU tests of this binary take `gpu_lock`, so no other test's calls meet their captures.
+//! Every test of this binary takes `gpu_lock`, so no other test's calls meet their captures.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use core::ffi::c_void;
@@ -97,6 +97,7 @@ fn child_scenario() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn gpu_cuda_crashes_in_global_mode_and_runs_thread_local_and_relaxed_captures_clean() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
     const TEST: &str = "gpu_cuda_crashes_in_global_mode_and_runs_thread_local_and_relaxed_captures_clean";
     child_scenario();
     for (scenario, what) in [(1, "thread-local"), (2, "relaxed")] {

@@ -146,6 +146,7 @@ fn gpu_a_cache_destroyed_by_another_thread_launches_nothing_more() {
 /// flight), once.
 #[test]
 fn user_free_runs_at_the_destroy_when_no_call_is_in_flight() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
     let user = User::new();
     let cache = create(Some(destroying_body), &user);
     assert!(!user.freed.load(Ordering::SeqCst));

@@ -90,6 +90,7 @@ pub(crate) unsafe extern "C" fn count_free(user: *mut c_void) {
 /// finalizer runs exactly once: at destroy, or on a failed create whose options could be read.
 #[test]
 fn graph_cache_options_are_checked_before_anything_is_made() {
+    let _gpu = gpu_lock();
     let ia = ORDO_ERROR_INVALID_ARGUMENT;
     let good = OrdoGraphCacheOptions {
         size: core::mem::size_of::<OrdoGraphCacheOptions>(),
@@ -148,6 +149,7 @@ fn graph_cache_options_are_checked_before_anything_is_made() {
 /// decreasing, zero) and its body and out before reading them; a zero count ignores the pointer.
 #[test]
 fn graph_cache_create_checks_buckets_before_reading_them() {
+    let _gpu = gpu_lock();
     let ia = ORDO_ERROR_INVALID_ARGUMENT;
     let mut cache: *mut OrdoGraphCache = null_mut();
     let buckets = [1usize, 4, 16, 64];

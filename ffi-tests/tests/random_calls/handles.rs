@@ -30,6 +30,7 @@ impl Fuzz<'_> {
 /// handle never reaches a newer object.
 #[test]
 fn stale_forged_and_wrong_kind_handles_get_invalid_handle() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
     let ih = ORDO_ERROR_INVALID_HANDLE;
     let legacy = sys::cudaStreamLegacy();
     let mut cache: *mut OrdoGraphCache = null_mut();
@@ -104,6 +105,7 @@ fn stale_forged_and_wrong_kind_handles_get_invalid_handle() {
 /// documented, and a destroyed handle answers `ORDO_ERROR_INVALID_HANDLE` for good.
 #[test]
 fn handles_shared_by_threads_while_others_destroy_them() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
     // 8 threads share a table of handle slots: each makes, uses and destroys caches in random
     // order, including ones another thread is using or has just destroyed. Every status is
     // documented; a destroyed handle answers ORDO_ERROR_INVALID_HANDLE for good.

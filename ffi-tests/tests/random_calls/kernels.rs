@@ -287,6 +287,7 @@ impl Fuzz<'_> {
 /// (2^26 + 1 rows would make the gemv kernel's `int` thread index wrap negative), before CUDA.
 #[test]
 fn gemv_shapes_past_the_kernels_int_indexing_are_refused_before_cuda() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
     let legacy = sys::cudaStreamLegacy();
     let mut f = [0f32; 4];
     let p = f.as_mut_ptr();
@@ -312,6 +313,7 @@ fn gemv_shapes_past_the_kernels_int_indexing_are_refused_before_cuda() {
 /// `a`/`b` must be one buffer or disjoint.
 #[test]
 fn pdl_chain_refuses_zero_steps_too_many_and_overlaps_before_cuda() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
     let legacy = sys::cudaStreamLegacy();
     let mut f = [0f32; 64];
     let base = f.as_mut_ptr();

@@ -20,6 +20,10 @@
 //! its choice of call and its threads; `every_export` the GPU tests that run every export on one
 //! workload. `ORDO_FUZZ_CALLS` sets the calls a fuzz thread makes (800); `ORDO_FUZZ_NCCL=0` keeps
 //! NCCL out of the fuzz (no communicator is made to borrow).
+//!
+//! Every test takes `gpu_lock`, the CPU-only ones too: some tests capture in global mode, and a
+//! global-mode capture beside another thread's CUDA calls can crash the driver (CB-01, CB-02 in
+//! docs/cuda-behaviours.md); on the H200 with the 13.5 runtime the unlocked CPU-only tests did.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod every_export;
@@ -45,6 +49,7 @@ use ordo_ffi_tests::gpu_lock;
 /// every export that takes them; status strings exist for any value.
 #[test]
 fn bad_arguments_are_refused_before_cuda() {
+    let _gpu = gpu_lock();
     let legacy = sys::cudaStreamLegacy();
     let mut f = [0f32; 16];
     let p = f.as_mut_ptr();

@@ -107,6 +107,7 @@ pub(crate) const ORDO_NCCL_FLOAT32_VALUE: i32 = 7;
 /// calls that need it return ORDO_ERROR_NOT_SUPPORTED. Runs without a GPU.
 #[test]
 fn nccl_bad_arguments_and_handles_are_refused_before_nccl() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
     let legacy = sys::cudaStreamLegacy();
     let ia = ORDO_ERROR_INVALID_ARGUMENT;
     let ih = ORDO_ERROR_INVALID_HANDLE;

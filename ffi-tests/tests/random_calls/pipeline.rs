@@ -333,6 +333,7 @@ pub(crate) fn stencil_overlap(host: [usize; 2], dev: [usize; 2], rows: usize, in
 /// null or pageable pointers, a destroyed handle.
 #[test]
 fn pipeline_options_are_checked_before_anything_is_made() {
+    let _gpu = gpu_lock();
     let ia = ORDO_ERROR_INVALID_ARGUMENT;
     let ok = OrdoPipelineOptions {
         size: core::mem::size_of::<OrdoPipelineOptions>(),

@@ -126,6 +126,7 @@ impl Fuzz<'_> {
 /// Slot counts past the cap (65536) are refused before any allocation.
 #[test]
 fn staging_ring_sizes_past_the_cap_are_refused_before_cuda() {
+    let _gpu = gpu_lock();
     let mut ring: *mut OrdoStagingRing = null_mut();
     let ia = ORDO_ERROR_INVALID_ARGUMENT;
     unsafe {
