@@ -69,6 +69,13 @@ for f in benches/experiments/*.cu; do
 done
 step "crates.io: every published crate packaged and verified on its own, in dependency order"
 published=(ordo-cuda-sys ordo-cuda-core ordo-cuda-kernels ordo-cuda-libs ordo-cuda-capi ordo-cuda-measure ordo-cuda)
+# Verification unpacks each package from a local registry (target/package/tmp-registry) into
+# cargo's source cache, under a folder named for that registry's path, and reuses a folder already
+# there: an earlier run's packages of the same version would be built instead of this run's. Only
+# ordo's own packages from such local registries (folders named "-HASH") are removed.
+for d in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/; do
+  for p in "${published[@]}"; do rm -rf "$d$p-"*; done
+done
 CUDA_HOME=$CUDA13_HOME cargo package --workspace --exclude ordo-ffi-tests --exclude ordo-benches \
   --exclude ordo-example-user-kernel --allow-dirty --locked
 for p in "${published[@]}"; do

@@ -99,6 +99,36 @@ fn each_failure_carries_only_its_threads_new_lines() {
     });
 }
 
+/// A thread fails, other threads then fill the driver's log with far more than a few kilobytes of
+/// their own failures, and the first thread fails again: its error carries its new failure's lines,
+/// and reading them corrupts nothing. (ordo once read into a 4096-byte buffer: the driver's path for
+/// a buffer smaller than what it holds wrote past it, and the C ABI's fuzz crashed in the caller's
+/// frame; CB-27.)
+#[cfg(cuda_12_8)]
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_failure_after_other_threads_filled_the_log_carries_its_own_lines() {
+    device::count().unwrap();
+    let Some(dump) = driver_logs() else { return };
+    for round in 0..20 {
+        let first = failure_the_driver_explains(dump);
+        assert!(first.cuda().and_then(|c| c.driver_log()).is_some(), "round {round}: the first failure's line");
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(move || {
+                    for _ in 0..60 {
+                        let _ = failure_the_driver_explains(dump);
+                    }
+                });
+            }
+        });
+        let e = failure_the_driver_explains(dump);
+        let log = e.cuda().and_then(|c| c.driver_log()).expect("the driver's line after 240 other failures");
+        assert_eq!(log.matches("from cuLogsDumpToMemory").count(), 1, "round {round}: {log}");
+        assert_eq!(e.call(), "cuLogsDumpToMemory");
+    }
+}
+
 /// An invalid argument through ordo's API (read-only access to a device pool, which CUDA
 /// refuses): the error keeps CUDA's code and call, and shows the driver's words when the driver
 /// logged any for it (printed; which calls the driver explains is the driver's choice).

@@ -2,15 +2,18 @@
 //! failure and kept for the error.
 //!
 //! The driver writes lines for each failure it can explain, `[time][thread][source][severity]
-//! message`, into one process-wide buffer (25,600 bytes): the reason, then `Returning N (NAME)
-//! from cuEntryPoint`; the thread is the POSIX thread handle (`pthread_self`) as a decimal number.
-//! (Seen on driver 580: `[15:42:56.295][140537618612224][CUDA][E] buffer cannot be NULL`.) On the
-//! success path ordo reads nothing. After a failure, [`capture`] reads what the buffer gained
-//! since the calling thread last read it (each thread keeps its own position; its first read takes
-//! the whole buffer), keeps the lines that carry the calling thread's handle (the failing call ran
-//! on it, and other threads' lines belong to their own failures), and stores them under a number that the
-//! [`CudaError`](super::CudaError) keeps: the error stays plain data. The last [`KEPT`] texts are
-//! kept; [`lookup`] finds one by its number.
+//! message`, into one process-wide buffer (25,600 bytes): the reason, then `Returning N (NAME) from
+//! cuEntryPoint`; the thread is the POSIX thread handle (`pthread_self`) as a decimal number. (Seen
+//! on driver 580: `[15:42:56.295][140537618612224][CUDA][E] buffer cannot be NULL`.) On the success
+//! path ordo reads nothing. After a failure, [`capture`] reads what the buffer gained since the
+//! calling thread last read it (each thread keeps its own position; its first read, and a read from
+//! a position the wrapped log no longer holds, take the whole buffer; a read always has room for
+//! the whole buffer, since the driver fills from the position onwards and would leave out the
+//! newest lines, this failure's, when other threads wrote more since), keeps the lines that carry
+//! the calling thread's handle (the failing call ran on it, and other threads' lines belong to
+//! their own failures), and stores them under a number that the [`CudaError`](super::CudaError)
+//! keeps: the error stays plain data. The last [`KEPT`] texts are kept; [`lookup`] finds one by its
+//! number.
 //!
 //! A failure that ordo handled without reporting it (a driver call refused, then made through the
 //! runtime) may leave a line that the next reported failure on the thread then shows too.
@@ -29,6 +32,22 @@ pub(crate) const KEPT: usize = 256;
 /// At most this many of the thread's lines are kept for one failure (the latest).
 #[cfg(cuda_12_8)]
 const MAX_LINES: usize = 8;
+
+/// The most the driver keeps of its log, in bytes (CUDA's documentation of `cuLogsDumpToMemory`).
+#[cfg(cuda_12_8)]
+const LOG_CAPACITY: usize = 25_600;
+
+/// The size a read offers the driver: more than its whole log, so that the driver never takes the
+/// path of a buffer too small for what it holds (a note at the head, then as many of the newest
+/// lines as it computes fit). On driver 580 that path wrote past the buffer it was given
+/// (`docs/cuda-behaviours.md`, CB-27): a 4096-byte read corrupted the caller's stack.
+#[cfg(cuda_12_8)]
+const READ_OFFERED: usize = LOG_CAPACITY + 4096;
+
+/// The buffer a read allocates: what it offers, and room after it that the driver is never told
+/// of (its terminating NUL, and a margin against a driver that writes past what it was offered).
+#[cfg(cuda_12_8)]
+const READ_BUFFER: usize = READ_OFFERED + 4096;
 
 static NEXT: AtomicU32 = AtomicU32::new(1);
 static STORE: Mutex<VecDeque<(NonZeroU32, Arc<str>)>> = Mutex::new(VecDeque::new());
@@ -73,36 +92,39 @@ std::thread_local! {
 #[cfg(cuda_12_8)]
 fn read() -> Option<String> {
     let (current, dump) = crate::driver_calls::logs()?;
-    // Room for the newest lines; the driver puts a note at the head when older ones do not fit,
-    // and always keeps the most recent.
-    let mut buf = [0u8; 4096];
-    let mut size = buf.len();
+    // The offer exceeds the driver's whole log (READ_OFFERED): every line since this thread's last
+    // read comes back, this failure's included however much other threads wrote meanwhile, and
+    // the driver's too-small-buffer path, which wrote out of bounds, is never taken. A failure is
+    // the cold path: the buffer is on the heap.
+    let mut buf = alloc::vec![0u8; READ_BUFFER];
+    let mut size = READ_OFFERED;
     let cursor = CURSOR.try_with(|c| c.get()).ok()?;
-    let code = match cursor {
-        Some(mut at) => {
-            // SAFETY: `at` and `size` are writable; `buf` holds `size` bytes.
-            let code = unsafe { dump(&mut at, buf.as_mut_ptr().cast(), &mut size, 0) };
+    let mut code = 1;
+    if let Some(mut at) = cursor {
+        // SAFETY: `at` and `size` are writable; `buf` holds `size` bytes and a margin after them.
+        code = unsafe { dump(&mut at, buf.as_mut_ptr().cast(), &mut size, 0) };
+        if code == 0 {
             let _ = CURSOR.try_with(|c| c.set(Some(at)));
-            code
         }
-        None => {
-            // The first read on this thread: the whole buffer, and from now on what follows it.
-            let mut at = 0;
-            // SAFETY: `at` is writable.
-            let known = unsafe { current(&mut at, 0) } == 0;
-            // SAFETY: a null iterator reads every buffered line; `size` is writable and `buf`
-            // holds `size` bytes.
-            let code = unsafe { dump(core::ptr::null_mut(), buf.as_mut_ptr().cast(), &mut size, 0) };
-            if known {
-                let _ = CURSOR.try_with(|c| c.set(Some(at)));
-            }
-            code
+    }
+    if code != 0 {
+        // The first read on this thread, or a position the driver no longer holds (its log wraps):
+        // the whole log, and from now on what follows it.
+        size = READ_OFFERED;
+        let mut at = 0;
+        // SAFETY: `at` is writable.
+        let known = unsafe { current(&mut at, 0) } == 0;
+        // SAFETY: a null iterator reads every buffered line; `size` is writable and `buf` holds
+        // `size` bytes and a margin after them.
+        code = unsafe { dump(core::ptr::null_mut(), buf.as_mut_ptr().cast(), &mut size, 0) };
+        if known {
+            let _ = CURSOR.try_with(|c| c.set(Some(at)));
         }
-    };
+    }
     if code != 0 || size == 0 {
         return None;
     }
-    let text = String::from_utf8_lossy(buf.get(..size)?);
+    let text = String::from_utf8_lossy(buf.get(..size.min(READ_OFFERED))?);
     this_threads_lines(&text, thread_ids())
 }
 
