@@ -201,9 +201,13 @@ pub unsafe extern "C" fn ordo_last_error(info: *mut OrdoErrorInfo) -> OrdoStatus
 #[no_mangle]
 pub unsafe extern "C" fn ordo_last_error_message(buf: *mut c_char, len: usize) -> usize {
     let message = LAST.try_with(|l| l.borrow().as_ref().map(|r| r.message.clone())).ok().flatten().unwrap_or_default();
-    if !buf.is_null() && len > 0 && len <= isize::MAX as usize {
-        // SAFETY: the caller owes `len` writable bytes at `buf`; c_char has no alignment needs.
-        let out = unsafe { core::slice::from_raw_parts_mut(buf, len) };
+    if !buf.is_null() && len > 0 {
+        // Only the bytes written are viewed (the message and its NUL, or `len` when shorter): a
+        // `len` past what a slice may span (SIZE_MAX for "big enough") still gets the message.
+        let used = len.min(message.len() + 1);
+        // SAFETY: the caller owes `len` writable bytes at `buf`, and `used <= len`; `used` is at
+        // most the message's length plus one, so within isize; c_char has no alignment needs.
+        let out = unsafe { core::slice::from_raw_parts_mut(buf, used) };
         copy_str(&message, out);
     }
     message.len()

@@ -127,6 +127,13 @@ fn the_record_is_read_safely() {
     assert_eq!(unsafe { ordo_last_error_message(small.as_mut_ptr(), small.len()) }, full);
     assert_eq!(text(&small).len(), 7);
     assert_eq!(unsafe { ordo_last_error_message(small.as_mut_ptr(), 0) }, full, "len 0 writes nothing");
+    // SIZE_MAX as "big enough": the message and its NUL are written (once nothing was, and a C
+    // caller printed a buffer with no terminator); nothing past them.
+    let mut roomy = vec![0x55 as c_char; full + 16];
+    assert_eq!(unsafe { ordo_last_error_message(roomy.as_mut_ptr(), usize::MAX) }, full);
+    assert_eq!(roomy[full], 0, "NUL-terminated");
+    assert_eq!(text(&roomy).len(), full, "the whole message");
+    assert!(roomy[full + 1..].iter().all(|&c| c == 0x55), "nothing written past the NUL");
     // A struct of an older, smaller size, NULL and misaligned are refused, nothing written.
     let mut e = info();
     e.size = core::mem::size_of::<OrdoErrorInfo>() - 1;

@@ -40,14 +40,23 @@ const LOG_CAPACITY: usize = 25_600;
 /// The size a read offers the driver: more than its whole log, so that the driver never takes the
 /// path of a buffer too small for what it holds (a note at the head, then as many of the newest
 /// lines as it computes fit). On driver 580 that path wrote past the buffer it was given
-/// (`docs/cuda-behaviours.md`, CB-27): a 4096-byte read corrupted the caller's stack.
+/// (`docs/cuda-behaviours.md`, CB-27): a 4096-byte read corrupted the caller's stack. Twice the
+/// documented store, in case a dump spells its lines out longer than the store keeps them.
 #[cfg(cuda_12_8)]
-const READ_OFFERED: usize = LOG_CAPACITY + 4096;
+const READ_OFFERED: usize = 2 * LOG_CAPACITY + 4096;
 
-/// The buffer a read allocates: what it offers, and room after it that the driver is never told
-/// of (its terminating NUL, and a margin against a driver that writes past what it was offered).
+/// Bytes after the offer that the driver is never told of, filled with [`CANARY`] and checked after
+/// each read: its terminating NUL goes there when the offer is full, and a driver that writes past
+/// what it was offered writes into ordo's own allocation, is caught, and is not read again.
 #[cfg(cuda_12_8)]
-const READ_BUFFER: usize = READ_OFFERED + 4096;
+const MARGIN: usize = 64 * 1024;
+
+#[cfg(cuda_12_8)]
+const CANARY: u8 = 0xA5;
+
+/// Set when a read found the driver had written past the offer's NUL: the log is not read again.
+#[cfg(cuda_12_8)]
+static OVERRAN: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
 
 static NEXT: AtomicU32 = AtomicU32::new(1);
 static STORE: Mutex<VecDeque<(NonZeroU32, Arc<str>)>> = Mutex::new(VecDeque::new());
@@ -91,12 +100,15 @@ std::thread_local! {
 /// This thread's new lines in the driver's log, `; `-separated, or `None`.
 #[cfg(cuda_12_8)]
 fn read() -> Option<String> {
+    if OVERRAN.load(Ordering::Relaxed) {
+        return None;
+    }
     let (current, dump) = crate::driver_calls::logs()?;
     // The offer exceeds the driver's whole log (READ_OFFERED): every line since this thread's last
     // read comes back, this failure's included however much other threads wrote meanwhile, and
-    // the driver's too-small-buffer path, which wrote out of bounds, is never taken. A failure is
-    // the cold path: the buffer is on the heap.
-    let mut buf = alloc::vec![0u8; READ_BUFFER];
+    // the driver's too-small-buffer path is never taken. A failure is the cold path: the buffer is
+    // on the heap.
+    let mut buf = alloc::vec![CANARY; READ_OFFERED + MARGIN];
     let mut size = READ_OFFERED;
     let cursor = CURSOR.try_with(|c| c.get()).ok()?;
     let mut code = 1;
@@ -117,9 +129,14 @@ fn read() -> Option<String> {
         // SAFETY: a null iterator reads every buffered line; `size` is writable and `buf` holds
         // `size` bytes and a margin after them.
         code = unsafe { dump(core::ptr::null_mut(), buf.as_mut_ptr().cast(), &mut size, 0) };
-        if known {
+        if known && code == 0 {
             let _ = CURSOR.try_with(|c| c.set(Some(at)));
         }
+    }
+    // Past the offer only its NUL may be written.
+    if buf.get(READ_OFFERED + 1..).is_some_and(|after| after.iter().any(|&b| b != CANARY)) {
+        OVERRAN.store(true, Ordering::Relaxed);
+        return None;
     }
     if code != 0 || size == 0 {
         return None;
