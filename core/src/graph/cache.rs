@@ -256,3 +256,15 @@ impl<F> Drop for GraphCache<F> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cache captures thread-local unless asked: two threads' global-mode captures at once crash
+    /// the driver (CB-01), and a server runs a cache a thread.
+    #[test]
+    fn a_cache_captures_thread_local_unless_asked() {
+        assert_eq!(CacheOptions::default().mode, CaptureMode::ThreadLocal);
+    }
+}
