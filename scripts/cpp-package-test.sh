@@ -4,7 +4,8 @@
 #   - ffi-tests/cmake-example with CMake (find_package(ordo)): a CUDA C++ program with its own
 #     kernel (main.cu) and a C++ program with no CUDA code (ffi-tests/cpp/link_main.cpp), each
 #     linked to ordo::ordo (static) and to ordo::ordo_shared;
-#   - the same C++ program with pkg-config, against ordo-static and ordo (shared);
+#   - the same C++ program with pkg-config, against ordo-static (also with -static-libstdc++) and
+#     ordo (shared);
 # and runs them. With an NVIDIA GPU every program runs and must pass its checks: the CUDA programs
 # print "|y| = 1.000000 after gemv_normalize", the C++ ones "0 failed checks (driver present)".
 # Without one, the C++ programs run their no-driver checks ("0 failed checks (driver absent)") and
@@ -90,13 +91,18 @@ say "pkg-config ordo-static: $static_flags"
 say "pkg-config ordo: $shared_flags"
 g++ -std=c++17 -O2 -Wall -Wextra -Werror "$work/src/cpp/link_main.cpp" $static_flags -o "$work/build/pc_static"
 g++ -std=c++17 -O2 -Wall -Wextra -Werror "$work/src/cpp/link_main.cpp" $shared_flags -o "$work/build/pc_shared"
+# With libstdc++ linked statically too (-static-libstdc++, as toolchains that ship only libstdc++.a
+# do by default): its personality routine needs the program's DW.ref.__gxx_personality_v0 global.
+# (pkg-config's -lstdc++ left out: it would find the shared libstdc++ first.)
+g++ -std=c++17 -O2 -Wall -Wextra -Werror "$work/src/cpp/link_main.cpp" ${static_flags//-lstdc++/} -static-libstdc++ \
+  -o "$work/build/pc_static_libstdcxx"
 
 run() {
   echo "--- $*"
   "$@"
 }
 ran=0
-for p in pc_static pc_shared ordo_cpp ordo_cpp_shared; do run env -u LD_LIBRARY_PATH "$work/build/$p"; ran=$((ran + 1)); done
+for p in pc_static pc_shared pc_static_libstdcxx ordo_cpp ordo_cpp_shared; do run env -u LD_LIBRARY_PATH "$work/build/$p"; ran=$((ran + 1)); done
 if [ $gpu = 1 ]; then
   run env -u LD_LIBRARY_PATH "$work/build/ordo_example"
   run env -u LD_LIBRARY_PATH "${cuda_env[@]}" "$work/build/ordo_example_shared"
@@ -105,4 +111,4 @@ else
   say "no GPU: ordo_example and ordo_example_shared built, not run"
 fi
 rm -rf "$work"
-say "PASS: 6 programs built against the archive, $ran run and passed their checks"
+say "PASS: 7 programs built against the archive (4 by CMake, 3 with pkg-config), $ran run and passed their checks"

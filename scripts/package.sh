@@ -59,7 +59,8 @@ cp capi/include/ordo.h capi/include/ordo.hpp "$prefix/include/"
 cp core/include/ordo/pdl.cuh core/include/ordo/graph.cuh "$prefix/include/ordo/"
 cp -L LICENSE-MIT LICENSE-APACHE "$prefix/share/doc/ordo/"
 
-# The static library, prelinked into one object whose only global definitions are the C ABI's:
+# The static library, prelinked into one object whose only global definitions are the C ABI's
+# (and the hidden DW.ref.* below):
 # Rust's own symbols (hundreds) and the kernels' host stubs become local, so they can clash with
 # nothing in the program. Undefined references (the CUDA runtime, libc, libstdc++) stay.
 work=$(mktemp -d)
@@ -69,11 +70,16 @@ ld -r --whole-archive "$out/libordo_cuda_capi.a" -o "$work/ordo.o"
 globals() { readelf -Ws --wide "$1" | awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" && $8 != "" { print $8 }' | sort -u; }
 globals "$work/ordo.o" | grep '^ordo_' > "$work/keep" || true
 [ -s "$work/keep" ] || { echo "package.sh: no ordo_ symbol in libordo.a" >&2; exit 1; }
+# The personality routines' DWARF references (DW.ref.__gxx_personality_v0, weak and hidden: they
+# leave no object file) stay global: libstdc++.a's eh_personality.o refers to the one the program's
+# objects define, and a program linked with a static libstdc++ (-static-libstdc++, or a toolchain
+# that ships only libstdc++.a) failed to link when ordo's had become local.
+globals "$work/ordo.o" | grep '^DW\.ref\.' >> "$work/keep" || true
 # Embedded LLVM bitcode (for link-time optimisation from Rust) goes too: binutils' ar and nm hand
 # it to the system's LLVM plugin, which may be older than Rust's LLVM and abort on it.
 objcopy --keep-global-symbols="$work/keep" --remove-section=.llvmbc --remove-section=.llvmcmd "$work/ordo.o"
 ar rcs "$prefix/lib/libordo.a" "$work/ordo.o"
-left=$(globals "$work/ordo.o" | grep -v '^ordo_' || true)
+left=$(globals "$work/ordo.o" | grep -v '^ordo_\|^DW\.ref\.' || true)
 [ -z "$left" ] || { echo "package.sh: global symbols besides ordo_* left in libordo.a:" >&2; echo "$left" | head -20 >&2; exit 1; }
 
 # The shared library: its SONAME is libordo.so.MAJOR (set by capi/build.rs).

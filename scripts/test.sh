@@ -57,7 +57,7 @@ g++ -std=c++17 -Wall -Wextra -Werror -Icapi/include -Iffi-tests/cpp ffi-tests/cp
 step "CUDA 13.0: the C/C++ archive (scripts/package.sh): only ordo_* exported, SONAME; used with CMake and pkg-config outside the checkout"
 archive=$(CUDA_HOME=$CUDA13_HOME bash scripts/package.sh --debug target/dist | tail -n 1)
 pkg=${archive%.tar.gz}
-leaked=$(readelf -Ws --wide "$pkg/lib/libordo.a" | awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" && $8 != "" { print $8 }' | grep -v '^ordo_' || true)
+leaked=$(readelf -Ws --wide "$pkg/lib/libordo.a" | awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" && $8 != "" && $6 != "HIDDEN" { print $8 }' | grep -v '^ordo_' || true)
 [ -z "$leaked" ] || { echo "libordo.a exports more than ordo_*: $leaked" | head -5; exit 1; }
 readelf -d "$pkg/lib/libordo.so" | grep -q 'SONAME.*\[libordo.so.0\]' || { echo "libordo.so: no SONAME libordo.so.0"; exit 1; }
 readelf -d "$pkg/lib/libordo.so" | grep -q 'NEEDED.*libcudart.so' || { echo "libordo.so is not linked to libcudart.so"; exit 1; }

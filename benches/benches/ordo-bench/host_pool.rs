@@ -62,10 +62,12 @@ pub(crate) fn host_pool_group(r: &mut Report, rounds: usize) -> Result<()> {
     let bare =
         HostPool::with_options(device, HostPoolOptions { device_access: PoolAccess::None, ..Default::default() })?;
     let mut from_pool = HostPoolBuffer::<u32>::zeroed_async(N, &pool, s)?;
-    let mut from_bare = HostPoolBuffer::<u32>::zeroed_async(N, &bare, s)?;
+    // The bare pool grants the device nothing, so the device cannot zero it: the host does.
+    let mut from_bare = HostPoolBuffer::<u32>::alloc_async(N, &bare, s)?;
     let mut pinned = PinnedBuffer::<u32>::zeroed(N, HostAllocFlags::empty())?;
     let mut dev = DeviceBuffer::<u32>::zeroed_async(N, s)?;
     stream.synchronize()?;
+    from_bare.host_mut_blocking()?.fill(0);
     let (start, end) = (TimingEvent::new()?, TimingEvent::new()?);
     let (pp, bp, hp, dp) = (
         from_pool.pinned_mut().as_mut_ptr(),
