@@ -76,11 +76,6 @@ impl<Args: KernelArgs> Kernel<Args> {
         self.func.as_ptr()
     }
 
-    #[cfg(all(feature = "alloc", cuda_library_api))]
-    pub(crate) fn as_non_null(self) -> NonNull<c_void> {
-        self.func
-    }
-
     /// Launches on `stream`. The configuration is checked first (a clear usage error for a zero
     /// grid, a block over 1024 threads, a cooperative grid larger than the device holds at once,
     /// ...); then one call: the driver's `cuLaunchKernelEx` with the kernel's handle resolved

@@ -139,15 +139,26 @@ impl Library {
     /// # Safety
     /// The kernel's parameters are exactly `Args`, in order (as [`Kernel::from_raw`]).
     pub unsafe fn kernel<Args: KernelArgs>(&self, name: &CStr) -> Result<LibraryKernel<Args>> {
-        let mut raw: sys::cudaKernel_t = core::ptr::null_mut();
-        // SAFETY: a loaded library; a NUL-terminated name; `raw` writable.
-        cuda_call!(unsafe { sys::cudaLibraryGetKernel(&mut raw, self.as_raw(), name.as_ptr()) })?;
+        let raw = self.kernel_handle(name)?;
         // SAFETY: a `cudaKernel_t` is accepted wherever the runtime takes a kernel's address
         // (`cudaLaunchKernelExC`, occupancy and attribute queries); `Args` is the caller's promise.
         let kernel = unsafe { Kernel::from_raw(raw.cast_const().cast()) }
             .ok_or(Error::invalid("cudaLibraryGetKernel", "CUDA returned no kernel"))?;
-        crate::launch::remember_library_kernel(kernel.as_non_null());
         Ok(LibraryKernel { kernel, library: self.clone() })
+    }
+
+    /// The kernel `name`'s `cudaKernel_t` (`cudaLibraryGetKernel`), for launches whose arguments
+    /// are known only at run time ([`launch_raw`](crate::launch::launch_raw)); entered, as
+    /// [`kernel`](Self::kernel)'s are, for ordo's driver launch path, so that its launches ask the
+    /// runtime nothing. Valid while this library (or a clone of it) is loaded.
+    pub fn kernel_handle(&self, name: &CStr) -> Result<sys::cudaKernel_t> {
+        let mut raw: sys::cudaKernel_t = core::ptr::null_mut();
+        // SAFETY: a loaded library; a NUL-terminated name; `raw` writable.
+        cuda_call!(unsafe { sys::cudaLibraryGetKernel(&mut raw, self.as_raw(), name.as_ptr()) })?;
+        let handle = core::ptr::NonNull::new(raw.cast::<core::ffi::c_void>())
+            .ok_or(Error::invalid("cudaLibraryGetKernel", "CUDA returned no kernel"))?;
+        crate::launch::remember_library_kernel(handle);
+        Ok(raw)
     }
 }
 

@@ -80,16 +80,10 @@ impl Func {
     }
 
     /// The kernel `name` of `library` (`cudaLibraryGetKernel`); it keeps the library loaded.
+    /// Taken through `Library::kernel_handle`, as a user of ordo would, so that ordo's launch of it
+    /// is the one users get (through the driver, the handle entered).
     pub fn from_library(library: &Library, name: &CStr) -> Result<Func> {
-        let mut raw: sys::cudaKernel_t = core::ptr::null_mut();
-        // SAFETY: a loaded library, a NUL-terminated name, `raw` writable.
-        ordo_cuda_core::error::check(
-            unsafe { sys::cudaLibraryGetKernel(&mut raw, library.as_raw(), name.as_ptr()) },
-            "cudaLibraryGetKernel",
-        )?;
-        if raw.is_null() {
-            return Err(Error::invalid("cudaLibraryGetKernel", "CUDA returned no kernel"));
-        }
+        let raw = library.kernel_handle(name)?;
         Ok(Func::library_kernel(raw, library.clone()))
     }
 
