@@ -69,15 +69,18 @@ for f in benches/experiments/*.cu; do
 done
 step "crates.io: every published crate packaged and verified on its own, in dependency order"
 published=(ordo-cuda-sys ordo-cuda-core ordo-cuda-kernels ordo-cuda-libs ordo-cuda-capi ordo-cuda-measure ordo-cuda)
-# Verification unpacks each package from a local registry (target/package/tmp-registry) into
+# Verification unpacks each package from a local registry (target/package-verify/package/tmp-registry) into
 # cargo's source cache, under a folder named for that registry's path, and reuses a folder already
 # there: an earlier run's packages of the same version would be built instead of this run's. Only
 # ordo's own packages from such local registries (folders named "-HASH") are removed.
 for d in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/; do
   for p in "${published[@]}"; do rm -rf "$d$p-"*; done
 done
-CUDA_HOME=$CUDA13_HOME cargo package --workspace --exclude ordo-ffi-tests --exclude ordo-benches \
-  --exclude ordo-example-user-kernel --allow-dirty --locked
+# Verified in a target folder of its own, emptied first: cargo takes a registry package as never
+# changing, so an earlier run's build of ordo-cuda-core 0.1.0 would stand in for this run's.
+rm -rf target/package-verify
+CUDA_HOME=$CUDA13_HOME CARGO_TARGET_DIR="$PWD/target/package-verify" cargo package --workspace --exclude ordo-ffi-tests \
+  --exclude ordo-benches --exclude ordo-example-user-kernel --allow-dirty --locked
 for p in "${published[@]}"; do
   files=$(cargo package -p "$p" --list --allow-dirty --locked 2>/dev/null)
   for f in LICENSE-MIT LICENSE-APACHE README.md; do
@@ -105,7 +108,7 @@ repo=$PWD
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 outside=$(mktemp -d "${TMPDIR:-/tmp}/ordo-outside.XXXXXX")
 cp -r examples/embedder/. "$outside/"
-patched() { for p in "$@"; do printf -- '--config\npatch.crates-io.%s.path="%s"\n' "$p" "$repo/target/package/$p-$version"; done; }
+patched() { for p in "$@"; do printf -- '--config\npatch.crates-io.%s.path="%s"\n' "$p" "$repo/target/package-verify/package/$p-$version"; done; }
 for app in "ordo ordo-cuda-sys ordo-cuda-core" "facade ordo-cuda-sys ordo-cuda-core ordo-cuda"; do
   set -- $app
   mapfile -t patches < <(patched "${@:2}")
