@@ -47,9 +47,11 @@
 //!   - *kernel launches* ([`Kernel::launch`], [`launch::launch_raw`], [`PdlKernel::launch`],
 //!     [`GraphExec::set_kernel_node_args`], [`Graph::add_kernel_node`],
 //!     [`graph::BodyGraph::add_kernel_node`]): the kernel's use of its pointer arguments is
-//!     invisible to Rust (and, for `launch_raw`, that the arguments match the kernel's
-//!     parameters); the driver path keeps each kernel's driver handle by its address, so a
-//!     kernel's code must not be unloaded and replaced at that address;
+//!     invisible to Rust, and so are the kernel's parameters: the `extern "C"` declaration (or,
+//!     for `launch_raw`, the argument list) states them and ordo cannot check it against the
+//!     device code (implementing [`launch::KernelFn`] is `unsafe` for the same reason); the
+//!     driver path keeps each kernel's driver handle by its address, so a kernel's code must not
+//!     be unloaded and replaced at that address;
 //!   - *images loaded at run time* (`library::Library::from_image`): ordo checks every size a
 //!     cubin or fatbin declares against the bytes given, and every index or offset one of its
 //!     tables holds into another, but not what lies inside NVIDIA's records, the code and the

@@ -17,7 +17,13 @@ pub unsafe trait KernelArgs {
 }
 
 /// A function pointer type that can name a kernel's host stub, and its argument tuple.
-pub trait KernelFn: Copy {
+///
+/// # Safety
+/// [`addr`](Self::addr) returns the host stub (or `cudaKernel_t`) of a kernel whose parameters
+/// are exactly [`Args`](Self::Args), in order and in size: a launch passes `Args` by address, and
+/// the device reads what the kernel's parameters say. ordo implements it for `unsafe extern "C"
+/// fn(A, B, ...)`, whose declaration states the parameters.
+pub unsafe trait KernelFn: Copy {
     /// The argument tuple.
     type Args: KernelArgs;
     /// The stub's address.
@@ -36,7 +42,10 @@ macro_rules! kernel_args {
             }
         }
 
-        impl<$($t: Copy),*> KernelFn for unsafe extern "C" fn($($t),*) {
+        // SAFETY: the parameters are the function type's, which the `extern "C"` declaration of
+        // the kernel's stub states (that declaration is the caller's to get right, as every
+        // launch's `# Safety` says).
+        unsafe impl<$($t: Copy),*> KernelFn for unsafe extern "C" fn($($t),*) {
             type Args = ($($t,)*);
             #[inline(always)]
             fn addr(self) -> *const c_void {

@@ -93,6 +93,9 @@ impl<Args: KernelArgs> Kernel<Args> {
     /// [`set_max_dynamic_shared_memory`](Self::set_max_dynamic_shared_memory).
     ///
     /// # Safety
+    /// - The kernel's parameters are exactly `Args`, in order and in size: the function type the
+    ///   kernel was named by (an `extern "C"` declaration) states them, and ordo cannot check
+    ///   that declaration against the device code.
     /// - Every pointer in `args` is valid on the stream's device for what the kernel does with
     ///   it, until the kernel completes.
     /// - Memory of another device is reachable there: `cudaMalloc` memory once peer access is

@@ -112,11 +112,26 @@ fn resolve(address: *const c_void, room: bool) -> Option<NonNull<c_void>> {
     if room {
         match handle {
             Ok(handle) => enter(address, handle),
-            Err(sys::cudaError::cudaErrorInvalidDeviceFunction) => enter(address, RUNTIME),
+            Err(sys::cudaError::cudaErrorInvalidDeviceFunction) if claim_runtime_entry() => enter(address, RUNTIME),
             Err(_) => {}
         }
     }
     handle.ok()
+}
+
+/// At most this many entries hold [`RUNTIME`]: addresses that are no stub (a C caller's
+/// `cudaKernel_t`s, which a JIT may make without end) never take more than a quarter of the table
+/// from the kernels that have a handle.
+const RUNTIME_ENTRIES: usize = SLOTS / 4;
+
+static RUNTIME_ENTERED: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+/// Takes one of the [`RUNTIME_ENTRIES`]; `false` when none is left (the address is then asked
+/// about at each launch, as before it could be entered).
+fn claim_runtime_entry() -> bool {
+    RUNTIME_ENTERED
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < RUNTIME_ENTRIES).then_some(n + 1))
+        .is_ok()
 }
 
 /// `cudaGetKernel(address)`, with the calling thread's capture mode relaxed for the query; a
@@ -166,8 +181,25 @@ fn enter(address: *const c_void, handle: NonNull<c_void>) {
 /// A handle CUDA later gives to another library's kernel stays correct: it is entered as itself.
 #[cfg_attr(not(all(feature = "alloc", cuda_library_api)), allow(dead_code))]
 pub(crate) fn remember(kernel: NonNull<c_void>) {
-    if let Found::Absent(true) = find(kernel.as_ptr()) {
-        enter(kernel.as_ptr(), kernel);
+    match find(kernel.as_ptr()) {
+        Found::Absent(true) => enter(kernel.as_ptr(), kernel),
+        // Launched before as an address the runtime does not know as a stub (a caller's own
+        // `cudaKernel_t`): it is this kernel, which is its own handle.
+        Found::Handle(handle) if handle == RUNTIME => upgrade(kernel),
+        _ => {}
+    }
+}
+
+/// Replaces the [`RUNTIME`] entry of `kernel`'s address by `kernel` itself.
+fn upgrade(kernel: NonNull<c_void>) {
+    let start = home(kernel.as_ptr());
+    for i in 0..PROBES {
+        let entry = &TABLE[(start + i) & (SLOTS - 1)];
+        if entry.address.load(Ordering::Acquire) == kernel.as_ptr() {
+            let _ =
+                entry.handle.compare_exchange(RUNTIME.as_ptr(), kernel.as_ptr(), Ordering::AcqRel, Ordering::Acquire);
+            return;
+        }
     }
 }
 
@@ -221,11 +253,28 @@ mod tests {
         assert_eq!(kernel_handle(address), None, "the second time too");
     }
 
-    /// The runtime marker is no handle `remember` or the runtime could give.
+    /// The runtime marker is no handle `remember` or the runtime could give; a library kernel
+    /// launched first as an unknown address gets its own handle once remembered.
     #[test]
     fn the_runtime_marker_is_never_a_handle() {
         assert_eq!(RUNTIME.as_ptr() as usize, 1);
         remember(fake(900));
         assert_eq!(kernel_handle(fake(900).as_ptr()), Some(fake(900)));
+        enter(fake(901).as_ptr(), RUNTIME);
+        assert_eq!(kernel_handle(fake(901).as_ptr()), None, "launched through the runtime");
+        remember(fake(901));
+        assert_eq!(kernel_handle(fake(901).as_ptr()), Some(fake(901)), "its own handle once remembered");
+    }
+
+    /// Runtime entries are capped: the kernels with a handle keep three quarters of the table.
+    #[test]
+    fn runtime_entries_are_capped() {
+        let mut claimed = 0;
+        while claim_runtime_entry() {
+            claimed += 1;
+            assert!(claimed <= RUNTIME_ENTRIES);
+        }
+        assert!(!claim_runtime_entry());
+        assert!(RUNTIME_ENTERED.load(Ordering::Relaxed) <= RUNTIME_ENTRIES);
     }
 }
