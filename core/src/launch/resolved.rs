@@ -7,9 +7,11 @@
 //! - **Resolution** happens at a kernel's first launch through the driver path, with the calling
 //!   thread's capture mode relaxed for the query (another thread's global-mode capture is not
 //!   disturbed). The handle belongs to no context: the driver loads the kernel into a context at
-//!   its first launch there, as it does for the runtime's own launches. A failed
-//!   resolution is not remembered: that launch, and the next ones until one succeeds, go through
-//!   the runtime, which reports its own error for an address that is no kernel.
+//!   its first launch there, as it does for the runtime's own launches. A failed resolution
+//!   sends the launch through the runtime, which reports its own error for an address that is no
+//!   kernel. An address the runtime says is none of its stubs (a caller's own `cudaKernel_t`) is
+//!   entered as such ([`RUNTIME`], at most a quarter of the table) and not asked about again; any
+//!   other failure (no driver, a sticky error) is not remembered.
 //! - **Kernels of a [`Library`](crate::library::Library)** are `CUkernel`s already: they are
 //!   entered as themselves when taken from their library, so that their launches never ask.
 //! - **Full**: [`SLOTS`] entries, [`PROBES`] places tried for each; a kernel that finds no place
