@@ -34,7 +34,8 @@
  * microseconds for 4 bytes allocated, freed and synchronised: CB-12). The exports that allocate a
  * temporary: ordo_pipeline_run_on and ordo_pipeline_run_stencil (NULL device buffers),
  * ordo_gemv_normalize (4 bytes, a sum of
- * squares), ordo_frame_filter (4 bytes a pixel). No other export allocates device memory itself
+ * squares, only for more than 1024 rows: up to 1024 it normalises in one block, no temporary),
+ * ordo_frame_filter (4 bytes a pixel). No other export allocates device memory itself
  * (ordo_pipeline_run takes the caller's buffers; a staging ring's slots are pinned host memory).
  *
  * STATUS CODES. 0 is success; CUDA's codes (positive) pass through unchanged, ORDO_NOT_READY
@@ -316,7 +317,7 @@ ordo_status ordo_temporary_pool(int device, struct CUmemPoolHandle_st** pool);
 
 /* y = normalize(A x); a is row-major rows x cols; all device memory. rows 1 to 2^26 and cols 1 to
  * 2^31 - 32 (the kernels index in 32 bits): ORDO_ERROR_INVALID_ARGUMENT beyond, before anything is
- * enqueued. Kernels and a 4-byte stream-ordered temporary: capturable. */
+ * enqueued. Kernels, and for more than 1024 rows a 4-byte stream-ordered temporary: capturable. */
 ordo_status ordo_gemv_normalize(struct CUstream_st* stream, const float* a, const float* x, float* y, size_t rows, size_t cols);
 ordo_status ordo_gemv_normalize_with(const ordo_alloc_options* options, struct CUstream_st* stream, const float* a, const float* x, float* y, size_t rows, size_t cols);
 

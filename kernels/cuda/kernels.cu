@@ -79,6 +79,31 @@ __global__ void ordok_normalize(float* y, const float* sum_sq, int n) {
     if (i < n && s > 0.0f) y[i] = y[i] * rsqrtf(s);
 }
 
+// y[i] /= sqrt(sum of y[j]^2) for n <= blockDim.x (one block, one element a thread, n <= 1024):
+// the sum stays in shared memory, so no temporary, no memset and one kernel where the general
+// path (ordok_sum_squares, ordok_normalize) needs a 4-byte temporary and three operations. y is
+// unchanged when its norm is zero. Launch exactly one block, its size a whole number of warps, with
+// 1 <= n <= blockDim.x <= 1024 (the shuffles take every lane; a second block would scale y again).
+__global__ void ordok_normalize_block(float* y, int n) {
+    __shared__ float warp_sums[32];
+    __shared__ float total;
+    const int i = threadIdx.x;
+    const float v = i < n ? y[i] : 0.0f;
+    float acc = v * v;
+    for (int off = 16; off > 0; off /= 2) acc += __shfl_down_sync(0xffffffffu, acc, off);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) warp_sums[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+        acc = lane < (int)(blockDim.x + 31) / 32 ? warp_sums[lane] : 0.0f;
+        for (int off = 16; off > 0; off /= 2) acc += __shfl_down_sync(0xffffffffu, acc, off);
+        if (lane == 0) total = acc;
+    }
+    __syncthreads();
+    const float s = total;
+    if (i < n && s > 0.0f) y[i] = v * rsqrtf(s);
+}
+
 // Interleaved RGB (3 bytes a pixel) to grayscale floats: 0.299 R + 0.587 G + 0.114 B.
 __global__ void ordok_grayscale(const uint8_t* rgb, float* gray, int width, int height) {
     int x = blockIdx.x * blockDim.x + threadIdx.x;

@@ -6,8 +6,9 @@ use ordo_cuda_core::{DeviceSlice, DeviceSliceMut, Result, StreamRef};
 use ordo_cuda_libs::cublas::Cublas;
 
 /// `y = A x / |A x|` for row-major `a` (`rows x cols`) on `stream`: `cublasSgemv` (after
-/// `cublasSetStream` to `stream`), then ordo's sum-of-squares and scaling kernels, with the
-/// temporary from ordo's pool on `stream` (as [`crate::gemv_normalize`]). Capturable into a graph.
+/// `cublasSetStream` to `stream`), then ordo's normalisation as [`crate::gemv_normalize`] does it
+/// (one block up to [`crate::NORMALIZE_ONE_BLOCK_MAX`] rows; beyond, the sum-of-squares and
+/// scaling kernels with a temporary from ordo's pool on `stream`). Capturable into a graph.
 ///
 /// # Safety
 /// `a`, `x` and `y` stay allocated until the work completes (see the [crate docs](crate#safety)).

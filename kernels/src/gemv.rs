@@ -52,9 +52,21 @@ pub(crate) fn check_gemv(
     check_gemv_shape(call, rows, cols)
 }
 
-/// `y /= |y|` on `stream`: a sum of squares into a temporary from `pool` (`None`: ordo's pool,
-/// [`temporaries`]) on `stream`, then the scaling; the
-/// temporary is freed with `cudaFreeAsync` on `stream`.
+/// The most rows [`gemv_normalize`] normalises in one block, with no temporary
+/// (`ordok_normalize_block`: one element a thread, the sum in shared memory): one kernel, where
+/// more rows take a 4-byte temporary, a memset and two kernels. A decode step's batch, a
+/// classifier's logits.
+///
+/// The two paths give graphs of different shapes (up to the limit one kernel node; beyond, an
+/// allocation node, a memset, two kernels and a free node), so a graph captured on one side of
+/// the limit cannot be updated (`GraphExec::update`) from a capture on the other; their results
+/// may differ in the last bits (one block's sum against per-block sums added atomically).
+pub const NORMALIZE_ONE_BLOCK_MAX: usize = 1024;
+
+/// `y /= |y|` on `stream`. Up to [`NORMALIZE_ONE_BLOCK_MAX`] elements: one block, no temporary
+/// (`pool` unused). More: a sum of squares into a temporary from `pool` (`None`: ordo's pool,
+/// [`temporaries`]) on `stream`, then the scaling; the temporary is freed with `cudaFreeAsync` on
+/// `stream`.
 ///
 /// # Safety
 /// `y` holds `n` elements and stays allocated until the kernels complete.
@@ -65,6 +77,13 @@ pub(crate) unsafe fn normalize_in_place(
     pool: Option<MemPoolRef<'_>>,
 ) -> Result<()> {
     let rows = n as usize;
+    if rows <= NORMALIZE_ONE_BLOCK_MAX {
+        // A whole number of warps, at least one: the kernel's reduction reads every warp's sum.
+        let threads = rows.div_ceil(32).max(1) * 32;
+        let config = LaunchConfig::new(1, threads as u32);
+        // SAFETY: `y` holds n <= 1024 elements (the caller's contract), one thread each.
+        return unsafe { kernel::normalize_block().launch(stream, &config, (y.as_mut_ptr(), n)) };
+    }
     let sum_config = LaunchConfig::new(rows.div_ceil(BLOCK as usize).min(1024) as u32, BLOCK);
     let scale_config = LaunchConfig::for_elements(rows, BLOCK)?;
     let mut sum_sq = DeviceBuffer::<f32>::zeroed_in_async(1, temporaries::pool_for(pool, stream)?, stream)?;
@@ -77,10 +96,10 @@ pub(crate) unsafe fn normalize_in_place(
 }
 
 /// `y = A x / |A x|` for row-major `a` (`rows x cols`), on `stream`: the gemv kernel (one warp a
-/// row), a sum of squares into a 4-byte temporary allocated on `stream` from ordo's pool (which
-/// keeps its memory mapped across synchronisations:
-/// [`temporaries`]), and the scaling; the temporary is freed
-/// with `cudaFreeAsync` on `stream`. Nothing synchronises. `y` is left as `A x` when that is all
+/// row), then the normalisation: up to [`NORMALIZE_ONE_BLOCK_MAX`] rows in one block with no
+/// temporary; more rows through a sum of squares into a 4-byte temporary allocated on `stream`
+/// from ordo's pool (which keeps its memory mapped across synchronisations: [`temporaries`]) and
+/// the scaling, the temporary freed with `cudaFreeAsync` on `stream`. Nothing synchronises. `y` is left as `A x` when that is all
 /// zeros. At most [`GEMV_MAX_ROWS`] rows and [`GEMV_MAX_COLS`] columns (the kernels index in 32
 /// bits): a usage error beyond.
 ///
@@ -98,8 +117,8 @@ pub unsafe fn gemv_normalize(
     unsafe { gemv_normalize_in(stream, None, a, x, y, rows, cols) }
 }
 
-/// As [`gemv_normalize`], its temporary (4 bytes) from `pool` (`None`: ordo's pool, as
-/// [`gemv_normalize`]).
+/// As [`gemv_normalize`], its temporary (4 bytes, over [`NORMALIZE_ONE_BLOCK_MAX`] rows) from
+/// `pool` (`None`: ordo's pool, as [`gemv_normalize`]).
 ///
 /// # Safety
 /// As [`gemv_normalize`].

@@ -31,7 +31,9 @@ mod gemv;
 
 pub use chain::{chain, ChainPlan};
 pub use frame::{blur_rows_downsample, frame_filter, frame_filter_in, BlurInput, BLUR_MAX_RADIUS};
-pub use gemv::{check_gemv_shape, gemv_normalize, gemv_normalize_in, GEMV_MAX_COLS, GEMV_MAX_ROWS};
+pub use gemv::{
+    check_gemv_shape, gemv_normalize, gemv_normalize_in, GEMV_MAX_COLS, GEMV_MAX_ROWS, NORMALIZE_ONE_BLOCK_MAX,
+};
 pub use ordo_cuda_core::launch::{BeyondOneWave, PdlMode};
 
 use ordo_cuda_core::launch::LaunchConfig;
@@ -49,6 +51,7 @@ pub mod ffi {
         pub fn ordok_gemv(a: *const f32, x: *const f32, y: *mut f32, rows: i32, cols: i32);
         pub fn ordok_sum_squares(y: *const f32, sum_sq: *mut f32, n: i32);
         pub fn ordok_normalize(y: *mut f32, sum_sq: *const f32, n: i32);
+        pub fn ordok_normalize_block(y: *mut f32, n: i32);
         pub fn ordok_grayscale(rgb: *const u8, gray: *mut f32, width: i32, height: i32);
         pub fn ordok_blur5(gray: *const f32, out: *mut u8, width: i32, height: i32);
         pub fn ordok_blur_rows_downsample_f32(
@@ -116,6 +119,12 @@ pub mod kernel {
     /// `ordok_normalize(y, sum_sq, n)`: `y[i] /= sqrt(*sum_sq)`.
     pub fn normalize() -> Kernel<(*mut f32, *const f32, i32)> {
         Kernel::new(ffi::ordok_normalize as unsafe extern "C" fn(*mut f32, *const f32, i32))
+    }
+    /// `ordok_normalize_block(y, n)`: `y[i] /= |y|`, the sum in shared memory. Launch exactly
+    /// one block whose size is a whole number of warps, with `1 <= n <= blockDim.x <= 1024`: the
+    /// reduction's shuffles take every lane of a warp, and a second block would scale `y` again.
+    pub fn normalize_block() -> Kernel<(*mut f32, i32)> {
+        Kernel::new(ffi::ordok_normalize_block as unsafe extern "C" fn(*mut f32, i32))
     }
     /// `ordok_grayscale(rgb, gray, width, height)`.
     pub fn grayscale() -> Kernel<(*const u8, *mut f32, i32, i32)> {

@@ -80,7 +80,9 @@ fn gemv_normalize_matches_the_cpu() {
     let s = Stream::new().unwrap();
     let s = s.as_stream();
     let mut rng = Rng(42);
-    for (rows, cols) in [(1000, 517), (4096, 4096), (1, 33)] {
+    // Both sides of the one-block limit (1024 rows): one element a thread in one block, and the
+    // sum of squares through a temporary beyond; whole and partial warps.
+    for (rows, cols) in [(1000, 517), (4096, 4096), (1, 33), (31, 70), (32, 64), (1024, 129), (1025, 129), (3001, 40)] {
         let a = rng.f32s(rows * cols, -1.0, 1.0);
         let x = rng.f32s(cols, -1.0, 1.0);
         let (da, dx) = (upload(&a, s), upload(&x, s));

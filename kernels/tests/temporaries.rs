@@ -116,7 +116,8 @@ fn gpu_temporaries_come_from_ordos_pool_and_stay_mapped_across_synchronises() {
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let device = Device::current().unwrap();
-    let work = Work::new(s, 11, (1024, 768), (64, 4096));
+    // Over 1024 rows, so that gemv_normalize takes a temporary too (up to 1024 it takes none).
+    let work = Work::new(s, 11, (1024, 768), (1100, 256));
     let (mut frame, mut y) = work.outputs(s);
     let default = MemPool::device_default(device).unwrap();
     let default_threshold = default.release_threshold().unwrap();
@@ -193,7 +194,8 @@ fn gpu_temporaries_become_allocation_nodes_of_a_global_capture() {
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let device = Device::current().unwrap();
-    let work = Work::new(s, 13, (300, 200), (500, 129));
+    // 1500 rows: gemv_normalize takes a temporary (up to 1024 rows it normalises in one block).
+    let work = Work::new(s, 13, (300, 200), (1500, 129));
     let (mut frame, mut y) = work.outputs(s);
     let n = 1 << 16;
     let input: Vec<f32> = (0..n).map(|i| (i % 613) as f32 * 0.003 + 0.25).collect();
@@ -242,7 +244,7 @@ fn gpu_the_in_forms_and_run_options_take_the_callers_pool() {
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let device = Device::current().unwrap();
-    let work = Work::new(s, 14, (640, 480), (16, 64));
+    let work = Work::new(s, 14, (640, 480), (1030, 64));
     let (mut frame, mut y) = work.outputs(s);
     let mine = MemPool::builder(device).release_threshold(u64::MAX).build().unwrap();
     let ours = temporaries::pool(device).unwrap();
@@ -359,5 +361,55 @@ fn gpu_many_threads_use_the_pool_at_once() {
         .collect();
     for t in threads {
         assert_eq!(t.join().unwrap(), expected.as_raw() as usize, "every thread finds the one pool");
+    }
+}
+
+/// Up to 1024 rows `gemv_normalize` normalises in one block and allocates nothing: captured, it
+/// adds no allocation node (a graph replayed per decode step pays for none) and takes nothing from
+/// any pool; one row more, and its sum of squares takes a temporary (one allocation and one free
+/// node). The replays compute the CPU's result either way.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_gemv_normalize_takes_no_temporary_up_to_1024_rows() {
+    let _gpu = gpu_lock::exclusive(); // reads pool statistics
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let device = Device::current().unwrap();
+    let ours = temporaries::pool(device).unwrap();
+    for (rows, nodes) in [(1usize, 0usize), (64, 0), (1024, 0), (1025, 1)] {
+        let cols = 96;
+        let mut rng = Rng(300 + rows as u64);
+        let (a, x) = (rng.f32s(rows * cols, -1.0, 1.0), rng.f32s(cols, -1.0, 1.0));
+        let expected = gemv_normalize_cpu(&a, &x, rows, cols);
+        let (da, dx) = (upload(&a, s), upload(&x, s));
+        let mut y = poisoned(rows, s);
+        s.synchronize().unwrap();
+        ours.reset_high_watermarks().unwrap();
+        // SAFETY: the buffers outlive the eager work (synchronised below).
+        unsafe {
+            ordo_cuda_kernels::gemv_normalize(s, da.as_slice(), dx.as_slice(), y.as_mut_slice(), rows, cols).unwrap()
+        };
+        s.synchronize().unwrap();
+        assert_close(&download(&y, s), &expected, 2e-3, &format!("{rows} rows, eager"));
+        let took = ours.used_high_bytes().unwrap();
+        assert_eq!(took > 0, nodes > 0, "{rows} rows: {took} bytes from ordo's pool");
+        let mut y2 = poisoned(rows, s);
+        s.synchronize().unwrap();
+        // SAFETY: the buffers outlive the executable graph (dropped below, after its replay is
+        // synchronised); nothing else uses `s` while it captures (thread-local mode).
+        let graph = unsafe {
+            capture(s, CaptureMode::ThreadLocal, |cs| {
+                ordo_cuda_kernels::gemv_normalize(cs, da.as_slice(), dx.as_slice(), y2.as_mut_slice(), rows, cols)
+            })
+        }
+        .unwrap();
+        let kinds: Vec<NodeKind> = graph.nodes().unwrap().into_iter().map(|n| n.kind().unwrap()).collect();
+        let count = |k: NodeKind| kinds.iter().filter(|&&x| x == k).count();
+        assert_eq!((count(NodeKind::MemAlloc), count(NodeKind::MemFree)), (nodes, nodes), "{rows} rows: {kinds:?}");
+        let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
+        exec.launch(s).unwrap();
+        s.synchronize().unwrap();
+        assert_close(&download(&y2, s), &expected, 2e-3, &format!("{rows} rows, replayed"));
+        drop(exec);
     }
 }

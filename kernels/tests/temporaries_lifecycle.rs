@@ -64,7 +64,9 @@ fn gpu_first_use_by_racing_threads_then_after_a_reset_inside_a_global_capture() 
                 device.set_current().unwrap();
                 let stream = Stream::new().unwrap();
                 let s = stream.as_stream();
-                let rows = 17 + t as usize;
+                // Over 1024 rows: gemv_normalize's sum of squares takes a temporary, so each
+                // thread's call is a first use of the pool (up to 1024 rows it takes none).
+                let rows = 1025 + t as usize;
                 let (a, x, mut y, expected) = gemv(s, 1 + t, rows, 300);
                 s.synchronize().unwrap();
                 start.wait();
@@ -127,10 +129,10 @@ fn gpu_first_use_by_racing_threads_then_after_a_reset_inside_a_global_capture() 
     assert_eq!(unsafe { sys::cudaMemGetInfo(&mut free, &mut total) }, sys::cudaError::cudaSuccess);
     assert_eq!(new.release_threshold().unwrap(), temporaries::default_keep(total as u64), "a fresh pool");
     assert_ne!(new.release_threshold().unwrap(), MARKER);
-    let (a, x, mut y, expected) = gemv(s, 7, 64, 4096);
+    let (a, x, mut y, expected) = gemv(s, 7, 1100, 256);
     new.reset_high_watermarks().unwrap();
     // SAFETY: the buffers outlive the work (synchronised below).
-    unsafe { ordo_cuda_kernels::gemv_normalize(s, a.as_slice(), x.as_slice(), y.as_mut_slice(), 64, 4096).unwrap() };
+    unsafe { ordo_cuda_kernels::gemv_normalize(s, a.as_slice(), x.as_slice(), y.as_mut_slice(), 1100, 256).unwrap() };
     s.synchronize().unwrap();
     assert_close(&download(&y, s), &expected, "eagerly in the new context");
     assert!(new.used_high_bytes().unwrap() >= 4, "the temporary came from the new pool");

@@ -2,7 +2,7 @@
 //! on first use, that keeps its memory mapped across synchronisations up to a cap.
 //!
 //! ordo's stream-correct functions allocate their temporaries on the caller's stream (a sum of
-//! squares in `gemv_normalize`, a grayscale frame in the frame filter, a
+//! squares in `gemv_normalize` over 1024 rows, a grayscale frame in the frame filter, a
 //! [`Pipeline`](crate::pipeline::Pipeline)'s device buffers when the caller gives none) and free
 //! them on it. From the device's default pool that costs a remap at every call: its release
 //! threshold is 0, so each synchronise hands its memory back to the driver and the next
