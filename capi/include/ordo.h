@@ -540,7 +540,8 @@ ordo_status ordo_graph_cache_create(const size_t* buckets, size_t n_buckets, int
  * default. warmup non-zero: the body runs once, eagerly, before each capture
  * (lazy initialisation happens outside the capture; its work runs as a run of that bucket would).
  * instantiate_flags: cudaGraphInstantiateFlagAutoFreeOnLaunch, cudaGraphInstantiateFlagUseNodePriority
- * or 0. capture_all captures from the largest bucket to the smallest. A bad value:
+ * or 0. capture_all captures from the largest bucket to the smallest, and each graph is uploaded
+ * (cudaGraphUpload) right after its instantiation, so that its first replay does not upload. A bad value:
  * ORDO_ERROR_INVALID_ARGUMENT. */
 #define ORDO_CAPTURE_THREAD_LOCAL 0
 #define ORDO_CAPTURE_GLOBAL 1

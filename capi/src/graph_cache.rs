@@ -146,7 +146,8 @@ fn cache_options(o: &OrdoGraphCacheOptions) -> Outcome<(CacheOptions, bool, Ordo
     let instantiate = InstantiateFlags::from_bits(o.instantiate_flags)
         .filter(|f| allowed.contains(*f))
         .ok_or_else(|| invalid("options.instantiate_flags", "flags other than AutoFreeOnLaunch and UseNodePriority"))?;
-    Ok((CacheOptions { mode, warmup: o.warmup != 0, instantiate }, o.overflow_eager != 0, o.user_free))
+    let options = CacheOptions { mode, warmup: o.warmup != 0, instantiate, ..CacheOptions::default() };
+    Ok((options, o.overflow_eager != 0, o.user_free))
 }
 
 /// The refusal of a call on a cache destroyed while the call ran.
@@ -376,6 +377,10 @@ unsafe fn create(
         unsafe { GraphCache::new(list, Overflow::Error, no_body) }.map_err(|e| fail(e.into()))?.buckets().to_vec();
     let graphs = Mutex::new(list.iter().map(|_| None).collect());
     let closed = Arc::new(AtomicBool::new(false));
+    // Each graph is uploaded at its capture, outside the cache's lock: a first replay that
+    // uploads is fenced (`GraphCache::run`), and a fence taken under the lock could wait for
+    // another thread's global-mode capture whose body waits for the lock.
+    let options = CacheOptions { upload: true, ..options };
     let object =
         CacheObject { buckets: list, graphs, closed, body, user: user as usize, overflow_eager, options, user_free };
     // A failed registration drops the object, which calls the finalizer.

@@ -228,7 +228,7 @@ fn read(x: &DeviceBuffer<'_, f32>, s: StreamRef<'_>) -> Vec<f32> {
 /// `x` holds LEN floats until the cache is dropped and its last replay has completed; in global
 /// mode the other threads fence their capture-unsafe calls.
 unsafe fn rust_cache(x: usize, mode: CaptureMode) -> GraphCache<impl FnMut(StreamRef<'_>, usize) -> Result<()> + Send> {
-    let options = CacheOptions { mode, warmup: false, instantiate: InstantiateFlags::empty() };
+    let options = CacheOptions { mode, warmup: false, instantiate: InstantiateFlags::empty(), upload: false };
     let body = move |cs: StreamRef<'_>, bucket: usize| {
         // SAFETY: the caller's contract: the buffer outlives every replay.
         unsafe { ordo_cuda_kernels::add_one(cs, DeviceSliceMut::from_raw_parts(x as *mut f32, bucket)) }

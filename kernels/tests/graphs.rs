@@ -211,6 +211,8 @@ fn a_cache_with_options_warms_up_and_captures_largest_first() {
         mode: CaptureMode::ThreadLocal,
         warmup: true,
         instantiate: InstantiateFlags::empty(),
+        // Uploaded at capture (not the default): the replays below run the uploaded graphs.
+        upload: true,
     };
     // SAFETY: `x` is declared before the cache, so it outlives it and every replay (synchronised
     // below); the captures run on `s`, which nothing else uses; views in bounds (n <= 64).

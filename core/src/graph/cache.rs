@@ -11,8 +11,14 @@
 //! [`CaptureMode::Global`]); the size-to-bucket lookup is a table, one load, for buckets up to
 //! [`TABLE_MAX`].
 //!
+//! Each graph is instantiated right after its capture and uploaded to the device only where
+//! [`CacheOptions::upload`] asks; otherwise its first replay uploads it (as CUDA does for a graph
+//! launched without `cudaGraphUpload`), and that first replay is made under the fence below, as
+//! the upload would have been.
+//!
 //! Threads: a cache is one value, used by one thread at a time (`&mut self`); several caches run
-//! on several threads at once. Each cache instantiates, uploads and destroys its graphs under a
+//! on several threads at once. Each cache instantiates, uploads (or replays a graph for the first
+//! time) and destroys its graphs under a
 //! [`capture_fence`](crate::graph::capture_fence) (with the `std` feature), so that this
 //! capture-unsafe work never overlaps a global-mode capture ordo began on another thread: caches in
 //! global mode on several threads are kept apart by the global-capture lock and those fences.
@@ -51,11 +57,22 @@ pub struct CacheOptions {
     pub warmup: bool,
     /// Flags for instantiating each bucket's graph (default none).
     pub instantiate: InstantiateFlags,
+    /// Upload each graph to the device right after its instantiation (`cudaGraphUpload` on the
+    /// capture's stream), so that its first replay does not pay for the upload (default false:
+    /// as CUDA does when a graph is launched without one, the first replay uploads). Uploading
+    /// added about half to a 7-bucket `capture_all` (`ordo-bench` group `decode`: BENCHMARKS.md,
+    /// "Eager calls and their temporaries").
+    pub upload: bool,
 }
 
 impl Default for CacheOptions {
     fn default() -> CacheOptions {
-        CacheOptions { mode: CaptureMode::ThreadLocal, warmup: false, instantiate: InstantiateFlags::empty() }
+        CacheOptions {
+            mode: CaptureMode::ThreadLocal,
+            warmup: false,
+            instantiate: InstantiateFlags::empty(),
+            upload: false,
+        }
     }
 }
 
@@ -95,6 +112,9 @@ pub struct GraphCache<F> {
     /// most [`TABLE_MAX`]; empty otherwise).
     table: Vec<u32>,
     execs: Vec<Option<GraphExec>>,
+    /// `fresh[i]`: bucket `i`'s graph is instantiated but neither uploaded nor replayed yet (its
+    /// first replay uploads it, under a fence).
+    fresh: Vec<bool>,
     body: F,
     overflow: Overflow,
     options: CacheOptions,
@@ -158,7 +178,8 @@ where
             }
         }
         let execs = buckets.iter().map(|_| None).collect();
-        Ok(GraphCache { buckets, table, execs, body, overflow, options })
+        let fresh = buckets.iter().map(|_| false).collect();
+        Ok(GraphCache { buckets, table, execs, fresh, body, overflow, options })
     }
 
     /// The options the cache captures with.
@@ -205,7 +226,10 @@ where
             let _fence = fence();
             let exec = graph.instantiate(self.options.instantiate)?;
             drop(graph);
-            exec.upload(stream)?;
+            if self.options.upload {
+                exec.upload(stream)?;
+            }
+            self.fresh[i] = !self.options.upload;
             self.execs[i] = Some(exec);
         }
         self.execs[i].as_ref().ok_or_else(|| crate::error::null_handle("cudaGraphInstantiateWithFlags"))
@@ -228,7 +252,17 @@ where
         match self.index(n) {
             Some(i) => {
                 let bucket = self.buckets[i];
-                self.ensure(i, stream)?.launch(stream)?;
+                self.ensure(i, stream)?;
+                let exec = self.execs[i].as_ref().ok_or_else(|| crate::error::null_handle("cudaGraphInstantiateWithFlags"))?;
+                if self.fresh[i] {
+                    // The first replay uploads the graph: capture-unsafe work, fenced as an
+                    // upload at instantiation is.
+                    let _fence = fence();
+                    exec.launch(stream)?;
+                    self.fresh[i] = false;
+                } else {
+                    exec.launch(stream)?;
+                }
                 Ok(bucket)
             }
             None => match self.overflow {

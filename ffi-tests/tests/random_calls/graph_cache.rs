@@ -85,8 +85,8 @@ pub(crate) unsafe extern "C" fn count_free(user: *mut c_void) {
 }
 
 /// The graph cache's options are checked before anything is made: a struct of an older, smaller
-/// size, an unknown capture mode, instantiate flags ordo does not take (Upload needs the stream
-/// the cache uploads on itself; unknown bits); NULL options are the defaults. The `user`
+/// size, an unknown capture mode, instantiate flags ordo does not take (Upload needs a stream,
+/// which instantiation has none of; unknown bits); NULL options are the defaults. The `user`
 /// finalizer runs exactly once: at destroy, or on a failed create whose options could be read.
 #[test]
 fn graph_cache_options_are_checked_before_anything_is_made() {
