@@ -218,6 +218,45 @@ impl LaunchConfig {
         self
     }
 
+    /// Whether this is a plain launch that [`validate`](Self::validate) accepts: dimensions
+    /// within CUDA's limits, no attribute set, not cooperative. Comparisons only: the launch's
+    /// fast path, which then makes the driver's call with no attribute array.
+    #[inline(always)]
+    pub(crate) fn is_plain(&self) -> bool {
+        // Every field named: a field added later does not compile here until it is decided.
+        let LaunchConfig {
+            grid: g,
+            block: b,
+            shared_mem_bytes: _,
+            pdl,
+            priority,
+            cluster,
+            cooperative,
+            mem_sync_domain,
+            preferred_cluster,
+            programmatic_event,
+            launch_completion_event,
+        } = self;
+        !g.has_zero()
+            && g.x <= i32::MAX as u32
+            && g.y <= 65535
+            && g.z <= 65535
+            && !b.has_zero()
+            && b.x <= 1024
+            && b.y <= 1024
+            && b.x * b.y <= 1024
+            && b.z <= 64
+            && b.x * b.y * b.z <= 1024
+            && !*pdl
+            && !*cooperative
+            && priority.is_none()
+            && cluster.is_none()
+            && mem_sync_domain.is_none()
+            && preferred_cluster.is_none()
+            && programmatic_event.is_none()
+            && launch_completion_event.is_none()
+    }
+
     /// Checks what can be checked without the device: non-zero dimensions within CUDA's limits,
     /// at most 1024 threads a block, a grid divisible by its cluster.
     pub fn validate(&self) -> Result<()> {
@@ -271,6 +310,49 @@ impl LaunchConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The launch's fast path takes a configuration only where `validate` accepts it and sets no
+    /// attribute; every attribute, the cooperative flag and every dimension limit sends it to the
+    /// general path.
+    #[test]
+    fn a_plain_configuration_is_one_validate_accepts_with_no_attribute() {
+        let dims = [0u32, 1, 2, 3, 31, 32, 64, 65, 1023, 1024, 1025, 65535, 65536, i32::MAX as u32, u32::MAX];
+        let mut n = 0;
+        for &x in &dims {
+            for &y in &dims {
+                for &z in &[0u32, 1, 2, 64, 65, 1024] {
+                    for (grid, block) in [(Dim3::new(x, y, z), Dim3::new(32, 1, 1)), (Dim3::new(4, 1, 1), Dim3::new(x, y, z))] {
+                        let c = LaunchConfig::new(grid, block);
+                        assert_eq!(c.is_plain(), c.validate().is_ok(), "{grid:?} x {block:?}");
+                        n += 1;
+                    }
+                }
+            }
+        }
+        assert!(n > 1000);
+        let base = LaunchConfig::new(8, 128);
+        assert!(base.is_plain());
+        let event = LaunchEvent::from_raw(core::ptr::NonNull::<u8>::dangling().as_ptr().cast());
+        let attributed = [
+            LaunchConfig { pdl: true, ..base },
+            LaunchConfig { cooperative: true, ..base },
+            LaunchConfig { priority: Some(0), ..base },
+            LaunchConfig { cluster: Some(Dim3::new(2, 1, 1)), ..base },
+            LaunchConfig { mem_sync_domain: Some(MemSyncDomain::Default), ..base },
+            LaunchConfig { preferred_cluster: Some(Dim3::new(4, 1, 1)), cluster: Some(Dim3::new(2, 1, 1)), ..base },
+            LaunchConfig {
+                programmatic_event: event.map(|event| ProgrammaticEvent { event, trigger_at_block_start: false }),
+                ..base
+            },
+            LaunchConfig { launch_completion_event: event, ..base },
+        ];
+        for c in attributed {
+            assert!(!c.is_plain(), "{c:?}");
+            let mut any = false;
+            c.for_each_attribute(|_| any = true);
+            assert!(any || c.cooperative, "{c:?} sets an attribute or is cooperative");
+        }
+    }
 
     #[test]
     fn a_zero_extent_is_found_in_any_dimension() {

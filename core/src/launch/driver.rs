@@ -136,6 +136,36 @@ pub(super) unsafe fn try_launch(
     unsafe { launch(&raw, kernel.as_ptr().cast(), args, core::ptr::null_mut()) == 0 }
 }
 
+/// As [`try_launch`] for a plain configuration (no attributes, not cooperative): no attribute
+/// array is built or passed.
+///
+/// # Safety
+/// - `config` was checked ([`LaunchConfig::validate`] accepts it) and sets no attribute;
+/// - `func` and `args` are as [`launch_raw`](super::launch_raw) requires, and the rest of its
+///   contract holds.
+#[inline(always)]
+pub(super) unsafe fn try_launch_plain(
+    func: *const c_void,
+    stream: StreamRef<'_>,
+    config: &LaunchConfig,
+    args: *mut *mut c_void,
+) -> bool {
+    let (Some(launch), Some(kernel)) = (entry(), super::resolved::kernel_handle(func)) else {
+        return false;
+    };
+    let raw = CuLaunchConfig {
+        grid: [config.grid.x, config.grid.y, config.grid.z],
+        block: [config.block.x, config.block.y, config.block.z],
+        shared_mem_bytes: config.shared_mem_bytes,
+        stream: stream.as_raw(),
+        attrs: core::ptr::null_mut(),
+        num_attrs: 0,
+    };
+    // SAFETY: `raw` lives across the call and names no attributes; `kernel` is the `CUkernel`
+    // of `func`; the caller owes the arguments and what they point to.
+    unsafe { launch(&raw, kernel.as_ptr().cast(), args, core::ptr::null_mut()) == 0 }
+}
+
 /// Whether a launch of `func` now would go through the driver (its entry present and `func`
 /// resolved, resolving it if needed).
 pub(super) fn available_for(func: *const c_void) -> bool {

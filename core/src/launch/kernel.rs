@@ -221,6 +221,35 @@ pub unsafe fn launch_raw(
     config: &LaunchConfig,
     args: *mut *mut c_void,
 ) -> Result<()> {
+    // The fast path: a configuration `validate` accepts, with no attribute and not cooperative,
+    // goes to the driver with no attribute array (comparisons, the table's lookup, the call).
+    #[cfg(cuda_12_8)]
+    if config.is_plain() {
+        // SAFETY: `config` is one `validate` accepts, with no attributes and not cooperative; the
+        // caller's contract.
+        if unsafe { super::driver::try_launch_plain(func, stream, config, args) } {
+            return Ok(());
+        }
+        // SAFETY: as above; nothing was launched.
+        return unsafe { runtime_fallback(func, stream, config, &mut Attributes::of(config), args) };
+    }
+    // SAFETY: the caller's contract.
+    unsafe { launch_raw_general(func, stream, config, args) }
+}
+
+/// [`launch_raw`] for configurations with attributes, cooperative ones, and those `validate`
+/// refuses: checked, then launched with their attributes. Out of line, so that the fast path
+/// inlines into its callers.
+///
+/// # Safety
+/// As [`launch_raw`].
+#[inline(never)]
+unsafe fn launch_raw_general(
+    func: *const c_void,
+    stream: StreamRef<'_>,
+    config: &LaunchConfig,
+    args: *mut *mut c_void,
+) -> Result<()> {
     check(func, stream, config)?;
     let mut attrs = Attributes::of(config);
     #[cfg(cuda_12_8)]
