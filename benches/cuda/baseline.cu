@@ -1,6 +1,7 @@
 // Plain CUDA C++ baselines for ordo's benchmarks: the same work written the usual way, with the
 // measurement loops in C++ so no Rust runs inside them. Compiled into the benches crate by nvcc.
 #include <chrono>
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include "ordo/pdl.cuh"
@@ -176,13 +177,39 @@ void bl_chain_stamped(cudaStream_t s, float* a, float* b, const float* scale, in
     }
 }
 
+typedef CUresult (*bl_launch_ex_fn)(const CUlaunchConfig*, CUfunction, void**, void**);
+
 // Host microseconds per launch over `iters` back-to-back launches (the stream is drained first and
-// after; the drain is not counted). which: 0 = <<<>>>, 1 = cudaLaunchKernelEx. kernel: 0 empty, 1 ptr+int.
+// after; the drain is not counted). which: 0 = <<<>>>, 1 = cudaLaunchKernelEx, 2 = the driver's
+// cuLaunchKernelEx with the kernel's CUkernel (cudaGetKernel), the call ordo's Kernel::launch
+// makes, from C++ (the entry point and handle looked up before the timing). kernel: 0 empty,
+// 1 ptr+int. -1 when the driver path cannot be set up.
 double bl_submit_us(cudaStream_t s, int which, int kernel, float* p, int iters) {
+    bl_launch_ex_fn launch_ex = nullptr;
+    CUfunction f = nullptr;
+    CUlaunchConfig dcfg = {};
+    if (which == 2) {
+        void* fn = nullptr;
+        cudaDriverEntryPointQueryResult q;
+        cudaKernel_t k = nullptr;
+        if (cudaGetDriverEntryPointByVersion("cuLaunchKernelEx", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess ||
+            (kernel ? cudaGetKernel(&k, bl_ptr_int) : cudaGetKernel(&k, bl_empty)) != cudaSuccess)
+            return -1.0;
+        launch_ex = (bl_launch_ex_fn)fn;
+        f = (CUfunction)k;
+        dcfg.gridDimX = dcfg.gridDimY = dcfg.gridDimZ = 1;
+        dcfg.blockDimX = kernel ? 32 : 1;
+        dcfg.blockDimY = dcfg.blockDimZ = 1;
+        dcfg.hStream = (CUstream)s;
+    }
     cudaStreamSynchronize(s);
     double t0 = now_us();
     for (int i = 0; i < iters; ++i) {
-        if (which == 0) {
+        if (which == 2) {
+            void* args[] = {&p, &i};
+            launch_ex(&dcfg, f, kernel ? args : nullptr, nullptr);
+        } else if (which == 0) {
             if (kernel == 0) bl_empty<<<1, 1, 0, s>>>();
             else bl_ptr_int<<<1, 32, 0, s>>>(p, i);
         } else {

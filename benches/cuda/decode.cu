@@ -7,8 +7,11 @@
 //   2. three dependent element-wise kernels out = prev * scale + 1 (the chain-step kind), written
 //      without PDL: no griddepcontrol instruction, one element a thread;
 //   3. y = A w with A the third kernel's output viewed as batch x hidden (one warp a row), then y
-//      scaled to unit length through a sum of squares in a 4-byte temporary that the C++ side
-//      allocates ONCE, at open, and zeroes with cudaMemsetAsync each step;
+//      scaled to unit length in one block (the sum of squares in shared memory, no temporary), as
+//      ordo's gemv_normalize does up to 1024 rows. The form before that (a sum of squares into a
+//      4-byte temporary allocated ONCE, at open, zeroed with cudaMemsetAsync each step, then the
+//      scaling: three operations) is kept as a variant, with the temporary allocated in the step
+//      as another;
 //   4. y and the hidden state copied out (device to pinned host).
 // The bucket graphs are captured by hand: one capture and instantiation a bucket.
 //
@@ -73,6 +76,27 @@ __global__ void dec_sum_squares(const float* y, float* sum_sq, int n) {
     }
 }
 
+// The same arithmetic as ordo's ordok_normalize_block: n <= blockDim.x, one element a thread.
+__global__ void dec_normalize_block(float* y, int n) {
+    __shared__ float warp_sums[32];
+    __shared__ float total;
+    const int i = threadIdx.x;
+    const float v = i < n ? y[i] : 0.0f;
+    float acc = v * v;
+    for (int off = 16; off > 0; off /= 2) acc += __shfl_down_sync(0xffffffffu, acc, off);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    if (lane == 0) warp_sums[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+        acc = lane < (int)(blockDim.x + 31) / 32 ? warp_sums[lane] : 0.0f;
+        for (int off = 16; off > 0; off /= 2) acc += __shfl_down_sync(0xffffffffu, acc, off);
+        if (lane == 0) total = acc;
+    }
+    __syncthreads();
+    const float s = total;
+    if (i < n && s > 0.0f) y[i] = v * rsqrtf(s);
+}
+
 __global__ void dec_normalize(float* y, const float* sum_sq, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float s = *sum_sq;
@@ -83,15 +107,18 @@ struct Decode {
     int hidden = 0, max_batch = 0;
     float *h_x = nullptr, *h_y = nullptr, *h_t = nullptr;
     float *d_x = nullptr, *d_a = nullptr, *d_b = nullptr, *d_scale = nullptr, *d_w = nullptr, *d_y = nullptr;
-    float* d_sum = nullptr;  // the temporary, allocated once
+    float* d_sum = nullptr;  // the three-operation form's temporary, allocated once
     std::vector<int> buckets;
     std::vector<cudaGraphExec_t> execs;
 };
 
-// The step for `batch` rows on `s`. temp_in_step: the sum's temporary allocated and freed in the
-// step (cudaMallocAsync / cudaFreeAsync, the device's current pool), as ordo's gemv_normalize does,
-// instead of the one allocated at open.
-void step(Decode* d, cudaStream_t s, int batch, bool temp_in_step) {
+// How the step normalises y: in one block (ordo's form up to 1024 rows; the default), or in three
+// operations through a 4-byte temporary (a sum of squares, then the scaling) allocated once at open
+// or allocated and freed in the step (cudaMallocAsync / cudaFreeAsync, the device's current pool).
+enum Norm { NORM_BLOCK = 0, NORM_TEMP_ONCE = 1, NORM_TEMP_IN_STEP = 2 };
+
+// The step for `batch` rows on `s`, y normalised as `norm` says.
+void step(Decode* d, cudaStream_t s, int batch, int norm) {
     const int n = batch * d->hidden;
     cudaMemcpyAsync(d->d_x, d->h_x, (size_t)n * 4, cudaMemcpyHostToDevice, s);
     const unsigned grid = (unsigned)((n + 255) / 256);
@@ -99,12 +126,16 @@ void step(Decode* d, cudaStream_t s, int batch, bool temp_in_step) {
     dec_step<<<grid, 256, 0, s>>>(d->d_a, d->d_b, d->d_scale, n);
     dec_step<<<grid, 256, 0, s>>>(d->d_b, d->d_a, d->d_scale, n);
     dec_gemv<<<(unsigned)((batch + 7) / 8), 256, 0, s>>>(d->d_a, d->d_w, d->d_y, batch, d->hidden);
-    float* sum = d->d_sum;
-    if (temp_in_step) cudaMallocAsync((void**)&sum, 4, s);
-    cudaMemsetAsync(sum, 0, 4, s);
-    dec_sum_squares<<<(unsigned)std::min((batch + 255) / 256, 1024), 256, 0, s>>>(d->d_y, sum, batch);
-    dec_normalize<<<(unsigned)((batch + 255) / 256), 256, 0, s>>>(d->d_y, sum, batch);
-    if (temp_in_step) cudaFreeAsync(sum, s);
+    if (norm == NORM_BLOCK && batch <= 1024) {
+        dec_normalize_block<<<1, (unsigned)((batch + 31) / 32 * 32), 0, s>>>(d->d_y, batch);
+    } else {
+        float* sum = d->d_sum;
+        if (norm == NORM_TEMP_IN_STEP) cudaMallocAsync((void**)&sum, 4, s);
+        cudaMemsetAsync(sum, 0, 4, s);
+        dec_sum_squares<<<(unsigned)std::min((batch + 255) / 256, 1024), 256, 0, s>>>(d->d_y, sum, batch);
+        dec_normalize<<<(unsigned)((batch + 255) / 256), 256, 0, s>>>(d->d_y, sum, batch);
+        if (norm == NORM_TEMP_IN_STEP) cudaFreeAsync(sum, s);
+    }
     cudaMemcpyAsync(d->h_y, d->d_y, (size_t)batch * 4, cudaMemcpyDeviceToHost, s);
     cudaMemcpyAsync(d->h_t, d->d_a, (size_t)n * 4, cudaMemcpyDeviceToHost, s);
 }
@@ -167,15 +198,15 @@ void bl_decode_close(void* handle) {
 }
 
 // `steps` eager steps of `batch` rows on `s`, each timed on the host from its first call to the
-// return of cudaStreamSynchronize; the median, microseconds. temp_in_step as in step().
-double bl_decode_eager_us(void* handle, cudaStream_t s, int batch, int steps, int temp_in_step) {
+// return of cudaStreamSynchronize; the median, microseconds. norm: a Norm (how y is normalised).
+double bl_decode_eager_us(void* handle, cudaStream_t s, int batch, int steps, int norm) {
     Decode* d = static_cast<Decode*>(handle);
     std::vector<double> us;
     us.reserve(steps);
     cudaStreamSynchronize(s);
     for (int i = 0; i < steps; ++i) {
         double t0 = now_us();
-        step(d, s, batch, temp_in_step != 0);
+        step(d, s, batch, norm);
         cudaStreamSynchronize(s);
         us.push_back(now_us() - t0);
     }
@@ -184,9 +215,10 @@ double bl_decode_eager_us(void* handle, cudaStream_t s, int batch, int steps, in
 
 // Captures one graph for each of the `count` buckets (from the largest to the smallest, as ordo's
 // graph cache does) on `s` in global mode, the previous ones destroyed first (not timed). mode:
-// bit 0, each graph uploaded after its instantiation (cudaGraphUpload, as ordo's cache does); bit 1,
-// the temporary allocated inside each captured step (an allocation and a free node, as ordo's
-// gemv_normalize captures). Returns the host microseconds from the first capture to the return of
+// bit 0, each graph uploaded after its instantiation (cudaGraphUpload, as ordo's cache does with
+// CacheOptions::upload); bit 1, y normalised in three operations through a temporary allocated
+// inside each captured step (an allocation and a free node, as ordo's gemv_normalize captures over
+// 1024 rows). Returns the host microseconds from the first capture to the return of
 // a cudaStreamSynchronize after the last; parts[0..3]: microseconds in capture (begin to end),
 // instantiation and upload calls, summed over the buckets. The graphs stay for bl_decode_replay_us.
 double bl_decode_capture_us(void* handle, cudaStream_t s, const int* buckets, int count, int mode, double* parts) {
@@ -201,7 +233,7 @@ double bl_decode_capture_us(void* handle, cudaStream_t s, const int* buckets, in
         double t0 = now_us();
         cudaGraph_t g = nullptr;
         cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
-        step(d, s, buckets[k], (mode & 2) != 0);
+        step(d, s, buckets[k], (mode & 2) ? NORM_TEMP_IN_STEP : NORM_BLOCK);
         cudaStreamEndCapture(s, &g);
         double t1 = now_us();
         cudaGraphInstantiate(&d->execs[k], g, 0);

@@ -113,7 +113,7 @@ pub mod cpp {
             s: cudaStream_t,
             batch: i32,
             steps: i32,
-            temp_in_step: i32,
+            norm: i32,
         ) -> f64;
         pub fn bl_decode_capture_us(
             handle: *mut core::ffi::c_void,

@@ -5,21 +5,22 @@
 //! of the user's own kernels (`out = prev * scale + 1`, the chain-step kind, compiled in ordo's two
 //! forms in `cuda/decode.cu`) launched with ordo's PDL rule (the first without the PDL attribute,
 //! the next two as the plan says); `gemv_normalize` of the third kernel's output (batch x HIDDEN)
-//! with a weight vector, its 4-byte temporary from ordo's pool; y and the hidden state copied out;
-//! then a synchronise. Timed on the host from the first call to the synchronise's return, each
+//! with a weight vector (up to 1024 rows it normalises in one block, no temporary); y and the
+//! hidden state copied out; then a synchronise. Timed on the host from the first call to the synchronise's return, each
 //! step alone; a figure is the median of medians.
 //!
 //! The baseline is the same step in plain CUDA C++, as a C++ engineer writes it: the kernels
-//! without `griddepcontrol`, one element a thread, `<<<>>>`; the temporary allocated once, at
-//! start, and zeroed each step (`cudaMemsetAsync`); the graphs captured by hand, one capture and
-//! instantiation a bucket. The device's default pool is left as the process has it.
+//! without `griddepcontrol`, one element a thread, `<<<>>>`; y normalised in one block, as ordo
+//! does (the three-operation form through a temporary allocated once, at start, and zeroed each
+//! step, is measured beside it); the graphs captured by hand, one capture and instantiation a
+//! bucket, no upload. The device's default pool is left as the process has it.
 
 use crate::Report;
 use crate::{interleave, median};
 use ordo_benches::cpp;
 use ordo_benches::kernels::{bl_user_step, bl_user_step_pdl};
 use ordo_cuda_core::graph::{capture, CaptureMode, InstantiateFlags};
-use ordo_cuda_core::graph_cache::{GraphCache, Overflow};
+use ordo_cuda_core::graph_cache::{CacheOptions, GraphCache, Overflow};
 use ordo_cuda_core::launch::{Kernel, PdlKernel, PdlMode, PdlPlan};
 use ordo_cuda_core::memory::copy;
 use ordo_cuda_core::*;
@@ -33,6 +34,8 @@ const BATCHES: [usize; 3] = [1, 8, 64];
 const BUCKETS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// Steps timed in one sample of a variant.
 const STEPS: usize = 20;
+/// Instantiations of each side's graphs for the replay rows (CB-30).
+const EPOCHS: usize = 5;
 
 /// The ordo side's buffers, as raw pointers (the buffers live in [`decode_group`]).
 #[derive(Clone, Copy)]
@@ -127,10 +130,15 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
     // The plans, made once (a few attribute queries each), as a user makes them.
     let plans: Vec<PdlPlan> =
         BUCKETS.iter().map(|&b| user_step().plan(device, b * HIDDEN, 256, PdlMode::Auto)).collect::<Result<_>>()?;
-    let plan = |batch: usize| -> Result<&PdlPlan> {
-        let i = BUCKETS.iter().position(|&b| b == batch).ok_or(Error::invalid("decode", "batch is not a bucket"))?;
-        Ok(&plans[i])
+    // The same kernels launched without PDL (the plain form over the full grid): tells what PDL
+    // gives or costs in the eager step.
+    let plain_plans: Vec<PdlPlan> =
+        BUCKETS.iter().map(|&b| user_step().plan(device, b * HIDDEN, 256, PdlMode::Plain)).collect::<Result<_>>()?;
+    let bucket = |batch: usize| -> Result<usize> {
+        BUCKETS.iter().position(|&b| b == batch).ok_or(Error::invalid("decode", "batch is not a bucket"))
     };
+    let plan = |batch: usize| -> Result<&PdlPlan> { Ok(&plans[bucket(batch)?]) };
+    let plain_plan = |batch: usize| -> Result<&PdlPlan> { Ok(&plain_plans[bucket(batch)?]) };
     // SAFETY: the C++ side copies the inputs; the handle is closed once, by `Cpp`'s drop.
     let handle = unsafe {
         cpp::bl_decode_open(HIDDEN as i32, max as i32, x_data.as_ptr(), scale_data.as_ptr(), w_data.as_ptr())
@@ -145,111 +153,163 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
     s.synchronize()?;
 
     // One sample: STEPS steps, each timed alone; their median.
-    let ordo_eager = |batch: usize, pool: Option<MemPoolRef<'_>>| -> Result<f64> {
-        let plan = plan(batch)?;
+    let ordo_eager = |batch: usize, pdl: bool| -> Result<f64> {
+        let plan = if pdl { plan(batch)? } else { plain_plan(batch)? };
         let mut us = Vec::with_capacity(STEPS);
         for _ in 0..STEPS {
             let t0 = Instant::now();
-            ordo_step(s, batch, side, plan, pool)?;
+            ordo_step(s, batch, side, plan, None)?;
             s.synchronize()?;
             us.push(t0.elapsed().as_secs_f64() * 1e6);
         }
         Ok(median(&us))
     };
-    let cpp_eager = |batch: usize, temp_in_step: i32| {
-        Ok(unsafe { cpp::bl_decode_eager_us(h, s.as_raw(), batch as i32, STEPS as i32, temp_in_step) })
+    // norm: 0 in one block (the baseline), 1 in three operations through the temporary allocated
+    // once (the form before ordo's one-block normalisation).
+    let cpp_eager = |batch: usize, norm: i32| {
+        Ok(unsafe { cpp::bl_decode_eager_us(h, s.as_raw(), batch as i32, STEPS as i32, norm) })
     };
 
     for batch in BATCHES {
         r.progress(&format!("decode step, batch {batch}: eager"));
+        // Three times the rounds of the other rows: single runs of 15 rounds scattered by 5% each
+        // way (0.945-1.064), where a round costs a millisecond.
         let m = interleave(
-            rounds,
+            rounds * 3,
             &mut [
-                &mut || ordo_eager(batch, None),
+                &mut || ordo_eager(batch, true),
                 &mut || cpp_eager(batch, 0),
-                &mut || ordo_eager(batch, Some(default_pool)),
+                &mut || ordo_eager(batch, false),
                 &mut || cpp_eager(batch, 1),
             ],
         )?;
         check_same(batch, side, h, s)?;
         r.add(
             "decode",
-            format!("decode step, batch {batch}, eager: ordo vs C++ (temporary allocated once)"),
+            format!("decode step, batch {batch}, eager: ordo vs C++ (y normalised in one block)"),
             "us",
             m[0],
             Some(m[1]),
             format!(
-                "target at most 1.03x; ordo with its temporary from the default pool (release threshold {default_threshold}): {:.1} us; C++ with cudaMallocAsync in the step: {:.1} us",
+                "target at most 1.03x; ordo without PDL (the plain form, full grid): {:.1} us; C++ normalising in three operations through a temporary allocated once: {:.1} us",
                 m[2], m[3]
             ),
         );
     }
 
-    // The graph cache against graphs captured by hand, one bucket a batch.
+    // The graph cache against graphs captured by hand, one bucket a batch. A graph's replay time
+    // depends on its instantiation (CB-30: the same graph instantiated again replays at another
+    // of a few levels, several microseconds apart, and keeps it), so each side's graphs are
+    // captured and instantiated afresh in each of EPOCHS epochs; a figure is the median over the
+    // epochs of each epoch's interleaved median.
     r.progress("decode step: graph replay");
-    // SAFETY (the cache): the buffers `side` points to are declared before the cache and outlive
-    // it (it is dropped at the end of this function, after its replays are synchronised); nothing
-    // else uses `s` while the cache captures on it.
-    let mut cache = unsafe {
-        GraphCache::new(BUCKETS.to_vec(), Overflow::Error, |cs, batch| ordo_step(cs, batch, side, plan(batch)?, None))
-    }?;
-    cache.capture_all(s)?;
-    let mut parts = [0f64; 3];
-    // SAFETY: the handle's graphs; `parts` holds three doubles.
-    unsafe {
-        cpp::bl_decode_capture_us(
-            h,
-            s.as_raw(),
-            BUCKETS.map(|b| b as i32).as_ptr(),
-            BUCKETS.len() as i32,
-            1,
-            parts.as_mut_ptr(),
-        )
-    };
-    for batch in BATCHES {
-        let mut ordo_replay = || -> Result<f64> {
-            let mut us = Vec::with_capacity(STEPS);
-            for _ in 0..STEPS {
-                let t0 = Instant::now();
-                cache.run(s, batch)?;
-                s.synchronize()?;
-                us.push(t0.elapsed().as_secs_f64() * 1e6);
-            }
-            Ok(median(&us))
-        };
-        let m = interleave(
-            rounds,
-            &mut [&mut ordo_replay, &mut || {
-                Ok(unsafe { cpp::bl_decode_replay_us(h, s.as_raw(), batch as i32, STEPS as i32) })
-            }],
-        )?;
-        check_same(batch, side, h, s)?;
-        r.add(
-            "decode",
-            format!("decode step, batch {batch}, graph replay: GraphCache::run vs C++ cudaGraphLaunch"),
-            "us",
-            m[0],
-            Some(m[1]),
-            "target at most 1.00x; each replay synchronised",
-        );
-    }
-    drop(cache);
-
-    // The capture of every bucket: ordo's cache (new, capture_all, synchronise) against the loop a
-    // C++ engineer writes (capture, instantiate), and that loop with what the cache does besides
-    // (uploads; the temporary allocated inside the step), to tell where a difference comes from.
-    r.progress("decode step: capture of every bucket");
-    let ordo_capture_all = || -> Result<f64> {
-        let t0 = Instant::now();
-        // SAFETY: as for the cache above; dropped before the buffers, after a synchronise.
+    let mut medians = vec![[const { Vec::new() }; 4]; BATCHES.len()];
+    for _ in 0..EPOCHS {
+        // SAFETY (the caches): the buffers `side` points to are declared before the caches and
+        // outlive them (dropped at the end of the epoch, after their replays are synchronised);
+        // nothing else uses `s` while a cache captures on it.
         let mut cache = unsafe {
             GraphCache::new(BUCKETS.to_vec(), Overflow::Error, |cs, batch| {
                 ordo_step(cs, batch, side, plan(batch)?, None)
             })
         }?;
         cache.capture_all(s)?;
+        // Two more caches, to tell where a difference in replay comes from: the kernels without
+        // PDL (the plain form over the full grid), and the graphs uploaded at capture.
+        // SAFETY: as for `cache`.
+        let mut plain_cache = unsafe {
+            GraphCache::new(BUCKETS.to_vec(), Overflow::Error, |cs, batch| {
+                ordo_step(cs, batch, side, plain_plan(batch)?, None)
+            })
+        }?;
+        plain_cache.capture_all(s)?;
+        let uploaded = CacheOptions { upload: true, ..CacheOptions::default() };
+        // SAFETY: as for `cache`.
+        let mut uploaded_cache = unsafe {
+            GraphCache::with_options(BUCKETS.to_vec(), Overflow::Error, uploaded, |cs, batch| {
+                ordo_step(cs, batch, side, plan(batch)?, None)
+            })
+        }?;
+        uploaded_cache.capture_all(s)?;
+        let mut parts = [0f64; 3];
+        // SAFETY: the handle's graphs (the previous epoch's destroyed first); `parts` holds three
+        // doubles.
+        unsafe {
+            cpp::bl_decode_capture_us(
+                h,
+                s.as_raw(),
+                BUCKETS.map(|b| b as i32).as_ptr(),
+                BUCKETS.len() as i32,
+                1,
+                parts.as_mut_ptr(),
+            )
+        };
+        for (k, batch) in BATCHES.into_iter().enumerate() {
+            let m = interleave(
+                rounds,
+                &mut [
+                    &mut || replay(&mut cache, s, batch),
+                    &mut || Ok(unsafe { cpp::bl_decode_replay_us(h, s.as_raw(), batch as i32, STEPS as i32) }),
+                    &mut || replay(&mut plain_cache, s, batch),
+                    &mut || replay(&mut uploaded_cache, s, batch),
+                ],
+            )?;
+            check_same(batch, side, h, s)?;
+            for (into, v) in medians[k].iter_mut().zip(m) {
+                into.push(v);
+            }
+        }
+        s.synchronize()?;
+    }
+    for (k, batch) in BATCHES.into_iter().enumerate() {
+        let [o, c, p, u] = &medians[k];
+        let range = |v: &[f64]| {
+            let (lo, hi) = v.iter().fold((f64::MAX, f64::MIN), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+            format!("{lo:.1}-{hi:.1}")
+        };
+        r.add(
+            "decode",
+            format!("decode step, batch {batch}, graph replay: GraphCache::run vs C++ cudaGraphLaunch"),
+            "us",
+            median(o),
+            Some(median(c)),
+            format!(
+                "target at most 1.00x; each replay synchronised; medians over {EPOCHS} instantiations, their range ordo {} us, C++ {} us; ordo without PDL: {:.1} us; ordo's graphs uploaded at capture: {:.1} us",
+                range(o),
+                range(c),
+                median(p),
+                median(u)
+            ),
+        );
+    }
+
+    // The capture of every bucket: ordo's cache (new, capture_all, synchronise) against the loop a
+    // C++ engineer writes (capture, instantiate), and both with uploads (ordo's
+    // `CacheOptions::upload`, C++'s cudaGraphUpload), and the C++ loop normalising through a
+    // temporary allocated inside the step, to tell where a difference comes from. `first` also
+    // times the first replay of every bucket after the capture (each synchronised): what an
+    // upload moves out of the first replays.
+    r.progress("decode step: capture of every bucket");
+    let ordo_capture_all = |upload: bool, first: Option<&mut f64>| -> Result<f64> {
+        let t0 = Instant::now();
+        let options = CacheOptions { upload, ..CacheOptions::default() };
+        // SAFETY: as for the cache above; dropped before the buffers, after a synchronise.
+        let mut cache = unsafe {
+            GraphCache::with_options(BUCKETS.to_vec(), Overflow::Error, options, |cs, batch| {
+                ordo_step(cs, batch, side, plan(batch)?, None)
+            })
+        }?;
+        cache.capture_all(s)?;
         s.synchronize()?;
         let us = t0.elapsed().as_secs_f64() * 1e6;
+        if let Some(first) = first {
+            let t1 = Instant::now();
+            for &batch in &BUCKETS {
+                cache.run(s, batch)?;
+                s.synchronize()?;
+            }
+            *first = t1.elapsed().as_secs_f64() * 1e6;
+        }
         drop(cache);
         Ok(us)
     };
@@ -269,10 +329,24 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
     };
     let m = interleave(
         rounds,
-        &mut [&mut || ordo_capture_all(), &mut || cpp_capture_all(0), &mut || cpp_capture_all(1), &mut || {
-            cpp_capture_all(3)
-        }],
+        &mut [
+            &mut || ordo_capture_all(false, None),
+            &mut || cpp_capture_all(0),
+            &mut || ordo_capture_all(true, None),
+            &mut || cpp_capture_all(1),
+            &mut || cpp_capture_all(3),
+        ],
     )?;
+    // The first replays of the seven buckets after a capture, without and with uploads (medians
+    // of `rounds` captures each).
+    let (mut first_plain, mut first_uploaded) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        for (upload, into) in [(false, &mut first_plain), (true, &mut first_uploaded)] {
+            let mut us = 0.0;
+            ordo_capture_all(upload, Some(&mut us))?;
+            into.push(us);
+        }
+    }
     // Where the time goes: ordo's steps of the cache, one by one (ordo's capture, instantiation,
     // upload), against the C++ loop's, over the same buckets, summed; medians of `rounds` passes.
     let (mut ordo_parts, mut cpp_parts) = (vec![Vec::new(); 3], vec![Vec::new(); 3]);
@@ -319,8 +393,8 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
         m[0],
         Some(m[1]),
         format!(
-            "target at most 1.2x; C++ + cudaGraphUpload: {:.0} us; C++ + upload + temporary allocated in the step: {:.0} us; capture / instantiate / upload, ordo {:.0} / {:.0} / {:.0} us, C++ (upload, temporary in the step) {:.0} / {:.0} / {:.0} us",
-            m[2], m[3], op[0], op[1], op[2], cp[0], cp[1], cp[2]
+            "target at most 1.2x; with uploads (CacheOptions::upload; cudaGraphUpload): ordo {:.0} us, C++ {:.0} us; C++ + upload + a temporary allocated in the step: {:.0} us; first replay of the 7 buckets after the capture, ordo without / with uploads: {:.0} / {:.0} us; capture / instantiate / upload, ordo {:.0} / {:.0} / {:.0} us, C++ (upload, temporary in the step) {:.0} / {:.0} / {:.0} us",
+            m[2], m[3], m[4], median(&first_plain), median(&first_uploaded), op[0], op[1], op[2], cp[0], cp[1], cp[2]
         ),
     );
     s.synchronize()?;
@@ -328,6 +402,23 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
         return Err(Error::invalid("decode", "the default pool's release threshold changed during the group"));
     }
     Ok(())
+}
+
+/// [`STEPS`] replays of `cache`'s graph for `batch` on `s`, each timed alone from the run to the
+/// synchronise's return; their median, microseconds.
+fn replay<F: FnMut(StreamRef<'_>, usize) -> Result<()>>(
+    cache: &mut GraphCache<F>,
+    s: StreamRef<'_>,
+    batch: usize,
+) -> Result<f64> {
+    let mut us = Vec::with_capacity(STEPS);
+    for _ in 0..STEPS {
+        let t0 = Instant::now();
+        cache.run(s, batch)?;
+        s.synchronize()?;
+        us.push(t0.elapsed().as_secs_f64() * 1e6);
+    }
+    Ok(median(&us))
 }
 
 /// Both sides' last step at `batch` computed the same: the hidden states bit for bit (the same

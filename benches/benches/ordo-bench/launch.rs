@@ -6,6 +6,8 @@
 //! - ordo's `DriverKernel` (`Kernel::for_driver`: `cuLaunchKernelEx` with the device's
 //!   `CUfunction`), to tell a `CUkernel` launch from a `CUfunction` launch;
 //! - plain C++ `cudaLaunchKernelEx` and `<<<>>>`, and cudarc's `launch_builder`;
+//! - the driver call ordo makes (`cuLaunchKernelEx` with the kernel's `CUkernel`) from C++, to
+//!   tell what ordo adds to it;
 //!
 //! and the launch + synchronise round trip.
 
@@ -76,9 +78,14 @@ pub(crate) fn launch_group(r: &mut Report, rounds: usize) -> Result<()> {
                 &mut || cudarc.submit_us(ptr_kernel, ITERS),
                 &mut || ordo_submit(Path::Runtime, ptr_kernel),
                 &mut || ordo_submit(Path::DriverFunction, ptr_kernel),
+                &mut || Ok(unsafe { cpp::bl_submit_us(s.as_raw(), 2, ptr_kernel as i32, pp, ITERS as i32) }),
             ],
         )?;
-        let (default, launch_ex, chevrons, cudarc_us, runtime, driver_function) = (m[0], m[1], m[2], m[3], m[4], m[5]);
+        let (default, launch_ex, chevrons, cudarc_us, runtime, driver_function, raw_driver) =
+            (m[0], m[1], m[2], m[3], m[4], m[5], m[6]);
+        if raw_driver <= 0.0 {
+            return Err(Error::invalid("launch", "the C++ side could not set up cuLaunchKernelEx"));
+        }
         r.add(
             "launch",
             format!("host submit, {label}: Kernel::launch ({default_path} path) vs cudaLaunchKernelEx"),
@@ -112,6 +119,17 @@ pub(crate) fn launch_group(r: &mut Report, rounds: usize) -> Result<()> {
             runtime,
             Some(launch_ex),
             "target within 2%",
+        );
+        r.add(
+            "launch",
+            format!("host submit, {label}: Kernel::launch vs the same cuLaunchKernelEx (CUkernel) from C++"),
+            "us",
+            default,
+            Some(raw_driver),
+            format!(
+                "what ordo adds to the driver call it makes; that call from C++ is {:.3}x cudaLaunchKernelEx",
+                raw_driver / launch_ex
+            ),
         );
         r.add(
             "launch",
