@@ -34,7 +34,7 @@ const BATCHES: [usize; 3] = [1, 8, 64];
 const BUCKETS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// Steps timed in one sample of a variant.
 const STEPS: usize = 20;
-/// Instantiations of each side's graphs for the replay rows (CB-30).
+/// Instantiations of each side's graphs for the replay rows (see the replay rows' comment).
 const EPOCHS: usize = 5;
 
 /// The ordo side's buffers, as raw pointers (the buffers live in [`decode_group`]).
@@ -197,11 +197,12 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
         );
     }
 
-    // The graph cache against graphs captured by hand, one bucket a batch. A graph's replay time
-    // depends on its instantiation (CB-30: the same graph instantiated again replays at another
-    // of a few levels, several microseconds apart, and keeps it), so each side's graphs are
-    // captured and instantiated afresh in each of EPOCHS epochs; a figure is the median over the
-    // epochs of each epoch's interleaved median.
+    // The graph cache against graphs captured by hand, one bucket a batch. In this group a graph
+    // kept one replay time for a whole measurement while another instantiation of the same work
+    // sat at another, microseconds away (BENCHMARKS.md, "The decode step after the one-block
+    // normalisation"; cause not found: the plain C++ experiment graph_instances.cu did not show
+    // it), so each side's graphs are captured and instantiated afresh in each of EPOCHS epochs;
+    // a figure is the median over the epochs of each epoch's interleaved median.
     r.progress("decode step: graph replay");
     let mut medians = vec![[const { Vec::new() }; 4]; BATCHES.len()];
     for _ in 0..EPOCHS {
