@@ -260,13 +260,16 @@ fn a_launch_the_driver_path_cannot_make_reports_the_runtimes_error() {
     // SAFETY: used on this thread only, its current device unchanged; nothing is launched (the
     // address is no kernel: CUDA refuses it, or there is no driver).
     let s = unsafe { StreamRef::per_thread_default() };
-    let config = LaunchConfig::new(1, 32).with_priority(0);
+    // With an attribute (the general path) and without (the fast path for plain launches).
+    let (config, plain) = (LaunchConfig::new(1, 32).with_priority(0), LaunchConfig::new(1, 32));
     let mut arg = 1i32;
     let mut args = [(&mut arg as *mut i32).cast::<core::ffi::c_void>()];
     for (what, e) in [
         ("default", unsafe { k.launch(s, &config, (1,)) }.unwrap_err()),
+        ("default, plain", unsafe { k.launch(s, &plain, (1,)) }.unwrap_err()),
         ("runtime", unsafe { k.launch_runtime(s, &config, (1,)) }.unwrap_err()),
         ("launch_raw", unsafe { launch::launch_raw(k.as_raw(), s, &config, args.as_mut_ptr()) }.unwrap_err()),
+        ("launch_raw, plain", unsafe { launch::launch_raw(k.as_raw(), s, &plain, args.as_mut_ptr()) }.unwrap_err()),
     ] {
         let cuda = e.cuda().unwrap_or_else(|| panic!("{what}: not CUDA's error: {e:?}"));
         assert_eq!(cuda.call(), "cudaLaunchKernelExC", "{what}");

@@ -222,6 +222,7 @@ impl LaunchConfig {
     /// within CUDA's limits, no attribute set, not cooperative. Comparisons only: the launch's
     /// fast path, which then makes the driver's call with no attribute array.
     #[inline(always)]
+    #[cfg_attr(not(cuda_12_8), allow(dead_code))]
     pub(crate) fn is_plain(&self) -> bool {
         // Every field named: a field added later does not compile here until it is decided.
         let LaunchConfig {

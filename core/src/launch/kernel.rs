@@ -225,6 +225,10 @@ pub unsafe fn launch_raw(
     // goes to the driver with no attribute array (comparisons, the table's lookup, the call).
     #[cfg(cuda_12_8)]
     if config.is_plain() {
+        debug_assert!(
+            config.validate().is_ok() && Attributes::of(config).len() == 0 && !config.cooperative,
+            "is_plain takes only what validate accepts with no attribute"
+        );
         // SAFETY: `config` is one `validate` accepts, with no attributes and not cooperative; the
         // caller's contract.
         if unsafe { super::driver::try_launch_plain(func, stream, config, args) } {
