@@ -253,7 +253,8 @@ where
             Some(i) => {
                 let bucket = self.buckets[i];
                 self.ensure(i, stream)?;
-                let exec = self.execs[i].as_ref().ok_or_else(|| crate::error::null_handle("cudaGraphInstantiateWithFlags"))?;
+                let exec =
+                    self.execs[i].as_ref().ok_or_else(|| crate::error::null_handle("cudaGraphInstantiateWithFlags"))?;
                 if self.fresh[i] {
                     // The first replay uploads the graph: capture-unsafe work, fenced as an
                     // upload at instantiation is.

@@ -322,7 +322,9 @@ mod tests {
         for &x in &dims {
             for &y in &dims {
                 for &z in &[0u32, 1, 2, 64, 65, 1024] {
-                    for (grid, block) in [(Dim3::new(x, y, z), Dim3::new(32, 1, 1)), (Dim3::new(4, 1, 1), Dim3::new(x, y, z))] {
+                    for (grid, block) in
+                        [(Dim3::new(x, y, z), Dim3::new(32, 1, 1)), (Dim3::new(4, 1, 1), Dim3::new(x, y, z))]
+                    {
                         let c = LaunchConfig::new(grid, block);
                         assert_eq!(c.is_plain(), c.validate().is_ok(), "{grid:?} x {block:?}");
                         n += 1;
