@@ -61,7 +61,7 @@ pub struct CacheOptions {
     /// capture's stream), so that its first replay does not pay for the upload (default false:
     /// as CUDA does when a graph is launched without one, the first replay uploads). Uploading
     /// added about half to a 7-bucket `capture_all` (`ordo-bench` group `decode`: BENCHMARKS.md,
-    /// "Eager calls and their temporaries").
+    /// "The decode step after the one-block normalisation").
     pub upload: bool,
 }
 
