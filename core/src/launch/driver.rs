@@ -58,16 +58,22 @@ const _: () = {
 };
 
 impl CuLaunchConfig {
-    /// `config` on `stream` with the attribute array `attrs` (which must outlive the launch).
+    /// `config` on `stream` with the attribute array `attrs` of `num_attrs` (null for none; it
+    /// must outlive the launch).
     #[inline(always)]
-    fn new(config: &LaunchConfig, stream: StreamRef<'_>, attrs: &mut Attributes) -> CuLaunchConfig {
+    fn new(
+        config: &LaunchConfig,
+        stream: StreamRef<'_>,
+        attrs: *mut sys::cudaLaunchAttribute,
+        num_attrs: c_uint,
+    ) -> CuLaunchConfig {
         CuLaunchConfig {
             grid: [config.grid.x, config.grid.y, config.grid.z],
             block: [config.block.x, config.block.y, config.block.z],
             shared_mem_bytes: config.shared_mem_bytes,
             stream: stream.as_raw(),
-            attrs: attrs.as_mut_ptr(),
-            num_attrs: attrs.len(),
+            attrs,
+            num_attrs,
         }
     }
 }
@@ -126,10 +132,29 @@ pub(super) unsafe fn try_launch(
     attrs: &mut Attributes,
     args: *mut *mut c_void,
 ) -> bool {
+    // SAFETY: the attribute array is `attrs`', which outlives the call; the caller's contract.
+    unsafe { launch_with(func, stream, config, attrs.as_mut_ptr(), attrs.len(), args) }
+}
+
+/// `cuLaunchKernelEx` of `func`'s `CUkernel` with `config` and the attribute array `attrs`
+/// (`num_attrs` of them; null for none); `false` when nothing was launched.
+///
+/// # Safety
+/// - as [`try_launch`]; `attrs` points to `num_attrs` attributes of `config`, alive across the
+///   call.
+#[inline(always)]
+unsafe fn launch_with(
+    func: *const c_void,
+    stream: StreamRef<'_>,
+    config: &LaunchConfig,
+    attrs: *mut sys::cudaLaunchAttribute,
+    num_attrs: c_uint,
+    args: *mut *mut c_void,
+) -> bool {
     let (Some(launch), Some(kernel)) = (entry(), super::resolved::kernel_handle(func)) else {
         return false;
     };
-    let raw = CuLaunchConfig::new(config, stream, attrs);
+    let raw = CuLaunchConfig::new(config, stream, attrs, num_attrs);
     // SAFETY: `raw` and the attribute array it points to live across the call; `kernel` is the
     // `CUkernel` of `func` (a `CUfunction` argument may be a `CUkernel`: cuda.h); the caller owes
     // the arguments and what they point to.
@@ -150,20 +175,8 @@ pub(super) unsafe fn try_launch_plain(
     config: &LaunchConfig,
     args: *mut *mut c_void,
 ) -> bool {
-    let (Some(launch), Some(kernel)) = (entry(), super::resolved::kernel_handle(func)) else {
-        return false;
-    };
-    let raw = CuLaunchConfig {
-        grid: [config.grid.x, config.grid.y, config.grid.z],
-        block: [config.block.x, config.block.y, config.block.z],
-        shared_mem_bytes: config.shared_mem_bytes,
-        stream: stream.as_raw(),
-        attrs: core::ptr::null_mut(),
-        num_attrs: 0,
-    };
-    // SAFETY: `raw` lives across the call and names no attributes; `kernel` is the `CUkernel`
-    // of `func`; the caller owes the arguments and what they point to.
-    unsafe { launch(&raw, kernel.as_ptr().cast(), args, core::ptr::null_mut()) == 0 }
+    // SAFETY: no attributes; the caller's contract.
+    unsafe { launch_with(func, stream, config, core::ptr::null_mut(), 0, args) }
 }
 
 /// Whether a launch of `func` now would go through the driver (its entry present and `func`
@@ -258,7 +271,7 @@ impl<Args: KernelArgs> DriverKernel<Args> {
         let mut ptrs = args.arg_ptrs();
         let ptrs = ptrs.as_mut();
         let params = if ptrs.is_empty() { core::ptr::null_mut() } else { ptrs.as_mut_ptr() };
-        let raw = CuLaunchConfig::new(config, stream, &mut attrs);
+        let raw = CuLaunchConfig::new(config, stream, attrs.as_mut_ptr(), attrs.len());
         // SAFETY: `raw`, the attributes and the argument addresses live across the call; the
         // function and the arguments' validity are the caller's contract.
         let code = unsafe { (self.launch)(&raw, self.func.as_ptr(), params, core::ptr::null_mut()) };
