@@ -2,7 +2,7 @@
 // plain CUDA C++ (CUDA 13.0 headers, the driver's entry points through the runtime), so that no
 // ordo code is inside what it measures.
 //
-//   nvcc -O2 -arch=sm_90 -o launch_paths benches/experiments/launch_paths.cu
+//   nvcc -O2 -arch=sm_90 -o launch_paths benches/experiments/launch_paths.cu -lcuda
 //   ./launch_paths [rounds]
 //
 // Issue 30 asks ordo's Kernel::launch for at most 0.97x cudaLaunchKernelEx. ordo launches through
@@ -20,6 +20,8 @@
 //   drv-ex-lookup  cuLaunchKernelEx with the CUfunction, found each launch from the stream's
 //                  context (cuStreamGetCtx, cuCtxGetId, compared with the id the function was
 //                  resolved for): what a per-context function table costs on the hot path
+//   drv-ex-cur     the same with the current context (cuCtxGetCurrent, cuCtxGetId) in place of
+//                  the stream's
 // for the empty kernel and for kernel(float*, int). Look for: whether any driver form beats
 // drv-ex-kernel by more than the rounds' spread; if cuLaunchKernel does, ordo should use it for
 // launches without attributes.
@@ -44,6 +46,7 @@ static const int ITERS = 2000;
 typedef CUresult (*LaunchEx)(const CUlaunchConfig*, CUfunction, void**, void**);
 typedef CUresult (*StreamGetCtx)(CUstream, CUcontext*);
 typedef CUresult (*CtxGetId)(CUcontext, unsigned long long*);
+typedef CUresult (*CtxGetCurrent)(CUcontext*);
 typedef CUresult (*Launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                            void**, void**);
 
@@ -73,6 +76,8 @@ int main(int argc, char** argv) {
     StreamGetCtx stream_ctx = (StreamGetCtx)fn;
     CK(cudaGetDriverEntryPointByVersion("cuCtxGetId", &fn, 12000, cudaEnableDefault, &q));
     CtxGetId ctx_id = (CtxGetId)fn;
+    CK(cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &q));
+    CtxGetCurrent ctx_current = (CtxGetCurrent)fn;
     CUcontext ctx0;
     unsigned long long id0 = 0, id1 = 0;
     DK(stream_ctx((CUstream)s, &ctx0));
@@ -84,8 +89,8 @@ int main(int argc, char** argv) {
     CK(cudaGetFuncBySymbol(&f_empty, (const void*)bl_empty));
     CK(cudaGetFuncBySymbol(&f_ptr, (const void*)bl_ptr_int));
     const char* names[] = {"chevron", "rt-ex", "rt-kernel", "drv-ex-kernel", "drv-ex-func", "drv-kernel", "drv-func",
-                           "drv-ex-lookup"};
-    const int V = 8;
+                           "drv-ex-lookup", "drv-ex-cur"};
+    const int V = 9;
     for (int kernel = 0; kernel < 2; ++kernel) {
         std::vector<std::vector<double>> us(V), ratio(V);
         for (int r = 0; r < rounds + 3; ++r) {
@@ -136,6 +141,15 @@ int main(int argc, char** argv) {
                                 launch_ex(&cfg, fk, args, nullptr);
                             break;
                         }
+                        case 8: {
+                            CUcontext c;
+                            unsigned long long id;
+                            if (ctx_current(&c) == CUDA_SUCCESS && ctx_id(c, &id) == CUDA_SUCCESS && id == id0)
+                                launch_ex(&cfg, ff, args, nullptr);
+                            else
+                                launch_ex(&cfg, fk, args, nullptr);
+                            break;
+                        }
                     }
                 }
                 t[v] = (now_us() - t0) / ITERS;
@@ -156,6 +170,37 @@ int main(int argc, char** argv) {
             printf("  %-14s %7.3f us  %.3f (%.3f-%.3f)\n", names[v], median(us[v]), median(ratio[v]),
                    rs[rs.size() / 4], rs[rs.size() * 3 / 4]);
         }
+    }
+    // A stream of another context (a second context on the same device, standing for another
+    // device's): what does each launch form do with it while the primary context is current?
+    {
+        CUcontext other;
+        DK(cuCtxCreate(&other, nullptr, 0, 0));  // makes `other` current
+        CUstream so;
+        DK(cuStreamCreate(&so, CU_STREAM_NON_BLOCKING));
+        DK(cuCtxPopCurrent(nullptr));
+        CK(cudaSetDevice(0));
+        CUcontext cur;
+        DK(ctx_current(&cur));
+        CUlaunchConfig cfg = {};
+        cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+        cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+        cfg.hStream = so;
+        int r_func = (int)launch_ex(&cfg, (CUfunction)f_empty, nullptr, nullptr);
+        int r_kernel = (int)launch_ex(&cfg, (CUfunction)k_empty, nullptr, nullptr);
+        cudaLaunchConfig_t rcfg = {};
+        rcfg.gridDim = dim3(1);
+        rcfg.blockDim = dim3(1);
+        rcfg.stream = (cudaStream_t)so;
+        int r_rt = (int)cudaLaunchKernelEx(&rcfg, bl_empty);
+        cudaGetLastError();
+        int r_sync = (int)cuStreamSynchronize(so);
+        printf("a stream of another context, the primary current (%s): cuLaunchKernelEx(CUfunction of the primary) %d, "
+               "cuLaunchKernelEx(CUkernel) %d, cudaLaunchKernelEx %d (as cudaError_t), then cuStreamSynchronize %d\n",
+               cur == ctx0 ? "yes" : "no", r_func, r_kernel, r_rt, r_sync);
+        DK(cuStreamDestroy(so));
+        DK(cuCtxDestroy(other));
+        CK(cudaSetDevice(0));
     }
     // Does a device reset give the primary context a new id (so that an id-keyed table never
     // launches a function of the destroyed context)? And its handle?

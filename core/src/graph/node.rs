@@ -138,10 +138,22 @@ impl<'g> Node<'g> {
     }
 
     /// For a kernel node, the kernel's host-stub address (`cudaGraphKernelNodeGetParams`).
+    ///
+    /// The runtime cannot always map a node recorded from a driver launch (ordo's default
+    /// [`Kernel::launch`], through `cuLaunchKernelEx`) back to a stub: it then answers
+    /// `cudaErrorInvalidDeviceFunction` (under `compute-sanitizer`, for one: CB-30 in
+    /// `docs/cuda-behaviours.md`). That error is returned here and cleared from the thread's last
+    /// error, where the runtime leaves it, so that a later `cudaGetLastError` does not report the
+    /// query as a failed launch.
     pub fn kernel_function(self) -> Result<*const core::ffi::c_void> {
         let mut p = sys::cudaKernelNodeParams::default();
         // SAFETY: a live node; `p` is writable.
-        cuda_call!(unsafe { sys::cudaGraphKernelNodeGetParams(self.as_raw(), &mut p) })?;
+        let code = unsafe { sys::cudaGraphKernelNodeGetParams(self.as_raw(), &mut p) };
+        if code == sys::cudaError::cudaErrorInvalidDeviceFunction {
+            // SAFETY: no arguments; the refusal is not sticky, and is returned below.
+            unsafe { sys::cudaGetLastError() };
+        }
+        crate::error::check(code, "cudaGraphKernelNodeGetParams")?;
         Ok(p.func)
     }
 
@@ -155,9 +167,8 @@ impl<'g> Node<'g> {
     pub(crate) fn launches(self, func: *const c_void) -> Result<bool> {
         match self.kernel_function() {
             Ok(f) => Ok(f == func || driver_handle(func).is_some_and(|k| k.as_ptr().cast_const() == f)),
+            // The refusal is cleared from the thread's last error by kernel_function.
             Err(e) if e.cuda_code() == Some(sys::cudaError::cudaErrorInvalidDeviceFunction) => {
-                // SAFETY: no arguments; the refusal above is not sticky and is answered here.
-                unsafe { sys::cudaGetLastError() };
                 Ok(match (driver_handle(func), driver_node_kernel(self)?) {
                     (Some(k), Some(node)) => k.as_ptr() == node,
                     _ => false,
