@@ -481,7 +481,8 @@ fn check_same(
         f()?;
         s.synchronize()?;
         // SAFETY: as above, after the step's synchronise.
-        let (y, t) = unsafe { (core::slice::from_raw_parts(p.y_host, batch), core::slice::from_raw_parts(p.t_host, n)) };
+        let (y, t) =
+            unsafe { (core::slice::from_raw_parts(p.y_host, batch), core::slice::from_raw_parts(p.t_host, n)) };
         Ok((y.to_vec(), t.to_vec()))
     };
     let (oy, ot) = run(ordo)?;
