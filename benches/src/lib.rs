@@ -100,12 +100,19 @@ pub mod cpp {
             streams: i32,
         ) -> f64;
         // The decode step (cuda/decode.cu).
+        #[allow(clippy::too_many_arguments)]
         pub fn bl_decode_open(
             hidden: i32,
             max_batch: i32,
-            x: *const f32,
-            scale: *const f32,
-            w: *const f32,
+            h_x: *mut f32,
+            h_y: *mut f32,
+            h_t: *mut f32,
+            d_x: *mut f32,
+            d_a: *mut f32,
+            d_b: *mut f32,
+            d_scale: *const f32,
+            d_w: *const f32,
+            d_y: *mut f32,
         ) -> *mut core::ffi::c_void;
         pub fn bl_decode_close(handle: *mut core::ffi::c_void);
         pub fn bl_decode_eager_us(
@@ -124,7 +131,6 @@ pub mod cpp {
             parts: *mut f64,
         ) -> f64;
         pub fn bl_decode_replay_us(handle: *mut core::ffi::c_void, s: cudaStream_t, batch: i32, steps: i32) -> f64;
-        pub fn bl_decode_outputs(handle: *mut core::ffi::c_void, batch: i32, y: *mut f32, t: *mut f32);
     }
 }
 

@@ -13,7 +13,9 @@
 //! without `griddepcontrol`, one element a thread, `<<<>>>`; y normalised in one block, as ordo
 //! does (the three-operation form through a temporary allocated once, at start, and zeroed each
 //! step, is measured beside it); the graphs captured by hand, one capture and instantiation a
-//! bucket, no upload. The device's default pool is left as the process has it.
+//! bucket, no upload. Both sides work on the same buffers (the same pinned pages and device
+//! memory), so that where memory sits does not count for either side. The device's default pool
+//! is left as the process has it.
 
 use crate::Report;
 use crate::{interleave, median};
@@ -139,12 +141,28 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
     };
     let plan = |batch: usize| -> Result<&PdlPlan> { Ok(&plans[bucket(batch)?]) };
     let plain_plan = |batch: usize| -> Result<&PdlPlan> { Ok(&plain_plans[bucket(batch)?]) };
-    // SAFETY: the C++ side copies the inputs; the handle is closed once, by `Cpp`'s drop.
+    // The C++ side works on the same buffers: the same pinned pages and device memory (two sets
+    // of buffers made one side's step up to 8 us slower at batch 64, whichever side had which).
+    // SAFETY: the buffers hold what bl_decode_open asks for (max * HIDDEN floats, y: max, w:
+    // HIDDEN) and outlive the handle: `cpp_side` is declared after them, so dropped (closed, its
+    // graphs destroyed) before them; the handle is closed once, by `Cpp`'s drop.
     let handle = unsafe {
-        cpp::bl_decode_open(HIDDEN as i32, max as i32, x_data.as_ptr(), scale_data.as_ptr(), w_data.as_ptr())
+        cpp::bl_decode_open(
+            HIDDEN as i32,
+            max as i32,
+            side.x_host,
+            side.y_host,
+            side.t_host,
+            side.x,
+            side.a,
+            side.b,
+            side.scale,
+            side.w,
+            side.y,
+        )
     };
     if handle.is_null() {
-        return Err(Error::invalid("decode", "the C++ side could not allocate its buffers"));
+        return Err(Error::invalid("decode", "the C++ side could not allocate its temporary"));
     }
     let cpp_side = Cpp(handle);
     let h = cpp_side.0;
@@ -183,7 +201,16 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
                 &mut || cpp_eager(batch, 1),
             ],
         )?;
-        check_same(batch, side, h, s)?;
+        check_same(
+            batch,
+            side,
+            s,
+            &mut || ordo_step(s, batch, side, plan(batch)?, None),
+            // SAFETY: the handle; one step on `s`.
+            &mut || unsafe {
+                cpp::bl_decode_eager_us(h, s.as_raw(), batch as i32, 1, 0);
+            },
+        )?;
         r.add(
             "decode",
             format!("decode step, batch {batch}, eager: ordo vs C++ (y normalised in one block)"),
@@ -255,7 +282,16 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
                     &mut || replay(&mut uploaded_cache, s, batch),
                 ],
             )?;
-            check_same(batch, side, h, s)?;
+            check_same(
+                batch,
+                side,
+                s,
+                &mut || cache.run(s, batch).map(|_| ()),
+                // SAFETY: the handle's graphs of this epoch; one replay on `s`.
+                &mut || unsafe {
+                    cpp::bl_decode_replay_us(h, s.as_raw(), batch as i32, 1);
+                },
+            )?;
             for (into, v) in medians[k].iter_mut().zip(m) {
                 into.push(v);
             }
@@ -422,19 +458,40 @@ fn replay<F: FnMut(StreamRef<'_>, usize) -> Result<()>>(
     Ok(median(&us))
 }
 
-/// Both sides' last step at `batch` computed the same: the hidden states bit for bit (the same
-/// kernels in the same order), y within 1e-5 (its sum of squares adds atomically, in any order).
-fn check_same(batch: usize, p: Side, h: *mut core::ffi::c_void, s: StreamRef<'_>) -> Result<()> {
-    s.synchronize()?;
+/// Both sides compute the same step at `batch`: `ordo` (one step of ordo's, eager or replayed)
+/// then `cpp` (the same of the C++ side's), each on the shared buffers, the pinned outputs filled
+/// with NaN before each and read after its synchronise: the hidden states bit for bit (the same
+/// kernels in the same order), y within 1e-5, and not all zero.
+fn check_same(
+    batch: usize,
+    p: Side,
+    s: StreamRef<'_>,
+    ordo: &mut dyn FnMut() -> Result<()>,
+    cpp: &mut dyn FnMut(),
+) -> Result<()> {
     let n = batch * HIDDEN;
-    let (mut y, mut t) = (vec![0f32; batch], vec![0f32; n]);
-    // SAFETY: `y` and `t` hold `batch` and `n` floats.
-    unsafe { cpp::bl_decode_outputs(h, batch as i32, y.as_mut_ptr(), t.as_mut_ptr()) };
-    // SAFETY: the ordo side's pinned outputs hold at least this much, written by its last step
-    // (synchronised above).
-    let (oy, ot) = unsafe { (core::slice::from_raw_parts(p.y_host, batch), core::slice::from_raw_parts(p.t_host, n)) };
+    let run = |f: &mut dyn FnMut() -> Result<()>| -> Result<(Vec<f32>, Vec<f32>)> {
+        s.synchronize()?;
+        // SAFETY: the pinned outputs hold at least `batch` and `n` floats (the largest bucket's),
+        // and no work on them is pending (synchronised above; every step runs on `s`).
+        unsafe {
+            core::slice::from_raw_parts_mut(p.y_host, batch).fill(f32::NAN);
+            core::slice::from_raw_parts_mut(p.t_host, n).fill(f32::NAN);
+        }
+        f()?;
+        s.synchronize()?;
+        // SAFETY: as above, after the step's synchronise.
+        let (y, t) =
+            unsafe { (core::slice::from_raw_parts(p.y_host, batch), core::slice::from_raw_parts(p.t_host, n)) };
+        Ok((y.to_vec(), t.to_vec()))
+    };
+    let (oy, ot) = run(ordo)?;
+    let (y, t) = run(&mut || {
+        cpp();
+        Ok(())
+    })?;
     let y_close = oy.iter().zip(&y).all(|(o, c)| (o - c).abs() <= 1e-5 * c.abs().max(1e-3));
-    if ot != t.as_slice() || !y_close || y.iter().all(|&v| v == 0.0) {
+    if ot != t || !y_close || y.iter().all(|&v| v == 0.0) || t.iter().any(|v| v.is_nan()) {
         return Err(Error::invalid("decode", "ordo's step and the C++ step disagree (or computed zeros)"));
     }
     Ok(())
