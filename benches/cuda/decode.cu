@@ -118,14 +118,34 @@ struct Decode {
 // or allocated and freed in the step (cudaMallocAsync / cudaFreeAsync, the device's current pool).
 enum Norm { NORM_BLOCK = 0, NORM_TEMP_ONCE = 1, NORM_TEMP_IN_STEP = 2 };
 
-// The step for `batch` rows on `s`, y normalised as `norm` says.
-void step(Decode* d, cudaStream_t s, int batch, int norm) {
+// The step for `batch` rows on `s`, y normalised as `norm` says. pdl_grid 0: the three
+// element-wise kernels are dec_step, one element a thread, launched with <<<>>>. Otherwise they
+// are the PDL form of the user's kernel (bl_user_step_pdl, grid-stride) over `pdl_grid` blocks,
+// launched with cudaLaunchKernelEx, the second and third with the programmatic-serialization
+// attribute: the launches ordo's PDL plan makes, written by hand (not a baseline: it tells what
+// PDL itself costs or gives in this step).
+void step(Decode* d, cudaStream_t s, int batch, int norm, unsigned pdl_grid = 0) {
     const int n = batch * d->hidden;
     cudaMemcpyAsync(d->d_x, d->h_x, (size_t)n * 4, cudaMemcpyHostToDevice, s);
-    const unsigned grid = (unsigned)((n + 255) / 256);
-    dec_step<<<grid, 256, 0, s>>>(d->d_x, d->d_a, d->d_scale, n);
-    dec_step<<<grid, 256, 0, s>>>(d->d_a, d->d_b, d->d_scale, n);
-    dec_step<<<grid, 256, 0, s>>>(d->d_b, d->d_a, d->d_scale, n);
+    if (pdl_grid == 0) {
+        const unsigned grid = (unsigned)((n + 255) / 256);
+        dec_step<<<grid, 256, 0, s>>>(d->d_x, d->d_a, d->d_scale, n);
+        dec_step<<<grid, 256, 0, s>>>(d->d_a, d->d_b, d->d_scale, n);
+        dec_step<<<grid, 256, 0, s>>>(d->d_b, d->d_a, d->d_scale, n);
+    } else {
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(pdl_grid);
+        cfg.blockDim = dim3(256);
+        cfg.stream = s;
+        cudaLaunchKernelEx(&cfg, bl_user_step_pdl, (const float*)d->d_x, d->d_a, (const float*)d->d_scale, n);
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        cudaLaunchKernelEx(&cfg, bl_user_step_pdl, (const float*)d->d_a, d->d_b, (const float*)d->d_scale, n);
+        cudaLaunchKernelEx(&cfg, bl_user_step_pdl, (const float*)d->d_b, d->d_a, (const float*)d->d_scale, n);
+    }
     dec_gemv<<<(unsigned)((batch + 7) / 8), 256, 0, s>>>(d->d_a, d->d_w, d->d_y, batch, d->hidden);
     if (norm == NORM_BLOCK && batch <= 1024) {
         dec_normalize_block<<<1, (unsigned)((batch + 31) / 32 * 32), 0, s>>>(d->d_y, batch);
@@ -163,9 +183,8 @@ void bl_decode_close(void* handle);
 // same pinned input (h_x, max_batch * hidden floats) and outputs (h_y: max_batch, h_t: max_batch *
 // hidden), and the same device buffers (d_x, d_a, d_b and d_scale: max_batch * hidden; d_w: hidden;
 // d_y: max_batch) as the ordo side, so that both sides copy from and to the same pinned pages and
-// device memory (two sets of buffers in one process made one side's step up to 8 us slower at
-// batch 64, whichever side had which). Allocates only the three-operation form's temporary. NULL
-// on failure.
+// device memory, and the buffers are no difference between the sides. Allocates only the
+// three-operation form's temporary. NULL on failure.
 void* bl_decode_open(int hidden, int max_batch, float* h_x, float* h_y, float* h_t, float* d_x, float* d_a,
                      float* d_b, const float* d_scale, const float* d_w, float* d_y) {
     Decode* d = new Decode;
@@ -198,14 +217,15 @@ void bl_decode_close(void* handle) {
 
 // `steps` eager steps of `batch` rows on `s`, each timed on the host from its first call to the
 // return of cudaStreamSynchronize; the median, microseconds. norm: a Norm (how y is normalised).
-double bl_decode_eager_us(void* handle, cudaStream_t s, int batch, int steps, int norm) {
+// pdl_grid: 0 for the plain step, else the PDL launches over that grid (see `step`).
+double bl_decode_eager_us(void* handle, cudaStream_t s, int batch, int steps, int norm, unsigned pdl_grid) {
     Decode* d = static_cast<Decode*>(handle);
     std::vector<double> us;
     us.reserve(steps);
     cudaStreamSynchronize(s);
     for (int i = 0; i < steps; ++i) {
         double t0 = now_us();
-        step(d, s, batch, norm);
+        step(d, s, batch, norm, pdl_grid);
         cudaStreamSynchronize(s);
         us.push_back(now_us() - t0);
     }

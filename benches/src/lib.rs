@@ -121,6 +121,7 @@ pub mod cpp {
             batch: i32,
             steps: i32,
             norm: i32,
+            pdl_grid: u32,
         ) -> f64;
         pub fn bl_decode_capture_us(
             handle: *mut core::ffi::c_void,

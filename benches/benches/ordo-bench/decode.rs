@@ -141,8 +141,8 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
     };
     let plan = |batch: usize| -> Result<&PdlPlan> { Ok(&plans[bucket(batch)?]) };
     let plain_plan = |batch: usize| -> Result<&PdlPlan> { Ok(&plain_plans[bucket(batch)?]) };
-    // The C++ side works on the same buffers: the same pinned pages and device memory (two sets
-    // of buffers made one side's step up to 8 us slower at batch 64, whichever side had which).
+    // The C++ side works on the same buffers: the same pinned pages and device memory, so that
+    // the buffers are no difference between the sides.
     // SAFETY: the buffers hold what bl_decode_open asks for (max * HIDDEN floats, y: max, w:
     // HIDDEN) and outlive the handle: `cpp_side` is declared after them, so dropped (closed, its
     // graphs destroyed) before them; the handle is closed once, by `Cpp`'s drop.
@@ -183,22 +183,27 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
         Ok(median(&us))
     };
     // norm: 0 in one block (the baseline), 1 in three operations through the temporary allocated
-    // once (the form before ordo's one-block normalisation).
-    let cpp_eager = |batch: usize, norm: i32| {
-        Ok(unsafe { cpp::bl_decode_eager_us(h, s.as_raw(), batch as i32, STEPS as i32, norm) })
+    // once (the form before ordo's one-block normalisation). pdl_grid: 0, the plain kernels (the
+    // baseline); else the launches ordo's plan makes (the PDL form over that grid, the PDL
+    // attribute on the second and third), by hand with cudaLaunchKernelEx.
+    let cpp_eager = |batch: usize, norm: i32, pdl_grid: u32| {
+        // SAFETY: the handle; `s` is the stream its buffers were made for.
+        Ok(unsafe { cpp::bl_decode_eager_us(h, s.as_raw(), batch as i32, STEPS as i32, norm, pdl_grid) })
     };
 
     for batch in BATCHES {
         r.progress(&format!("decode step, batch {batch}: eager"));
         // Three times the rounds of the other rows: single runs of 15 rounds scattered by 5% each
         // way (0.945-1.064), where a round costs a millisecond.
+        let pdl_grid = plan(batch).map(|p| if p.uses_pdl() { p.grid() } else { 0 })?;
         let m = interleave(
             rounds * 3,
             &mut [
                 &mut || ordo_eager(batch, true),
-                &mut || cpp_eager(batch, 0),
+                &mut || cpp_eager(batch, 0, 0),
                 &mut || ordo_eager(batch, false),
-                &mut || cpp_eager(batch, 1),
+                &mut || cpp_eager(batch, 1, 0),
+                &mut || cpp_eager(batch, 0, pdl_grid),
             ],
         )?;
         check_same(
@@ -208,7 +213,7 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
             &mut || ordo_step(s, batch, side, plan(batch)?, None),
             // SAFETY: the handle; one step on `s`.
             &mut || unsafe {
-                cpp::bl_decode_eager_us(h, s.as_raw(), batch as i32, 1, 0);
+                cpp::bl_decode_eager_us(h, s.as_raw(), batch as i32, 1, 0, 0);
             },
         )?;
         r.add(
@@ -218,8 +223,8 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
             m[0],
             Some(m[1]),
             format!(
-                "target at most 1.03x; ordo without PDL (the plain form, full grid): {:.1} us; C++ normalising in three operations through a temporary allocated once: {:.1} us",
-                m[2], m[3]
+                "target at most 1.03x; ordo without PDL (the plain form, full grid): {:.1} us; C++ with the launches ordo's PDL plan makes (cudaLaunchKernelEx, PDL form over {} blocks, the attribute on kernels 2 and 3): {:.1} us; C++ normalising in three operations through a temporary allocated once: {:.1} us",
+                m[2], pdl_grid, m[4], m[3]
             ),
         );
     }
@@ -232,7 +237,28 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
     // a figure is the median over the epochs of each epoch's interleaved median.
     r.progress("decode step: graph replay");
     let mut medians = vec![[const { Vec::new() }; 4]; BATCHES.len()];
-    for _ in 0..EPOCHS {
+    // The C++ side's graphs of an epoch (the previous epoch's destroyed first), uploaded as ordo's
+    // cache's first replay uploads them.
+    let cpp_capture = || {
+        let mut parts = [0f64; 3];
+        // SAFETY: the handle; `parts` holds three doubles.
+        unsafe {
+            cpp::bl_decode_capture_us(
+                h,
+                s.as_raw(),
+                BUCKETS.map(|b| b as i32).as_ptr(),
+                BUCKETS.len() as i32,
+                1,
+                parts.as_mut_ptr(),
+            )
+        };
+    };
+    for epoch in 0..EPOCHS {
+        // Which side instantiates first alternates between epochs: the levels above struck one
+        // side's graphs more often than the other's when ordo's were always made first.
+        if epoch % 2 == 1 {
+            cpp_capture();
+        }
         // SAFETY (the caches): the buffers `side` points to are declared before the caches and
         // outlive them (dropped at the end of the epoch, after their replays are synchronised);
         // nothing else uses `s` while a cache captures on it.
@@ -259,19 +285,9 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
             })
         }?;
         uploaded_cache.capture_all(s)?;
-        let mut parts = [0f64; 3];
-        // SAFETY: the handle's graphs (the previous epoch's destroyed first); `parts` holds three
-        // doubles.
-        unsafe {
-            cpp::bl_decode_capture_us(
-                h,
-                s.as_raw(),
-                BUCKETS.map(|b| b as i32).as_ptr(),
-                BUCKETS.len() as i32,
-                1,
-                parts.as_mut_ptr(),
-            )
-        };
+        if epoch % 2 == 0 {
+            cpp_capture();
+        }
         for (k, batch) in BATCHES.into_iter().enumerate() {
             let m = interleave(
                 rounds,
