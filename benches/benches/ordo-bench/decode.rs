@@ -14,8 +14,11 @@
 //! does (the three-operation form through a temporary allocated once, at start, and zeroed each
 //! step, is measured beside it); the graphs captured by hand, one capture and instantiation a
 //! bucket, no upload. Both sides work on the same buffers (the same pinned pages and device
-//! memory), so that where memory sits does not count for either side. The device's default pool
-//! is left as the process has it.
+//! memory), so that where memory sits does not count for either side. The replay rows make both
+//! sides' graphs afresh in each epoch, the side that instantiates first alternating (a graph's
+//! replay level depended on it: BENCHMARKS.md). One eager variant, not a baseline, launches the
+//! C++ step's kernels as ordo's PDL plan does (`cudaLaunchKernelEx`, the PDL form and attribute),
+//! to tell PDL's own cost from ordo's. The device's default pool is left as the process has it.
 
 use crate::Report;
 use crate::{interleave, median};
