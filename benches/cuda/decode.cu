@@ -5,7 +5,8 @@
 // The step for `batch` rows of `hidden` floats, on the caller's stream:
 //   1. the input copied in (pinned host to device);
 //   2. three dependent element-wise kernels out = prev * scale + 1 (the chain-step kind), written
-//      without PDL: no griddepcontrol instruction, one element a thread;
+//      without PDL: no griddepcontrol instruction, one element a thread (an eager variant, not
+//      the baseline, launches instead the PDL launches ordo's plan makes: see `step`);
 //   3. y = A w with A the third kernel's output viewed as batch x hidden (one warp a row), then y
 //      scaled to unit length in one block (the sum of squares in shared memory, no temporary), as
 //      ordo's gemv_normalize does up to 1024 rows. The form before that (a sum of squares into a
@@ -133,7 +134,7 @@ void step(Decode* d, cudaStream_t s, int batch, int norm, unsigned pdl_grid = 0)
         dec_step<<<grid, 256, 0, s>>>(d->d_a, d->d_b, d->d_scale, n);
         dec_step<<<grid, 256, 0, s>>>(d->d_b, d->d_a, d->d_scale, n);
     } else {
-        cudaLaunchAttribute attr[1];
+        cudaLaunchAttribute attr[1] = {};
         attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attr[0].val.programmaticStreamSerializationAllowed = 1;
         cudaLaunchConfig_t cfg = {};
@@ -199,10 +200,12 @@ void* bl_decode_open(int hidden, int max_batch, float* h_x, float* h_y, float* h
     d->d_scale = const_cast<float*>(d_scale);
     d->d_w = const_cast<float*>(d_w);
     d->d_y = d_y;
-    if (cudaMalloc((void**)&d->d_sum, 4) != cudaSuccess) {
+    float* sum = nullptr;
+    if (cudaMalloc((void**)&sum, 4) != cudaSuccess) {
         bl_decode_close(d);
         return nullptr;
     }
+    d->d_sum = sum;
     return d;
 }
 
@@ -229,6 +232,8 @@ double bl_decode_eager_us(void* handle, cudaStream_t s, int batch, int steps, in
         cudaStreamSynchronize(s);
         us.push_back(now_us() - t0);
     }
+    // A refused call (a launch configuration the device rejects, say) is no time.
+    if (cudaGetLastError() != cudaSuccess) return -1.0;
     return median(us);
 }
 

@@ -149,8 +149,12 @@ impl<'g> Node<'g> {
         let mut p = sys::cudaKernelNodeParams::default();
         // SAFETY: a live node; `p` is writable.
         let code = unsafe { sys::cudaGraphKernelNodeGetParams(self.as_raw(), &mut p) };
-        if code == sys::cudaError::cudaErrorInvalidDeviceFunction {
-            // SAFETY: no arguments; the refusal is not sticky, and is returned below.
+        // Cleared only where the runtime recorded it: a runtime that returned the refusal without
+        // recording it would otherwise take another error still waiting to be read.
+        // SAFETY (both calls): no arguments; the refusal is not sticky, and is returned below.
+        if code == sys::cudaError::cudaErrorInvalidDeviceFunction
+            && unsafe { sys::cudaPeekAtLastError() } == sys::cudaError::cudaErrorInvalidDeviceFunction
+        {
             unsafe { sys::cudaGetLastError() };
         }
         crate::error::check(code, "cudaGraphKernelNodeGetParams")?;
