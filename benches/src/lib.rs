@@ -100,7 +100,6 @@ pub mod cpp {
             streams: i32,
         ) -> f64;
         // The decode step (cuda/decode.cu).
-        #[allow(clippy::too_many_arguments)]
         pub fn bl_decode_open(
             hidden: i32,
             max_batch: i32,

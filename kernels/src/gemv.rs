@@ -100,8 +100,8 @@ pub(crate) unsafe fn normalize_in_place(
 /// temporary; more rows through a sum of squares into a 4-byte temporary allocated on `stream`
 /// from ordo's pool (which keeps its memory mapped across synchronisations: [`temporaries`]) and
 /// the scaling, the temporary freed with `cudaFreeAsync` on `stream`. Nothing synchronises. `y`
-/// is left as `A x` when that is all zeros. At most [`GEMV_MAX_ROWS`] rows and [`GEMV_MAX_COLS`] columns (the kernels index in 32
-/// bits): a usage error beyond.
+/// is left as `A x` when that is all zeros. At most [`GEMV_MAX_ROWS`] rows and
+/// [`GEMV_MAX_COLS`] columns (the kernels index in 32 bits): a usage error beyond.
 ///
 /// # Safety
 /// `a`, `x` and `y` stay allocated until the kernels complete (see the [crate docs](crate#safety)).

@@ -264,27 +264,23 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
     // a figure is the median over the epochs of each epoch's interleaved median.
     r.progress("decode step: graph replay");
     let mut medians = vec![[const { Vec::new() }; 4]; BATCHES.len()];
-    // The C++ side's graphs of an epoch (the previous epoch's destroyed first), uploaded as ordo's
-    // cache's first replay uploads them.
-    let cpp_capture = || {
+    // The C++ side's capture of every bucket (`bl_decode_capture_us` with `mode`), its previous
+    // graphs destroyed first: its microseconds, and the capture / instantiate / upload parts.
+    let cpp_capture = |mode: i32| -> (f64, [f64; 3]) {
+        let buckets = BUCKETS.map(|b| b as i32);
         let mut parts = [0f64; 3];
-        // SAFETY: the handle; `parts` holds three doubles.
-        unsafe {
-            cpp::bl_decode_capture_us(
-                h,
-                s.as_raw(),
-                BUCKETS.map(|b| b as i32).as_ptr(),
-                BUCKETS.len() as i32,
-                1,
-                parts.as_mut_ptr(),
-            )
+        // SAFETY: the handle; `buckets` holds BUCKETS.len() ints, `parts` three doubles.
+        let us = unsafe {
+            cpp::bl_decode_capture_us(h, s.as_raw(), buckets.as_ptr(), BUCKETS.len() as i32, mode, parts.as_mut_ptr())
         };
+        (us, parts)
     };
     for epoch in 0..EPOCHS {
         // Which side instantiates first alternates between epochs: the levels above struck one
-        // side's graphs more often than the other's when ordo's were always made first.
+        // side's graphs more often than the other's when ordo's were always made first. The C++
+        // graphs are uploaded (mode 1), as ordo's cache's first replay uploads its graphs.
         if epoch % 2 == 1 {
-            cpp_capture();
+            cpp_capture(1);
         }
         // SAFETY (the caches): the buffers `side` points to are declared before the caches and
         // outlive them (dropped at the end of the epoch, after their replays are synchronised);
@@ -313,7 +309,7 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
         }?;
         uploaded_cache.capture_all(s)?;
         if epoch % 2 == 0 {
-            cpp_capture();
+            cpp_capture(1);
         }
         for (k, batch) in BATCHES.into_iter().enumerate() {
             let m = interleave(
@@ -393,20 +389,7 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
         drop(cache);
         Ok(us)
     };
-    let cpp_capture_all = |mode: i32| -> Result<f64> {
-        let mut parts = [0f64; 3];
-        // SAFETY: the handle's graphs; `parts` holds three doubles.
-        Ok(unsafe {
-            cpp::bl_decode_capture_us(
-                h,
-                s.as_raw(),
-                BUCKETS.map(|b| b as i32).as_ptr(),
-                BUCKETS.len() as i32,
-                mode,
-                parts.as_mut_ptr(),
-            )
-        })
-    };
+    let cpp_capture_all = |mode: i32| -> Result<f64> { Ok(cpp_capture(mode).0) };
     let m = interleave(
         rounds,
         &mut [
@@ -447,18 +430,7 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
             }
             s.synchronize()?;
         }
-        let mut cpp_sum = [0f64; 3];
-        // SAFETY: as above.
-        unsafe {
-            cpp::bl_decode_capture_us(
-                h,
-                s.as_raw(),
-                BUCKETS.map(|b| b as i32).as_ptr(),
-                BUCKETS.len() as i32,
-                3,
-                cpp_sum.as_mut_ptr(),
-            )
-        };
+        let (_, cpp_sum) = cpp_capture(3);
         for k in 0..3 {
             ordo_parts[k].push(sum[k]);
             cpp_parts[k].push(cpp_sum[k]);

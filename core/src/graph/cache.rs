@@ -212,7 +212,8 @@ where
         self.execs.iter().filter(|e| e.is_some()).count()
     }
 
-    fn ensure(&mut self, i: usize, stream: StreamRef<'_>) -> Result<&GraphExec> {
+    /// Captures and instantiates bucket `i`'s graph unless it has one.
+    fn ensure(&mut self, i: usize, stream: StreamRef<'_>) -> Result<()> {
         if self.execs[i].is_none() {
             let bucket = self.buckets[i];
             let body = &mut self.body;
@@ -232,7 +233,7 @@ where
             self.fresh[i] = !self.options.upload;
             self.execs[i] = Some(exec);
         }
-        self.execs[i].as_ref().ok_or_else(|| crate::error::null_handle("cudaGraphInstantiateWithFlags"))
+        Ok(())
     }
 
     /// Captures and instantiates every bucket's graph now, on `stream`, from the largest bucket
@@ -255,15 +256,11 @@ where
                 self.ensure(i, stream)?;
                 let exec =
                     self.execs[i].as_ref().ok_or_else(|| crate::error::null_handle("cudaGraphInstantiateWithFlags"))?;
-                if self.fresh[i] {
-                    // The first replay uploads the graph: capture-unsafe work, fenced as an
-                    // upload at instantiation is.
-                    let _fence = fence();
-                    exec.launch(stream)?;
-                    self.fresh[i] = false;
-                } else {
-                    exec.launch(stream)?;
-                }
+                // The first replay uploads the graph: capture-unsafe work, fenced as an upload at
+                // instantiation is.
+                let _fence = self.fresh[i].then(fence);
+                exec.launch(stream)?;
+                self.fresh[i] = false;
                 Ok(bucket)
             }
             None => match self.overflow {

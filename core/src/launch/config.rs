@@ -33,6 +33,20 @@ impl Dim3 {
         self.x == 0 || self.y == 0 || self.z == 0
     }
 
+    /// Whether a grid's extents are within CUDA's limits (x < 2^31, y and z <= 65535), zero
+    /// extents aside.
+    #[inline(always)]
+    const fn within_grid_limits(self) -> bool {
+        self.x <= i32::MAX as u32 && self.y <= 65535 && self.z <= 65535
+    }
+
+    /// Whether a block's extents are within CUDA's limits (at most 1024 threads, z at most 64),
+    /// zero extents aside. No product can overflow: each factor is checked first.
+    #[inline(always)]
+    const fn within_block_limits(self) -> bool {
+        self.x <= 1024 && self.y <= 1024 && self.x * self.y <= 1024 && self.z <= 64 && self.x * self.y * self.z <= 1024
+    }
+
     /// Whether each extent of `self` is a whole multiple of `of`'s (`false` where `of` has a
     /// zero extent).
     pub(crate) const fn is_multiple_of(self, of: Dim3) -> bool {
@@ -239,15 +253,9 @@ impl LaunchConfig {
             launch_completion_event,
         } = self;
         !g.has_zero()
-            && g.x <= i32::MAX as u32
-            && g.y <= 65535
-            && g.z <= 65535
+            && g.within_grid_limits()
             && !b.has_zero()
-            && b.x <= 1024
-            && b.y <= 1024
-            && b.x * b.y <= 1024
-            && b.z <= 64
-            && b.x * b.y * b.z <= 1024
+            && b.within_block_limits()
             && !*pdl
             && !*cooperative
             && priority.is_none()
@@ -266,13 +274,13 @@ impl LaunchConfig {
         if g.has_zero() {
             return Err(Error::invalid(CALL, "zero grid dimension"));
         }
-        if g.x > i32::MAX as u32 || g.y > 65535 || g.z > 65535 {
+        if !g.within_grid_limits() {
             return Err(Error::invalid(CALL, "grid dimension over CUDA's limit (x < 2^31, y and z <= 65535)"));
         }
         if b.has_zero() {
             return Err(Error::invalid(CALL, "zero block dimension"));
         }
-        if b.volume() > 1024 || b.z > 64 {
+        if !b.within_block_limits() {
             return Err(Error::invalid(CALL, "block over 1024 threads (or z over 64)"));
         }
         if let Some(c) = self.cluster {
