@@ -8,6 +8,7 @@ use crate::spec::axes::Axis;
 use crate::spec::expr::Expr;
 use crate::spec::{Dims, KernelSpec, SpecError};
 use crate::stopping::{StdRelParams, Stopping};
+use ordo_cuda_core::Error;
 
 /// The command's help text.
 pub const USAGE: &str = "\
@@ -302,7 +303,15 @@ fn parse_run(args: impl Iterator<Item = String>) -> Result<RunSpec, SpecError> {
         spec.check(&axis_names, &known)?;
         out.push(spec);
     }
-    crate::spec::axes::points(&axes)?;
+    for point in crate::spec::axes::points(&axes)? {
+        let var = |name: &str| point.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+        for k in &out {
+            k.evaluate_at(&var).map_err(|e| match point_label(&axes, &point) {
+                Some(at) => SpecError::new(format!("at {at}: {e}")),
+                None => e,
+            })?;
+        }
+    }
     Ok(RunSpec {
         module,
         kernels: out,
@@ -320,6 +329,28 @@ fn parse_run(args: impl Iterator<Item = String>) -> Result<RunSpec, SpecError> {
         quiet,
     })
 }
+
+/// A point's axis values as the report shows them (`n=2^20 m=3`); `None` without axes.
+pub fn point_label(axes: &[Axis], point: &[(String, i64)]) -> Option<String> {
+    let shown: Vec<String> =
+        point.iter().zip(axes).map(|((name, v), axis)| format!("{name}={}", axis.show(*v))).collect();
+    (!shown.is_empty()).then(|| shown.join(" "))
+}
+
+/// What the command prints after `ordo-measure: ` for an error of the engine. The engine's own
+/// checks are usage errors whose call is `ordo-measure`: their words alone (the name is already
+/// the line's prefix, and their kind says nothing to the user); any other error whole, with the
+/// call that failed.
+pub fn error_text(e: &Error) -> String {
+    match e {
+        Error::Usage(u) if u.call == PROGRAM => u.what.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The command's name, which begins each of its error lines (`ordo-measure: ...`) and names the
+/// engine's own usage errors.
+pub const PROGRAM: &str = "ordo-measure";
 
 fn set_once<T>(slot: &mut Option<T>, value: T, what: &str) -> Result<(), SpecError> {
     if slot.is_some() {

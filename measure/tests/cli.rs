@@ -1,11 +1,16 @@
 //! The command line without a GPU: the worked example's command parses into what it says; wrong
-//! command lines are errors that name what is wrong; and no list of arguments, however mangled,
-//! makes the parser panic (random words and fragments of valid ones, thousands of them).
+//! command lines are errors that name what is wrong; no list of arguments, however mangled,
+//! makes the parser panic (random words and fragments of valid ones, thousands of them); and the
+//! command itself, run as a process, refuses expressions nested 60,000 deep and sizes past 64 bits
+//! with one line that starts with its name once, rather than dying of a stack overflow.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use ordo_cuda_core::error::{Error, UsageKind};
 use ordo_cuda_measure::cli::{self, Command, Measures};
 use ordo_cuda_measure::spec::args::ArgSpec;
+use ordo_cuda_measure::spec::expr::MAX_DEPTH;
 use ordo_cuda_measure::stopping::Stopping;
+use std::process::Command as Process;
 
 fn parse(words: &str) -> Result<Command, String> {
     cli::parse(words.split_whitespace().map(str::to_owned)).map_err(|e| e.to_string())
@@ -163,5 +168,132 @@ fn mangled_command_lines_never_panic() {
             args.push(w.to_owned());
         }
         let _ = cli::parse(args);
+    }
+}
+
+/// The command run as a process with `args`: its exit code (`None` when a signal ended it) and
+/// its standard error.
+fn ordo_measure(args: &[&str]) -> (Option<i32>, String) {
+    let out = Process::new(env!("CARGO_BIN_EXE_ordo-measure")).args(args).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// An expression nested `levels` deep: `((((1))))`.
+fn nested(levels: usize) -> String {
+    format!("{}1{}", "(".repeat(levels), ")".repeat(levels))
+}
+
+/// Each option that takes an expression, with 60,000 levels of nesting (a 120 KB argument, under
+/// Linux's 128 KiB for one argument), and a sum of 60,000 terms (parsed in a loop, but a tree as
+/// deep as it is long, evaluated and dropped by recursion).
+fn deep_command_lines() -> Vec<Vec<String>> {
+    let deep = nested(60_000);
+    let long = vec!["1"; 60_000].join("+");
+    let base = ["run", "k.ptx", "--kernel", "k"].map(String::from).to_vec();
+    let with = |extra: &[String]| [base.clone(), extra.to_vec()].concat();
+    let mut lines = Vec::new();
+    for e in [&deep, &long] {
+        lines.push(with(&["--grid".into(), e.clone()]));
+        lines.push(with(&["--block".into(), format!("1,{e}")]));
+        lines.push(with(&["--smem".into(), e.clone()]));
+        lines.push(with(&["--arg".into(), format!("f32[{e}]")]));
+        lines.push(with(&["--arg".into(), format!("i32={e}")]));
+        lines.push(with(&["--arg".into(), format!("u8[4]={e}")]));
+        lines.push(with(&["-a".into(), format!("n={e}")]));
+        lines.push(with(&["-a".into(), format!("n=[1,{e}]")]));
+        lines.push(with(&["-a".into(), format!("n=[1:{e}]")]));
+        lines.push(with(&["-a".into(), format!("n=2^[{e}]")]));
+    }
+    lines
+}
+
+#[test]
+fn expressions_nested_60000_deep_are_refused_by_the_parser() {
+    for line in deep_command_lines() {
+        let e = cli::parse(line.clone()).unwrap_err().to_string();
+        assert!(e.contains(&format!("expression nested deeper than {MAX_DEPTH}")), "{}: {e}", line[4]);
+        assert!(e.len() < 400, "{}: the error quotes an excerpt, not the argument: {e}", line[4]);
+    }
+}
+
+#[test]
+fn expressions_nested_60000_deep_are_refused_by_the_command_without_a_stack_overflow() {
+    for line in deep_command_lines() {
+        let args: Vec<&str> = line.iter().map(String::as_str).collect();
+        let (code, stderr) = ordo_measure(&args);
+        assert_eq!(
+            code,
+            Some(2),
+            "{} {}: ended by {code:?} (134 or a signal: the stack overflowed): {stderr}",
+            line[4],
+            &line[5][..8]
+        );
+        assert!(stderr.contains(&format!("expression nested deeper than {MAX_DEPTH}")), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.len() < 400, "{} bytes of error", stderr.len());
+    }
+}
+
+#[test]
+fn reports_nested_deep_are_refused_by_compare() {
+    // `compare` reads its reports with serde_json, whose recursion limit (128) refuses these.
+    for text in ["[".repeat(100_000), format!("{{\"rows\":{}", "[".repeat(100_000))] {
+        assert!(ordo_cuda_measure::Report::from_json(&text).is_err());
+    }
+}
+
+#[test]
+fn buffer_sizes_past_64_bits_are_refused_before_the_gpu_is_touched() {
+    for (axis, arg, says) in [
+        ("n=2^62", "f32[n]", "4611686018427387904 elements of f32 (4 bytes each) are more than 2^63-1 bytes"),
+        ("n=2^61", "f64[n]", "are more than 2^63-1 bytes"),
+        ("n=2^62", "f32[n*8]", "integer overflow"),
+        ("n=[1,2^62]", "u8[n*4]", "integer overflow"),
+        ("n=0", "f32[n]", "a buffer of 0 elements"),
+        ("n=[4,-4]", "f32[n]", "a buffer of -4 elements"),
+    ] {
+        let e = parse(&format!("run k.ptx -k k -a {axis} --arg {arg}")).unwrap_err();
+        assert!(e.contains(says) && e.contains("kernel k, argument 0"), "{axis} {arg}: {e}");
+        let (code, stderr) = ordo_measure(&["run", "k.ptx", "-k", "k", "-a", axis, "--arg", arg]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.starts_with("ordo-measure: at n=") && stderr.contains(says), "{stderr}");
+    }
+    // The point is named as the report shows it.
+    let e = parse("run k.ptx -k k -a n=2^[10:62:26] --arg f32[n]").unwrap_err();
+    assert!(e.starts_with("at n=2^62: kernel k, argument 0 (f32[n])"), "{e}");
+    // Every point of the sweep is checked: shapes and scalars too.
+    for (words, says) in [
+        ("-a n=[1,0] --grid n", "at n=0: kernel k: grid: dimension 0"),
+        ("-a n=2^[0,40] --arg i32=n", "at n=2^40: kernel k: argument 0: 1099511627776 does not fit"),
+        ("-a n=[1,0] --grid 4/n", "division by zero"),
+        ("-a n=2^40 --smem n", "shared memory: 1099511627776 bytes"),
+        ("-a n=4 --arg u8[n]=300", "argument 0: 300 does not fit"),
+    ] {
+        let e = parse(&format!("run k.ptx -k k {words}")).unwrap_err();
+        assert!(e.contains(says), "{words}: {e}");
+    }
+    // 160 GiB is a size: whether it fits is the device's to say (tests/gpu.rs).
+    assert!(parse("run k.ptx -k k -a n=40G --arg f32[n]=rand").is_ok());
+}
+
+#[test]
+fn error_lines_name_the_command_once() {
+    let once =
+        |line: &str| line.starts_with("ordo-measure: ") && !line["ordo-measure: ".len()..].starts_with("ordo-measure");
+    // The engine's own errors are usage errors whose call is the command: their words alone.
+    let own = Error::usage(UsageKind::InvalidArgument, cli::PROGRAM, "reading k.ptx: No such file");
+    assert_eq!(format!("{}: {}", cli::PROGRAM, cli::error_text(&own)), "ordo-measure: reading k.ptx: No such file");
+    // Another function's error keeps its call.
+    let other = Error::invalid("LaunchConfig::validate", "block of 2048 threads");
+    assert!(cli::error_text(&other).starts_with("LaunchConfig::validate"));
+    // The command, as a process: a wrong command line, and a run that fails (here: no driver, or,
+    // on a GPU machine, the engine's error for a missing module file).
+    let missing = std::env::temp_dir().join(format!("ordo-measure-missing-{}.ptx", std::process::id()));
+    let missing = missing.to_str().unwrap();
+    for (args, code) in [(vec!["frob"], 2), (vec!["run", missing, "-k", "k"], 1)] {
+        let (got, stderr) = ordo_measure(&args);
+        assert_eq!(got, Some(code), "{args:?}: {stderr}");
+        let first = stderr.lines().next().unwrap_or_default();
+        assert!(once(first), "{args:?}: {first:?} should start with exactly one \"ordo-measure: \"");
     }
 }

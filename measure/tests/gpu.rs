@@ -361,3 +361,110 @@ fn measure_engine_a_then_b_from_cuda_c_through_nvrtc() {
     assert_eq!(rows[0].kernel, "chain_step -> chain_step");
     drop(subjects);
 }
+
+/// The command run as a process with `args`: its exit code, its standard error, and how long it
+/// ran.
+fn ordo_measure(args: &[&str]) -> (Option<i32>, String, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ordo-measure")).args(args).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned(), started.elapsed())
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn measure_engine_a_buffer_larger_than_the_device_fails_at_once_naming_it() {
+    let _alone = alone();
+    let path = std::env::temp_dir().join(format!("ordo-measure-oversized-{}.ptx", std::process::id()));
+    std::fs::write(&path, USER_SPIN).unwrap();
+    let path = path.to_str().unwrap();
+    let (free, total) = module::memory_info(Device::new(0).unwrap()).unwrap();
+    // One buffer of more than the whole memory (160 GiB on a 141 GiB H200: it used to print
+    // nothing for 120 s, filling its contents on the host), then two that fit alone but not
+    // together.
+    let one = (total / 4 + (1 << 30)).to_string();
+    let half = (free / 2 / 4 + (1 << 20)).to_string();
+    for (fill, n, says) in [
+        ("", &one, "more than the device's whole memory"),
+        ("=rand", &one, "more than the device's whole memory"),
+        ("=0.5", &one, "more than the device's whole memory"),
+        ("", &half, "the 2 buffers need"),
+    ] {
+        let arg = format!("f32[n]{fill}");
+        let axis = format!("n={n}");
+        let mut args = vec!["run", path, "--kernel", "user_spin", "--arg", "u64=0", "--arg", &arg, "-a", &axis];
+        if says.starts_with("the 2") {
+            args.extend(["--arg", "f32[n]"]);
+        }
+        let (code, stderr, took) = ordo_measure(&args);
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert!(took.as_secs_f64() < 5.0, "{args:?}: failed after {took:?}, not at once: {stderr}");
+        assert!(
+            stderr.starts_with("ordo-measure: at n=") && !stderr.contains("ordo-measure: ordo-measure"),
+            "{stderr}"
+        );
+        for part in [says, "kernel user_spin, argument 1 (f32[n])", "GiB (", "of memory", "free"] {
+            assert!(stderr.contains(part), "{args:?}: {stderr:?} should say {part:?}");
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn measure_engine_fills_larger_than_the_host_chunk_are_whole() {
+    let _alone = alone();
+    let e = engine();
+    let path = std::env::temp_dir().join(format!("ordo-measure-fills-{}.ptx", std::process::id()));
+    std::fs::write(&path, CHAIN_PTX).unwrap();
+    // chain_step(prev, out, scale, n): three pointers and an i32; the buffers' types are the
+    // test's (the kernel is not launched). 5M elements: past the 16 MiB host chunk, not a power of
+    // two of it.
+    let n = 5_000_000usize;
+    let r = spec(&format!(
+        "run {} --kernel chain_step --grid 1 --block 1 --arg f32[n]=rand --arg f64[n]=0.5 --arg i16[n]=-1 --arg i32=n -a n={n}",
+        path.display()
+    ));
+    let m = Module::load(&r.module, &[], &[], e.device()).unwrap();
+    let (subjects, buffers) = module::subjects(&e, &m, &r, &[("n".to_owned(), n as i64)]).unwrap();
+    let read = |i: usize| {
+        let b = buffers.get(i).unwrap();
+        let mut host = vec![0u8; b.len()];
+        copy::d2h_blocking(&mut host, b.as_slice(), e.stream().as_stream()).unwrap();
+        host
+    };
+    let rand: Vec<f32> = read(0).chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    assert!(rand.iter().all(|x| (0.0..1.0).contains(x)), "random floats in [0, 1)");
+    assert!(rand[..1000].iter().any(|&x| x != rand[0]));
+    let period = (16 << 20) / 4;
+    assert_eq!(rand[..n - period], rand[period..], "the 16 MiB chunk repeated to the end");
+    assert!(read(1).chunks(8).all(|c| f64::from_le_bytes(c.try_into().unwrap()) == 0.5), "every f64 0.5");
+    assert!(read(2).iter().all(|&b| b == 0xff), "every i16 -1");
+    drop(subjects);
+}
+
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn measure_engine_a_pair_whose_a_does_not_wait_says_so() {
+    let _alone = alone();
+    let mut e = engine();
+    if !is_sm90(&e) {
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("ordo-measure-pair-{}.ptx", std::process::id()));
+    std::fs::write(&path, CHAIN_PTX).unwrap();
+    let r = spec(&format!(
+        "run {} --kernel chain_step --grid n/256 --block 256 --arg a:f32[n]=rand --arg b:f32[n] --arg s:f32[n]=0.5 \
+         --arg i32=n --then --kernel chain_step_pdl --arg @b --arg @a --arg @s --arg i32=n -a n=4096",
+        path.display()
+    ));
+    let m = Module::load(&r.module, &module::to_instrument(&r), &[], e.device()).unwrap();
+    let (mut subjects, _buffers) = module::subjects(&e, &m, &r, &[("n".to_owned(), 4096)]).unwrap();
+    let (a, b) = subjects.split_at_mut(1);
+    let rows = e.gaps(&mut a[0], b.first_mut()).unwrap();
+    assert!(rows.iter().all(|r| !r.variant.contains(", PDL,")), "no PDL rows");
+    let note = &rows[0].note;
+    assert!(
+        note.contains("A (chain_step) has no griddepcontrol.wait and no PDL form; B (chain_step_pdl) waits"),
+        "{note}"
+    );
+    drop(subjects);
+}

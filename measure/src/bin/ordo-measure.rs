@@ -54,7 +54,7 @@ fn compare_reports(c: &CompareSpec) -> ExitCode {
 #[cfg(measure_engine)]
 mod run {
     use ordo_cuda_core::{device, Device, Error, Result};
-    use ordo_cuda_measure::cli::RunSpec;
+    use ordo_cuda_measure::cli::{self, RunSpec};
     use ordo_cuda_measure::engine::module::{self, Module};
     use ordo_cuda_measure::engine::{Engine, Options};
     use ordo_cuda_measure::report::{Header, Report, Row};
@@ -79,7 +79,7 @@ mod run {
         let outcome = measure(spec, &mut rows, &mut header);
         let mut code = ExitCode::SUCCESS;
         if let Err(e) = &outcome {
-            eprintln!("ordo-measure: {e}");
+            eprintln!("ordo-measure: {}", cli::error_text(e));
             code = ExitCode::FAILURE;
         }
         // What was measured is written even after an error, so that a long sweep is not lost.
@@ -109,6 +109,9 @@ mod run {
         let started = Instant::now();
         let device = Device::new(spec.device)?;
         device.set_current()?;
+        // Every point's buffers against the device's memory, before anything is set up: a sweep
+        // that cannot fit fails in a second, not after its first points (or a 160 GiB fill).
+        module::check_memory(spec, device)?;
         let options = Options {
             settings: spec.settings,
             blocking_timeout: spec.blocking_timeout,
@@ -119,7 +122,7 @@ mod run {
         let mut engine = Engine::new(device, options)?;
         *header = Some(engine.header().clone());
         let module = Module::load(&spec.module, &module::to_instrument(spec), &spec.nvrtc_options, device)?;
-        let points = axes::points(&spec.axes).map_err(|e| Error::invalid("ordo-measure", e.to_string()))?;
+        let points = axes::points(&spec.axes).map_err(|e| Error::invalid(cli::PROGRAM, e.to_string()))?;
         let count = points.len();
         for (i, point) in points.iter().enumerate() {
             let shown: Vec<(String, String)> =

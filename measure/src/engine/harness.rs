@@ -189,7 +189,7 @@ impl Instruments {
     pub(crate) fn check_block(&self) -> Result<()> {
         if self.page.read(TIMED_OUT) != 0 {
             return Err(Error::invalid(
-                "ordo-measure",
+                crate::cli::PROGRAM,
                 format!(
                     "the blocking kernel timed out after {:.1} s: the launches behind it did not all fit in the launch queue (use fewer a sample), one of them waited for the stream, or another thread of the process waited for the device meanwhile (measure with the device to yourself)",
                     self.timeout_ns as f64 / 1e9

@@ -398,14 +398,14 @@ impl Target {
         let sizes = func.param_sizes()?;
         if sizes.len() != args.len() {
             return Err(Error::invalid(
-                "ordo-measure",
+                crate::cli::PROGRAM,
                 format!("kernel {name} takes {} parameters, {} arguments given", sizes.len(), args.len()),
             ));
         }
         for (i, (a, &s)) in args.iter().zip(&sizes).enumerate() {
             if a.size() != s {
                 return Err(Error::invalid(
-                    "ordo-measure",
+                    crate::cli::PROGRAM,
                     format!("kernel {name}: parameter {i} is {s} bytes, the argument given is {}", a.size()),
                 ));
             }

@@ -21,7 +21,7 @@
 
 use super::harness::Instruments;
 use super::launch::{CuLaunchKernelExFn, LaunchSlot, Path, Target};
-use super::{invalid, Engine, Subject};
+use super::{invalid, no_pdl_note, Engine, PdlSupport, Subject};
 use crate::report::Row;
 use crate::runner::{self, Measure, Sample, Series};
 use crate::stamps::{self, KernelTimes, Sequence};
@@ -585,6 +585,8 @@ impl Engine {
         };
         let mut subjects: Vec<&mut Subject> = vec![a];
         subjects.extend(b);
+        // A PDL sequence launches every kernel after the first with PDL: all must wait or have a
+        // PDL form (`no_pdl_note` says which does not).
         let pdl_possible = subjects.iter().all(|s| s.has_pdl());
         let mut layouts: [Option<Layout>; 2] = [None, None];
         let mut notes = Vec::new();
@@ -642,9 +644,9 @@ impl Engine {
                 "no stamps (give the kernel a `stamps` argument, or PTX or CUDA C to instrument): period only".into(),
             );
         }
-        if !pdl_possible {
-            notes.push("no PDL variant: the kernel neither waits (griddepcontrol.wait) nor has a PDL form".into());
-        }
+        let support: Vec<(&str, PdlSupport)> = subjects.iter().map(|s| (s.name(), s.pdl_support())).collect();
+        let support: Vec<(&str, &PdlSupport)> = support.iter().map(|(n, s)| (*n, s)).collect();
+        notes.extend(no_pdl_note(&support));
         let mut env = std::mem::take(&mut self.env);
         let bench = self.bench();
         let mut variants = Vec::new();

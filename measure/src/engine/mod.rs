@@ -192,6 +192,15 @@ impl Subject {
         self.pdl.is_some()
     }
 
+    /// How it can be launched with PDL, if at all.
+    pub fn pdl_support(&self) -> PdlSupport {
+        match self.pdl {
+            None => PdlSupport::Neither,
+            Some(p) if p == self.plain => PdlSupport::Waits,
+            Some(p) => PdlSupport::Form(self.forms[p].name().to_owned()),
+        }
+    }
+
     /// The form for a sequence: PDL or not, stamped if available; and whether it is stamped.
     fn form(&self, pdl: bool) -> Option<(usize, bool)> {
         match (pdl, self.stamped, self.stamped_pdl) {
@@ -201,6 +210,48 @@ impl Subject {
             (true, _, None) => self.pdl.map(|p| (p, false)),
         }
     }
+}
+
+/// How a kernel can be launched with PDL: a PDL launch lets it start before the previous kernel
+/// ends, which is safe only for a kernel that waits (`griddepcontrol.wait`) before it reads what
+/// that kernel wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PdlSupport {
+    /// The kernel waits: launched with PDL as it is ([`Subject::waits`]).
+    Waits,
+    /// Its PDL form, named, is launched with PDL ([`Subject::with_pdl_form`]).
+    Form(String),
+    /// Neither: no PDL launch.
+    Neither,
+}
+
+/// Why a gap measure has no PDL variant, or `None` when it has one. The PDL sequence launches
+/// every kernel after the first with PDL (for A then B, A after B as well as B after A), so every
+/// kernel must wait or have a PDL form; the note says which kernel lacks that, and what the
+/// others have. `kernels` are (name, support), A first.
+pub fn no_pdl_note(kernels: &[(&str, &PdlSupport)]) -> Option<String> {
+    if kernels.iter().all(|(_, s)| **s != PdlSupport::Neither) {
+        return None;
+    }
+    let has = |s: &PdlSupport| match s {
+        PdlSupport::Waits => "waits (griddepcontrol.wait)".to_owned(),
+        PdlSupport::Form(f) => format!("has a PDL form ({f})"),
+        PdlSupport::Neither => "has no griddepcontrol.wait and no PDL form".to_owned(),
+    };
+    Some(match kernels {
+        [(name, s)] => format!("no PDL variant: {name} {}", has(s)),
+        _ => {
+            let each: Vec<String> = kernels
+                .iter()
+                .zip(["A", "B"])
+                .map(|((name, s), which)| format!("{which} ({name}) {}", has(s)))
+                .collect();
+            format!(
+                "no PDL variant: a PDL sequence (A B A B ...) starts each kernel before the one before it ends, so both must wait or have a PDL form: {}",
+                each.join("; ")
+            )
+        }
+    })
 }
 
 /// Launches and times kernels on one device, on a stream of its own.
@@ -375,5 +426,41 @@ fn describe(o: &Options, default_hz: f64) -> String {
 
 /// An error for the engine's own checks.
 fn invalid(what: impl Into<String>) -> Error {
-    Error::invalid("ordo-measure", what.into())
+    Error::invalid(crate::cli::PROGRAM, what.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_no_pdl_note_names_which_kernel_lacks_what() {
+        let (w, f, n) = (PdlSupport::Waits, PdlSupport::Form("step_pdl".into()), PdlSupport::Neither);
+        assert_eq!(
+            no_pdl_note(&[("step", &n)]).unwrap(),
+            "no PDL variant: step has no griddepcontrol.wait and no PDL form"
+        );
+        assert_eq!(no_pdl_note(&[("step", &w)]), None);
+        assert_eq!(no_pdl_note(&[("step", &f)]), None);
+        for (a, b) in [(&w, &w), (&w, &f), (&f, &w), (&f, &f)] {
+            assert_eq!(no_pdl_note(&[("a", a), ("b", b)]), None, "{a:?} {b:?}");
+        }
+        let note = |a, b| no_pdl_note(&[("produce", a), ("consume", b)]).unwrap();
+        let lacks = |which: &str, name: &str| format!("{which} ({name}) has no griddepcontrol.wait and no PDL form");
+        // B waits, A does not: the case the old note ("the kernel neither waits nor has a PDL form") got wrong.
+        let x = note(&n, &w);
+        assert!(x.contains(&lacks("A", "produce")) && x.contains("B (consume) waits (griddepcontrol.wait)"), "{x}");
+        let x = note(&n, &f);
+        assert!(x.contains(&lacks("A", "produce")) && x.contains("B (consume) has a PDL form (step_pdl)"), "{x}");
+        let x = note(&w, &n);
+        assert!(x.contains("A (produce) waits") && x.contains(&lacks("B", "consume")), "{x}");
+        let x = note(&f, &n);
+        assert!(x.contains("A (produce) has a PDL form (step_pdl)") && x.contains(&lacks("B", "consume")), "{x}");
+        let x = note(&n, &n);
+        assert!(x.contains(&lacks("A", "produce")) && x.contains(&lacks("B", "consume")), "{x}");
+        for x in [note(&n, &w), note(&w, &n), note(&n, &n)] {
+            assert!(x.starts_with("no PDL variant: ") && x.contains("both must wait or have a PDL form"), "{x}");
+            assert!(!x.contains("the kernel neither"), "{x}");
+        }
+    }
 }

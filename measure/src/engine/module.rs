@@ -1,7 +1,9 @@
 //! Kernels from where users have them: a module file (cubin, fatbin, PTX, or CUDA C compiled by
 //! NVRTC) loaded as an ordo [`Library`], with stamped copies of the named kernels added when the
 //! module is text ([`crate::ptx::instrument`]); and, at each point of a sweep, the kernels of a
-//! [`RunSpec`] made into [`Subject`]s with their buffers allocated and filled.
+//! [`RunSpec`] made into [`Subject`]s with their buffers checked against the device's memory
+//! ([`check_memory`]), allocated, and filled on the device (a memset, or a pattern of at most
+//! 16 MiB made on the host and doubled on the device: the host's work does not grow with them).
 //!
 //! A cubin or fatbin carries its own sizes, which CUDA trusts: before it is loaded, its ELF or
 //! fatbin headers are checked to lie within the file, so that a truncated or mangled file is an
@@ -9,14 +11,15 @@
 
 use super::launch::{Func, RawArg, Target};
 use super::{invalid, Engine, Subject};
-use crate::cli::RunSpec;
-use crate::spec::args::{fill_bytes, ArgSpec};
-use crate::spec::KernelSpec;
+use crate::cli::{point_label, RunSpec};
+use crate::spec::args::{fill_bytes, ArgSpec, ElemType, Fill};
+use crate::spec::{axes, buffers, KernelSpec, SpecError};
 use ordo_cuda_core::launch::LaunchConfig;
 use ordo_cuda_core::library::Library;
 use ordo_cuda_core::memory::copy;
-use ordo_cuda_core::{Device, Error, Result, SharedStreamBuffer};
+use ordo_cuda_core::{sys, Device, Error, Result, SharedStreamBuffer, Stream};
 use std::ffi::CString;
+use std::sync::Arc;
 
 /// What a module file holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,7 +183,7 @@ impl Module {
     fn func(&self, name: &str) -> Result<Func> {
         let c = CString::new(name).map_err(|_| invalid(format!("kernel name {name:?} has a NUL")))?;
         Func::from_library(&self.library, &c).map_err(|e| match e {
-            Error::Cuda(c) => Error::invalid("ordo-measure", format!("no kernel {name:?} in the module ({c})")),
+            Error::Cuda(c) => invalid(format!("no kernel {name:?} in the module ({c})")),
             other => other,
         })
     }
@@ -218,6 +221,11 @@ impl Buffers {
     pub fn bytes(&self) -> usize {
         self.buffers.iter().map(|(_, b)| b.len()).sum()
     }
+
+    /// The `i`-th buffer allocated (in argument order, A's then B's; a `@name` allocates none).
+    pub fn get(&self, i: usize) -> Option<&SharedStreamBuffer<u8>> {
+        self.buffers.get(i).map(|(_, b)| b)
+    }
 }
 
 /// The names the kernels of `spec` need stamped copies of: those that write no stamps themselves,
@@ -233,7 +241,94 @@ pub fn to_instrument(spec: &RunSpec) -> Vec<&str> {
     v
 }
 
-/// The kernels of `spec` at the point `point` (axis values), as subjects, with their buffers.
+/// The device's free and total memory, in bytes (`cudaMemGetInfo`, with `device` current).
+pub fn memory_info(device: Device) -> Result<(u64, u64)> {
+    device.with_current(|| {
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: both are writable.
+        ordo_cuda_core::error::check(unsafe { sys::cudaMemGetInfo(&mut free, &mut total) }, "cudaMemGetInfo")?;
+        Ok((free as u64, total as u64))
+    })
+}
+
+/// Checks, before anything is allocated or measured, that the buffers of every point of the sweep
+/// fit in `device`'s memory as it is now ([`buffers::check_fits`]); the error names the point.
+pub fn check_memory(spec: &RunSpec, device: Device) -> Result<()> {
+    let (free, total) = memory_info(device)?;
+    for point in axes::points(&spec.axes).map_err(|e| invalid(e.to_string()))? {
+        check_point(spec, &point, free, total)?;
+    }
+    Ok(())
+}
+
+/// The buffers of `spec` at `point`, checked against `free` of `total` bytes.
+fn check_point(spec: &RunSpec, point: &[(String, i64)], free: u64, total: u64) -> Result<Vec<buffers::PlannedBuffer>> {
+    let var = |name: &str| point.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    let at = |e: SpecError| match point_label(&spec.axes, point) {
+        Some(at) => invalid(format!("at {at}: {e}")),
+        None => invalid(e.to_string()),
+    };
+    let planned = buffers::at_point(&spec.kernels, &var).map_err(at)?;
+    buffers::check_fits(&planned, free, total).map_err(at)?;
+    Ok(planned)
+}
+
+/// The most bytes of a fill pattern made on the host (16 MiB): larger buffers get it copied
+/// over and over on the device.
+const FILL_CHUNK: usize = 16 << 20;
+
+/// Fills `buf` (of `ty` elements) as `fill` says, on `stream`, with work on the host that does
+/// not grow with the buffer: a memset when every byte of the value is the same (zeros), else a
+/// pattern of at most [`FILL_CHUNK`] bytes made on the host, copied to the buffer's start and then
+/// doubled on the device (the filled part copied onto what follows it). A random buffer larger
+/// than the chunk repeats the chunk's values.
+fn fill_device(
+    buf: &mut SharedStreamBuffer<u8>,
+    ty: ElemType,
+    fill: &Fill,
+    var: &dyn Fn(&str) -> Option<i64>,
+    seed: u64,
+    stream: &Arc<Stream>,
+) -> Result<()> {
+    let spec_err = |e: SpecError| invalid(e.to_string());
+    let bytes = buf.len();
+    if let Fill::Value(value) = fill {
+        let bits = ty.encode(value.eval(var).map_err(spec_err)?).map_err(spec_err)?.to_le_bytes();
+        let element = &bits[..ty.size()];
+        if element.iter().all(|&b| b == element[0]) {
+            // SAFETY: the buffer is allocated on `stream` and freed on it after what is queued.
+            return unsafe { copy::memset_async(buf.as_mut_slice(), element[0], stream.as_stream()) };
+        }
+    }
+    // A whole number of elements: the chunk is a power of two, the element size one too.
+    let chunk = FILL_CHUNK.min(bytes);
+    let host = fill_bytes(ty, chunk / ty.size(), fill, var, seed).map_err(spec_err)?;
+    copy::h2d_blocking(buf.slice_mut(..host.len())?, &host, stream.as_stream())?;
+    let base = buf.as_mut_ptr();
+    let mut filled = host.len();
+    while filled < bytes {
+        let n = filled.min(bytes - filled);
+        // SAFETY: `[0, n)` and `[filled, filled + n)` lie within the buffer (n <= filled and
+        // filled + n <= bytes) and do not overlap; the buffer lives on `stream`, where the copy
+        // is queued.
+        let code = unsafe {
+            sys::cudaMemcpyAsync(
+                base.add(filled).cast(),
+                base.cast_const().cast(),
+                n,
+                sys::cudaMemcpyKind::cudaMemcpyDeviceToDevice,
+                stream.as_stream().as_raw(),
+            )
+        };
+        ordo_cuda_core::error::check(code, "cudaMemcpyAsync")?;
+        filled += n;
+    }
+    Ok(())
+}
+
+/// The kernels of `spec` at the point `point` (axis values), as subjects, with their buffers. The
+/// buffers are checked against the device's free memory before any is allocated
+/// ([`buffers::check_fits`]).
 pub fn subjects(
     engine: &Engine,
     module: &Module,
@@ -242,6 +337,9 @@ pub fn subjects(
 ) -> Result<(Vec<Subject>, Buffers)> {
     let var = |name: &str| point.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
     let spec_err = |e: crate::spec::SpecError| invalid(e.to_string());
+    let (free, total) = memory_info(engine.device())?;
+    let planned = check_point(spec, point, free, total)?;
+    let mut planned = planned.iter();
     let mut buffers = Buffers { buffers: Vec::new() };
     let mut out = Vec::new();
     let mut seed = 0u64;
@@ -253,16 +351,16 @@ pub fn subjects(
                     word: ty.encode(value.eval(&var).map_err(spec_err)?).map_err(spec_err)?,
                     size: ty.size(),
                 },
-                ArgSpec::Buffer { name, ty, len, fill } => {
-                    let n = len.eval(&var).map_err(spec_err)?;
-                    let n = usize::try_from(n)
-                        .ok()
-                        .filter(|&n| n > 0)
-                        .ok_or_else(|| invalid(format!("kernel {}: a buffer of {n} elements", k.name)))?;
+                ArgSpec::Buffer { name, ty, fill, .. } => {
+                    let plan = planned.next().ok_or_else(|| invalid("a buffer not planned"))?;
+                    let bytes = usize::try_from(plan.bytes)
+                        .map_err(|_| invalid(format!("{}: {} bytes", plan.label(), plan.bytes)))?;
                     seed += 1;
-                    let host = fill_bytes(*ty, n, fill, &var, seed).map_err(spec_err)?;
-                    let mut buf = SharedStreamBuffer::<u8>::alloc_async(host.len(), engine.stream())?;
-                    copy::h2d_blocking(buf.as_mut_slice(), &host, engine.stream().as_stream())?;
+                    let mut buf = engine.device().with_current(|| {
+                        let mut buf = SharedStreamBuffer::<u8>::alloc_async(bytes, engine.stream())?;
+                        fill_device(&mut buf, *ty, fill, &var, seed, engine.stream())?;
+                        Ok(buf)
+                    })?;
                     let word = buf.as_mut_ptr() as u64;
                     buffers.buffers.push((name.clone(), buf));
                     RawArg::Bytes { word, size: 8 }
@@ -281,6 +379,8 @@ pub fn subjects(
         }
         out.push(subject(engine, module, k, &var, args)?);
     }
+    // The fills are queued on the engine's stream; they are done before anything is measured.
+    engine.stream().synchronize()?;
     Ok((out, buffers))
 }
 

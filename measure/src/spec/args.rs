@@ -5,15 +5,16 @@
 //! | `i32=n`, `u64=1M`, `f32=0.5` | a scalar of that type (an integer expression, or a decimal number for floats) |
 //! | `f32[n]` | a device buffer of `n` elements, zeroed |
 //! | `f32[n]=1.5`, `u8[4K]=7` | the same, every element set to the value |
-//! | `f32[n]=rand` | the same, filled with pseudo-random values (floats in [0, 1), integers any bits; the same every run) |
+//! | `f32[n]=rand` | the same, filled with pseudo-random values (floats in [0, 1), integers any bits; the same every run; past 16 MiB the first 16 MiB repeat) |
 //! | `x:f32[n]=1` | a buffer named `x`... |
 //! | `@x` | ...passed again here (the same memory; a second kernel's arguments may name the first's buffers) |
 //! | `stamps` | where the kernel writes its own `%globaltimer` stamps (see below) |
 //! | `launch` | an `i32`: the launch's index in a sequence of launches |
 //!
 //! Types: `i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64`. Sizes are element counts, integer
-//! expressions of the axes ([`super::expr`]: `/` rounds up). A value that does not fit its type is
-//! an error (`u8=300`, `u32=-1`, `i32=1.5`).
+//! expressions of the axes ([`super::expr`]: `/` rounds up); their bytes are computed and checked
+//! in [`super::buffers`]. A value that does not fit its type is an error (`u8=300`, `u32=-1`,
+//! `i32=1.5`).
 //!
 //! A kernel that takes `stamps` writes, in each block, three `unsigned long long`s at
 //! `stamps[3 * block + 0/1/2]` (the block's linear index): `%globaltimer` at its entry, after its
@@ -21,7 +22,7 @@
 //! `__syncthreads()`. Each launch gets its own `stamps` pointer.
 
 use super::expr::Expr;
-use super::SpecError;
+use super::{shown, SpecError};
 
 /// An element or scalar type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +71,24 @@ impl ElemType {
             "f64" => ElemType::F64,
             _ => return None,
         })
+    }
+
+    /// Its name as written: `f32`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ElemType::I8 => "i8",
+            ElemType::U8 => "u8",
+            ElemType::I16 => "i16",
+            ElemType::U16 => "u16",
+            ElemType::I32 => "i32",
+            ElemType::U32 => "u32",
+            ElemType::I64 => "i64",
+            ElemType::U64 => "u64",
+            ElemType::F16 => "f16",
+            ElemType::Bf16 => "bf16",
+            ElemType::F32 => "f32",
+            ElemType::F64 => "f64",
+        }
     }
 
     /// Bytes an element.
@@ -210,7 +229,7 @@ fn is_name(s: &str) -> bool {
 impl ArgSpec {
     /// Parses one argument (see the [module docs](self)).
     pub fn parse(text: &str) -> Result<ArgSpec, SpecError> {
-        let bad = |what: String| SpecError::new(format!("argument {text:?}: {what}"));
+        let bad = |what: String| SpecError::new(format!("argument {}: {what}", shown(text)));
         let t = text.trim();
         if t == "stamps" {
             return Ok(ArgSpec::Stamps);
@@ -228,7 +247,7 @@ impl ArgSpec {
             Some((n, b)) => {
                 let n = n.trim();
                 if !is_name(n) {
-                    return Err(bad(format!("{n:?} is not a name (letters, digits, '_')")));
+                    return Err(bad(format!("{} is not a name (letters, digits, '_')", shown(n))));
                 }
                 (Some(n.to_owned()), b.trim())
             }
@@ -237,8 +256,8 @@ impl ArgSpec {
         let type_end = body.find(|c: char| !(c.is_ascii_alphanumeric())).unwrap_or(body.len());
         let ty = ElemType::parse(&body[..type_end]).ok_or_else(|| {
             bad(format!(
-                "{:?} is not a type (i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64), stamps, launch or @name",
-                &body[..type_end]
+                "{} is not a type (i8 u8 i16 u16 i32 u32 i64 u64 f16 bf16 f32 f64), stamps, launch or @name",
+                shown(&body[..type_end])
             ))
         })?;
         let rest = body[type_end..].trim_start();
@@ -248,7 +267,7 @@ impl ArgSpec {
             let after = inner[close + 1..].trim();
             let fill = match after.strip_prefix('=') {
                 None if after.is_empty() => Fill::Value(Number::Int(Expr::Num(0))),
-                None => return Err(bad(format!("unexpected {after:?} after the size"))),
+                None => return Err(bad(format!("unexpected {} after the size", shown(after)))),
                 Some(f) if f.trim() == "rand" => Fill::Rand,
                 Some(f) => Fill::Value(Number::parse(f).map_err(|e| bad(e.to_string()))?),
             };

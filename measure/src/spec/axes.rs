@@ -12,7 +12,7 @@
 //! Values are integer expressions without names ([`super::expr`]): `1M`, `3*1K`.
 
 use super::expr::Expr;
-use super::SpecError;
+use super::{shown, SpecError};
 
 /// One axis: a name and its values.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub const MAX_POINTS: usize = 100_000;
 impl Axis {
     /// Parses `NAME=VALUES` (see the [module docs](self)).
     pub fn parse(text: &str) -> Result<Axis, SpecError> {
-        let bad = |what: &str| SpecError::new(format!("axis {text:?}: {what}"));
+        let bad = |what: &str| SpecError::new(format!("axis {}: {what}", shown(text)));
         let (lhs, rhs) = text.split_once('=').ok_or_else(|| bad("expected NAME=VALUES"))?;
         let lhs = lhs.trim();
         let (name, mut pow2) = match lhs.strip_suffix("[pow2]") {

@@ -9,9 +9,17 @@
 //!   `%` is the remainder of the division rounded toward zero.
 //!
 //! Every operation is checked: overflow, division by zero and a negative exponent are errors,
-//! never a panic or a wrapped value.
+//! never a panic or a wrapped value. Nesting is bounded ([`MAX_DEPTH`]): the parser, the
+//! evaluation and the drop of an expression recurse over its tree, so a text nested 60,000 deep
+//! (a 120 KB argument is legal on Linux) is refused rather than overflowing the stack.
 
-use super::SpecError;
+use super::{shown, SpecError};
+
+/// The deepest an expression may nest: parentheses, signs and operators, each operand of an
+/// operator one level below it (`1+1+...+1` of 300 terms nests 300 deep). Written expressions
+/// nest a few levels; this bounds the recursion of parsing, evaluating and dropping one to a few
+/// hundred kilobytes of stack at most.
+pub const MAX_DEPTH: usize = 256;
 
 /// A parsed expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,11 +51,71 @@ pub enum Op {
     Pow,
 }
 
+impl Op {
+    fn symbol(self) -> char {
+        match self {
+            Op::Add => '+',
+            Op::Sub => '-',
+            Op::Mul => '*',
+            Op::Div => '/',
+            Op::Rem => '%',
+            Op::Pow => '^',
+        }
+    }
+}
+
+/// Written back as it parses, with the parentheses precedence needs: `n/256`, `(n+1)*2`, `-(2^2)`
+/// is `-2^2`. (For messages that name a buffer's size or a launch shape.)
+impl core::fmt::Display for Expr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.write(f, 0)
+    }
+}
+
 impl Expr {
-    /// Parses `text`; an error says where and what.
+    /// How tightly the expression holds together when written: an operator's left binding power
+    /// ([`binding`]), 5 for a sign (it takes `^` under it), 7 for a number or a name.
+    fn tightness(&self) -> u8 {
+        match self {
+            Expr::Num(n) if *n < 0 => 5,
+            Expr::Num(_) | Expr::Var(_) => 7,
+            Expr::Neg(_) => 5,
+            Expr::Bin(op, _, _) => binding(*op).0,
+        }
+    }
+
+    /// Writes the expression, in parentheses when it holds together less tightly than `min`.
+    fn write(&self, f: &mut core::fmt::Formatter<'_>, min: u8) -> core::fmt::Result {
+        let paren = self.tightness() < min;
+        if paren {
+            f.write_str("(")?;
+        }
+        match self {
+            Expr::Num(n) => write!(f, "{n}")?,
+            Expr::Var(v) => f.write_str(v)?,
+            Expr::Neg(e) => {
+                f.write_str("-")?;
+                e.write(f, 6)?;
+            }
+            Expr::Bin(op, a, b) => {
+                let (left, right) = binding(*op);
+                // Left-associative operators take their own kind on the left only, `^` on the right only.
+                a.write(f, if left < right { left } else { left + 1 })?;
+                write!(f, "{}", op.symbol())?;
+                b.write(f, if left < right { left + 1 } else { right + 1 })?;
+            }
+        }
+        if paren {
+            f.write_str(")")?;
+        }
+        Ok(())
+    }
+
+    /// Parses `text`; an error says where and what, and refuses an expression nested deeper than
+    /// [`MAX_DEPTH`].
     pub fn parse(text: &str) -> Result<Expr, SpecError> {
-        let mut p = Parser { s: text.as_bytes(), pos: 0, text };
-        let e = p.expr(0)?;
+        let mut p = Parser { s: text.as_bytes(), pos: 0, text, depth: 0 };
+        let (e, _) = p.expr(0)?;
         p.skip_ws();
         if p.pos != p.s.len() {
             return Err(p.error("unexpected text"));
@@ -125,7 +193,12 @@ struct Parser<'a> {
     s: &'a [u8],
     pos: usize,
     text: &'a str,
+    /// How deep `expr` recurses now.
+    depth: usize,
 }
+
+/// An expression and the height of its tree (a number or a name is 1).
+type Parsed = (Expr, usize);
 
 /// Binding power of each operator: `+ -` < `* / %` < `^` (right-associative).
 fn binding(op: Op) -> (u8, u8) {
@@ -138,7 +211,20 @@ fn binding(op: Op) -> (u8, u8) {
 
 impl Parser<'_> {
     fn error(&self, what: &str) -> SpecError {
-        SpecError::new(format!("{what} at column {} of {:?}", self.pos + 1, self.text))
+        SpecError::new(format!("{what} at column {} of {}", self.pos + 1, shown(self.text)))
+    }
+
+    fn too_deep(&self) -> SpecError {
+        self.error(&format!("expression nested deeper than {MAX_DEPTH}"))
+    }
+
+    /// `Expr::Bin` of `lhs` and `rhs`, refused when it would nest deeper than [`MAX_DEPTH`].
+    fn bin(&self, op: Op, (lhs, l): Parsed, (rhs, r): Parsed) -> Result<Parsed, SpecError> {
+        let height = l.max(r) + 1;
+        if height > MAX_DEPTH {
+            return Err(self.too_deep());
+        }
+        Ok((Expr::Bin(op, Box::new(lhs), Box::new(rhs)), height))
     }
 
     fn skip_ws(&mut self) {
@@ -152,8 +238,19 @@ impl Parser<'_> {
         self.s.get(self.pos).copied()
     }
 
-    /// Precedence climbing; `min` is the lowest binding power accepted.
-    fn expr(&mut self, min: u8) -> Result<Expr, SpecError> {
+    /// Precedence climbing; `min` is the lowest binding power accepted. Every recursion of the
+    /// parser passes here (operands, parentheses, signs), so counting here bounds it.
+    fn expr(&mut self, min: u8) -> Result<Parsed, SpecError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(self.too_deep());
+        }
+        self.depth += 1;
+        let parsed = self.climb(min);
+        self.depth -= 1;
+        parsed
+    }
+
+    fn climb(&mut self, min: u8) -> Result<Parsed, SpecError> {
         let mut lhs = self.atom()?;
         loop {
             let op = match self.peek() {
@@ -171,11 +268,15 @@ impl Parser<'_> {
             }
             self.pos += 1;
             let rhs = self.expr(right)?;
-            lhs = Expr::Bin(op, Box::new(lhs), Box::new(rhs));
+            lhs = self.bin(op, lhs, rhs)?;
         }
     }
 
-    fn atom(&mut self) -> Result<Expr, SpecError> {
+    fn atom(&mut self) -> Result<Parsed, SpecError> {
+        // Unary plus changes nothing: skipped here rather than recursed over.
+        while self.peek() == Some(b'+') {
+            self.pos += 1;
+        }
         match self.peek() {
             None => Err(self.error("expected a number, a name or '('")),
             Some(b'(') => {
@@ -190,20 +291,20 @@ impl Parser<'_> {
             Some(b'-') => {
                 self.pos += 1;
                 // Unary minus binds looser than `^`: -2^2 is -(2^2).
-                Ok(Expr::Neg(Box::new(self.expr(5)?)))
+                let (e, height) = self.expr(5)?;
+                if height >= MAX_DEPTH {
+                    return Err(self.too_deep());
+                }
+                Ok((Expr::Neg(Box::new(e)), height + 1))
             }
-            Some(b'+') => {
-                self.pos += 1;
-                self.atom()
-            }
-            Some(c) if c.is_ascii_digit() => self.number(),
+            Some(c) if c.is_ascii_digit() => Ok((self.number()?, 1)),
             Some(c) if c.is_ascii_alphabetic() || c == b'_' => {
                 let start = self.pos;
                 while self.pos < self.s.len() && (self.s[self.pos].is_ascii_alphanumeric() || self.s[self.pos] == b'_')
                 {
                     self.pos += 1;
                 }
-                Ok(Expr::Var(self.text[start..self.pos].to_owned()))
+                Ok((Expr::Var(self.text[start..self.pos].to_owned()), 1))
             }
             Some(_) => Err(self.error("expected a number, a name or '('")),
         }
@@ -299,5 +400,66 @@ mod tests {
             assert!(eval(bad, 1).is_err(), "{bad:?} should be an error");
         }
         assert!(eval("m", 1).unwrap_err().to_string().contains("\"m\""));
+    }
+
+    /// 60,000 levels: a 120 KB argument, which Linux passes (an argument may be 128 KiB). Each
+    /// shape recursed once per level when parsed, evaluated or dropped, and overflowed the stack.
+    fn deep_texts(levels: usize) -> Vec<String> {
+        vec![
+            format!("{}1{}", "(".repeat(levels), ")".repeat(levels)),
+            format!("{}1", "-".repeat(levels)),
+            format!("{}1", "+-".repeat(levels / 2)),
+            format!("{}1{}", "(1+".repeat(levels / 3), ")".repeat(levels / 3)),
+            vec!["1"; levels / 2].join("^"),
+            vec!["1"; levels / 2].join("+"),
+            vec!["n"; levels / 2].join("*"),
+        ]
+    }
+
+    #[test]
+    fn nesting_past_the_limit_is_an_error_not_a_stack_overflow() {
+        for text in deep_texts(60_000) {
+            let e = Expr::parse(&text).unwrap_err().to_string();
+            assert!(e.contains(&format!("expression nested deeper than {MAX_DEPTH}")), "{}: {e}", &text[..20]);
+            assert!(e.len() < 200, "the message quotes an excerpt, not 120 KB: {} bytes", e.len());
+        }
+        // A run of plus signs nests nothing.
+        assert_eq!(eval(&format!("{}7", "+".repeat(60_000)), 0).unwrap(), 7);
+    }
+
+    #[test]
+    fn nesting_up_to_the_limit_parses_and_evaluates() {
+        let k = MAX_DEPTH - 1;
+        assert_eq!(eval(&format!("{}n{}", "(".repeat(k), ")".repeat(k)), 3).unwrap(), 3);
+        assert!(Expr::parse(&format!("{}n{}", "(".repeat(k + 1), ")".repeat(k + 1))).is_err());
+        assert_eq!(eval(&vec!["1"; MAX_DEPTH].join("+"), 0).unwrap(), MAX_DEPTH as i64);
+        assert!(Expr::parse(&vec!["1"; MAX_DEPTH + 1].join("+")).is_err());
+        assert_eq!(eval(&vec!["1"; MAX_DEPTH].join("^"), 0).unwrap(), 1);
+        assert!(Expr::parse(&vec!["1"; MAX_DEPTH + 1].join("^")).is_err());
+        assert_eq!(eval(&format!("{}5", "-".repeat(MAX_DEPTH - 1)), 0).unwrap(), -5);
+        assert!(Expr::parse(&format!("{}5", "-".repeat(MAX_DEPTH))).is_err());
+    }
+
+    #[test]
+    fn expressions_are_written_back_as_they_parse() {
+        for (text, written) in [
+            ("n/256", "n/256"),
+            ("(n + 255) / 256", "(n+255)/256"),
+            ("2*n+1", "2*n+1"),
+            ("a-(b-c)", "a-(b-c)"),
+            ("(a-b)-c", "a-b-c"),
+            ("2^3^2", "2^3^2"),
+            ("(2^3)^2", "(2^3)^2"),
+            ("-2^2", "-2^2"),
+            ("(-2)^2", "(-2)^2"),
+            ("-(a*b)", "-(a*b)"),
+            ("--n", "-(-n)"),
+            ("1M", "1048576"),
+            ("n % (m * 2)", "n%(m*2)"),
+        ] {
+            let e = Expr::parse(text).unwrap();
+            assert_eq!(e.to_string(), written, "{text}");
+            assert_eq!(Expr::parse(written).unwrap(), e, "{written} parses back to {text}");
+        }
     }
 }

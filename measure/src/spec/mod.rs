@@ -1,13 +1,15 @@
 //! What the command line says to measure: integer expressions of the axes ([`expr`]), the axes
-//! themselves ([`axes`]), kernel arguments ([`args`]), and the launch shape and arguments of one
-//! kernel ([`KernelSpec`]). Parsing is total: any text gives a value or a [`SpecError`] saying what
-//! is wrong, never a panic.
+//! themselves ([`axes`]), kernel arguments ([`args`]), the buffers a point allocates and whether
+//! they fit in a device ([`buffers`]), and the launch shape and arguments of one kernel
+//! ([`KernelSpec`]). Parsing is total: any text gives a value or a [`SpecError`] saying what is
+//! wrong, never a panic nor a stack overflow (nesting is bounded: [`expr::MAX_DEPTH`]).
 
 pub mod args;
 pub mod axes;
+pub mod buffers;
 pub mod expr;
 
-use args::ArgSpec;
+use args::{ArgSpec, Fill};
 use expr::Expr;
 
 /// Something wrong in what the command line says.
@@ -29,6 +31,19 @@ impl core::fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
+/// `text` quoted for a message, shortened when long (an argument may be 100 KB): its first 48
+/// characters, then how long it is.
+pub fn shown(text: &str) -> String {
+    const KEEP: usize = 48;
+    match text.char_indices().nth(KEEP + 16) {
+        None => format!("{text:?}"),
+        Some(_) => {
+            let end = text.char_indices().nth(KEEP).map_or(text.len(), |(i, _)| i);
+            format!("{:?}... ({} bytes)", &text[..end], text.len())
+        }
+    }
+}
+
 /// Grid or block dimensions as expressions: `X[,Y[,Z]]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dims(pub [Expr; 3]);
@@ -43,7 +58,7 @@ impl Dims {
     pub fn parse(text: &str) -> Result<Dims, SpecError> {
         let parts: Vec<&str> = text.split(',').collect();
         if parts.is_empty() || parts.len() > 3 {
-            return Err(SpecError::new(format!("{text:?}: dimensions are X[,Y[,Z]]")));
+            return Err(SpecError::new(format!("{}: dimensions are X[,Y[,Z]]", shown(text))));
         }
         let mut d = [Expr::Num(1), Expr::Num(1), Expr::Num(1)];
         for (slot, p) in d.iter_mut().zip(&parts) {
@@ -151,6 +166,34 @@ impl KernelSpec {
         if self.args.iter().filter(|a| **a == ArgSpec::Stamps).count() > 1 {
             return Err(SpecError::new(format!("kernel {k}: stamps given twice")));
         }
+        Ok(())
+    }
+
+    /// Computes, at the point whose axis values `var` gives, everything the kernel's launch takes:
+    /// its shape, its shared memory, its scalars, its buffers' sizes and fill values. The first
+    /// error names the kernel and what is wrong, so that a sweep is checked whole before anything
+    /// runs (a point that overflows is found before the first is measured).
+    pub fn evaluate_at(&self, var: &dyn Fn(&str) -> Option<i64>) -> Result<(), SpecError> {
+        let k = &self.name;
+        let err = |what: &str, e: SpecError| SpecError::new(format!("kernel {k}: {what}: {e}"));
+        self.grid.eval(var).map_err(|e| err("grid", e))?;
+        self.block.eval(var).map_err(|e| err("block", e))?;
+        let smem = self.smem.eval(var).map_err(|e| err("shared memory", e))?;
+        if u32::try_from(smem).is_err() {
+            return Err(err("shared memory", SpecError::new(format!("{smem} bytes is not 0..=2^32-1"))));
+        }
+        for (i, a) in self.args.iter().enumerate() {
+            let value = match a {
+                ArgSpec::Scalar { ty, value } => Some((ty, value)),
+                ArgSpec::Buffer { ty, fill: Fill::Value(value), .. } => Some((ty, value)),
+                _ => None,
+            };
+            if let Some((ty, value)) = value {
+                let what = format!("argument {i}");
+                ty.encode(value.eval(var).map_err(|e| err(&what, e))?).map_err(|e| err(&what, e))?;
+            }
+        }
+        buffers::at_point(core::slice::from_ref(self), var)?;
         Ok(())
     }
 
