@@ -43,11 +43,25 @@ fn dump_fn() -> Option<DumpFn> {
 /// of the log ("[cuLogsDumpToMemory] buffer cannot be NULL"), reported through `error::check`.
 #[cfg(cuda_12_8)]
 fn failure_the_driver_explains(dump: DumpFn) -> Error {
+    let code = failure_left_unread(dump);
+    error::check(sys::cudaError(code as u32), "cuLogsDumpToMemory").unwrap_err()
+}
+
+/// The same failure, not reported: its lines stay in the driver's log, where the next read of the
+/// thread (or of a thread that later has its handle) finds them. Its code.
+#[cfg(cuda_12_8)]
+fn failure_left_unread(dump: DumpFn) -> c_int {
     let mut size = 64usize;
     // SAFETY: a null buffer, which the driver refuses (the point of the call); `size` writable.
     let code = unsafe { dump(std::ptr::null_mut(), std::ptr::null_mut(), &mut size, 0) };
     assert_ne!(code, 0, "the driver accepted a null buffer");
-    error::check(sys::cudaError(code as u32), "cuLogsDumpToMemory").unwrap_err()
+    code
+}
+
+#[cfg(cuda_12_8)]
+fn assert_no_driver_text(e: &Error) {
+    assert!(e.cuda().and_then(|c| c.driver_log()).is_none(), "another failure's lines: {e}");
+    assert!(!e.to_string().contains("(driver:"), "{e}");
 }
 
 #[cfg(cuda_12_8)]
@@ -141,6 +155,78 @@ fn a_failure_after_other_threads_filled_the_log_carries_its_own_lines() {
         assert_eq!(log.matches("from cuLogsDumpToMemory").count(), 1, "round {round}: {log}");
         assert_eq!(e.call(), "cuLogsDumpToMemory");
     }
+}
+
+/// H200, driver 580: `cudaSetDevice(9999)`, which the runtime refuses without calling the driver,
+/// carried the lines of the thread's earlier `cuLogsDumpToMemory(NULL)` as its driver reason. An
+/// earlier failure reported (its lines read) or not (its lines left in the log): a call the
+/// runtime refuses alone carries no driver text.
+#[cfg(cuda_12_8)]
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_call_the_runtime_refuses_alone_carries_no_other_failures_lines() {
+    device::count().unwrap();
+    let Some(dump) = driver_logs() else { return };
+    for reported in [true, false] {
+        if reported {
+            failure_the_driver_explains(dump);
+        } else {
+            failure_left_unread(dump);
+        }
+        let e = Device::from_ordinal(9999).set_current().unwrap_err();
+        println!("{e}");
+        assert_eq!(e.cuda_code(), Some(sys::cudaError::cudaErrorInvalidDevice), "{e}");
+        assert_no_driver_text(&e);
+        failure_left_unread(dump);
+        assert_no_driver_text(&Device::new(9999).unwrap_err());
+    }
+}
+
+/// The calling thread's POSIX handle, which the driver's lines carry.
+#[cfg(cuda_12_8)]
+fn thread_handle() -> std::ffi::c_ulong {
+    extern "C" {
+        fn pthread_self() -> std::ffi::c_ulong;
+    }
+    // SAFETY: no arguments; cannot fail.
+    unsafe { pthread_self() }
+}
+
+/// H200, driver 580: a new thread's first failure carried the lines of a thread that had exited
+/// (glibc gave the new thread the same `pthread_self()`). A thread fails (reported, so it reads
+/// the log) and fails again unreported, leaving its lines, and exits; the next thread fails with
+/// the same code and call where the driver logs nothing (an error made as at a failure), and in a
+/// way the runtime refuses alone: neither carries the exited thread's lines.
+#[cfg(cuda_12_8)]
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_new_thread_carries_none_of_an_exited_threads_lines() {
+    device::count().unwrap();
+    let Some(dump) = driver_logs() else { return };
+    let mut same_handle = 0;
+    for round in 0..20 {
+        let exited = std::thread::spawn(move || {
+            // Reported: the thread reads the log, and records where the log ends as it exits.
+            failure_the_driver_explains(dump);
+            failure_left_unread(dump);
+            thread_handle()
+        })
+        .join()
+        .unwrap();
+        let (handle, errors) = std::thread::spawn(move || {
+            let same = CudaError::from_failed_call(sys::cudaError::cudaErrorInvalidValue, "cuLogsDumpToMemory");
+            let refused = Device::from_ordinal(9999).set_current().unwrap_err();
+            (thread_handle(), [Error::from(same), refused])
+        })
+        .join()
+        .unwrap();
+        same_handle += usize::from(handle == exited);
+        for e in &errors {
+            assert!(e.cuda().and_then(|c| c.driver_log()).is_none(), "round {round}: {e}");
+        }
+    }
+    println!("rounds in which the new thread had the exited thread's handle: {same_handle} of 20");
+    assert!(same_handle > 0, "glibc never reused the handle: the case was not made");
 }
 
 /// An invalid argument through ordo's API (read-only access to a device pool, which CUDA

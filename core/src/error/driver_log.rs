@@ -1,22 +1,36 @@
 //! The driver's log of failed calls (CUDA 12.9 and later drivers, `cuLogs*`), read only after a
-//! failure and kept for the error.
+//! failure, and the lines of that failure kept for the error.
 //!
 //! The driver writes lines for each failure it can explain, `[time][thread][source][severity]
 //! message`, into one process-wide buffer (25,600 bytes): the reason, then `Returning N (NAME) from
 //! cuEntryPoint`; the thread is the POSIX thread handle (`pthread_self`) as a decimal number. (Seen
 //! on driver 580: `[15:42:56.295][140537618612224][CUDA][E] buffer cannot be NULL`.) On the success
-//! path ordo reads nothing. After a failure, [`capture`] reads what the buffer gained since the
-//! calling thread last read it (each thread keeps its own position; its first read, and a read from
-//! a position the wrapped log no longer holds, take the whole buffer; a read always has room for
-//! the whole buffer, since the driver fills from the position onwards and would leave out the
-//! newest lines, this failure's, when other threads wrote more since), keeps the lines that carry
-//! the calling thread's handle (the failing call ran on it, and other threads' lines belong to
-//! their own failures), and stores them under a number that the [`CudaError`](super::CudaError)
-//! keeps: the error stays plain data. The last [`KEPT`] texts are kept; [`lookup`] finds one by its
-//! number.
+//! path ordo reads nothing.
 //!
-//! A failure that ordo handled without reporting it (a driver call refused, then made through the
-//! runtime) may leave a line that the next reported failure on the thread then shows too.
+//! # Reading
+//! After a failure, [`capture`] reads what the log gained since the calling thread last read it
+//! ([`Reader`]: each thread keeps its own position; a read from a position the driver refuses
+//! takes the whole log, unless the log has not moved since). A read always has room for the whole
+//! log: the driver fills from the position onwards and would leave out the newest lines, this
+//! failure's, when other threads wrote more since.
+//!
+//! # Which lines are the failure's
+//! Of the calling thread's lines, those of its latest failure: the lines after its second-latest
+//! `Returning` line, up to its latest, and only when that latest line names the failure's code
+//! ([`Failure`]: the driver's code for it) and an entry point the failing call may have called. A
+//! call the runtime refuses without calling the driver (`cudaSetDevice(9999)`) leaves no line of
+//! its own: the thread's latest lines are then another failure's, one the program made itself and
+//! did not report, and are not attached. No reason rather than a wrong one.
+//!
+//! # Threads that exited
+//! glibc gives a new thread the handle of one that exited (it reuses the stack), so the exited
+//! thread's lines carry the new thread's handle. A thread that read the log records, as it exits,
+//! where the log then ended ([`Exits`]); a new thread with its handle starts reading there, after
+//! the lines of the thread before it. An exited thread that never had an error read through ordo
+//! recorded nothing: its lines are told apart from the new thread's only by code and entry point.
+//!
+//! The texts kept are stored under a number that the [`CudaError`](super::CudaError) keeps: the
+//! error stays plain data. The last [`KEPT`] texts are kept; [`lookup`] finds one by its number.
 
 use super::Text;
 use alloc::collections::VecDeque;
@@ -24,7 +38,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use core::num::NonZeroU32;
 use core::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// How many failures' lines are kept.
 pub(crate) const KEPT: usize = 256;
@@ -61,18 +75,19 @@ static OVERRAN: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool:
 static NEXT: AtomicU32 = AtomicU32::new(1);
 static STORE: Mutex<VecDeque<(NonZeroU32, Arc<str>)>> = Mutex::new(VecDeque::new());
 
-/// Reads the driver's lines for the failure that just happened on this thread and keeps them;
-/// their number, or `None` when the driver has no log or logged nothing for this thread.
+/// Reads the driver's lines for the failure that just happened on this thread (`code`, returned by
+/// `call`) and keeps them; their number, or `None` when the driver has no log or logged nothing
+/// that is this failure's.
 #[cold]
 #[inline(never)]
-pub(crate) fn capture() -> Option<NonZeroU32> {
-    let text = read()?;
+pub(crate) fn capture(code: u32, call: &'static str) -> Option<NonZeroU32> {
+    let text = read(code, call)?;
     Some(store(text.into()))
 }
 
 /// The lines kept under `id`, while they are kept.
 pub(crate) fn lookup(id: NonZeroU32) -> Option<Text> {
-    let store = STORE.lock().unwrap_or_else(PoisonError::into_inner);
+    let store = lock(&STORE);
     store.iter().find(|(i, _)| *i == id).map(|(_, text)| Text::from(Arc::clone(text)))
 }
 
@@ -83,7 +98,7 @@ fn store(text: Arc<str>) -> NonZeroU32 {
             break id;
         }
     };
-    let mut store = STORE.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut store = lock(&STORE);
     if store.len() >= KEPT {
         store.pop_front();
     }
@@ -91,67 +106,265 @@ fn store(text: Arc<str>) -> NonZeroU32 {
     id
 }
 
-#[cfg(cuda_12_8)]
-std::thread_local! {
-    /// Where this thread's next read of the driver's log starts; `None` before its first.
-    static CURSOR: core::cell::Cell<Option<u32>> = const { core::cell::Cell::new(None) };
+/// A lock that a panic elsewhere did not poison for good: what it guards stays consistent.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// This thread's new lines in the driver's log, `; `-separated, or `None`.
+/// This failure's lines, `; `-separated, or `None`.
 #[cfg(cuda_12_8)]
-fn read() -> Option<String> {
-    if OVERRAN.load(Ordering::Relaxed) {
-        return None;
-    }
-    let (current, dump) = crate::driver_calls::logs()?;
-    // The offer exceeds the driver's whole log (READ_OFFERED): every line since this thread's last
-    // read comes back, this failure's included however much other threads wrote meanwhile, and
-    // the driver's too-small-buffer path is never taken. A failure is the cold path: the buffer is
-    // on the heap.
-    let mut buf = alloc::vec![CANARY; READ_OFFERED + MARGIN];
-    let mut size = READ_OFFERED;
-    let cursor = CURSOR.try_with(|c| c.get()).ok()?;
-    let mut code = 1;
-    if let Some(mut at) = cursor {
-        // SAFETY: `at` and `size` are writable; `buf` holds `size` bytes and a margin after them.
-        code = unsafe { dump(&mut at, buf.as_mut_ptr().cast(), &mut size, 0) };
-        if code == 0 {
-            let _ = CURSOR.try_with(|c| c.set(Some(at)));
-        }
-    }
-    if code != 0 {
-        // The first read on this thread, or a position the driver no longer holds (its log wraps):
-        // the whole log, and from now on what follows it.
-        size = READ_OFFERED;
-        let mut at = 0;
-        // SAFETY: `at` is writable.
-        let known = unsafe { current(&mut at, 0) } == 0;
-        // SAFETY: a null iterator reads every buffered line; `size` is writable and `buf` holds
-        // `size` bytes and a margin after them.
-        code = unsafe { dump(core::ptr::null_mut(), buf.as_mut_ptr().cast(), &mut size, 0) };
-        if known && code == 0 {
-            let _ = CURSOR.try_with(|c| c.set(Some(at)));
-        }
-    }
-    // Past the offer only its NUL may be written.
-    if buf.get(READ_OFFERED + 1..).is_some_and(|after| after.iter().any(|&b| b != CANARY)) {
-        OVERRAN.store(true, Ordering::Relaxed);
-        return None;
-    }
-    if code != 0 || size == 0 {
-        return None;
-    }
-    let text = String::from_utf8_lossy(buf.get(..size.min(READ_OFFERED))?);
-    this_threads_lines(&text, thread_ids())
+fn read(code: u32, call: &'static str) -> Option<String> {
+    let log = Driver::get()?;
+    READER
+        .try_with(|reader| {
+            let reader = reader.0.as_ref()?;
+            let text = reader.read(&log)?;
+            this_failures_lines(&text, reader.ids, Failure { code, call })
+        })
+        .ok()?
 }
 
 #[cfg(not(cuda_12_8))]
-fn read() -> Option<String> {
+fn read(_code: u32, _call: &'static str) -> Option<String> {
     None
 }
 
-/// The ids a line of the calling thread may carry: its POSIX thread handle (what driver 580
-/// writes), and its kernel thread id (in case a driver writes that instead).
+/// A failure whose lines are wanted: the code its call returned and the call's name, a runtime
+/// call's (`cudaSetDevice`, with the runtime's code) or a driver call's (`cuDeviceGet`, with the
+/// driver's code).
+#[cfg(cuda_12_8)]
+#[derive(Clone, Copy, Debug)]
+struct Failure {
+    code: u32,
+    call: &'static str,
+}
+
+/// Runtime codes that CUresult lacks and that the runtime makes from a driver code of another
+/// number: a launch configuration the driver refused (`cudaErrorInvalidConfiguration` from
+/// `CUDA_ERROR_INVALID_VALUE`), a function the driver does not know or did not find
+/// (`cudaErrorInvalidDeviceFunction` from `CUDA_ERROR_INVALID_HANDLE` or `CUDA_ERROR_NOT_FOUND`).
+/// Every runtime code that CUresult also has is the same number with the same meaning (a test
+/// checks the headers); the other runtime codes are the runtime's own, with no line of the driver.
+#[cfg(cuda_12_8)]
+const TRANSLATED: &[(u32, &[u32])] = &[(9, &[1]), (98, &[400, 500])];
+
+/// Which driver entry points a runtime call may fail in, by the start of their names after `cuda`
+/// and `cu`: the calls of a group, then the entry points they are made of. First match wins; a
+/// call of no group may fail only in the entry point of its own name (`cudaIpcOpenMemHandle`,
+/// `cuIpcOpenMemHandle`). Calls that report the runtime's own state call no entry point.
+#[cfg(cuda_12_8)]
+const GROUPS: &[(&[&str], &[&str])] = &[
+    (&["GetLastError", "PeekAtLastError", "GetErrorName", "GetErrorString", "RuntimeGetVersion"], &[]),
+    (&["SetDevice", "GetDevice", "InitDevice", "ChooseDevice", "Device"], &["Device", "Ctx"]),
+    (&["Thread"], &["Thread", "Ctx"]),
+    (&["Stream"], &["Stream", "Ctx"]),
+    (&["Event"], &["Event"]),
+    (
+        &["Launch", "Func", "GetFuncBySymbol", "GetKernel", "Occupancy", "Library", "Kernel"],
+        &["Launch", "Func", "Kernel", "Library", "Module", "Occupancy"],
+    ),
+    (&["Malloc", "Free", "Host", "Mem", "Array", "Mipmapped", "Pointer"], &["Mem", "Array", "Mipmapped", "Pointer"]),
+    (&["Graph"], &["Graph"]),
+    (&["UserObject"], &["UserObject"]),
+    (&["GetDriverEntryPoint"], &["GetProcAddress"]),
+];
+
+/// Entry points the runtime calls to set up the device's context, which any call that uses a
+/// device may make first (`cuInit`, `cuDevicePrimaryCtxRetain`).
+#[cfg(cuda_12_8)]
+const SET_UP: &[&str] = &["Init", "DevicePrimaryCtx"];
+
+#[cfg(cuda_12_8)]
+impl Failure {
+    /// Whether the driver's line `Returning code (NAME) from entry` ends this failure's lines.
+    fn ended_by(&self, code: u32, entry: &str) -> bool {
+        self.has_driver_code(code) && self.may_have_called(entry)
+    }
+
+    /// Whether the driver's `code` is this failure's: the same number, or one the runtime
+    /// translates into this failure's code ([`TRANSLATED`]).
+    fn has_driver_code(&self, code: u32) -> bool {
+        code == self.code
+            || (self.call.starts_with("cuda")
+                && TRANSLATED.iter().any(|&(runtime, driver)| runtime == self.code && driver.contains(&code)))
+    }
+
+    /// Whether the failing call may have called the driver's `entry` (versioned names, `_v2` or
+    /// `_ptsz`, are the entry point's): a driver call only itself, a runtime call its group's.
+    fn may_have_called(&self, entry: &str) -> bool {
+        let Some(entry) = entry.split('_').next().and_then(|e| e.strip_prefix("cu")) else { return false };
+        let Some(call) = self.call.strip_prefix("cuda") else {
+            return self.call.strip_prefix("cu").is_some_and(|call| call.split('_').next() == Some(entry));
+        };
+        let set_up = || SET_UP.iter().any(|s| entry.starts_with(s));
+        match GROUPS.iter().find(|(calls, _)| calls.iter().any(|c| call.starts_with(c))) {
+            Some((_, entries)) => !entries.is_empty() && (entries.iter().any(|e| entry.starts_with(e)) || set_up()),
+            None => entry == call || set_up(),
+        }
+    }
+}
+
+/// The driver's log as a [`Reader`] reads it; a trait so that tests read a log of their own.
+#[cfg(cuda_12_8)]
+trait Log {
+    /// Where the next line will be written (`cuLogsCurrent`), when the driver says.
+    fn end(&self) -> Option<u32>;
+    /// The lines from `*at` on, moving `at` past them, or every line held for `None`; `None` when
+    /// the driver refuses.
+    fn dump(&self, at: Option<&mut u32>) -> Option<String>;
+}
+
+/// The driver's `cuLogsCurrent` and `cuLogsDumpToMemory`.
+#[cfg(cuda_12_8)]
+struct Driver {
+    current: crate::driver_calls::LogsCurrentFn,
+    dump: crate::driver_calls::LogsDumpFn,
+}
+
+#[cfg(cuda_12_8)]
+impl Driver {
+    /// The driver's log, unless the driver keeps none or once wrote past a read's offer.
+    fn get() -> Option<Driver> {
+        if OVERRAN.load(Ordering::Relaxed) {
+            return None;
+        }
+        let (current, dump) = crate::driver_calls::logs()?;
+        Some(Driver { current, dump })
+    }
+}
+
+#[cfg(cuda_12_8)]
+impl Log for Driver {
+    fn end(&self) -> Option<u32> {
+        let mut at = 0;
+        // SAFETY: `at` is writable; flags 0.
+        (unsafe { (self.current)(&mut at, 0) } == 0).then_some(at)
+    }
+
+    fn dump(&self, at: Option<&mut u32>) -> Option<String> {
+        // The offer exceeds the driver's whole log (READ_OFFERED): every line since `at` comes
+        // back, this failure's included however much other threads wrote meanwhile, and the
+        // driver's too-small-buffer path is never taken. A failure is the cold path: the buffer is
+        // on the heap.
+        let mut buf = alloc::vec![CANARY; READ_OFFERED + MARGIN];
+        let mut size = READ_OFFERED;
+        let at = at.map_or(core::ptr::null_mut(), |at| at as *mut u32);
+        // SAFETY: `at` is null (every buffered line) or writable; `size` is writable and `buf`
+        // holds `size` bytes and a margin after them.
+        let code = unsafe { (self.dump)(at, buf.as_mut_ptr().cast(), &mut size, 0) };
+        // Past the offer only its NUL may be written.
+        if buf.get(READ_OFFERED + 1..).is_some_and(|after| after.iter().any(|&b| b != CANARY)) {
+            OVERRAN.store(true, Ordering::Relaxed);
+            return None;
+        }
+        if code != 0 {
+            return None;
+        }
+        Some(String::from_utf8_lossy(buf.get(..size.min(READ_OFFERED))?).into_owned())
+    }
+}
+
+/// One thread's reads of the log.
+#[cfg(cuda_12_8)]
+struct Reader {
+    /// The ids the driver's lines of the thread may carry: its POSIX thread handle (what driver
+    /// 580 writes), and its kernel thread id (in case a driver writes that instead).
+    ids: [u64; 2],
+    /// Where the thread's next read starts: after its last read, or, before its first, where the
+    /// log ended when a thread with its handle exited; `None`: the whole log.
+    cursor: core::cell::Cell<Option<u32>>,
+}
+
+#[cfg(cuda_12_8)]
+impl Reader {
+    /// The reader of a thread with `ids`, starting where the log ended when the last thread with
+    /// its handle exited, as recorded in `exits`.
+    fn new(ids: [u64; 2], exits: &Mutex<Exits>) -> Reader {
+        let start = lock(exits).take(ids[0]);
+        Reader { ids, cursor: core::cell::Cell::new(start) }
+    }
+
+    /// What `log` gained since this reader's last read (all it holds before the first), or `None`.
+    fn read(&self, log: &impl Log) -> Option<String> {
+        if let Some(start) = self.cursor.get() {
+            let mut at = start;
+            if let Some(text) = log.dump(Some(&mut at)) {
+                self.cursor.set(Some(at));
+                return Some(text);
+            }
+            // Refused: the log has not moved (a driver may refuse a position at its end), or no
+            // longer holds `start` (it wrapped past it, so all it holds is newer).
+            if log.end() == Some(start) {
+                return None;
+            }
+        }
+        let end = log.end();
+        let text = log.dump(None)?;
+        if end.is_some() {
+            self.cursor.set(end);
+        }
+        Some(text)
+    }
+
+    /// Records, as the thread exits, where its lines end: at `end` (where the log ends now), else
+    /// after its last read.
+    fn exit(&self, end: Option<u32>, exits: &Mutex<Exits>) {
+        if let Some(at) = end.or(self.cursor.get()) {
+            lock(exits).record(self.ids[0], at);
+        }
+    }
+}
+
+/// The calling thread's [`Reader`] (none where its ids are unknown), which records the thread's
+/// exit.
+#[cfg(cuda_12_8)]
+struct ThreadReader(Option<Reader>);
+
+#[cfg(cuda_12_8)]
+impl Drop for ThreadReader {
+    fn drop(&mut self) {
+        if let Some(reader) = &self.0 {
+            reader.exit(Driver::get().and_then(|log| log.end()), &EXITED);
+        }
+    }
+}
+
+#[cfg(cuda_12_8)]
+std::thread_local! {
+    /// Made at the thread's first read, after its first failure: nothing on a success path.
+    static READER: ThreadReader = ThreadReader(thread_ids().map(|ids| Reader::new(ids, &EXITED)));
+}
+
+/// How many exited threads' positions are kept; a thread whose handle's position was dropped reads
+/// the whole log first.
+#[cfg(cuda_12_8)]
+const EXITS_KEPT: usize = 256;
+
+/// Where the log ended when threads that read it exited, by POSIX thread handle, oldest first.
+#[cfg(cuda_12_8)]
+struct Exits(VecDeque<(u64, u32)>);
+
+#[cfg(cuda_12_8)]
+static EXITED: Mutex<Exits> = Mutex::new(Exits(VecDeque::new()));
+
+#[cfg(cuda_12_8)]
+impl Exits {
+    fn record(&mut self, handle: u64, at: u32) {
+        self.0.retain(|&(h, _)| h != handle);
+        if self.0.len() >= EXITS_KEPT {
+            self.0.pop_front();
+        }
+        self.0.push_back((handle, at));
+    }
+
+    /// The position recorded for `handle`, which only the next thread with that handle takes.
+    fn take(&mut self, handle: u64) -> Option<u32> {
+        let i = self.0.iter().position(|&(h, _)| h == handle)?;
+        self.0.remove(i).map(|(_, at)| at)
+    }
+}
+
+/// The calling thread's POSIX thread handle and kernel thread id.
 #[cfg(all(cuda_12_8, target_os = "linux"))]
 fn thread_ids() -> Option<[u64; 2]> {
     extern "C" {
@@ -168,34 +381,38 @@ fn thread_ids() -> Option<[u64; 2]> {
     None
 }
 
-/// The lines of `log` that carry one of `ids` (every parsed line when `ids` is unknown), each as
-/// `[severity] message`, `; `-separated; `None` for none. The driver ends the lines of each
-/// failure with `Returning N (NAME) from cuEntryPoint`: the lines of the latest failure are kept
-/// (from after the one before it), so that lines of a thread that ended earlier and whose handle
-/// the calling thread now has, or of an earlier failure this thread did not report, are not
-/// attributed to this one. Without such a line, the latest [`MAX_LINES`].
+/// The lines of `failure` in `log` (text the driver dumped): of the lines that carry one of `ids`,
+/// those after the second-latest `Returning` line up to the latest, which must end `failure`
+/// ([`Failure::ended_by`]); at most the latest [`MAX_LINES`], each as `[severity] message`,
+/// `; `-separated. `None` when the thread has no `Returning` line, or its latest is another
+/// failure's.
 #[cfg(cuda_12_8)]
-pub(crate) fn this_threads_lines(log: &str, ids: Option<[u64; 2]>) -> Option<String> {
+fn this_failures_lines(log: &str, ids: [u64; 2], failure: Failure) -> Option<String> {
     let lines: alloc::vec::Vec<&str> = log
         .lines()
         .filter_map(|line| {
             let (thread, rest) = parse(line)?;
-            ids.map_or(true, |ids| ids.contains(&thread)).then_some(rest)
+            ids.contains(&thread).then_some(rest)
         })
         .collect();
-    let ends = |l: &&str| l.contains("] Returning ");
-    let kept = match lines.iter().rposition(ends) {
-        Some(last) => {
-            let first = lines[..last].iter().rposition(ends).map_or(0, |i| i + 1);
-            let first = first.max((last + 1).saturating_sub(MAX_LINES));
-            lines.get(first..=last)?
-        }
-        None => lines.get(lines.len().saturating_sub(MAX_LINES)..)?,
-    };
-    if kept.is_empty() {
+    let last = lines.iter().rposition(|l| returning(l).is_some())?;
+    let (code, entry) = returning(lines.get(last)?)?;
+    if !failure.ended_by(code, entry) {
         return None;
     }
-    Some(kept.join("; "))
+    let first = lines.get(..last)?.iter().rposition(|l| returning(l).is_some()).map_or(0, |i| i + 1);
+    let first = first.max((last + 1).saturating_sub(MAX_LINES));
+    Some(lines.get(first..=last)?.join("; "))
+}
+
+/// `[severity] Returning N (NAME) from cuEntryPoint` → (N, `cuEntryPoint`); `None` for another line.
+#[cfg(cuda_12_8)]
+fn returning(line: &str) -> Option<(u32, &str)> {
+    let (_, rest) = line.split_once("] Returning ")?;
+    let (code, rest) = rest.split_once(' ')?;
+    let (_, entry) = rest.rsplit_once(" from ")?;
+    let entry = entry.trim_end_matches(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+    Some((code.parse().ok()?, entry))
 }
 
 /// `[time][thread][source][severity] message` → (thread, `[severity] message`); `None` for a line
@@ -219,11 +436,21 @@ fn parse(line: &str) -> Option<(u64, &str)> {
 mod tests {
     use super::*;
     use alloc::format;
+    #[cfg(cuda_12_8)]
+    use alloc::vec::Vec;
+
+    #[cfg(cuda_12_8)]
+    const fn failure(code: u32, call: &'static str) -> Failure {
+        Failure { code, call }
+    }
+
+    #[cfg(cuda_12_8)]
+    const NULL_BUFFER: Failure = failure(1, "cuLogsDumpToMemory");
 
     #[cfg(cuda_12_8)]
     const LOG: &str = "\
 [22:21:32.099][25642][CUDA][E] buffer cannot be NULL
-[22:21:32.100][777][CUDA][E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuMemcpyAsync
+[22:21:32.100][777][CUDA][E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuLogsDumpToMemory
 some note the driver adds when older lines were dropped
 [22:21:32.101][25642][CUDA][E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuLogsDumpToMemory
 ";
@@ -232,30 +459,25 @@ some note the driver adds when older lines were dropped
     #[test]
     fn only_the_calling_threads_lines_are_kept_without_time_and_thread() {
         assert_eq!(
-            this_threads_lines(LOG, Some([25642, 1])).unwrap(),
+            this_failures_lines(LOG, [25642, 1], NULL_BUFFER).unwrap(),
             "[E] buffer cannot be NULL; [E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuLogsDumpToMemory"
         );
-        let other = "[E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuMemcpyAsync";
-        assert_eq!(this_threads_lines(LOG, Some([777, 1])).unwrap(), other);
-        assert_eq!(this_threads_lines(LOG, Some([5, 777])).unwrap(), other, "either id");
-        assert!(this_threads_lines(LOG, Some([1, 2])).is_none(), "no line of this thread");
-        assert_eq!(
-            this_threads_lines(LOG, None).unwrap(),
-            "[E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuLogsDumpToMemory",
-            "unknown thread: the latest failure of any"
-        );
-        assert!(this_threads_lines("", Some([1, 2])).is_none());
-        assert!(this_threads_lines("[x][notanumber][CUDA][E] m", None).is_none());
-        assert!(this_threads_lines("[x][1][CUDA]", None).is_none(), "cut short");
+        let other = "[E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuLogsDumpToMemory";
+        assert_eq!(this_failures_lines(LOG, [777, 1], NULL_BUFFER).unwrap(), other);
+        assert_eq!(this_failures_lines(LOG, [5, 777], NULL_BUFFER).unwrap(), other, "either id");
+        assert!(this_failures_lines(LOG, [1, 2], NULL_BUFFER).is_none(), "no line of this thread");
+        assert!(this_failures_lines("", [1, 2], NULL_BUFFER).is_none());
+        assert!(this_failures_lines("[x][notanumber][CUDA][E] m", [1, 2], NULL_BUFFER).is_none());
+        assert!(this_failures_lines("[x][1][CUDA]", [1, 2], NULL_BUFFER).is_none(), "cut short");
     }
 
-    /// Of the calling thread's lines, those of its latest failure: an earlier failure's (or a
-    /// thread's that had the same handle before) end at their own `Returning` line.
+    /// Of the calling thread's lines, those of its latest failure: an earlier failure's end at
+    /// their own `Returning` line.
     #[cfg(cuda_12_8)]
     #[test]
     fn only_the_latest_failures_lines_are_kept() {
         let log = "\
-[t][9][CUDA][E] an earlier thread's reason
+[t][9][CUDA][E] an earlier failure's reason
 [t][9][CUDA][E] Returning 700 (CUDA_ERROR_ILLEGAL_ADDRESS) from cuStreamSynchronize
 [t][3][CUDA][E] another thread's reason
 [t][9][CUDA][E] Mempools do not support Read-Only flag
@@ -263,22 +485,278 @@ some note the driver adds when older lines were dropped
 [t][9][CUDA][E] Returning 801 (CUDA_ERROR_NOT_SUPPORTED) from cuMemPoolSetAccess
 ";
         assert_eq!(
-            this_threads_lines(log, Some([9, 0])).unwrap(),
+            this_failures_lines(log, [9, 0], failure(801, "cudaMemPoolSetAccess")).unwrap(),
             "[E] Mempools do not support Read-Only flag; [E] Returning 801 (CUDA_ERROR_NOT_SUPPORTED) from cuMemPoolSetAccess"
         );
         assert_eq!(
-            this_threads_lines(log, Some([3, 0])).unwrap(),
+            this_failures_lines(log, [3, 0], failure(1, "cudaMemcpyAsync")).unwrap(),
             "[E] another thread's reason; [E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuMemcpyAsync"
         );
+    }
+
+    /// H200, driver 580: `cudaSetDevice(9999)`, which the runtime refuses without calling the
+    /// driver, carried the lines of the thread's earlier `cuLogsDumpToMemory(NULL)`, a failure
+    /// the program made itself. Its latest lines are not its own: another code, another entry point.
+    #[cfg(cuda_12_8)]
+    #[test]
+    fn an_earlier_failures_lines_are_not_a_runtime_refusals() {
+        let log = "\
+[15:42:56.295][140537618612224][CUDA][E] buffer cannot be NULL
+[15:42:56.295][140537618612224][CUDA][E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuLogsDumpToMemory
+";
+        let ids = [140_537_618_612_224, 7];
+        let set_device = failure(101, "cudaSetDevice");
+        assert!(this_failures_lines(log, ids, set_device).is_none(), "another code");
+        assert!(this_failures_lines(log, ids, failure(1, "cudaSetDevice")).is_none(), "another entry point");
+        assert!(this_failures_lines(log, ids, failure(1, "cuDeviceGet")).is_none(), "another driver call");
+        assert!(this_failures_lines(log, ids, NULL_BUFFER).is_some(), "its own");
+        // An earlier failure with the code, followed by the thread's latest with another: the
+        // latest is not this failure's, and the earlier one is not either.
+        let earlier = "\
+[t][5][CUDA][E] Returning 101 (CUDA_ERROR_INVALID_DEVICE) from cuDeviceGet
+[t][5][CUDA][E] buffer cannot be NULL
+[t][5][CUDA][E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuLogsDumpToMemory
+";
+        assert!(this_failures_lines(earlier, [5, 0], set_device).is_none());
+        // Reason lines with no `Returning` line end no failure.
+        assert!(this_failures_lines("[t][5][CUDA][E] a reason\n", [5, 0], failure(1, "cudaMalloc")).is_none());
+    }
+
+    #[cfg(cuda_12_8)]
+    #[test]
+    fn a_line_matches_by_driver_code_and_entry_point_of_the_call() {
+        let ends = |f: Failure, code, entry| f.ended_by(code, entry);
+        // The same number, and entry points of the call's group or the context's set-up.
+        assert!(ends(failure(801, "cudaMemPoolSetAccess"), 801, "cuMemPoolSetAccess"));
+        assert!(ends(failure(2, "cudaMalloc"), 2, "cuMemAlloc_v2"), "versioned name");
+        assert!(ends(failure(2, "cudaMallocAsync"), 2, "cuDevicePrimaryCtxRetain"), "context set-up");
+        assert!(ends(failure(101, "cudaSetDevice"), 101, "cuDevicePrimaryCtxRetain"));
+        assert!(ends(failure(400, "cudaStreamSynchronize"), 400, "cuStreamSynchronize_ptsz"));
+        assert!(ends(failure(1, "cudaLaunchKernelExC"), 1, "cuLaunchKernelEx"));
+        assert!(ends(failure(1, "cudaIpcOpenMemHandle"), 1, "cuIpcOpenMemHandle_v2"), "no group: its own name");
+        assert!(ends(failure(500, "cudaGetDriverEntryPointByVersion"), 500, "cuGetProcAddress_v2"));
+        // Runtime codes made from another driver code.
+        assert!(ends(failure(9, "cudaLaunchKernelExC"), 1, "cuLaunchKernelEx"));
+        assert!(ends(failure(98, "cudaFuncGetAttributes"), 500, "cuLibraryGetKernel"));
+        assert!(!ends(failure(9, "cuLaunchKernelEx"), 1, "cuLaunchKernelEx"), "a driver call's code is the driver's");
+        // Another code, another group, a call that makes no driver call.
+        assert!(!ends(failure(101, "cudaSetDevice"), 1, "cuDevicePrimaryCtxRetain"));
+        assert!(!ends(failure(1, "cudaSetDevice"), 1, "cuLogsDumpToMemory"));
+        assert!(!ends(failure(1, "cudaStreamSynchronize"), 1, "cuMemcpyAsync"));
+        assert!(!ends(failure(700, "cudaGetLastError"), 700, "cuStreamSynchronize"));
+        assert!(!ends(failure(700, "cudaGetLastError"), 700, "cuInit"));
+        assert!(!ends(failure(1, "cudaIpcOpenMemHandle"), 1, "cuIpcGetMemHandle"));
+        // A driver call: only itself.
+        assert!(ends(NULL_BUFFER, 1, "cuLogsDumpToMemory"));
+        assert!(!ends(NULL_BUFFER, 1, "cuLogsCurrent"));
+        assert!(!ends(failure(1, "Stream::new"), 1, "cuStreamCreate"), "not a CUDA name");
+        assert!(!ends(failure(1, "cudaMalloc"), 1, "notcu"));
+    }
+
+    #[cfg(cuda_12_8)]
+    #[test]
+    fn returning_lines_are_parsed() {
+        let line = "[E] Returning 801 (CUDA_ERROR_NOT_SUPPORTED) from cuMemPoolSetAccess";
+        assert_eq!(returning(line), Some((801, "cuMemPoolSetAccess")));
+        assert_eq!(returning("[E] Returning 1 (X) from cuMemAlloc_v2."), Some((1, "cuMemAlloc_v2")));
+        assert_eq!(returning("[E] buffer cannot be NULL"), None);
+        assert_eq!(returning("[E] Returning x (X) from cuA"), None);
     }
 
     #[cfg(cuda_12_8)]
     #[test]
     fn at_most_the_latest_lines_are_kept() {
-        let log: String = (0..20).map(|i| format!("[t][5][CUDA][E] line {i}\n")).collect();
-        let kept = this_threads_lines(&log, Some([5, 1])).unwrap();
+        let mut log: String = (0..20).map(|i| format!("[t][5][CUDA][E] line {i}\n")).collect();
+        log.push_str("[t][5][CUDA][E] Returning 1 (CUDA_ERROR_INVALID_VALUE) from cuMemcpyAsync\n");
+        let kept = this_failures_lines(&log, [5, 1], failure(1, "cudaMemcpyAsync")).unwrap();
         assert_eq!(kept.matches("; ").count(), MAX_LINES - 1);
-        assert!(kept.starts_with("[E] line 12;") && kept.ends_with("line 19"), "{kept}");
+        assert!(kept.starts_with("[E] line 13;") && kept.ends_with("from cuMemcpyAsync"), "{kept}");
+    }
+
+    /// A log held in memory, as the driver's: positions count lines; the lines before `first`
+    /// were overwritten, and a position before it is refused.
+    #[cfg(cuda_12_8)]
+    #[derive(Default)]
+    struct TestLog {
+        lines: core::cell::RefCell<Vec<String>>,
+        first: core::cell::Cell<usize>,
+    }
+
+    #[cfg(cuda_12_8)]
+    impl TestLog {
+        fn write(&self, thread: u64, message: &str) {
+            self.lines.borrow_mut().push(format!("[t][{thread}][CUDA][E] {message}\n"));
+        }
+    }
+
+    #[cfg(cuda_12_8)]
+    impl Log for TestLog {
+        fn end(&self) -> Option<u32> {
+            u32::try_from(self.lines.borrow().len()).ok()
+        }
+        fn dump(&self, at: Option<&mut u32>) -> Option<String> {
+            let lines = self.lines.borrow();
+            let from = match at {
+                None => self.first.get(),
+                Some(at) => {
+                    let from = *at as usize;
+                    if from < self.first.get() || from > lines.len() {
+                        return None;
+                    }
+                    *at = u32::try_from(lines.len()).ok()?;
+                    from
+                }
+            };
+            Some(lines.get(from..)?.concat())
+        }
+    }
+
+    #[cfg(cuda_12_8)]
+    const POOL_ACCESS: Failure = failure(801, "cudaMemPoolSetAccess");
+
+    #[cfg(cuda_12_8)]
+    const REFUSED: &str = "Returning 801 (CUDA_ERROR_NOT_SUPPORTED) from cuMemPoolSetAccess";
+
+    #[cfg(cuda_12_8)]
+    fn lines_of(reader: &Reader, log: &TestLog, failure: Failure) -> Option<String> {
+        this_failures_lines(&reader.read(log)?, reader.ids, failure)
+    }
+
+    /// H200, driver 580: a new thread's first failure carried the lines of a thread that had
+    /// exited, whose POSIX handle glibc had given it. Here both fail with the same code in the
+    /// same entry point, so only the position the exited thread left tells them apart.
+    #[cfg(cuda_12_8)]
+    #[test]
+    fn a_new_thread_reads_after_the_exited_thread_with_its_handle() {
+        let (log, exits) = (TestLog::default(), Mutex::new(Exits(VecDeque::new())));
+        let first = Reader::new([9, 100], &exits);
+        log.write(9, "Mempools do not support Read-Only flag");
+        log.write(9, REFUSED);
+        assert!(lines_of(&first, &log, POOL_ACCESS).is_some(), "its own failure");
+        // A failure it does not report, then it exits.
+        log.write(9, REFUSED);
+        first.exit(log.end(), &exits);
+        log.write(3, "another thread's line");
+        // The next thread with handle 9 fails where the runtime refuses without the driver.
+        let next = Reader::new([9, 101], &exits);
+        assert!(lines_of(&next, &log, POOL_ACCESS).is_none(), "the exited thread's lines");
+        // Its own failure afterwards is found.
+        log.write(9, "Mempools do not support Read-Only flag");
+        log.write(9, REFUSED);
+        assert_eq!(
+            lines_of(&next, &log, POOL_ACCESS).unwrap(),
+            "[E] Mempools do not support Read-Only flag; [E] Returning 801 (CUDA_ERROR_NOT_SUPPORTED) from cuMemPoolSetAccess"
+        );
+        // The position was taken: a third thread with the handle reads the whole log.
+        assert!(lines_of(&Reader::new([9, 102], &exits), &log, POOL_ACCESS).is_some());
+    }
+
+    #[cfg(cuda_12_8)]
+    #[test]
+    fn an_exit_without_the_logs_end_records_the_last_read() {
+        let (log, exits) = (TestLog::default(), Mutex::new(Exits(VecDeque::new())));
+        let first = Reader::new([4, 1], &exits);
+        log.write(4, REFUSED);
+        assert!(lines_of(&first, &log, POOL_ACCESS).is_some());
+        first.exit(None, &exits);
+        assert_eq!(lock(&exits).take(4), Some(1), "after its last read");
+        Reader::new([5, 2], &exits).exit(None, &exits);
+        assert_eq!(lock(&exits).take(5), None, "a thread that never read knows no position");
+    }
+
+    #[cfg(cuda_12_8)]
+    #[test]
+    fn a_thread_reads_only_what_the_log_gained_since_its_last_read() {
+        let (log, exits) = (TestLog::default(), Mutex::new(Exits(VecDeque::new())));
+        let reader = Reader::new([7, 1], &exits);
+        log.write(7, REFUSED);
+        assert!(lines_of(&reader, &log, POOL_ACCESS).is_some());
+        assert!(lines_of(&reader, &log, POOL_ACCESS).is_none(), "no line since: the runtime refused alone");
+        assert!(reader.read(&log).unwrap().is_empty());
+        // A position the log no longer holds: all it holds is newer, and is read.
+        log.write(7, "later");
+        log.write(7, REFUSED);
+        log.first.set(1);
+        reader.cursor.set(Some(0));
+        assert_eq!(lines_of(&reader, &log, POOL_ACCESS).unwrap(), format!("[E] later; [E] {REFUSED}"));
+        assert_eq!(reader.cursor.get(), Some(3));
+        // A refused position at the log's end: nothing new, not the whole log.
+        log.first.set(4);
+        assert!(reader.read(&log).is_none());
+    }
+
+    #[cfg(cuda_12_8)]
+    #[test]
+    fn exited_threads_positions_are_bounded_and_taken_once() {
+        let mut exits = Exits(VecDeque::new());
+        for handle in 0..EXITS_KEPT as u64 + 2 {
+            exits.record(handle, 1);
+        }
+        exits.record(5, 9);
+        assert_eq!(exits.0.len(), EXITS_KEPT);
+        assert_eq!(exits.take(0), None, "the oldest dropped");
+        assert_eq!(exits.take(5), Some(9), "the latest exit of the handle");
+        assert_eq!(exits.take(5), None);
+    }
+
+    /// The runtime codes CUresult also has: the same number with the same meaning, the names
+    /// aside (`cudaErrorMemoryAllocation`, `CUDA_ERROR_OUT_OF_MEMORY`), in the headers the build
+    /// used; [`TRANSLATED`] names runtime codes CUresult lacks, from driver codes it has.
+    #[cfg(cuda_12_8)]
+    #[test]
+    fn runtime_and_driver_codes_of_one_number_mean_the_same() {
+        fn codes(header: &str, start: &str, prefix: &str) -> Vec<(u32, String)> {
+            let body = &header[header.find(start).unwrap()..];
+            let body = &body[..body.find('}').unwrap()];
+            body.lines()
+                .filter_map(|l| {
+                    let (name, value) = l.trim().strip_prefix(prefix)?.split_once('=')?;
+                    let value = value.trim().trim_end_matches(',').parse().ok()?;
+                    Some((value, name.trim().replace('_', "").to_uppercase()))
+                })
+                .collect()
+        }
+        let runtime = codes(
+            include_str!(concat!(env!("ORDO_CUDA_INCLUDE"), "/driver_types.h")),
+            "enum __device_builtin__ cudaError",
+            "cudaError",
+        );
+        let driver = codes(
+            include_str!(concat!(env!("ORDO_CUDA_INCLUDE"), "/cuda.h")),
+            "typedef enum cudaError_enum",
+            "CUDA_ERROR_",
+        );
+        assert!(runtime.len() > 90 && driver.len() > 90, "{} {}", runtime.len(), driver.len());
+        const RENAMED: &[(&str, &str)] = &[
+            ("MEMORYALLOCATION", "OUTOFMEMORY"),
+            ("INITIALIZATIONERROR", "NOTINITIALIZED"),
+            ("CUDARTUNLOADING", "DEINITIALIZED"),
+            ("DEVICESUNAVAILABLE", "DEVICEUNAVAILABLE"),
+            ("INVALIDKERNELIMAGE", "INVALIDIMAGE"),
+            ("DEVICEUNINITIALIZED", "INVALIDCONTEXT"),
+            ("MAPBUFFEROBJECTFAILED", "MAPFAILED"),
+            ("UNMAPBUFFEROBJECTFAILED", "UNMAPFAILED"),
+            ("NOKERNELIMAGEFORDEVICE", "NOBINARYFORGPU"),
+            ("DEVICEALREADYINUSE", "CONTEXTALREADYINUSE"),
+            ("INVALIDRESOURCEHANDLE", "INVALIDHANDLE"),
+            ("SYMBOLNOTFOUND", "NOTFOUND"),
+            ("SETONACTIVEPROCESS", "PRIMARYCONTEXTACTIVE"),
+            ("LAUNCHFAILURE", "LAUNCHFAILED"),
+        ];
+        let driver_name = |value: u32| driver.iter().find(|(v, _)| *v == value).map(|(_, n)| n.as_str());
+        for (value, name) in &runtime {
+            if let Some(d) = driver_name(*value) {
+                assert!(
+                    d == name || RENAMED.contains(&(name.as_str(), d)),
+                    "{value}: cudaError{name} / CUDA_ERROR_{d}"
+                );
+            }
+        }
+        for &(code, from) in TRANSLATED {
+            assert!(driver_name(code).is_none(), "{code} is a driver code");
+            assert!(runtime.iter().any(|(v, _)| *v == code), "{code} is no runtime code");
+            assert!(from.iter().all(|&d| driver_name(d).is_some()), "{from:?}");
+        }
     }
 
     #[test]

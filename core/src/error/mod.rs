@@ -20,8 +20,11 @@
 //! Many CUDA codes are generic ("invalid argument"). From the CUDA 12.9 driver on, the driver
 //! logs why a call failed; with `std`, an error made by [`check`] (through which ordo's CUDA calls
 //! report) or by [`CudaError::from_failed_call`] carries the lines the driver logged for it, read
-//! only after the failure ([`CudaError::driver_log`], shown by `Display`). The success path is
-//! unchanged: one compare.
+//! only after the failure ([`CudaError::driver_log`], shown by `Display`). Only that failure's
+//! lines: those ending in the driver's `Returning` line with the failure's code, from an entry
+//! point the failing call may have called, written on the failing thread since it last read the
+//! log (or, for a thread that has not read it, since a thread that had its POSIX handle exited).
+//! A call the runtime refuses on its own carries none. The success path is unchanged: one compare.
 //!
 //! # Errors met in `Drop`
 //! `Drop` cannot return an error, and ordo's handles free on drop (`cudaFreeAsync`,
@@ -159,10 +162,11 @@ impl CudaError {
     }
 
     /// The lines the driver logged on the failing thread for this failure (CUDA 12.9 and later
-    /// drivers), `; `-separated, each as `[severity][driver entry point] message`: the reason
-    /// behind a generic code. `None` when the driver logged nothing, has no log, or the error was
-    /// not made at a failure ([`CudaError::new`]). The last 256 failures' lines are kept; an
-    /// older error has lost them.
+    /// drivers), `; `-separated, each as `[severity] message`, the last `[E] Returning N (NAME)
+    /// from cuEntryPoint`: the reason behind a generic code. `None` when the driver logged nothing
+    /// for it (a call the runtime refused without calling the driver), has no log, or the error
+    /// was not made at a failure ([`CudaError::new`]); never another failure's lines. The last
+    /// 256 failures' lines are kept; an older error has lost them.
     #[cfg(feature = "std")]
     pub fn driver_log(&self) -> Option<Text> {
         driver_log::lookup(self.log?)
@@ -391,8 +395,9 @@ pub fn check(code: sys::cudaError_t, call: &'static str) -> Result<()> {
 /// The error for a failed call. `cudaErrorInsufficientDriver` is CUDA's answer both for a driver
 /// too old and for no driver at all; `cudaDriverGetVersion` tells them apart (it answers 0 with
 /// no driver), and the error then says so. Any other failure carries the driver's log lines for
-/// it, when the driver logs (read here, after the failure: nothing on the success path), except
-/// `cudaErrorNotReady`, the answer "not yet" of a poll, which the driver does not explain.
+/// it, when the driver logged some for this code and call (read here, after the failure: nothing
+/// on the success path), except `cudaErrorNotReady`, the answer "not yet" of a poll, which the
+/// driver does not explain.
 #[cold]
 #[inline(never)]
 fn failure(code: sys::cudaError_t, call: &'static str) -> CudaError {
@@ -401,7 +406,7 @@ fn failure(code: sys::cudaError_t, call: &'static str) -> CudaError {
     if code != sys::cudaError::cudaErrorInsufficientDriver {
         #[cfg(feature = "std")]
         if code != sys::cudaError::cudaErrorNotReady {
-            err.log = driver_log::capture();
+            err.log = driver_log::capture(code.0, call);
         }
         return err;
     }
