@@ -23,6 +23,16 @@ pub unsafe trait KernelArgs {
 /// are exactly [`Args`](Self::Args), in order and in size: a launch passes `Args` by address, and
 /// the device reads what the kernel's parameters say. ordo implements it for `unsafe extern "C"
 /// fn(A, B, ...)`, whose declaration states the parameters.
+///
+/// A function item (`Kernel::new(saxpy)`) is not one: its type names that one function, not its
+/// parameters. [`declare_kernels!`](crate::declare_kernels) gives each kernel a typed constructor;
+/// otherwise cast the item to its function-pointer type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not name a kernel with its parameter types",
+    label = "not an `unsafe extern \"C\" fn(..)` pointer of at most 12 parameters",
+    note = "declare the kernel with `ordo_cuda::declare_kernels! {{ unsafe extern \"C\" {{ fn saxpy(..); }} }}` (`ordo_cuda_core::declare_kernels!`) and call its typed constructor, `saxpy()`",
+    note = "or cast the host stub to its function-pointer type: `Kernel::new(saxpy as unsafe extern \"C\" fn(*mut f32, i32))`"
+)]
 pub unsafe trait KernelFn: Copy {
     /// The argument tuple.
     type Args: KernelArgs;

@@ -51,8 +51,11 @@ pub enum LaunchPath {
 
 impl<Args: KernelArgs> Kernel<Args> {
     /// The kernel whose host stub is `f`, typed by `f`'s parameters:
-    /// `Kernel::new(add_one as unsafe extern "C" fn(*mut f32, i32))`. A function that is not a
-    /// registered kernel fails at launch with `cudaErrorInvalidDeviceFunction`.
+    /// `Kernel::new(add_one as unsafe extern "C" fn(*mut f32, i32))` for an `extern "C"`
+    /// declaration of `add_one` (the function item itself is not a [`KernelFn`]: cast it).
+    /// [`declare_kernels!`](crate::declare_kernels) writes the declaration and this call once, as
+    /// a constructor `add_one()`. A function that is not a registered kernel fails at launch with
+    /// `cudaErrorInvalidDeviceFunction`.
     #[inline(always)]
     pub fn new<F: KernelFn<Args = Args>>(f: F) -> Kernel<Args> {
         let func = NonNull::new(f.addr().cast_mut()).unwrap_or(NonNull::dangling());
@@ -93,9 +96,10 @@ impl<Args: KernelArgs> Kernel<Args> {
     /// [`set_max_dynamic_shared_memory`](Self::set_max_dynamic_shared_memory).
     ///
     /// # Safety
-    /// - The kernel's parameters are exactly `Args`, in order and in size: the function type the
-    ///   kernel was named by (an `extern "C"` declaration) states them, and ordo cannot check
-    ///   that declaration against the device code.
+    /// - The kernel's parameters are exactly `Args`, in order and in size: the declaration that
+    ///   named the kernel states them (the block of [`declare_kernels!`](crate::declare_kernels),
+    ///   or an `extern "C"` declaration cast to a function type), and ordo cannot check it against
+    ///   the device code.
     /// - Every pointer in `args` is valid on the stream's device for what the kernel does with
     ///   it, until the kernel completes.
     /// - Memory of another device is reachable there: `cudaMalloc` memory once peer access is

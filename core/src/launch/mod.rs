@@ -5,6 +5,8 @@
 //! heap allocation, no lock, nothing the call does not need beyond integer checks of the
 //! configuration.
 //!
+//! - [`declare_kernels!`](crate::declare_kernels): kernels declared once by their signature, each
+//!   with a constructor of its typed [`Kernel`];
 //! - [`config`](LaunchConfig): grid, block, shared memory and the attributes' fields, with the
 //!   checks that need no device;
 //! - [`attributes`]: what each attribute is in CUDA, and whether a graph's kernel node keeps it;
@@ -15,19 +17,21 @@
 //! - [`pdl`]: one kernel body in a plain and a PDL form, and the rule that picks.
 //!
 //! ```no_run
-//! use ordo_cuda_core::launch::{Kernel, LaunchConfig};
+//! use ordo_cuda_core::launch::LaunchConfig;
 //! use ordo_cuda_core::{DeviceBuffer, Stream};
-//! extern "C" {
-//!     // The host stub nvcc generates for `extern "C" __global__ void add_one(float*, int)`.
-//!     fn add_one(x: *mut f32, n: i32);
+//! ordo_cuda_core::declare_kernels! {
+//!     unsafe extern "C" {
+//!         /// `x[i] += 1` over `n` elements (`extern "C" __global__ void add_one(float*, int)`).
+//!         fn add_one(x: *mut f32, n: i32);
+//!     }
 //! }
 //! # fn main() -> ordo_cuda_core::Result<()> {
 //! let stream = Stream::new()?;
 //! let mut x = DeviceBuffer::<f32>::zeroed_async(1 << 20, stream.as_stream())?;
-//! let kernel = Kernel::new(add_one as unsafe extern "C" fn(*mut f32, i32));
+//! let kernel = add_one(); // a `Kernel<(*mut f32, i32)>`
 //! let config = LaunchConfig::for_elements(x.len(), 256)?;
-//! // SAFETY: `add_one` takes (float*, int) and stays inside the first n elements; `x` is freed on
-//! // this stream, after the kernel.
+//! // SAFETY: `add_one` stays inside the first n elements; `x` is freed on this stream, after the
+//! // kernel.
 //! unsafe { kernel.launch(stream.as_stream(), &config, (x.as_mut_ptr(), x.len() as i32))? };
 //! # Ok(()) }
 //! ```
@@ -45,6 +49,7 @@
 mod args;
 pub mod attributes;
 mod config;
+mod declare;
 #[cfg(cuda_12_8)]
 pub mod driver;
 mod kernel;

@@ -2,18 +2,21 @@
 //! stream, and checks the result against the CPU: once as a plain kernel, then as a chain of
 //! dependent launches in the two forms `ORDO_PDL_KERNELS` compiled, planned by ordo's PDL rule.
 
-use ordo_cuda::launch::{Kernel, LaunchConfig, PdlKernel, PdlMode};
+use ordo_cuda::launch::{LaunchConfig, PdlKernel, PdlMode};
 use ordo_cuda::memory::copy;
 use ordo_cuda::{Device, DeviceBuffer, Stream};
 use std::process::ExitCode;
 
-extern "C" {
-    // The host stubs nvcc generated for the two forms of saxpy (saxpy.cu).
-    fn saxpy(a: f32, x: *const f32, y: *mut f32, n: i32);
-    fn saxpy_pdl(a: f32, x: *const f32, y: *mut f32, n: i32);
+// The two forms of saxpy.cu's kernel, by the signature of their host stubs (nvcc generates them):
+// each becomes a function returning its `Kernel<(f32, *const f32, *mut f32, i32)>`.
+ordo_cuda::declare_kernels! {
+    unsafe extern "C" {
+        /// `y = a x + y`, the plain form: no `griddepcontrol` instruction.
+        fn saxpy(a: f32, x: *const f32, y: *mut f32, n: i32);
+        /// The PDL form: reads `y` only after the previous kernel, and lets the next one launch early.
+        fn saxpy_pdl(a: f32, x: *const f32, y: *mut f32, n: i32);
+    }
 }
-
-type Saxpy = unsafe extern "C" fn(f32, *const f32, *mut f32, i32);
 
 fn run() -> ordo_cuda::Result<bool> {
     let n = 1 << 20;
@@ -27,7 +30,7 @@ fn run() -> ordo_cuda::Result<bool> {
     copy::h2d_blocking(dy.as_mut_slice(), &y, s)?;
 
     // A plain launch of the plain form, one element a thread.
-    let kernel = Kernel::new(saxpy as Saxpy);
+    let kernel = saxpy();
     let config = LaunchConfig::for_elements(n, 256)?;
     // SAFETY: saxpy reads x and writes y within n elements; both are freed on `s`, after it.
     unsafe { kernel.launch(s, &config, (2.0f32, dx.as_ptr(), dy.as_mut_ptr(), n as i32))? };
@@ -39,7 +42,7 @@ fn run() -> ordo_cuda::Result<bool> {
     // Ten dependent launches planned by ordo's rule: the PDL form within one wave, and larger
     // work (this is 4096 blocks) as a one-wave grid-stride grid. The first launch does not
     // overlap what came before it.
-    let both = PdlKernel::new(Kernel::new(saxpy as Saxpy), Kernel::new(saxpy_pdl as Saxpy));
+    let both = PdlKernel::new(saxpy(), saxpy_pdl());
     let plan = both.plan(Device::current()?, n, 256, PdlMode::Auto)?;
     for k in 0..10 {
         // SAFETY: as above; every form reads y only after its wait.
