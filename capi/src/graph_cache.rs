@@ -32,8 +32,16 @@
 //! The cache's own captures are thread-local unless the options ask otherwise. A global-mode
 //! capture holds ordo's process-wide global-capture lock (see `ordo_cuda_core::graph::capture_fence`)
 //! while the body runs, and the instantiation of every cache's graphs waits outside it.
+//!
+//! # Uploads
+//! As in the Rust API ([`CacheOptions::upload`], default false), a graph is uploaded at its
+//! capture only when the options ask (`upload`); otherwise its first replay uploads it. That first
+//! replay is capture-unsafe work under a capture fence, taken before the table's lock (see
+//! `CacheObject::launch`). Until this default was shared, the C caches always uploaded at capture,
+//! which made capturing seven decode buckets 1.7 times the hand-written loop where the Rust cache's
+//! default took 1.04 times (`ordo-bench` group `decode`, the two capture rows).
 
-use super::check::{capturing, in_caller_mode, non_null, read_options, stream_device, stream_ref};
+use super::check::{capturing, in_caller_mode, non_null, stream_device, stream_ref};
 use super::context::{CheckContext as _, Context, InContext};
 use super::handles::{self, enter_call, locked};
 use super::status::{
@@ -43,7 +51,7 @@ use super::status::{
 use core::ffi::{c_int, c_void};
 use core::sync::atomic::{AtomicBool, Ordering};
 use ordo_cuda_core::graph::cache::{bucket_index, default_buckets, CacheOptions, GraphCache, Overflow};
-use ordo_cuda_core::graph::{CaptureMode, InstantiateFlags};
+use ordo_cuda_core::graph::{capture_fence, CaptureMode, InstantiateFlags};
 use ordo_cuda_core::{sys, StreamRef};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -70,6 +78,9 @@ struct CacheObject {
     /// Each bucket's graph once captured. Locked to look up, install or launch, and to close the
     /// cache; never across the body.
     graphs: Mutex<Vec<Option<BucketGraph>>>,
+    /// `replayed[i]`: bucket `i`'s graph has been launched (so uploaded). Set under the `graphs`
+    /// lock after a launch; read without it, to take the fence of a first replay before the lock.
+    replayed: Vec<AtomicBool>,
     /// Set (under the `graphs` lock) by `ordo_graph_cache_destroy`: no body call and no launch
     /// begins once a call has seen it. Shared with the bodies the bucket graphs hold (which must not
     /// hold the object itself: a cycle).
@@ -79,7 +90,7 @@ struct CacheObject {
     /// thread that calls the cache, until the cache is destroyed.
     user: usize,
     overflow_eager: bool,
-    /// How each bucket is captured (mode, warm-up, instantiate flags).
+    /// How each bucket is captured (mode, warm-up, instantiate flags, upload).
     options: CacheOptions,
     /// Called with `user` once the cache is destroyed and no call uses it any more.
     user_free: OrdoUserFreeFn,
@@ -123,6 +134,60 @@ pub struct OrdoGraphCacheOptions {
     /// Called exactly once with `user`: after the cache is destroyed and no call of it runs any
     /// more, or when the create fails (once `options` itself could be read); NULL for none.
     pub user_free: OrdoUserFreeFn,
+    /// Non-zero: upload each graph to the device right after its instantiation
+    /// (`cudaGraphUpload`, [`CacheOptions::upload`]); 0, the default as in the Rust API: its first
+    /// replay uploads it. Not read when `size` ends before it (the first layout): 0 then.
+    pub upload: c_int,
+}
+
+/// The size of the first layout of `ordo_graph_cache_options` (up to and including `user_free`),
+/// which callers built against it still pass.
+pub const ORDO_GRAPH_CACHE_OPTIONS_FIRST_SIZE: usize = core::mem::offset_of!(OrdoGraphCacheOptions, upload);
+
+impl OrdoGraphCacheOptions {
+    /// All zero but `size`: the defaults, those of the Rust API's [`CacheOptions::default`].
+    fn defaults(size: usize) -> OrdoGraphCacheOptions {
+        OrdoGraphCacheOptions {
+            size,
+            capture_mode: ORDO_CAPTURE_THREAD_LOCAL,
+            warmup: 0,
+            overflow_eager: 0,
+            instantiate_flags: 0,
+            user_free: None,
+            upload: 0,
+        }
+    }
+}
+
+/// The caller's options: `None` for NULL; a layout's size or more (a later header's), else
+/// `ORDO_ERROR_INVALID_ARGUMENT`; the fields past a first-layout size read as 0, their defaults.
+///
+/// # Safety
+/// `options` is NULL or points to `options->size` readable bytes.
+unsafe fn read_cache_options(options: *const OrdoGraphCacheOptions) -> Outcome<Option<OrdoGraphCacheOptions>> {
+    if options.is_null() {
+        return Ok(None);
+    }
+    non_null(options, "options")?;
+    // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes, the size field
+    // first.
+    let size = unsafe { options.cast::<usize>().read() };
+    let full = core::mem::size_of::<OrdoGraphCacheOptions>();
+    // A size that ends inside a field would hand over half a pointer or flag.
+    if size != ORDO_GRAPH_CACHE_OPTIONS_FIRST_SIZE && size < full {
+        return Err(invalid("options", "options->size is not sizeof(ordo_graph_cache_options) of a known layout"));
+    }
+    let mut copy = OrdoGraphCacheOptions::defaults(size);
+    // SAFETY: `size` readable bytes (the C contract), of which this version's struct takes at
+    // most its own; the bytes of a layout's fields, as the caller's header wrote them.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            options.cast::<u8>(),
+            core::ptr::addr_of_mut!(copy).cast::<u8>(),
+            size.min(full),
+        );
+    }
+    Ok(Some(copy))
 }
 
 /// `capture_mode` of [`OrdoGraphCacheOptions`]: `cudaStreamCaptureModeThreadLocal`, the default
@@ -146,7 +211,7 @@ fn cache_options(o: &OrdoGraphCacheOptions) -> Outcome<(CacheOptions, bool, Ordo
     let instantiate = InstantiateFlags::from_bits(o.instantiate_flags)
         .filter(|f| allowed.contains(*f))
         .ok_or_else(|| invalid("options.instantiate_flags", "flags other than AutoFreeOnLaunch and UseNodePriority"))?;
-    let options = CacheOptions { mode, warmup: o.warmup != 0, instantiate, ..CacheOptions::default() };
+    let options = CacheOptions { mode, warmup: o.warmup != 0, instantiate, upload: o.upload != 0 };
     Ok((options, o.overflow_eager != 0, o.user_free))
 }
 
@@ -251,13 +316,23 @@ impl CacheObject {
     }
 
     /// Launches bucket `i`'s graph (installed) on `s`, under the lock, unless the cache is closed.
+    ///
+    /// The first launch of a graph not uploaded at capture uploads it: capture-unsafe work, which
+    /// `GraphCache::run` fences. That fence is taken here first, before the lock (the one inside
+    /// `run` is then re-entrant): taken under the lock, it could wait for another thread's
+    /// global-mode capture whose body waits for the lock. Later launches take no fence.
     fn launch(&self, i: usize, s: StreamRef<'_>) -> Outcome {
+        let first = !self.options.upload && !self.replayed[i].load(Ordering::Acquire);
+        let _fence = first.then(capture_fence);
         let mut graphs = self.graphs();
         self.open()?;
         let graph = graphs[i].as_mut().ok_or_else(|| invalid("n", "bucket not captured"))?;
         graph.context().check()?;
         // Captured: this replays, it never calls the body.
         graph.checked_mut().run(s, self.buckets[i])?;
+        if first {
+            self.replayed[i].store(true, Ordering::Release);
+        }
         Ok(())
     }
 }
@@ -285,7 +360,8 @@ fn call_body(
 
 /// Creates a graph bucket cache over `buckets` (strictly increasing, non-zero; `n_buckets` 0 for
 /// 1, 2, 4, ... 256). `body` captures the work for a bucket; `overflow_eager` runs sizes over the
-/// largest bucket eagerly instead of failing. Captures are thread-local, without warm-up.
+/// largest bucket eagerly instead of failing. Captures are thread-local, without warm-up, and no
+/// graph is uploaded at its capture (the Rust API's [`CacheOptions::default`]).
 ///
 /// # Safety
 /// The C contract: `buckets` points to `n_buckets` values when `n_buckets` is not 0; `out` is
@@ -307,7 +383,9 @@ pub unsafe extern "C" fn ordo_graph_cache_create(
 }
 
 /// As [`ordo_graph_cache_create`], with `options` (NULL for the defaults: thread-local captures,
-/// no warm-up, no overflow, no instantiate flags). A bad option is `ORDO_ERROR_INVALID_ARGUMENT`.
+/// no warm-up, no overflow, no instantiate flags, no upload at capture). A bad option, or a size
+/// that is neither the first layout's nor at least this version's, is
+/// `ORDO_ERROR_INVALID_ARGUMENT`.
 ///
 /// # Safety
 /// As [`ordo_graph_cache_create`]; a non-null `options` points to `options->size` readable bytes.
@@ -325,7 +403,7 @@ pub unsafe extern "C" fn ordo_graph_cache_create_with_options(
 ) -> OrdoStatus {
     guard("ordo_graph_cache_create_with_options", || {
         // SAFETY: the caller's contract: NULL or `size` readable bytes.
-        let options = match unsafe { read_options(options, "options") }? {
+        let options = match unsafe { read_cache_options(options) }? {
             None => (CacheOptions::default(), false, None),
             Some(o) => cache_options(&o).inspect_err(|_| {
                 if let Some(free) = o.user_free {
@@ -377,12 +455,18 @@ unsafe fn create(
         unsafe { GraphCache::new(list, Overflow::Error, no_body) }.map_err(|e| fail(e.into()))?.buckets().to_vec();
     let graphs = Mutex::new(list.iter().map(|_| None).collect());
     let closed = Arc::new(AtomicBool::new(false));
-    // Each graph is uploaded at its capture, outside the cache's lock: a first replay that
-    // uploads is fenced (`GraphCache::run`), and a fence taken under the lock could wait for
-    // another thread's global-mode capture whose body waits for the lock.
-    let options = CacheOptions { upload: true, ..options };
-    let object =
-        CacheObject { buckets: list, graphs, closed, body, user: user as usize, overflow_eager, options, user_free };
+    let replayed = list.iter().map(|_| AtomicBool::new(false)).collect();
+    let object = CacheObject {
+        buckets: list,
+        graphs,
+        replayed,
+        closed,
+        body,
+        user: user as usize,
+        overflow_eager,
+        options,
+        user_free,
+    };
     // A failed registration drops the object, which calls the finalizer.
     let handle = handles::register(object)?;
     // SAFETY: checked non-null and aligned; writable by the C contract.
@@ -478,4 +562,101 @@ pub extern "C" fn ordo_graph_cache_destroy(cache: *mut OrdoGraphCache) {
             c.close();
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::ORDO_ERROR_INVALID_ARGUMENT;
+
+    unsafe extern "C" fn nop_body(_: sys::cudaStream_t, _: usize, _: *mut c_void) -> OrdoStatus {
+        ORDO_SUCCESS
+    }
+
+    /// The options a cache made by `make` captures with (no CUDA call: nothing is captured).
+    fn made_with(make: impl FnOnce(*mut *mut OrdoGraphCache) -> OrdoStatus) -> CacheOptions {
+        let mut cache = core::ptr::null_mut();
+        assert_eq!(make(&mut cache), ORDO_SUCCESS);
+        let options = handles::get::<CacheObject, _>(cache).map(|c| c.options).expect("a live cache");
+        ordo_graph_cache_destroy(cache);
+        options
+    }
+
+    /// Both creates, with NULL options, zeroed options of this layout and of the first layout,
+    /// capture as the Rust API's `CacheOptions::default()` does: no upload at capture among the
+    /// rest. Before the fix the C caches always uploaded at capture.
+    #[test]
+    fn c_options_convert_to_the_rust_defaults() {
+        let full = core::mem::size_of::<OrdoGraphCacheOptions>();
+        assert_eq!(ORDO_GRAPH_CACHE_OPTIONS_FIRST_SIZE, 40, "the first layout, as callers built against it pass");
+        assert!(full > ORDO_GRAPH_CACHE_OPTIONS_FIRST_SIZE);
+        let rust = CacheOptions::default();
+        assert!(!rust.upload, "the measured default: the first replay uploads");
+        let zeroed = OrdoGraphCacheOptions::defaults(full);
+        assert_eq!(cache_options(&zeroed).map(|o| o.0), Ok(rust), "zeroed options");
+        // SAFETY: valid arguments; `out` is writable.
+        let plain = made_with(|out| unsafe {
+            ordo_graph_cache_create(core::ptr::null(), 0, 0, Some(nop_body), core::ptr::null_mut(), out)
+        });
+        assert_eq!(plain, rust, "ordo_graph_cache_create");
+        let first_layout = OrdoGraphCacheOptions { upload: 1, ..OrdoGraphCacheOptions::defaults(40) };
+        for (what, options) in [("NULL", None), ("zeroed", Some(zeroed)), ("first layout", Some(first_layout))] {
+            let p = options.as_ref().map_or(core::ptr::null(), |o| o as *const OrdoGraphCacheOptions);
+            // SAFETY: NULL or a whole struct; `out` is writable.
+            let made = made_with(|out| unsafe {
+                ordo_graph_cache_create_with_options(
+                    core::ptr::null(),
+                    0,
+                    p,
+                    Some(nop_body),
+                    core::ptr::null_mut(),
+                    out,
+                )
+            });
+            assert_eq!(made, rust, "{what}");
+        }
+        let upload = OrdoGraphCacheOptions { upload: 1, ..zeroed };
+        // SAFETY: a whole struct; `out` is writable.
+        let made = made_with(|out| unsafe {
+            ordo_graph_cache_create_with_options(
+                core::ptr::null(),
+                0,
+                &upload,
+                Some(nop_body),
+                core::ptr::null_mut(),
+                out,
+            )
+        });
+        assert_eq!(made, CacheOptions { upload: true, ..rust }, "upload asked for");
+    }
+
+    /// A size of neither layout (one that ends inside a field) is refused, before anything is made.
+    #[test]
+    fn sizes_of_no_layout_are_refused() {
+        let full = core::mem::size_of::<OrdoGraphCacheOptions>();
+        for size in [0, 8, ORDO_GRAPH_CACHE_OPTIONS_FIRST_SIZE - 1, ORDO_GRAPH_CACHE_OPTIONS_FIRST_SIZE + 4, full - 1] {
+            let o = OrdoGraphCacheOptions::defaults(size);
+            let mut cache = core::ptr::null_mut();
+            // SAFETY: a whole struct; `cache` is writable.
+            let st = unsafe {
+                ordo_graph_cache_create_with_options(
+                    core::ptr::null(),
+                    0,
+                    &o,
+                    Some(nop_body),
+                    core::ptr::null_mut(),
+                    &mut cache,
+                )
+            };
+            assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT, "size {size}");
+            assert!(cache.is_null());
+        }
+        let larger = OrdoGraphCacheOptions::defaults(full + 64);
+        // SAFETY: the bytes past this version's struct are never read.
+        assert_eq!(
+            unsafe { read_cache_options(&larger) }.map(|o| o.map(|o| o.upload)),
+            Ok(Some(0)),
+            "a later header's size"
+        );
+    }
 }

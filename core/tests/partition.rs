@@ -1,7 +1,9 @@
 //! SM partitions (green contexts): partitions of one split run on disjoint SMs (each block of a
 //! test kernel writes its `%smid`), partition streams take every stream call and graph launches,
-//! the last handle waits for the partition's work, streams of one partition are made from many
-//! threads at once; without a driver, a clear error.
+//! the last handle waits for the partition's work, a graph captured on a partition (or joined by a
+//! partition's stream) keeps it and replays on its SMs after the partition and its streams are
+//! dropped, streams of one partition are made from many threads at once; without a driver, a clear
+//! error.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[cfg(cuda_library_api)]
@@ -343,6 +345,90 @@ fn the_last_handle_waits_for_the_partitions_work() {
     let seen = unsafe { core::ptr::read_volatile(flag.as_ptr()) };
     println!("the last drop returned after {waited:?}, flag {seen}");
     assert_eq!(seen, 1, "the green context went before its work completed");
+}
+
+/// Graphs hold the partition they were captured on. One graph captured on a partition's stream, one
+/// captured on a plain stream that a stream of the partition joined (an event recorded in the
+/// capture, waited on there, and back): after the partition and all its streams are dropped, both
+/// replay on a plain stream, three times each, one of them instantiated only after the drop; the
+/// data match the CPU's, and the captured kernels' blocks ran on the partition's SMs only (none of
+/// the other partition's). Before graphs held their partition, the drop destroyed the green context
+/// under them (`cuGreenCtxDestroy`) and every replay ran on a destroyed context.
+#[cfg(cuda_library_api)]
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn graphs_keep_the_partition_they_were_captured_on() {
+    let device = Device::current().unwrap();
+    let (a, b) = SmSplit::new(device, 16).unwrap().one_and_rest().unwrap();
+    let a_sms = a.sm_count();
+    let b_sms = sms_of(b.stream().unwrap().as_stream());
+    let plain = Stream::new().unwrap();
+    let p = plain.as_stream();
+    let n = 200_003usize;
+    let data: Vec<f32> = random::random_u32(n, 57).iter().map(|&v| (v % 4096) as f32 * 0.5 - 1023.75).collect();
+    let mut x = DeviceBuffer::<f32>::alloc_async(n, p).unwrap();
+    let mut y = DeviceBuffer::<f32>::alloc_async(n, p).unwrap();
+    copy::h2d_blocking(x.as_mut_slice(), &data, p).unwrap();
+    copy::h2d_blocking(y.as_mut_slice(), &data, p).unwrap();
+    let mut smids = smid_buffer(p);
+    plain.synchronize().unwrap();
+    let config = launch::LaunchConfig::for_elements(n, 256).unwrap();
+    let (xp, yp) = (x.as_mut_ptr(), y.as_mut_ptr());
+
+    // Captured on the partition's stream: x += 1.25, and the blocks' SMs.
+    let on_partition = a.stream().unwrap();
+    // SAFETY: `x` and `smids` outlive every launch of the graph (synchronised below before they
+    // drop); nothing else uses the partition's stream while it captures.
+    let graph = unsafe {
+        capture(on_partition.as_stream(), CaptureMode::ThreadLocal, |cs| {
+            add_const().launch(cs, &config, (xp, 1.25, n as i32))?;
+            enqueue_smid(cs, &mut smids)
+        })
+    }
+    .unwrap();
+    let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
+
+    // Captured on a plain stream, the work on a partition stream that joined the capture: y -= 0.5.
+    let origin = Stream::new().unwrap();
+    let joined = a.stream().unwrap();
+    let (fork, join) = (Event::new().unwrap(), Event::new().unwrap());
+    // SAFETY: `y` outlives every launch (synchronised below); the joined stream is used only by
+    // this capture's function until the capture ends.
+    let joined_graph = unsafe {
+        capture(origin.as_stream(), CaptureMode::ThreadLocal, |cs| {
+            fork.record(cs)?;
+            joined.as_stream().wait_event(&fork)?;
+            add_const().launch(joined.as_stream(), &config, (yp, -0.5, n as i32))?;
+            join.record(joined.as_stream())?;
+            cs.wait_event(&join)
+        })
+    }
+    .unwrap();
+
+    // The partition and every stream of it go; the graphs stay.
+    drop((on_partition, joined, a, origin));
+    let joined_exec = joined_graph.instantiate(InstantiateFlags::empty()).unwrap();
+    drop((graph, joined_graph));
+    for _ in 0..3 {
+        exec.launch(p).unwrap();
+        joined_exec.launch(p).unwrap();
+    }
+    plain.synchronize().unwrap();
+    let (mut got_x, mut got_y) = (vec![0f32; n], vec![0f32; n]);
+    copy::d2h_blocking(&mut got_x, x.as_slice(), p).unwrap();
+    copy::d2h_blocking(&mut got_y, y.as_slice(), p).unwrap();
+    let want_x: Vec<f32> = data.iter().map(|v| v + 1.25 + 1.25 + 1.25).collect();
+    let want_y: Vec<f32> = data.iter().map(|v| v - 0.5 - 0.5 - 0.5).collect();
+    assert!(got_x == want_x, "the graph captured on the partition, replayed after its drop");
+    assert!(got_y == want_y, "the graph a partition stream joined, replayed after its drop");
+    let ran_on = read_sms(&smids, p);
+    println!("after the partition's drop, its graph's blocks ran on {ran_on:?} (the partition had {a_sms} SMs)");
+    assert!(ran_on.is_disjoint(&b_sms), "the replay left the partition's SMs: {ran_on:?} beside {b_sms:?}");
+    assert!(ran_on.len() as u32 <= a_sms, "{ran_on:?}");
+    drop((exec, joined_exec));
+    plain.synchronize().unwrap();
+    drop((x, y, smids));
+    plain.synchronize().unwrap();
 }
 
 /// Streams of one partition made and used from many threads at once (CUDA lets one thread at a

@@ -367,6 +367,7 @@ fn c_cache(mode: CaptureMode, body: OrdoCaptureFn, user: *mut c_void) -> *mut Or
         overflow_eager: 0,
         instantiate_flags: 0,
         user_free: None,
+        upload: 0,
     };
     let mut cache = null_mut();
     let st = unsafe {

@@ -3,14 +3,17 @@
 //! sees the cache closed calls the body no more (the call ends with `ORDO_ERROR_INVALID_HANDLE`);
 //! `user_free` runs once the last call in flight has returned, never while a body still uses
 //! `user`, and exactly once on every failing create whose options could be read. A call from a
-//! thread's exit cleanup is refused, never a panic at the boundary. The tests that make CUDA calls
-//! hold `gpu_lock`.
+//! thread's exit cleanup is refused, never a panic at the boundary. Caches made with `upload` on
+//! and off both replay right, and the C default is the Rust API's (no upload at capture). The
+//! tests that make CUDA calls hold `gpu_lock`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use core::ffi::c_void;
 use core::ptr::{null, null_mut};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use ordo_cuda_capi::*;
+use ordo_cuda_core::graph::cache::{CacheOptions, GraphCache, Overflow};
+use ordo_cuda_core::memory::copy;
 use ordo_cuda_core::*;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Mutex;
@@ -78,6 +81,7 @@ fn create(body: OrdoCaptureFn, user: &User) -> *mut OrdoGraphCache {
         overflow_eager: 0,
         instantiate_flags: 0,
         user_free: Some(free_user),
+        upload: 0,
     };
     let buckets = [1usize, 2, 4];
     let mut cache = null_mut();
@@ -245,6 +249,7 @@ fn user_free_runs_once_on_every_failure_after_the_options_were_read() {
         overflow_eager: 0,
         instantiate_flags: 0,
         user_free: Some(count_free),
+        upload: 0,
     };
     let user = 0xf00d as *mut c_void;
     let ia = ORDO_ERROR_INVALID_ARGUMENT;
@@ -284,4 +289,179 @@ fn user_free_runs_once_on_every_failure_after_the_options_were_read() {
     ordo_graph_cache_destroy(cache);
     ordo_graph_cache_destroy(cache);
     assert_eq!(FREED.load(Ordering::SeqCst), before + 1);
+}
+
+// ---- Uploads at capture ---------------------------------------------------------------------------
+
+/// Bytes of the temporary each captured step allocates (an allocation node and a free node): CUDA
+/// backs a graph's allocations with physical memory when the graph is uploaded (at its capture,
+/// when asked) or else at its first launch, which the device's graph memory shows.
+const TEMPORARY: usize = 64 << 20;
+/// The caches' buckets; the buffer holds the largest.
+const UPLOAD_BUCKETS: [usize; 3] = [1024, 4096, 16_384];
+/// The sizes each cache runs.
+const UPLOAD_SIZES: [usize; 4] = [16_384, 1, 3000, 4096];
+
+/// The step of bucket `n`: a temporary allocated, set and freed on `s` (nodes of the graph), and
+/// `x[i] += 1` over the first `n` elements.
+///
+/// # Safety
+/// `x` holds `n` floats, valid at every replay of what is captured.
+unsafe fn step(s: StreamRef<'_>, x: *mut f32, n: usize) -> Result<()> {
+    let mut temporary = DeviceBuffer::<u8>::alloc_async(TEMPORARY, s)?;
+    // SAFETY: the temporary's own stream.
+    unsafe { copy::memset_async(temporary.as_mut_slice(), 1, s) }?;
+    drop(temporary);
+    // SAFETY: the caller's contract.
+    unsafe { ordo_cuda_kernels::add_one(s, DeviceSliceMut::from_raw_parts(x, n)) }
+}
+
+/// `step` as a C body; `user` points to the buffer's address.
+unsafe extern "C" fn step_body(stream: sys::cudaStream_t, bucket: usize, user: *mut c_void) -> OrdoStatus {
+    let x = unsafe { *user.cast::<*mut f32>() };
+    let Some(s) = (unsafe { StreamRef::from_raw(stream) }) else { return ORDO_ERROR_INVALID_ARGUMENT };
+    match unsafe { step(s, x, bucket) } {
+        Ok(()) => ORDO_SUCCESS,
+        Err(e) => e.cuda_code().map_or(ORDO_ERROR_LIBRARY, |c| c.0 as OrdoStatus),
+    }
+}
+
+/// How a cache is made, for [`upload_case`].
+#[derive(Debug, Clone, Copy)]
+enum Made {
+    /// `ordo_graph_cache_create` (no options).
+    C,
+    /// `ordo_graph_cache_create_with_options` with these options' `upload` (`None`: NULL options;
+    /// `Some(None)`: options of the first layout's size, whose `upload` field, past it, says 1).
+    COptions(Option<Option<i32>>),
+    /// The Rust API's `GraphCache` with `CacheOptions::default()`.
+    Rust,
+}
+
+/// Captures every bucket of a cache made as `made` on `s`, runs [`UPLOAD_SIZES`], checks the buffer
+/// against the CPU, destroys the cache; returns the graph memory in use that the capture added
+/// (bytes).
+fn upload_case(made: Made, s: StreamRef<'_>) -> u64 {
+    let device = Device::current().unwrap();
+    s.synchronize().unwrap();
+    device.trim_graph_mem().unwrap();
+    let data: Vec<f32> = (0..UPLOAD_BUCKETS[2]).map(|i| (i % 251) as f32 * 0.5 - 62.25).collect();
+    let mut x = DeviceBuffer::<f32>::alloc_async(UPLOAD_BUCKETS[2], s).unwrap();
+    copy::h2d_blocking(x.as_mut_slice(), &data, s).unwrap();
+    let mut xp = x.as_mut_ptr();
+    let user = (&mut xp as *mut *mut f32).cast::<c_void>();
+    let before = device.graph_mem_usage().unwrap().used;
+    let added = match made {
+        Made::Rust => {
+            // SAFETY: `x` outlives the cache (dropped below after a synchronise); nothing else uses
+            // `s` while it captures.
+            let mut cache =
+                unsafe { GraphCache::new(UPLOAD_BUCKETS.to_vec(), Overflow::Error, |cs, n| step(cs, xp, n)) }.unwrap();
+            cache.capture_all(s).unwrap();
+            s.synchronize().unwrap();
+            let added = device.graph_mem_usage().unwrap().used.saturating_sub(before);
+            for n in UPLOAD_SIZES {
+                cache.run(s, n).unwrap();
+            }
+            s.synchronize().unwrap();
+            drop(cache);
+            added
+        }
+        Made::C | Made::COptions(_) => {
+            let mut cache = null_mut();
+            let st = match made {
+                Made::COptions(upload) => {
+                    let options = upload.map(|upload| OrdoGraphCacheOptions {
+                        size: if upload.is_some() {
+                            core::mem::size_of::<OrdoGraphCacheOptions>()
+                        } else {
+                            ORDO_GRAPH_CACHE_OPTIONS_FIRST_SIZE
+                        },
+                        capture_mode: ORDO_CAPTURE_THREAD_LOCAL,
+                        warmup: 0,
+                        overflow_eager: 0,
+                        instantiate_flags: 0,
+                        user_free: None,
+                        // Past the first layout's size: never read.
+                        upload: upload.unwrap_or(1),
+                    });
+                    let p = options.as_ref().map_or(null(), |o| o as *const OrdoGraphCacheOptions);
+                    unsafe {
+                        ordo_graph_cache_create_with_options(
+                            UPLOAD_BUCKETS.as_ptr(),
+                            3,
+                            p,
+                            Some(step_body),
+                            user,
+                            &mut cache,
+                        )
+                    }
+                }
+                _ => unsafe {
+                    ordo_graph_cache_create(UPLOAD_BUCKETS.as_ptr(), 3, 0, Some(step_body), user, &mut cache)
+                },
+            };
+            assert_eq!(st, ORDO_SUCCESS, "{made:?}");
+            assert_eq!(unsafe { ordo_graph_cache_capture_all(cache, s.as_raw()) }, ORDO_SUCCESS, "{made:?}");
+            s.synchronize().unwrap();
+            let added = device.graph_mem_usage().unwrap().used.saturating_sub(before);
+            for n in UPLOAD_SIZES {
+                let mut bucket = 0;
+                assert_eq!(
+                    unsafe { ordo_graph_cache_run(cache, s.as_raw(), n, &mut bucket) },
+                    ORDO_SUCCESS,
+                    "{made:?}"
+                );
+                assert!(bucket >= n, "{made:?}");
+            }
+            s.synchronize().unwrap();
+            ordo_graph_cache_destroy(cache);
+            added
+        }
+    };
+    let mut got = vec![0f32; UPLOAD_BUCKETS[2]];
+    copy::d2h_blocking(&mut got, x.as_slice(), s).unwrap();
+    let want: Vec<f32> = data
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let bucket_of = |n: usize| UPLOAD_BUCKETS[UPLOAD_BUCKETS.partition_point(|&b| b < n)];
+            UPLOAD_SIZES.iter().filter(|&&n| i < bucket_of(n)).fold(v, |v, _| v + 1.0)
+        })
+        .collect();
+    assert!(got == want, "{made:?}: the replays against the CPU");
+    drop(x);
+    s.synchronize().unwrap();
+    device.trim_graph_mem().unwrap();
+    added
+}
+
+/// C caches made with `upload` 1 and 0 (and with the first layout's size, NULL options, and no
+/// options) replay right; with `upload` 1 their capture backs the graphs' temporaries (graph
+/// memory in use grows by at least one temporary); without it, the capture does what the Rust
+/// API's default cache's does. Before the shared default, the C caches always uploaded at capture,
+/// so their capture added the temporary where the Rust cache's did not.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_c_caches_upload_as_asked_and_default_as_the_rust_api() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
+    assert!(!CacheOptions::default().upload);
+    let stream = Stream::new().unwrap();
+    let s = stream.as_stream();
+    let rust = upload_case(Made::Rust, s);
+    let uploaded = upload_case(Made::COptions(Some(Some(1))), s);
+    let cases = [
+        ("ordo_graph_cache_create", upload_case(Made::C, s)),
+        ("NULL options", upload_case(Made::COptions(None), s)),
+        ("upload 0", upload_case(Made::COptions(Some(Some(0))), s)),
+        ("the first layout", upload_case(Made::COptions(Some(None)), s)),
+    ];
+    println!(
+        "graph memory a capture of every bucket added: Rust default {rust} B, C upload 1 {uploaded} B, C {cases:?}"
+    );
+    assert!(uploaded >= TEMPORARY as u64, "upload 1: the capture uploaded no graph ({uploaded} B)");
+    let rust_uploads = rust >= TEMPORARY as u64;
+    for (what, added) in cases {
+        assert_eq!(added >= TEMPORARY as u64, rust_uploads, "{what}: {added} B against the Rust default's {rust} B");
+    }
 }

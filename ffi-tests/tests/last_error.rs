@@ -69,6 +69,7 @@ fn a_failing_export_records_its_detail_on_its_thread_only() {
             overflow_eager: 0,
             instantiate_flags: 0,
             user_free: None,
+            upload: 0,
         };
         let st = unsafe { ordo_graph_cache_create_with_options(null(), 0, &bad, None, null_mut(), &mut cache) };
         assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT);

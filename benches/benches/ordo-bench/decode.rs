@@ -1,5 +1,6 @@
 //! A decode step, eager and replayed from the bucket graph cache, against the same step in plain
-//! CUDA C++ (`cuda/decode.cu`) in the same interleaved rounds; and the capture of every bucket.
+//! CUDA C++ (`cuda/decode.cu`) in the same interleaved rounds; and the capture of every bucket, by
+//! the Rust API's cache and by the C ABI's (`ordo_graph_cache_*`, as a C++ program calls it).
 //!
 //! The step for `batch` rows of [`HIDDEN`] floats, on its own stream: the input copied in; three
 //! of the user's own kernels (`out = prev * scale + 1`, the chain-step kind, compiled in ordo's two
@@ -23,8 +24,14 @@
 
 use crate::Report;
 use crate::{interleave, median};
+use core::ffi::c_void;
 use ordo_benches::cpp;
 use ordo_benches::kernels::{bl_user_step, bl_user_step_pdl};
+use ordo_cuda_capi::{
+    ordo_graph_cache_capture_all, ordo_graph_cache_create_with_options, ordo_graph_cache_destroy,
+    OrdoGraphCacheOptions, OrdoStatus, ORDO_CAPTURE_THREAD_LOCAL, ORDO_ERROR_INVALID_ARGUMENT, ORDO_ERROR_LIBRARY,
+    ORDO_SUCCESS,
+};
 use ordo_cuda_core::graph::{capture, CaptureMode, InstantiateFlags};
 use ordo_cuda_core::graph_cache::{CacheOptions, GraphCache, Overflow};
 use ordo_cuda_core::launch::{Kernel, PdlKernel, PdlMode, PdlPlan};
@@ -88,6 +95,30 @@ fn ordo_step(s: StreamRef<'_>, batch: usize, p: Side, plan: &PdlPlan, pool: Opti
         )?;
         copy::d2h_async(PinnedSliceMut::from_raw_parts(p.y_host, batch), DeviceSlice::from_raw_parts(p.y, batch), s)?;
         copy::d2h_async(PinnedSliceMut::from_raw_parts(p.t_host, n), DeviceSlice::from_raw_parts(p.a, n), s)
+    }
+}
+
+/// The buffers and plans of the C ABI cache's body ([`c_step`]).
+struct CStep<'a> {
+    side: Side,
+    plans: &'a [PdlPlan],
+}
+
+/// The decode step of `bucket` rows as a C capture callback (`ordo_capture_fn`), over the buffers
+/// and plans `user` (a [`CStep`]) points to: what a C++ program gives `ordo_graph_cache_create`.
+unsafe extern "C" fn c_step(stream: sys::cudaStream_t, bucket: usize, user: *mut c_void) -> OrdoStatus {
+    // SAFETY: the `CStep` the cache was made with, alive until the cache is destroyed.
+    let body = unsafe { &*user.cast::<CStep<'_>>() };
+    // SAFETY: the cache's capturing stream, alive for the call.
+    let Some(s) = (unsafe { StreamRef::from_raw(stream) }) else {
+        return ORDO_ERROR_INVALID_ARGUMENT;
+    };
+    let Some(plan) = BUCKETS.iter().position(|&b| b == bucket).and_then(|i| body.plans.get(i)) else {
+        return ORDO_ERROR_INVALID_ARGUMENT;
+    };
+    match ordo_step(s, bucket, body.side, plan, None) {
+        Ok(()) => ORDO_SUCCESS,
+        Err(e) => e.cuda_code().map_or(ORDO_ERROR_LIBRARY, |c| c.0 as OrdoStatus),
     }
 }
 
@@ -390,6 +421,49 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
         Ok(us)
     };
     let cpp_capture_all = |mode: i32| -> Result<f64> { Ok(cpp_capture(mode).0) };
+    // The same through the C ABI, as a C++ program makes its cache: create (default options, or
+    // `upload` 1), capture_all, synchronise; destroyed after.
+    let c_body = CStep { side, plans: &plans };
+    let c_capture_all = |upload: i32| -> Result<f64> {
+        let failed = |call: &'static str| Error::invalid(call, "the C ABI's graph cache failed");
+        let t0 = Instant::now();
+        let options = OrdoGraphCacheOptions {
+            size: core::mem::size_of::<OrdoGraphCacheOptions>(),
+            capture_mode: ORDO_CAPTURE_THREAD_LOCAL,
+            warmup: 0,
+            overflow_eager: 0,
+            instantiate_flags: 0,
+            user_free: None,
+            upload,
+        };
+        let user = (&c_body as *const CStep<'_>).cast_mut().cast::<c_void>();
+        let mut cache = core::ptr::null_mut();
+        // SAFETY: BUCKETS.len() buckets; `c_body` and the buffers it points to outlive the cache
+        // (destroyed below, after a synchronise); `cache` is writable.
+        let st = unsafe {
+            ordo_graph_cache_create_with_options(
+                BUCKETS.as_ptr(),
+                BUCKETS.len(),
+                &options,
+                Some(c_step),
+                user,
+                &mut cache,
+            )
+        };
+        if st != ORDO_SUCCESS {
+            return Err(failed("ordo_graph_cache_create_with_options"));
+        }
+        // SAFETY: a live cache and stream; nothing else uses `s` while the cache captures.
+        let st = unsafe { ordo_graph_cache_capture_all(cache, s.as_raw()) };
+        let synced = s.synchronize();
+        let us = t0.elapsed().as_secs_f64() * 1e6;
+        ordo_graph_cache_destroy(cache);
+        synced?;
+        if st != ORDO_SUCCESS {
+            return Err(failed("ordo_graph_cache_capture_all"));
+        }
+        Ok(us)
+    };
     let m = interleave(
         rounds,
         &mut [
@@ -398,6 +472,8 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
             &mut || ordo_capture_all(true, None),
             &mut || cpp_capture_all(1),
             &mut || cpp_capture_all(3),
+            &mut || c_capture_all(0),
+            &mut || c_capture_all(1),
         ],
     )?;
     // The first replays of the seven buckets after a capture, without and with uploads (medians
@@ -447,6 +523,17 @@ pub(crate) fn decode_group(r: &mut Report, rounds: usize) -> Result<()> {
         format!(
             "target at most 1.2x; with uploads (CacheOptions::upload; cudaGraphUpload): ordo {:.0} us, C++ {:.0} us; C++ + upload + a temporary allocated in the step: {:.0} us; first replay of the 7 buckets after the capture, ordo without / with uploads: {:.0} / {:.0} us; capture / instantiate / upload, ordo {:.0} / {:.0} / {:.0} us, C++ (upload, temporary in the step) {:.0} / {:.0} / {:.0} us",
             m[2], m[3], m[4], median(&first_plain), median(&first_uploaded), op[0], op[1], op[2], cp[0], cp[1], cp[2]
+        ),
+    );
+    r.add(
+        "decode",
+        format!("capture of {} buckets (1 to 64), C ABI: ordo_graph_cache_create_with_options + capture_all vs C++ loop (capture, instantiate)", BUCKETS.len()),
+        "us",
+        m[5],
+        Some(m[1]),
+        format!(
+            "target at most 1.2x; the default options, which upload no graph at capture (as GraphCache's); with upload = 1: {:.0} us (C++ loop with cudaGraphUpload: {:.0} us)",
+            m[6], m[3]
         ),
     );
     s.synchronize()?;

@@ -126,6 +126,20 @@ impl Drop for Opened {
     }
 }
 
+/// Before a capture ordo began ends: its graph takes a hold on the SM partition of each partition
+/// stream in it, the origin `stream` and the streams that joined it
+/// ([`partition`](crate::partition#lifetimes)), so that no replay runs on a destroyed green
+/// context. Nothing without the `std` feature, which has no partitions.
+fn hold_partitions(stream: StreamRef<'_>) -> Result<()> {
+    #[cfg(feature = "std")]
+    return crate::partition::hold_for_capture(stream);
+    #[cfg(not(feature = "std"))]
+    {
+        let _ = stream;
+        Ok(())
+    }
+}
+
 /// Whether a stream is capturing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CaptureStatus {
@@ -222,11 +236,14 @@ impl<'a> StreamRef<'a> {
     /// that graph's handle, and the returned [`Graph`] would be a second owner, destroyed twice.
     /// The contract of `begin_capture` still covers every replay of the returned graph.
     pub unsafe fn end_capture(self) -> Result<Graph> {
+        let held = hold_partitions(self);
         let (code, raw) = end_raw(self);
         closed();
         #[cfg(feature = "std")]
         super::global_lock::release_begun(self.as_raw() as usize);
+        // Owned from here (when the end succeeded): destroyed on the error paths below.
         let graph = owned_if_ended(code, raw);
+        held?;
         check(code, "cudaStreamEndCapture")?;
         graph.ok_or_else(|| crate::error::null_handle("cudaStreamEndCapture"))
     }
@@ -322,7 +339,11 @@ fn end_raw(stream: StreamRef<'_>) -> (sys::cudaError_t, sys::cudaGraph_t) {
 ///      [`launch_host_fn`](crate::host_fn::launch_host_fn) and the slots of
 ///      [`StagingRing::submit`](crate::staging::StagingRing::submit) are owned by the graph (CUDA
 ///      user objects) and by every executable graph made from it, and freed when the last of them
-///      is destroyed. A captured host function is called at every replay.
+///      is destroyed. A captured host function is called at every replay. So are the SM
+///      partitions of the capture's streams: a capture begun on a
+///      [`PartitionStream`](crate::partition::PartitionStream), or joined by one, keeps that
+///      partition alive as long as the graph or an executable graph made from it lives
+///      ([`partition`](crate::partition#lifetimes)).
 /// 2. **Only `f`'s handle uses the stream while the capture is open**: no other thread, and no
 ///    other handle to the same stream (`stream` itself or a copy of it, even inside `f`; the
 ///    [`Stream`](crate::stream::Stream) that owns it; a raw handle given to C code), enqueues work
@@ -362,7 +383,7 @@ where
         cuda_call!(unsafe { sys::cudaStreamBeginCapture(s.as_raw(), m) })
     })?;
     let mut scope = NewCapture { stream, open: true };
-    let body = f(stream);
+    let body = f(stream).and_then(|()| hold_partitions(stream));
     let (code, raw) = scope.end();
     // Owned from here (when the end succeeded): dropped (destroyed) on every error path below.
     let graph = owned_if_ended(code, raw);
@@ -438,7 +459,7 @@ where
         })
     })?;
     let mut scope = IntoCapture { stream, graph, before: Some(before) };
-    let body = f(stream);
+    let body = f(stream).and_then(|()| hold_partitions(stream));
     let ended = scope.finish(body.is_ok());
     body.and(ended)
 }

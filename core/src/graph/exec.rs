@@ -19,7 +19,9 @@ owned_handle! {
     /// [updated](GraphExec::update) with): the same pointers, events and kernels. Launching is safe
     /// because making such a graph is not: the contract of [`capture`](super::capture) covers every
     /// launch. It holds its own reference to the host state ordo put into that graph (host-function
-    /// closures, staging slots), so dropping the graph first is fine.
+    /// closures, staging slots) and to the SM partitions it was captured on
+    /// ([`partition`](crate::partition#lifetimes)), so dropping the graph, the partition or its
+    /// streams first is fine.
     ///
     /// Dropping it destroys it; CUDA defers the release of what launches still running use (their user
     /// objects included) until those launches complete.

@@ -49,14 +49,31 @@
 //! [`take_drop_errors`](crate::error::take_drop_errors), and the context is then left to the
 //! process rather than destroyed under running work.
 //!
+//! Graphs hold the partition too: a graph captured by ordo ([`capture`](crate::graph::capture),
+//! [`capture_into`](crate::graph::capture_into), [`StreamRef::begin_capture`] with
+//! [`StreamRef::end_capture`], a [`GraphCache`](crate::graph::GraphCache), the C ABI's graph cache)
+//! whose capture began on a partition's stream, or was joined by one (an event recorded in the
+//! capture and waited on by the partition's stream), holds that partition's green context (a CUDA
+//! user object), and so does every graph copied, instantiated or updated from it: drop the
+//! partition and its streams whenever suits, and a replay still runs on the partition's SMs, never
+//! on a destroyed green context. When a graph is the last holder, CUDA releases its hold on a
+//! thread of its own, where no CUDA call may be made: the context is then destroyed by the next
+//! [`free_deferred`](crate::staging::free_deferred) (also called by [`SmSplit::new`] and by the
+//! creation of a staging ring), or left to the process. A graph captured outside ordo (a
+//! `cudaStreamBeginCapture` of the program's own on [`PartitionStream::as_raw`]) holds nothing:
+//! keep the partition alive while such a graph may launch.
+//!
 //! # Versions
 //! The driver's calls are reached through the entry-point query in their CUDA 12.4 form (stream
 //! creation: 12.5), so the runtime's version does not matter; a driver without them gives
 //! `cudaErrorCallRequiresNewerDriver` naming the missing function. Built against headers older
 //! than CUDA 12.8, every call here is a NotSupported usage error.
 
+mod graph_hold;
 mod plan;
 mod raw;
+
+pub(crate) use graph_hold::hold_for_capture;
 
 pub use plan::Remainder;
 
@@ -118,6 +135,8 @@ impl SmSplit {
     /// makes (rounded up to the device's granularity), and the SMs left over. Zero `min_sms` or
     /// more than the device has is a usage error, before the split.
     pub fn new(device: Device, min_sms: u32) -> Result<SmSplit> {
+        // Green contexts (and staging memory) whose last holder, a graph, let go on a CUDA thread.
+        crate::callback::free_deferred();
         let dev = raw::driver_device(device)?;
         let all = raw::device_sms(dev)?;
         plan::check_min_sms(min_sms, all.sm.sm_count)?;
@@ -223,6 +242,8 @@ impl SmPartition {
         // alive for as long as the `StreamRef` it hands out is borrowed.
         let stream = unsafe { StreamRef::from_raw(raw.as_ptr()) }
             .ok_or_else(|| crate::error::null_handle("cuGreenCtxStreamCreate"))?;
+        // Listed from here to its drop, for the captures it takes part in (`graph_hold`).
+        graph_hold::list(stream.as_raw(), &self.ctx);
         Ok(PartitionStream { stream, ctx: Arc::clone(&self.ctx) })
     }
 
@@ -235,7 +256,8 @@ impl SmPartition {
 /// An owned non-blocking stream of an [`SmPartition`]: kernels launched on it run on the
 /// partition's SMs. Destroyed on drop (`cudaStreamDestroy`: work already enqueued still runs; a
 /// failure is kept for [`take_drop_errors`](crate::error::take_drop_errors)); it keeps its
-/// partition alive.
+/// partition alive, and so does every graph ordo captures on it (see the
+/// [module documentation](self#lifetimes)).
 #[derive(Debug)]
 pub struct PartitionStream {
     /// Owned: destroyed in `Drop`; only borrowed out, for as long as `self` is.
@@ -269,6 +291,8 @@ impl PartitionStream {
 
 impl Drop for PartitionStream {
     fn drop(&mut self) {
+        // Off the list first: a capture that reads the list asks only live streams.
+        graph_hold::unlist(self.stream.as_raw());
         // SAFETY: our stream, destroyed once, here; its green context lives until `ctx` drops,
         // after this.
         let code = unsafe { sys::cudaStreamDestroy(self.stream.as_raw()) };

@@ -2,6 +2,7 @@
 //! reached through the entry-point query in the form of the version that introduced each call,
 //! and the one owner of a green context.
 
+use crate::context::ContextTag;
 use crate::device::Device;
 use crate::error::{CudaError, Error, Result};
 use crate::event::Event;
@@ -213,6 +214,10 @@ pub(crate) struct GreenCtx {
     handle: Mutex<NonNull<c_void>>,
     pub(crate) device: Device,
     pub(crate) sm_count: u32,
+    /// The device's context when the green context was made: a graph's hold on the green context
+    /// let go of after that context is gone (`cudaDeviceReset`) is forgotten, not dropped
+    /// ([`drop_outside_callbacks`](crate::callback::drop_outside_callbacks)).
+    pub(crate) tag: ContextTag,
 }
 
 // SAFETY: the handle is used under the mutex only, one thread at a time, as CUDA asks; the rest
@@ -226,6 +231,7 @@ impl GreenCtx {
     /// `cuDevResourceGenerateDesc`, `cuGreenCtxCreate`, and its SM count read back
     /// (`cuGreenCtxGetDevResource`).
     pub(crate) fn create(device: Device, dev: c_int, resources: &mut [DevResource]) -> Result<GreenCtx> {
+        let tag = ContextTag::of(device)?;
         let count = c_uint::try_from(resources.len()).map_err(|_| Error::invalid("SmSplit", "too many resources"))?;
         let mut desc: *mut c_void = core::ptr::null_mut();
         // SAFETY: `resources` holds `count` resources of one split; `desc` is writable.
@@ -237,7 +243,7 @@ impl GreenCtx {
         driver(code, "cuGreenCtxCreate")?;
         let raw = NonNull::new(raw).ok_or_else(|| crate::error::null_handle("cuGreenCtxCreate"))?;
         // Owned from here: an error below destroys it.
-        let mut ctx = GreenCtx { handle: Mutex::new(raw), device, sm_count: 0 };
+        let mut ctx = GreenCtx { handle: Mutex::new(raw), device, sm_count: 0, tag };
         let mut own = DevResource::empty();
         // SAFETY: a live green context; `own` is writable.
         let code = unsafe { green_ctx_get_dev_resource()?(raw.as_ptr(), &mut own, RESOURCE_TYPE_SM) };

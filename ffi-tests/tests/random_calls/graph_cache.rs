@@ -99,6 +99,7 @@ fn graph_cache_options_are_checked_before_anything_is_made() {
         overflow_eager: 1,
         instantiate_flags: sys::cudaGraphInstantiateFlags::cudaGraphInstantiateFlagAutoFreeOnLaunch.0 as u64,
         user_free: Some(count_free),
+        upload: 0,
     };
     let user = 0x5eed as *mut c_void;
     let mut cache: *mut OrdoGraphCache = null_mut();
