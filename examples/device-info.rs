@@ -1,6 +1,7 @@
-//! Prints each CUDA device's name, compute capability, SM count, asyncEngineCount,
-//! concurrentManagedAccess, and the runtime and driver versions. With no driver or no device it
-//! says so in one line and exits non-zero.
+//! Prints the CUDA toolkit the program was built with and how the build found it
+//! (`ordo_cuda::sys::BUILT_WITH`), then each CUDA device's name, compute capability, SM count,
+//! asyncEngineCount, concurrentManagedAccess, and the runtime and driver versions. With no driver
+//! or no device it says so in one line after the first and exits non-zero.
 
 use ordo_cuda::{device, Device};
 use std::process::ExitCode;
@@ -10,6 +11,7 @@ fn version(v: u32) -> String {
 }
 
 fn main() -> ExitCode {
+    println!("built with {}", ordo_cuda::sys::BUILT_WITH);
     let runtime = device::runtime_version().unwrap_or(0);
     let count = match device::count() {
         Ok(0) => {
@@ -28,10 +30,9 @@ fn main() -> ExitCode {
     };
     let driver = device::driver_version().unwrap_or(0);
     println!(
-        "CUDA runtime {} ({runtime}), driver supports {} ({driver}), bindings built against {}; {count} device(s)",
+        "CUDA runtime {} ({runtime}), driver supports {} ({driver}); {count} device(s)",
         version(runtime),
-        version(driver),
-        ordo_cuda::sys::CUDA_VERSION
+        version(driver)
     );
     for i in 0..count {
         let d = Device::from_ordinal(i as i32);

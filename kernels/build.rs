@@ -9,7 +9,14 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     println!("cargo::rerun-if-changed=cuda");
     println!("cargo::rerun-if-env-changed=DOCS_RS");
-    println!("cargo::rustc-check-cfg=cfg(has_cuda_device)");
+    // The version gates and `has_cuda_device`, set as ordo-cuda-sys sets them (one list: its build script).
+    let sys = |key: &str| std::env::var(format!("DEP_ORDO_CUDA_SYS_{key}")).unwrap_or_default();
+    for cfg in sys("CHECK_CFGS").split_whitespace() {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+    }
+    for cfg in sys("CFGS").split_whitespace() {
+        println!("cargo::rustc-cfg={cfg}");
+    }
     // docs.rs documents the crate with no CUDA toolkit: rustdoc links nothing, so there is nothing
     // to compile.
     if std::env::var_os("DOCS_RS").is_some() {
@@ -18,9 +25,6 @@ fn main() -> ExitCode {
     let core = |key: &str| std::env::var_os(format!("DEP_ORDO_CUDA_CORE_{key}"));
     let include = PathBuf::from(core("INCLUDE").unwrap_or_default());
     println!("cargo::rerun-if-changed={}", include.join("ordo").display());
-    if core("HAS_DEVICE").is_some_and(|v| v == "1") {
-        println!("cargo::rustc-cfg=has_cuda_device");
-    }
     let Some(nvcc) = core("NVCC") else {
         eprintln!(
             "ordo-cuda-kernels: the CUDA toolkit ordo-cuda-sys found has no nvcc, which compiles ordo's kernels. \
@@ -61,6 +65,11 @@ fn main() -> ExitCode {
 fn list_fatbin(nvcc: &Path) {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
     let cuobjdump = nvcc.with_file_name("cuobjdump");
+    // Listed again once cuobjdump is installed beside nvcc (scripts/toolkits.sh adds it to a cache
+    // toolkit that lacks it), rather than keeping the listing that says it was missing.
+    if let Some(bin) = cuobjdump.parent() {
+        println!("cargo::rerun-if-changed={}", bin.display());
+    }
     let text = match std::process::Command::new(&cuobjdump)
         .args(["--list-elf", "--list-ptx"])
         .arg(out.join("libordo_kernels.a"))
@@ -68,7 +77,7 @@ fn list_fatbin(nvcc: &Path) {
     {
         Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
         Ok(o) => format!("cuobjdump failed: {}", String::from_utf8_lossy(&o.stderr)),
-        Err(e) => format!("cuobjdump not runnable at {}: {e} (scripts/setup.sh installs it)", cuobjdump.display()),
+        Err(e) => format!("cuobjdump not runnable at {}: {e}", cuobjdump.display()),
     };
     let _ = std::fs::write(out.join("fatbin-listing.txt"), text);
     // The compute_90 PTX, for the test that checks which kernels carry griddepcontrol.

@@ -4,6 +4,10 @@
 #   $ORDO_CUDA_CACHE/cuda-13.0   compiler, headers, static runtime, NVRTC (default cache: ~/.cache/ordo)
 #   $ORDO_CUDA_CACHE/cuda-12.9   headers and static runtime (no nvcc driver in the 12.x wheels)
 #   $ORDO_CUDA_CACHE/cuda-12.3   the same for the oldest CUDA ordo-cuda-sys supports
+# and, when the cache has none, its pin file $ORDO_CUDA_CACHE/default naming cuda-13.0: a build with
+# neither CUDA_HOME nor CUDA_PATH set, no nvcc on PATH and no /usr/local/cuda takes the toolkit the
+# pin names (docs/toolkits.md), whatever newer releases scripts/toolkits.sh adds to the cache. Edit
+# the file to build with another by default; it is never overwritten.
 # Idempotent: when everything is present it checks and returns in well under a second.
 # Prints, last, the CUDA_HOME of each toolkit.
 set -euo pipefail
@@ -76,6 +80,9 @@ cu12=$(cd $(site "$cache/cuda-12.9")/cuda_runtime && pwd)
 # CUDA 12.3, the oldest supported (ordo-cuda-sys refuses older toolkits): the same layout as 12.9.
 install_wheels "$cache/cuda-12.3" "${cu123_pins[@]}"
 cu123=$(cd $(site "$cache/cuda-12.3")/cuda_runtime && pwd)
+
+# The cache's pin (read by ordo-cuda-sys's build script), written once: a choice made since stays.
+[ -e "$cache/default" ] || echo cuda-13.0 > "$cache/default"
 
 echo "CUDA13_HOME=$cu13"
 echo "CUDA12_HOME=$cu12"

@@ -12,10 +12,17 @@
 #                   newest 13.x today); ORDO_TOOLKITS_FAST=1 does the same
 #   --newest        only the newest release of each major (the snapshots' sources: scripts/snapshot.sh)
 #   X.Y ...         only these releases
-#   --test          also `cargo test` the bindings and the core crate against each release
+#   --test          also `cargo test` the bindings and the core crate against each release, and the
+#                   kernels' tests that need no GPU (--test cpu) where the release has nvcc
 #   --install-only  install what is missing, build nothing
 #   --homes         install what is missing, then print "X.Y CUDA_HOME" for each release, build nothing
 #   --list          print the releases the index has and what each folder holds, then exit
+#
+# Every release that ships an nvcc also gets cuobjdump beside it (the kernels' tests list the
+# compiled fatbin with it): the wheel of its own release (nvidia-cuda-cuobjdump==X.Y.*), else, for
+# a release with none (13.0 and 13.1: the first is 13.2), the oldest later one of the same major,
+# which reads the older release's fatbins; a line says which. A folder installed before this step
+# existed gets it on the next run.
 #
 # Releases are looked up at run time (`pip index versions cuda-toolkit`, NVIDIA's meta package,
 # which names the runtime, nvcc and header wheels of each release): a new release is picked up
@@ -43,6 +50,7 @@ OLDEST_MINOR=3
 # (12.x: runtime and the nvcc wheel with the crt headers; 13.x adds crt, cccl and nvvm, which the
 # nvcc driver needs).
 META_PKG=cuda-toolkit
+CUOBJDUMP_PKG=nvidia-cuda-cuobjdump
 EXTRAS_12="cudart,nvcc"
 EXTRAS_13="nvcc,cudart,crt,cccl,nvvm"
 set -uo pipefail
@@ -155,6 +163,32 @@ fix_layout() {
   fi
 }
 
+# The versions of the cuobjdump wheel on the index, oldest first (looked up once, when needed).
+cuobjdump_index=
+# add_cuobjdump X.Y: cuobjdump beside the release's nvcc (nothing to do without nvcc or with one
+# there): the newest patch of X.Y's own wheel, else of the oldest later minor of the same major.
+add_cuobjdump() {
+  local rel=$1 major=${1%%.*} minor=${1#*.} r version
+  r=$(toolkit_root "$rel")
+  [ -n "$r" ] && [ -x "$r/bin/nvcc" ] || return 0
+  [ -x "$r/bin/cuobjdump" ] && return 0
+  [ -n "$cuobjdump_index" ] || cuobjdump_index=$("$py" -m pip index versions "$CUOBJDUMP_PKG" 2>/dev/null |
+    sed -n 's/^Available versions: //p' | tr ',' '\n' | tr -d ' ' | grep -E '^[0-9]+\.[0-9]+\.' | sort -V)
+  version=$(printf '%s\n' "$cuobjdump_index" | awk -F. -v M="$major" -v m="$minor" '
+    $1 == M && $2 >= m { if (best == "" || $2 < bm) { best = $0; bm = $2 } else if ($2 == bm) best = $0 }
+    END { print best }')
+  if [ -z "$version" ]; then
+    log "CUDA $rel: no $CUOBJDUMP_PKG $major.x from $rel up on the index: the kernels' tests that list the fatbin fail against it"
+    return 1
+  fi
+  "$cache/cuda-$rel/venv/bin/pip" install -q --disable-pip-version-check --no-deps "$CUOBJDUMP_PKG==$version" &&
+    [ -x "$r/bin/cuobjdump" ] || { log "CUDA $rel: installing $CUOBJDUMP_PKG==$version put no bin/cuobjdump in $r"; return 1; }
+  case "$version" in
+    "$rel".*) log "CUDA $rel: cuobjdump $version installed" ;;
+    *) log "CUDA $rel: no cuobjdump wheel of its own; installed $version's (a later cuobjdump reads older fatbins)" ;;
+  esac
+}
+
 # The releases, oldest first.
 if releases=$(index_releases) && [ -n "$releases" ]; then
   from_index=1
@@ -185,6 +219,8 @@ if [ "$list" = 1 ]; then
     if installed "$rel"; then state="installed ($(wheel_version "$rel"))"; else state="not installed"; fi
     r=$(toolkit_root "$rel")
     if [ -n "$r" ] && [ -x "$r/bin/nvcc" ]; then state="$state, nvcc"; fi
+    if [ -n "$r" ] && [ -x "$r/bin/cuobjdump" ]; then state="$state, cuobjdump"; fi
+    if [ "$(cat "$cache/default" 2>/dev/null)" = "cuda-$rel" ]; then state="$state; the cache's pin (plain builds take it)"; fi
     echo "CUDA $rel: $META_PKG $patch, $state"
   done
   exit 0
@@ -199,6 +235,9 @@ while read -r rel patch; do
     install "$rel" "$patch" || { log "CUDA $rel: install failed"; failed=1; continue; }
   fi
   fix_layout "$rel"
+  if [ "$from_index" = 1 ]; then
+    add_cuobjdump "$rel" || failed=1
+  fi
 done <<< "$selected"
 log "installs checked in $(($(now) - t_install)) s"
 [ "$install_only" = 1 ] && exit $failed
@@ -257,6 +296,14 @@ build_release() {
       line="$line, tests ok ($(grep -c '^test result: ok' "$logf") suites)"
     else
       line="$line, tests FAILED"; ok=1
+    fi
+    # The kernels' tests that need no GPU (the compiled targets, read with the cuobjdump beside nvcc).
+    if [ $ok = 0 ] && [ -x "$r/bin/nvcc" ]; then
+      if run test -p "$KERNELS_PKG" --test cpu "${features[@]}"; then
+        line="$line, kernels' cpu tests ok"
+      else
+        line="$line, kernels' cpu tests FAILED"; ok=1
+      fi
     fi
   fi
   echo "$line ($(($(now) - t0)) s)"

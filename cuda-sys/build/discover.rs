@@ -1,10 +1,21 @@
 //! Finding a CUDA toolkit. Shared by the build script and by the discovery tests (which build fake
 //! toolkits in a temporary folder), so it takes its environment as arguments and never panics.
+//!
+//! The order (docs/toolkits.md): `CUDA_HOME`, `CUDA_PATH`, the folder above `nvcc` on `PATH`,
+//! `/usr/local/cuda`, then the pip-wheel cache: the toolkit its pin file names, or, with no pin
+//! file, the highest version there. The first place that has a toolkit gives it; a variable or a
+//! pin file that names no toolkit is an error, never a reason to look further.
 
+use crate::built_with::FoundBy;
 use std::ffi::OsString;
 use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
+
+/// The pin file of a pip-wheel cache: one line, the folder under the cache whose toolkit a build
+/// takes (`cuda-13.0`). `scripts/setup.sh` writes it when it is missing; `scripts/toolkits.sh`
+/// never does, so the releases it adds do not change what a plain build uses.
+pub const PIN_FILE: &str = "default";
 
 /// A toolkit the search found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,8 +31,14 @@ pub struct Toolkit {
     pub nvcc: Option<PathBuf>,
     /// `CUDART_VERSION` as the headers define it: 1000 * major + 10 * minor.
     pub version: u32,
-    /// Which place found it, for the build log.
+    /// Which place found it.
+    pub found_by: FoundBy,
+    /// The place in words, with its value (`CUDA_HOME=/opt/cuda`), for the build log.
     pub found_via: String,
+    /// The files and folders whose change can change the choice (`cargo::rerun-if-changed`): the
+    /// toolkit's `cuda_runtime_api.h`, and the pin file, or the cache folder where the highest
+    /// version there was taken.
+    pub watch: Vec<PathBuf>,
 }
 
 impl Toolkit {
@@ -71,6 +88,8 @@ pub struct NotFound {
     /// Set when `CUDA_HOME` or `CUDA_PATH` names a folder that is not a toolkit: that is an error
     /// even if another place has one, since the caller asked for that folder.
     pub explicit_invalid: bool,
+    /// The pin file of the cache, when it names no toolkit (an error for the same reason).
+    pub bad_pin: Option<PathBuf>,
     /// The folder the wheel installs are looked for in (for the install command in the message).
     pub wheel_cache: Option<PathBuf>,
 }
@@ -79,6 +98,8 @@ impl fmt::Display for NotFound {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.explicit_invalid {
             writeln!(f, "ordo-cuda-sys: CUDA_HOME/CUDA_PATH does not name a usable CUDA toolkit.")?;
+        } else if let Some(pin) = &self.bad_pin {
+            writeln!(f, "ordo-cuda-sys: the pin file {} names no usable CUDA toolkit.", pin.display())?;
         } else {
             writeln!(
                 f,
@@ -96,6 +117,14 @@ impl fmt::Display for NotFound {
             )?;
         }
         let cache = self.wheel_cache.as_ref().map_or_else(|| "~/.cache/ordo".to_string(), |c| c.display().to_string());
+        if let Some(pin) = &self.bad_pin {
+            return write!(
+                f,
+                "Write into {} the name of the folder under {cache} whose toolkit to build with (e.g. `cuda-13.0`), \
+                 delete it to take the highest version there, or set CUDA_HOME to a toolkit's root.",
+                pin.display()
+            );
+        }
         writeln!(f, "Install a CUDA toolkit, then build again; either")?;
         writeln!(
             f,
@@ -130,7 +159,7 @@ pub fn parse_cudart_version(header: &str) -> Option<u32> {
 }
 
 /// Checks that `root` is a toolkit and describes it; `Err` says why not.
-pub fn probe_root(root: &Path, found_via: &str) -> Result<Toolkit, String> {
+pub fn probe_root(root: &Path, found_by: FoundBy, found_via: &str) -> Result<Toolkit, String> {
     let include = root.join("include");
     let api = include.join("cuda_runtime_api.h");
     let text = fs::read_to_string(&api).map_err(|_| format!("no {}", api.display()))?;
@@ -156,7 +185,16 @@ pub fn probe_root(root: &Path, found_via: &str) -> Result<Toolkit, String> {
         .find(|d| has_cudart(d))
         .ok_or_else(|| "headers found, but no libcudart_static.a or libcudart.so* in lib64/ or lib/".to_string())?;
     let nvcc = Some(root.join("bin/nvcc")).filter(|p| p.is_file());
-    Ok(Toolkit { root: root.to_path_buf(), include_dirs, lib_dir, nvcc, version, found_via: found_via.to_string() })
+    Ok(Toolkit {
+        root: root.to_path_buf(),
+        include_dirs,
+        lib_dir,
+        nvcc,
+        version,
+        found_by,
+        found_via: found_via.to_string(),
+        watch: vec![api],
+    })
 }
 
 fn has_cudart(dir: &Path) -> bool {
@@ -168,24 +206,19 @@ fn has_cudart(dir: &Path) -> bool {
     })
 }
 
-/// The toolkit roots that `setup.sh`'s wheel installs hold under `cache`, best first (highest version).
-fn wheel_roots(cache: &Path) -> Vec<PathBuf> {
+/// The toolkit roots of one wheel install (`<install>/venv/lib/python3.*/site-packages/nvidia/...`).
+fn install_roots(install: &Path) -> Vec<PathBuf> {
     let mut roots = Vec::new();
-    let Ok(installs) = fs::read_dir(cache) else { return roots };
-    for install in installs.flatten() {
-        let lib = install.path().join("venv/lib");
-        let Ok(pythons) = fs::read_dir(&lib) else { continue };
-        for py in pythons.flatten() {
-            let nvidia = py.path().join("site-packages/nvidia");
-            let Ok(pkgs) = fs::read_dir(&nvidia) else { continue };
-            for pkg in pkgs.flatten() {
-                let name = pkg.file_name().to_string_lossy().into_owned();
-                // 13.x: nvidia/cu13 (cu14, ... later); 12.x: nvidia/cuda_runtime.
-                let is_toolkit = name == "cuda_runtime"
-                    || (name.starts_with("cu") && name[2..].chars().all(|c| c.is_ascii_digit()) && name.len() > 2);
-                if is_toolkit {
-                    roots.push(pkg.path());
-                }
+    let Ok(pythons) = fs::read_dir(install.join("venv/lib")) else { return roots };
+    for py in pythons.flatten() {
+        let Ok(pkgs) = fs::read_dir(py.path().join("site-packages/nvidia")) else { continue };
+        for pkg in pkgs.flatten() {
+            let name = pkg.file_name().to_string_lossy().into_owned();
+            // 13.x: nvidia/cu13 (cu14, ... later); 12.x: nvidia/cuda_runtime.
+            let is_toolkit = name == "cuda_runtime"
+                || (name.starts_with("cu") && name[2..].chars().all(|c| c.is_ascii_digit()) && name.len() > 2);
+            if is_toolkit {
+                roots.push(pkg.path());
             }
         }
     }
@@ -193,26 +226,44 @@ fn wheel_roots(cache: &Path) -> Vec<PathBuf> {
     roots
 }
 
-/// Searches the places in order: explicit variables, `nvcc` on `PATH`, system roots, wheel caches.
-pub fn discover(places: &Places) -> Result<Toolkit, NotFound> {
-    let mut tried = Vec::new();
-    let mut explicit_invalid = false;
-    let wheel_cache = places.wheel_caches.first().cloned();
-    if places.explicit.is_empty() {
-        tried.push(("CUDA_HOME, CUDA_PATH".into(), "not set".into()));
-    }
-    for (name, root) in &places.explicit {
-        let via = format!("{name}={}", root.display());
-        match probe_root(root, &via) {
-            Ok(t) => return Ok(t),
-            Err(why) => {
-                tried.push((via, why));
-                explicit_invalid = true;
+/// The toolkit of the highest version among `roots`, or `None`; the others' failures go to `tried`.
+fn highest(
+    roots: Vec<PathBuf>,
+    found_by: FoundBy,
+    via: &dyn Fn(&Path) -> String,
+    tried: &mut Vec<(String, String)>,
+) -> Option<Toolkit> {
+    let mut best: Option<Toolkit> = None;
+    for root in roots {
+        match probe_root(&root, found_by, &via(&root)) {
+            Ok(t) => {
+                if best.as_ref().map_or(true, |b| t.version > b.version) {
+                    best = Some(t);
+                }
             }
+            Err(why) => tried.push((format!("pip wheels at {}", root.display()), why)),
         }
     }
-    if explicit_invalid {
-        return Err(NotFound { tried, explicit_invalid, wheel_cache });
+    best
+}
+
+/// Searches the places in order: explicit variables, `nvcc` on `PATH`, system roots, wheel caches
+/// (the pinned toolkit, else the highest version).
+pub fn discover(places: &Places) -> Result<Toolkit, NotFound> {
+    let mut tried = Vec::new();
+    let wheel_cache = places.wheel_caches.first().cloned();
+    // CUDA_HOME where set, else CUDA_PATH: the first variable set is the answer, a toolkit or an
+    // error (the caller asked for that folder), never a reason to look further.
+    match places.explicit.first() {
+        Some((name, root)) => {
+            let via = format!("{name}={}", root.display());
+            let found_by = if name == "CUDA_PATH" { FoundBy::CudaPath } else { FoundBy::CudaHome };
+            return probe_root(root, found_by, &via).map_err(|why| {
+                tried.push((via, why));
+                NotFound { tried, explicit_invalid: true, bad_pin: None, wheel_cache }
+            });
+        }
+        None => tried.push(("CUDA_HOME, CUDA_PATH".into(), "not set".into())),
     }
     match &places.path {
         Some(path) => {
@@ -221,7 +272,7 @@ pub fn discover(places: &Places) -> Result<Toolkit, NotFound> {
                 Some(nvcc) => {
                     let root = nvcc.parent().and_then(Path::parent).unwrap_or(Path::new("/"));
                     let via = format!("nvcc on PATH ({})", nvcc.display());
-                    match probe_root(root, &via) {
+                    match probe_root(root, FoundBy::NvccOnPath, &via) {
                         Ok(t) => return Ok(t),
                         Err(why) => tried.push((via, why)),
                     }
@@ -233,13 +284,43 @@ pub fn discover(places: &Places) -> Result<Toolkit, NotFound> {
     }
     for root in &places.system_roots {
         let via = root.display().to_string();
-        match probe_root(root, &via) {
+        match probe_root(root, FoundBy::UsrLocalCuda, &via) {
             Ok(t) => return Ok(t),
             Err(why) => tried.push((via, why)),
         }
     }
     for cache in &places.wheel_caches {
-        let roots = wheel_roots(cache);
+        let pin = cache.join(PIN_FILE);
+        if let Ok(text) = fs::read_to_string(&pin) {
+            let name = text.trim();
+            let place = format!("the pin file {} ({name:?})", pin.display());
+            let install = cache.join(name);
+            let roots = if name.is_empty() { Vec::new() } else { install_roots(&install) };
+            let via = |root: &Path| format!("{place}: pip wheels at {}", root.display());
+            match highest(roots, FoundBy::CachePin, &via, &mut tried) {
+                Some(mut t) => {
+                    t.watch.push(pin);
+                    return Ok(t);
+                }
+                None => {
+                    let why = if name.is_empty() {
+                        "the file is empty".to_string()
+                    } else {
+                        format!("no pip-wheel toolkit in {} (expected venv/lib/python3.*/site-packages/nvidia/{{cu13,cuda_runtime}})", install.display())
+                    };
+                    tried.push((place, why));
+                    return Err(NotFound { tried, explicit_invalid: false, bad_pin: Some(pin), wheel_cache });
+                }
+            }
+        }
+        let mut roots = Vec::new();
+        if let Ok(installs) = fs::read_dir(cache) {
+            let mut installs: Vec<PathBuf> = installs.flatten().map(|e| e.path()).collect();
+            installs.sort();
+            for install in installs {
+                roots.extend(install_roots(&install));
+            }
+        }
         if roots.is_empty() {
             tried.push((
                 format!("pip-wheel toolkits under {}", cache.display()),
@@ -247,21 +328,20 @@ pub fn discover(places: &Places) -> Result<Toolkit, NotFound> {
             ));
             continue;
         }
-        let mut best: Option<Toolkit> = None;
-        for root in roots {
-            let via = format!("pip wheels at {}", root.display());
-            match probe_root(&root, &via) {
-                Ok(t) => {
-                    if best.as_ref().map_or(true, |b| t.version > b.version) {
-                        best = Some(t);
-                    }
-                }
-                Err(why) => tried.push((via, why)),
-            }
-        }
-        if let Some(t) = best {
+        let count = roots.len();
+        let via = |root: &Path| {
+            format!(
+                "pip wheels at {}, the highest version of {count} under {} (no pin file {})",
+                root.display(),
+                cache.display(),
+                pin.display()
+            )
+        };
+        if let Some(mut t) = highest(roots, FoundBy::CacheNewest, &via, &mut tried) {
+            // A release added to the cache changes the choice: watch the whole cache.
+            t.watch.push(cache.clone());
             return Ok(t);
         }
     }
-    Err(NotFound { tried, explicit_invalid, wheel_cache })
+    Err(NotFound { tried, explicit_invalid: false, bad_pin: None, wheel_cache })
 }

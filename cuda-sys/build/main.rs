@@ -2,7 +2,8 @@
 //! (or takes the checked-in snapshot of the toolkit's major where libclang is missing, the `bindgen`
 //! feature is off, or the build makes documentation), emits the cfgs of the bindings' shape and of
 //! the headers' version, links the runtime, and passes what it found to dependents through
-//! `links = "ordo_cuda_sys"` metadata (`DEP_ORDO_CUDA_SYS_*`).
+//! `links = "ordo_cuda_sys"` metadata (`DEP_ORDO_CUDA_SYS_*`), and to the crate what `BUILT_WITH`
+//! reports (`ORDO_CUDA_ROOT`, `ORDO_CUDA_FOUND_BY`, `ORDO_CUDA_NVCC`).
 //!
 //! Two kinds of cfg, from two sources:
 //! - which functions may be called (`cuda_12_5`, `cuda_12_8`, `cuda_13`, [`API_GATES`]) follows the
@@ -11,6 +12,10 @@
 //! - how a struct is built (`mem_location_id_in_union`, `shape::SHAPE_CFGS`) follows the bindings
 //!   compiled against, read from their text, never a version number.
 
+// The places of the search, named alike here and in the crate (`ordo_cuda_sys::FoundBy`).
+#[path = "../src/built_with.rs"]
+#[allow(dead_code)]
+mod built_with;
 mod discover;
 #[cfg(feature = "bindgen")]
 mod generate;
@@ -27,7 +32,9 @@ use std::process::ExitCode;
 const OLDEST: u32 = 12030;
 
 /// Version thresholds of API forms (not a table of known releases): each is the first runtime
-/// version that has the form, so any later version, released or not, takes it.
+/// version that has the form, so any later version, released or not, takes it. The one list of
+/// them: published with `has_cuda_device` as `DEP_ORDO_CUDA_SYS_CFGS` (and `_CHECK_CFGS`), from
+/// which the workspace's other build scripts set the same cfgs.
 const API_GATES: &[(&str, u32, &str)] = &[
     ("cuda_12_5", 12050, "cudaGetDriverEntryPointByVersion"),
     ("cuda_12_8", 12080, "cudaStreamGetDevice"),
@@ -53,6 +60,10 @@ fn main() -> ExitCode {
     // docs.rs (and any documentation build that sets DOCS_RS) has no toolkit and no libclang.
     let docs = env::var_os("DOCS_RS").is_some();
     let places = discover::Places::from_env(&|k| env::var_os(k));
+    if places.explicit.is_empty() {
+        // With neither variable set, the first nvcc on PATH gives the toolkit.
+        println!("cargo::rerun-if-env-changed=PATH");
+    }
     let toolkit = match discover::discover(&places) {
         Ok(t) => Some(t),
         Err(_) if docs => None,
@@ -100,7 +111,10 @@ fn main() -> ExitCode {
     };
     match &toolkit {
         Some(t) => {
-            println!("cargo::warning=ordo-cuda-sys: CUDA {} from {}; {source}", version_string(version), t.found_via)
+            println!("cargo::warning=ordo-cuda-sys: CUDA {} from {}; {source}", version_string(version), t.found_via);
+            for path in &t.watch {
+                println!("cargo::rerun-if-changed={}", path.display());
+            }
         }
         None => println!("cargo::warning=ordo-cuda-sys: DOCS_RS and no toolkit: documenting with the {source}"),
     }
@@ -130,6 +144,7 @@ fn main() -> ExitCode {
     }
 
     // Metadata for dependents (DEP_ORDO_CUDA_SYS_ROOT, ...), and for this crate's own tests.
+    let mut published_nvcc = None;
     if let Some(toolkit) = &toolkit {
         if !docs {
             link(toolkit);
@@ -138,17 +153,36 @@ fn main() -> ExitCode {
         println!("cargo::metadata=include={}", join_paths(&toolkit.include_dirs));
         println!("cargo::metadata=lib={}", toolkit.lib_dir.display());
         match nvcc(toolkit) {
-            Ok(Some(nvcc)) => println!("cargo::metadata=nvcc={}", nvcc.display()),
-            Ok(None) => {}
+            Ok(nvcc) => published_nvcc = nvcc,
             Err(e) => {
                 eprintln!("ordo-cuda-sys: {e}");
                 return ExitCode::FAILURE;
             }
         }
+        if let Some(nvcc) = &published_nvcc {
+            println!("cargo::metadata=nvcc={}", nvcc.display());
+        }
         println!("cargo::rustc-env=ORDO_CUDA_INCLUDE={}", toolkit.include_dir().display());
     }
+    // What `BUILT_WITH` reports (empty: none).
+    let found_by = toolkit.as_ref().map_or(built_with::FoundBy::NoToolkit, |t| t.found_by);
+    let root = toolkit.as_ref().map(|t| t.root.display().to_string()).unwrap_or_default();
+    println!("cargo::rustc-env=ORDO_CUDA_ROOT={root}");
+    println!("cargo::rustc-env=ORDO_CUDA_FOUND_BY={}", found_by.name());
+    println!("cargo::rustc-env=ORDO_CUDA_NVCC={}", published_nvcc.map(|n| n.display().to_string()).unwrap_or_default());
     println!("cargo::metadata=version={version}");
     println!("cargo::metadata=has_device={}", u8::from(has_device));
+    // The version gates and `has_cuda_device` for the build scripts of dependents, which set the
+    // same cfgs on their crates from these: every cfg's name (`check_cfgs`), and those set (`cfgs`).
+    let cfgs: Vec<(&str, bool)> = API_GATES
+        .iter()
+        .map(|&(cfg, since, _)| (cfg, version >= since))
+        .chain([("has_cuda_device", has_device)])
+        .collect();
+    let all: Vec<&str> = cfgs.iter().map(|&(cfg, _)| cfg).collect();
+    let set: Vec<&str> = cfgs.iter().filter(|&&(_, on)| on).map(|&(cfg, _)| cfg).collect();
+    println!("cargo::metadata=check_cfgs={}", all.join(" "));
+    println!("cargo::metadata=cfgs={}", set.join(" "));
     println!("cargo::metadata=gencode={GENCODE}");
     println!("cargo::rustc-env=ORDO_CUDA_VERSION={version}");
     println!("cargo::rustc-env=ORDO_CUDA_BINDINGS={}", if generated { "bindgen" } else { "snapshot" });

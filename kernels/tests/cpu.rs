@@ -1,12 +1,31 @@
 //! Tests that need no GPU: the compiled targets, chain planning arithmetic, argument checks.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use ordo_cuda_core::sys::BUILT_WITH;
 use ordo_cuda_core::{DeviceSlice, DeviceSliceMut, Error, StreamRef};
 use ordo_cuda_kernels::{ChainPlan, PdlMode};
 
+/// What the build script's cuobjdump said of the compiled kernels. Where it could not run (no
+/// cuobjdump beside the nvcc the build used), the test fails saying so and how to get one: a test
+/// that cannot read the compiled targets has not checked them, so it does not pass.
+fn cuobjdump_output(text: &'static str) -> &'static str {
+    if text.starts_with("cuobjdump not runnable") || text.starts_with("cuobjdump failed") {
+        let (major, minor) = BUILT_WITH.major_minor();
+        panic!(
+            "the build could not read the compiled kernels with cuobjdump, so their targets are not checked: {text}\n\
+             The build used {BUILT_WITH}.\n\
+             cuobjdump is looked for beside that nvcc. NVIDIA's installers put it there; for a pip-wheel toolkit in \
+             ordo's cache, `bash scripts/toolkits.sh {major}.{minor} --install-only` adds it (the \
+             nvidia-cuda-cuobjdump wheel of {major}.{minor}, or of the oldest later {major}.x where {major}.{minor} \
+             has none), as `bash scripts/setup.sh` does for 13.0."
+        );
+    }
+    text
+}
+
 #[test]
 fn kernels_are_compiled_for_sm80_sm90_and_compute90_ptx() {
-    let listing = include_str!(concat!(env!("OUT_DIR"), "/fatbin-listing.txt"));
+    let listing = cuobjdump_output(include_str!(concat!(env!("OUT_DIR"), "/fatbin-listing.txt")));
     let kernels_obj: Vec<&str> =
         listing.split("member ").filter(|m| m.contains("kernels.o:") && !m.contains("dlink")).collect();
     assert_eq!(kernels_obj.len(), 1, "{listing}");
@@ -18,7 +37,7 @@ fn kernels_are_compiled_for_sm80_sm90_and_compute90_ptx() {
 
 /// The PTX of each `.entry` in the compiled kernels: (name, body).
 fn ptx_entries() -> Vec<(&'static str, &'static str)> {
-    let ptx = include_str!(concat!(env!("OUT_DIR"), "/kernels-ptx.txt"));
+    let ptx = cuobjdump_output(include_str!(concat!(env!("OUT_DIR"), "/kernels-ptx.txt")));
     let mut entries: Vec<(&str, &str)> =
         ptx.split(".entry ").skip(1).map(|e| (e.split('(').next().unwrap_or("").trim(), e)).collect();
     entries.sort();
