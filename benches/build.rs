@@ -10,10 +10,14 @@ fn main() -> ExitCode {
     let core = |key: &str| std::env::var_os(format!("DEP_ORDO_CUDA_CORE_{key}"));
     let include = PathBuf::from(core("INCLUDE").unwrap_or_default());
     println!("cargo::rerun-if-changed={}", include.join("ordo").display());
-    // cudaMemcpyBatchAsync in its CUDA 13.0 form (12.8 and 12.9 had one more parameter).
-    println!("cargo::rustc-check-cfg=cfg(cuda_13)");
-    if core("CUDA_VERSION").and_then(|v| v.to_str()?.parse::<u32>().ok()).is_some_and(|v| v >= 13000) {
-        println!("cargo::rustc-cfg=cuda_13");
+    // The version gates and `has_cuda_device`, set as ordo-cuda-sys sets them (one list: its build script);
+    // `cuda_13`: cudaMemcpyBatchAsync in its CUDA 13.0 form (12.8 and 12.9 had one more parameter).
+    let sys = |key: &str| std::env::var(format!("DEP_ORDO_CUDA_SYS_{key}")).unwrap_or_default();
+    for cfg in sys("CHECK_CFGS").split_whitespace() {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+    }
+    for cfg in sys("CFGS").split_whitespace() {
+        println!("cargo::rustc-cfg={cfg}");
     }
     let Some(nvcc) = core("NVCC") else {
         eprintln!("ordo-benches: the CUDA toolkit ordo-cuda-sys found has no nvcc; build against one that has");

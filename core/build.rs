@@ -1,6 +1,8 @@
-//! Sets `cfg(has_cuda_device)` for GPU tests when ordo-cuda-sys saw an NVIDIA device (or
-//! ORDO_GPU_TESTS=1), `cfg(cuda_library_api)` when the toolkit has `cudaLibraryLoadData` (12.8+), and
-//! passes the CUDA include folder on to the tests, which read the headers at compile time.
+//! Sets the cfgs ordo-cuda-sys sets on itself, from the list it publishes (`DEP_ORDO_CUDA_SYS_CFGS`):
+//! the version gates (`cuda_12_8`, ...) and `has_cuda_device` for GPU tests (an NVIDIA device seen,
+//! or ORDO_GPU_TESTS=1); `cfg(cuda_library_api)` with `cuda_12_8` (the toolkit has
+//! `cudaLibraryLoadData`); and passes the CUDA include folder on to the tests, which read the
+//! headers at compile time.
 //!
 //! It also publishes, as `links = "ordo_cuda_core"` metadata, what a crate that compiles its own
 //! CUDA C against ordo needs (cargo passes it to the build scripts of crates that depend on
@@ -14,22 +16,22 @@
 //! - `HAS_DEVICE`: `1` where the build machine has an NVIDIA GPU (for `cfg`s of GPU tests).
 fn main() {
     println!("cargo::rerun-if-changed=include");
-    println!("cargo::rustc-check-cfg=cfg(has_cuda_device)");
     let sys = |key: &str| std::env::var(format!("DEP_ORDO_CUDA_SYS_{key}")).ok();
-    if sys("HAS_DEVICE").as_deref() == Some("1") {
-        println!("cargo::rustc-cfg=has_cuda_device");
+    let (all, set) = (sys("CHECK_CFGS").unwrap_or_default(), sys("CFGS").unwrap_or_default());
+    for cfg in all.split_whitespace() {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
+    for cfg in set.split_whitespace() {
+        println!("cargo::rustc-cfg={cfg}");
+    }
+    // For the test that this crate's cfgs are those (tests/version_gates.rs).
+    println!("cargo::rustc-env=ORDO_CUDA_SYS_CHECK_CFGS={all}");
+    println!("cargo::rustc-env=ORDO_CUDA_SYS_CFGS={set}");
     // The tests that load PTX at run time need cudaLibraryLoadData (CUDA 12.8 and later headers:
     // the runtime's cudaLibrary* calls are not in 12.4 to 12.6).
     println!("cargo::rustc-check-cfg=cfg(cuda_library_api)");
-    let version = sys("VERSION").and_then(|v| v.parse::<u32>().ok());
-    if version.is_some_and(|v| v >= 12080) {
+    if set.split_whitespace().any(|cfg| cfg == "cuda_12_8") {
         println!("cargo::rustc-cfg=cuda_library_api");
-    }
-    // The preferred-cluster launch attribute: CUDA 12.8 and later headers.
-    println!("cargo::rustc-check-cfg=cfg(cuda_12_8)");
-    if version.is_some_and(|v| v >= 12080) {
-        println!("cargo::rustc-cfg=cuda_12_8");
     }
     let include = sys("INCLUDE").unwrap_or_default();
     if let Some(first) = std::env::split_paths(&include).next() {

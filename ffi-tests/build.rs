@@ -15,9 +15,13 @@ fn main() -> ExitCode {
         eprintln!("ordo-ffi-tests: listing ../capi/src failed: {e}");
         return ExitCode::FAILURE;
     }
-    println!("cargo::rustc-check-cfg=cfg(has_cuda_device)");
-    if core("HAS_DEVICE").is_some_and(|v| v == "1") {
-        println!("cargo::rustc-cfg=has_cuda_device");
+    // The version gates and `has_cuda_device`, set as ordo-cuda-sys sets them (one list: its build script).
+    let sys = |key: &str| std::env::var(format!("DEP_ORDO_CUDA_SYS_{key}")).unwrap_or_default();
+    for cfg in sys("CHECK_CFGS").split_whitespace() {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+    }
+    for cfg in sys("CFGS").split_whitespace() {
+        println!("cargo::rustc-cfg={cfg}");
     }
 
     let c99 = cc::Build::new()
@@ -30,6 +34,38 @@ fn main() -> ExitCode {
         .flag("-Werror")
         .file("c/header_c99.c")
         .try_compile("ordo_header_c99");
+    // The header after the CUDA runtime's, where it routes the launch calls through the file's own
+    // cudaGetKernel: as C99 and as C++17, the CUDA headers as system headers.
+    let cuda_include = core("CUDA_INCLUDE").unwrap_or_default();
+    let with_cuda_headers = |build: &mut cc::Build| {
+        for dir in std::env::split_paths(&cuda_include) {
+            build.flag("-isystem").flag(dir.to_string_lossy().as_ref());
+        }
+    };
+    let mut c99_cudart = cc::Build::new();
+    with_cuda_headers(&mut c99_cudart);
+    let c99_cudart = c99_cudart
+        .compiler("gcc")
+        .include(&capi_include)
+        .flag("-std=c99")
+        .flag("-Wall")
+        .flag("-Wextra")
+        .flag("-pedantic")
+        .flag("-Werror")
+        .file("c/header_c99_cudart.c")
+        .try_compile("ordo_header_c99_cudart");
+    let mut cpp_cudart = cc::Build::new();
+    with_cuda_headers(&mut cpp_cudart);
+    let cpp_cudart = cpp_cudart
+        .cpp(true)
+        .compiler("g++")
+        .include(&capi_include)
+        .flag("-std=c++17")
+        .flag("-Wall")
+        .flag("-Wextra")
+        .flag("-Werror")
+        .file("cpp/header_cpp17_cudart.cpp")
+        .try_compile("ordo_header_cpp17_cudart");
     let cpp = cc::Build::new()
         .cpp(true)
         .compiler("g++")
@@ -68,7 +104,13 @@ fn main() -> ExitCode {
         .file("cpp/stencil.cu")
         .file("cpp/capture_defects.cu")
         .try_compile("ordo_ffi_mixed");
-    for (what, r) in [("header as C99", c99), ("C++ programs", cpp), ("CUDA C++ program", mixed)] {
+    for (what, r) in [
+        ("header as C99", c99),
+        ("header as C99 after the CUDA runtime's", c99_cudart),
+        ("header as C++17 after the CUDA runtime's", cpp_cudart),
+        ("C++ programs", cpp),
+        ("CUDA C++ program", mixed),
+    ] {
         if let Err(e) = r {
             eprintln!("ordo-ffi-tests: compiling the {what} failed: {e}");
             return ExitCode::FAILURE;

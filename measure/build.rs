@@ -1,6 +1,7 @@
-//! Reads ordo-cuda-core's build metadata (`DEP_ORDO_CUDA_CORE_*`) and sets:
-//! - `cfg(has_cuda_device)` where the build machine has an NVIDIA GPU (for the GPU tests);
-//! - `cfg(measure_engine)` where the toolkit's headers are CUDA 12.5 or later: the engine loads its
+//! Reads ordo-cuda-sys's and ordo-cuda-core's build metadata (`DEP_ORDO_CUDA_SYS_*`, `_CORE_*`) and sets:
+//! - the cfgs ordo-cuda-sys sets on itself: the version gates, and `has_cuda_device` where the
+//!   build machine has an NVIDIA GPU (for the GPU tests);
+//! - `cfg(measure_engine)` with `cuda_12_5` (CUDA 12.5 or later headers): the engine loads its
 //!   helper kernels with `cudaLibraryLoadData` (12.4) and resolves `cuLaunchKernelEx` with
 //!   `cudaGetDriverEntryPointByVersion` (12.5). Against older headers the crate builds the parts
 //!   that need no CUDA call (statistics, reports, comparison, the command's parser, the PTX
@@ -9,16 +10,19 @@
 //!   tests that assemble the helper kernels and instrumented PTX look first.
 fn main() {
     println!("cargo::rerun-if-changed=build.rs");
-    println!("cargo::rustc-check-cfg=cfg(has_cuda_device)");
-    println!("cargo::rustc-check-cfg=cfg(measure_engine)");
-    let core = |key: &str| std::env::var(format!("DEP_ORDO_CUDA_CORE_{key}")).ok();
-    if core("HAS_DEVICE").as_deref() == Some("1") {
-        println!("cargo::rustc-cfg=has_cuda_device");
+    // The version gates and `has_cuda_device`, set as ordo-cuda-sys sets them (one list: its build script).
+    let sys = |key: &str| std::env::var(format!("DEP_ORDO_CUDA_SYS_{key}")).unwrap_or_default();
+    for cfg in sys("CHECK_CFGS").split_whitespace() {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
-    let version = core("CUDA_VERSION").and_then(|v| v.parse::<u32>().ok());
-    if version.is_some_and(|v| v >= 12050) {
+    for cfg in sys("CFGS").split_whitespace() {
+        println!("cargo::rustc-cfg={cfg}");
+    }
+    println!("cargo::rustc-check-cfg=cfg(measure_engine)");
+    if sys("CFGS").split_whitespace().any(|cfg| cfg == "cuda_12_5") {
         println!("cargo::rustc-cfg=measure_engine");
     }
+    let core = |key: &str| std::env::var(format!("DEP_ORDO_CUDA_CORE_{key}")).ok();
     let ptxas = core("NVCC")
         .map(std::path::PathBuf::from)
         .and_then(|nvcc| nvcc.parent().map(|bin| bin.join("ptxas")))

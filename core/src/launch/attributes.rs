@@ -9,8 +9,10 @@
 //! added by hand gets the node attributes set on it and refuses the others by name; an executable
 //! graph's kernel node keeps its attributes, so a new configuration for it carries none.
 //!
-//! Adding an attribute: a field and a builder in [`LaunchConfig`], then a variant, its arm in
-//! `Attribute::describe` and its line in `LaunchConfig::for_each_attribute`, here.
+//! Adding an attribute: a field and a builder in [`LaunchConfig`], then a variant in the
+//! `attributes!` list (which sizes the array), its arm in `Attribute::describe` and its line in
+//! `LaunchConfig::for_each_attribute`, here; the compiler stops at each place not yet decided, and
+//! the tests' `everything` at the one left (docs/architecture.md, "Add a launch attribute").
 
 use super::config::{Dim3, LaunchConfig};
 use core::ffi::{c_int, c_uint};
@@ -80,9 +82,22 @@ impl MemSyncDomain {
     }
 }
 
-/// One attribute a [`LaunchConfig`] sets, with its value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Attribute {
+/// Declares [`Attribute`] and [`MAX_ATTRIBUTES`], the number of its variants, from one list: an
+/// attribute added to the list gets its slot in every launch's array.
+macro_rules! attributes {
+    ($($variant:ident $(($value:ty))?,)*) => {
+        /// One attribute a [`LaunchConfig`] sets, with its value.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum Attribute {
+            $($variant $(($value))?,)*
+        }
+
+        /// The most attributes one launch sets: one a variant of [`Attribute`], counted from its list.
+        const MAX_ATTRIBUTES: usize = [$(stringify!($variant)),*].len();
+    };
+}
+
+attributes! {
     Pdl,
     Priority(i32),
     Cluster(Dim3),
@@ -238,28 +253,43 @@ impl LaunchConfig {
     /// Calls `f` with each attribute the configuration sets, in a fixed order.
     #[inline(always)]
     pub(crate) fn for_each_attribute(&self, mut f: impl FnMut(Attribute)) {
-        if self.pdl {
+        // Every field named: a field added later does not compile here until it is decided. Bound
+        // by reference: a copy of the configuration (`= *self`) changed the general launch's code.
+        let LaunchConfig {
+            grid: _,
+            block: _,
+            shared_mem_bytes: _,
+            pdl,
+            priority,
+            cluster,
+            cooperative,
+            mem_sync_domain,
+            preferred_cluster,
+            programmatic_event,
+            launch_completion_event,
+        } = self;
+        if *pdl {
             f(Attribute::Pdl);
         }
-        if let Some(priority) = self.priority {
+        if let Some(priority) = *priority {
             f(Attribute::Priority(priority));
         }
-        if let Some(c) = self.cluster {
+        if let Some(c) = *cluster {
             f(Attribute::Cluster(c));
         }
-        if self.cooperative {
+        if *cooperative {
             f(Attribute::Cooperative);
         }
-        if let Some(domain) = self.mem_sync_domain {
+        if let Some(domain) = *mem_sync_domain {
             f(Attribute::MemSyncDomain(domain));
         }
-        if let Some(p) = self.preferred_cluster {
+        if let Some(p) = *preferred_cluster {
             f(Attribute::PreferredCluster(p));
         }
-        if let Some(e) = self.programmatic_event {
+        if let Some(e) = *programmatic_event {
             f(Attribute::ProgrammaticEvent(e));
         }
-        if let Some(e) = self.launch_completion_event {
+        if let Some(e) = *launch_completion_event {
             f(Attribute::LaunchCompletionEvent(e));
         }
     }
@@ -275,9 +305,6 @@ impl LaunchConfig {
         first
     }
 }
-
-/// The most attributes one launch sets: one a variant of [`Attribute`].
-const MAX_ATTRIBUTES: usize = 8;
 
 /// A launch's attributes, on the stack, in CUDA's form (`cudaLaunchAttribute`, whose layout the
 /// driver's `CUlaunchAttribute` shares: the same ids, an 8-byte header, the same 64-byte value).
@@ -323,22 +350,43 @@ impl Attributes {
 mod tests {
     use super::*;
 
+    /// An event handle for configurations that are never launched.
+    fn unlaunched_event() -> LaunchEvent {
+        LaunchEvent { raw: core::ptr::NonNull::dangling().as_ptr() }
+    }
+
+    /// A configuration with every attribute set.
     fn everything() -> LaunchConfig {
-        LaunchConfig::new(4, 32)
+        let mut config = LaunchConfig::new(4, 32)
             .with_pdl(true)
             .with_priority(-3)
             .with_cluster(2)
             .with_cooperative(true)
             .with_mem_sync_domain(MemSyncDomain::Remote)
-            .with_preferred_cluster(4)
+            .with_preferred_cluster(4);
+        config.programmatic_event = Some(ProgrammaticEvent { event: unlaunched_event(), trigger_at_block_start: true });
+        config.launch_completion_event = Some(unlaunched_event());
+        config
+    }
+
+    /// `MAX_ATTRIBUTES` counts `Attribute`'s variants, and a configuration with every attribute
+    /// uses each variant once: a variant added to the list but not to `for_each_attribute` or to
+    /// `everything` fails here, rather than an attribute going missing from a launch.
+    #[test]
+    fn the_array_has_a_slot_for_each_kind_of_attribute() {
+        let mut kinds = alloc::vec::Vec::new();
+        everything().for_each_attribute(|a| kinds.push(core::mem::discriminant(&a)));
+        assert_eq!(kinds.len(), MAX_ATTRIBUTES, "every kind once: {kinds:?}");
+        for (i, kind) in kinds.iter().enumerate() {
+            assert!(!kinds[..i].contains(kind), "{kind:?} twice");
+        }
+        assert_eq!(Attributes::of(&everything()).len() as usize, MAX_ATTRIBUTES, "none dropped");
     }
 
     #[test]
     fn each_attribute_is_written_once_with_its_value() {
-        let mut config = everything();
-        let event = LaunchEvent { raw: core::ptr::NonNull::dangling().as_ptr() };
-        config.programmatic_event = Some(ProgrammaticEvent { event, trigger_at_block_start: true });
-        config.launch_completion_event = Some(event);
+        let config = everything();
+        let event = unlaunched_event();
         let mut attrs = Attributes::of(&config);
         assert_eq!(attrs.len() as usize, MAX_ATTRIBUTES, "one slot a variant, all used");
         // SAFETY: `len` attributes were written.
@@ -374,7 +422,7 @@ mod tests {
 
     #[test]
     fn nodes_keep_what_cuda_keeps_on_nodes_and_refuse_the_rest_by_name() {
-        let event = LaunchEvent { raw: core::ptr::NonNull::dangling().as_ptr() };
+        let event = unlaunched_event();
         let node_refusal = |c: LaunchConfig| c.first_refused(|r| r.node);
         for kept in [
             LaunchConfig::new(4, 32).with_priority(0),
