@@ -155,6 +155,10 @@ pkg-config:  PKG_CONFIG_PATH=<this folder>/lib/pkgconfig pkg-config --cflags --l
              in /usr/local/cuda/lib64.
 Headers:     include/ordo.h (C99), include/ordo.hpp (C++17), include/ordo/pdl.cuh and
              include/ordo/graph.cuh for your own kernels.
+Your kernels: include cuda_runtime.h before ordo.h where you pass them to ordo_launch_kernel or
+             ordo_pdl_plan_launch (every .cu file does): ordo then finds them in every link,
+             libordo.so beside the program's own static CUDA runtime included (ordo.h, "LINKING
+             AND YOUR OWN KERNELS").
 
 Licensed under either of the Apache License, Version 2.0 (LICENSE-APACHE) or the MIT license
 (LICENSE-MIT), at your option.

@@ -5,6 +5,26 @@
  * -lstdc++ -lm. ffi-tests/cmake-example shows a CMake project doing so. C99 and C++ both. The
  * header is written by hand; a test (ffi-tests/tests/abi.rs) checks it against the Rust exports.
  *
+ * LINKING AND YOUR OWN KERNELS. scripts/package.sh's archive has libordo.a (static: the program
+ * links one CUDA runtime, the static one as nvcc does by default) and libordo.so (shared: it loads
+ * the shared CUDA runtime, libcudart.so.MAJOR); CMake ordo::ordo and ordo::ordo_shared, pkg-config
+ * ordo-static and ordo. A program linked by nvcc gets its own static CUDA runtime by default: with
+ * libordo.so the process holds two copies of the runtime, and the program's kernels are registered
+ * with its own copy only, which ordo's cannot see (so are a shared library's, built with the static
+ * runtime; CMake's ordo::ordo_shared links libcudart.so ahead of CMake's default static runtime, so
+ * a CMake program's own calls go to the shared one). The rule: include the CUDA runtime's header
+ * (cuda_runtime.h or cuda_runtime_api.h) before ordo.h in every file that passes a kernel to
+ * ordo_launch_kernel or ordo_pdl_plan_launch (ordo::launch, ordo::pdl_plan); every .cu file does,
+ * since nvcc includes cuda_runtime.h first. ordo.h then routes those two calls to
+ * ordo_launch_kernel_resolved and ordo_pdl_plan_launch_resolved with that file's cudaGetKernel,
+ * which ordo asks once a kernel, and the program works in every link: libordo.a, libordo.so with
+ * the static runtime, libordo.so with the shared one (-cudart shared). A file that calls them then
+ * references cudaGetKernel, cudaPeekAtLastError and cudaGetLastError: link a CUDA runtime (every
+ * link above does). Without the header (a .c or .cpp file that takes a kernel's address from
+ * elsewhere), a kernel ordo has not seen before fails with cudaErrorInvalidResourceHandle (400) in
+ * a process of two runtimes; the kernel's cudaKernel_t (cudaGetKernel in the file that defines it)
+ * works everywhere.
+ *
  * BUILD FEATURES. The library is built with two features, both on by default: `kernels` (ordo's
  * own CUDA kernels, compiled by nvcc: ordo_gemv_normalize, ordo_frame_filter, ordo_pdl_chain, and
  * the pipelines' built-in compute, a NULL compute callback) and `nccl` (the ordo_nccl_* functions;
@@ -327,7 +347,9 @@ ordo_status ordo_frame_filter(struct CUstream_st* stream, const uint8_t* rgb, ui
 ordo_status ordo_frame_filter_with(const ordo_alloc_options* options, struct CUstream_st* stream, const uint8_t* rgb, uint8_t* out, size_t width, size_t height);
 
 /* Launching your own kernels with ordo's launch configuration. kernel: the __global__ function's
- * address (as cudaLaunchKernel takes it); args: one pointer to each argument, in order (NULL for a
+ * address (as cudaLaunchKernel takes it), or its cudaKernel_t (cudaGetKernel); include the CUDA
+ * runtime's header before ordo.h (LINKING AND YOUR OWN KERNELS, at the top), so that the kernel is
+ * found in every link of the program; args: one pointer to each argument, in order (NULL for a
  * kernel without parameters). The configuration is checked as ordo's Rust API checks it (zero or
  * oversized grid or block, a grid not a multiple of its cluster, a cooperative grid larger than the
  * device holds at once, a cooperative launch with clusters: ORDO_ERROR_INVALID_ARGUMENT before CUDA
@@ -379,6 +401,41 @@ typedef struct ordo_pdl_plan {
     unsigned int one_wave_blocks;
 } ordo_pdl_plan;
 ordo_status ordo_pdl_plan_launch(const void* plain, const void* pdl, int device, size_t n, unsigned int block, int mode, ordo_pdl_plan* out);
+
+/* ordo_launch_kernel and ordo_pdl_plan_launch with the caller's cudaGetKernel (resolver; NULL for
+ * none), for a program with its own copy of the CUDA runtime (LINKING AND YOUR OWN KERNELS, at the
+ * top). A call of ordo_launch_kernel or ordo_pdl_plan_launch from a file that includes the CUDA
+ * runtime's header first comes here by itself, with ordo_kernel_resolver_here below; call these
+ * directly only to pass another resolver. ordo asks resolver for a kernel's handle where it holds
+ * none for that address yet (the kernel's first launch or plan; again only while the table of
+ * kernels has no room left for it, or another thread is entering it), keeps the handle for the
+ * process (later calls without a resolver use it too) and launches it; where resolver fails,
+ * ordo's own runtime resolves the kernel, as without one. Built against CUDA before 12.8, resolver
+ * is not called. The caller's contract, which ordo cannot check: resolver does what cudaGetKernel
+ * does (on success it writes the cudaKernel_t of the kernel whose host stub is `entry` and returns
+ * 0; otherwise it returns non-zero), returns (no C++ exception, no longjmp), and its handle stays
+ * valid while the kernel's code stays loaded (the copy of the CUDA runtime that made it is not
+ * unloaded: a shared library with its own static runtime is not dlclose'd). A handle of another
+ * kernel, or a forged one, is launched in that kernel's place from then on, by every call.
+ * Define ORDO_NO_KERNEL_RESOLVER before including ordo.h to keep the plain calls (a file that must
+ * not reference cudaGetKernel); (ordo_launch_kernel)(...), in parentheses, calls the plain export. */
+struct CUkern_st;
+typedef int (*ordo_kernel_resolver_fn)(struct CUkern_st** kernel, const void* entry);
+ordo_status ordo_launch_kernel_resolved(struct CUstream_st* stream, const void* kernel, void** args, const ordo_launch_config* config, ordo_kernel_resolver_fn resolver);
+ordo_status ordo_pdl_plan_launch_resolved(const void* plain, const void* pdl, int device, size_t n, unsigned int block, int mode, ordo_pdl_plan* out, ordo_kernel_resolver_fn resolver);
+#if defined(CUDART_VERSION) && !defined(ORDO_NO_KERNEL_RESOLVER)
+/* cudaGetKernel of the CUDA runtime this file is linked with. Its failure (an address that is no
+ * kernel of this runtime, such as a cudaKernel_t) is not left as that runtime's last error, unless
+ * an error was pending there already. */
+static inline int ordo_kernel_resolver_here(struct CUkern_st** kernel, const void* entry) {
+    cudaError_t pending = cudaPeekAtLastError();
+    cudaError_t status = cudaGetKernel(kernel, entry);
+    if (status != cudaSuccess && pending == cudaSuccess) (void)cudaGetLastError();
+    return (int)status;
+}
+#define ordo_launch_kernel(...) ordo_launch_kernel_resolved(__VA_ARGS__, ordo_kernel_resolver_here)
+#define ordo_pdl_plan_launch(...) ordo_pdl_plan_launch_resolved(__VA_ARGS__, ordo_kernel_resolver_here)
+#endif
 
 /* `steps` dependent kernels out = prev * scale + 1, ping-ponging a -> b -> a ... (the result is
  * in b after an odd number of steps, in a after an even one); pdl: 0 off (the step compiled
@@ -510,7 +567,10 @@ ordo_status ordo_pipeline_run_stencil(ordo_pipeline* pipeline, struct CUstream_s
  * unlaunched), so it, and `user`, must be safe to use from several threads at once.
  * run: replays the graph of the bucket n rounds up to (capturing it first on `stream` if needed);
  * n 0 rounds up to the first bucket, as in the Rust API (GraphCache::run); the bucket used (or n,
- * run eagerly) goes to bucket_out (may be NULL). Replays of one cache on several streams share the
+ * run eagerly) goes to bucket_out (may be NULL). The first replay of a graph not uploaded at its
+ * capture (ordo_graph_cache_options.upload 0, the default) uploads it: like an instantiation, a
+ * capture-unsafe call (see CAPTURES), which waits for another thread's graph cache capturing in
+ * ORDO_CAPTURE_GLOBAL mode (see THREADS). Replays of one cache on several streams share the
  * cache's buffers and are not ordered with each other: order them if they overlap.
  * capture_all: captures every bucket not captured yet; ORDO_ERROR_STREAM_CAPTURING while `stream`
  * captures.
@@ -540,9 +600,13 @@ ordo_status ordo_graph_cache_create(const size_t* buckets, size_t n_buckets, int
  * default. warmup non-zero: the body runs once, eagerly, before each capture
  * (lazy initialisation happens outside the capture; its work runs as a run of that bucket would).
  * instantiate_flags: cudaGraphInstantiateFlagAutoFreeOnLaunch, cudaGraphInstantiateFlagUseNodePriority
- * or 0. capture_all captures from the largest bucket to the smallest, and each graph is uploaded
- * (cudaGraphUpload) right after its instantiation, so that its first replay does not upload. A bad value:
- * ORDO_ERROR_INVALID_ARGUMENT. */
+ * or 0. capture_all captures from the largest bucket to the smallest. upload non-zero: each graph
+ * is uploaded (cudaGraphUpload) right after its instantiation, so that its first replay does not
+ * upload; 0, the default (as the Rust API's CacheOptions::upload): the first replay of each bucket
+ * uploads its graph, which keeps a capture of every bucket close to the hand-written loop of
+ * captures and instantiations. The size of the first layout (up to and including user_free) is
+ * accepted too, with upload 0; any other size below sizeof(ordo_graph_cache_options), or a bad
+ * value: ORDO_ERROR_INVALID_ARGUMENT. */
 #define ORDO_CAPTURE_THREAD_LOCAL 0
 #define ORDO_CAPTURE_GLOBAL 1
 #define ORDO_CAPTURE_RELAXED 2
@@ -557,8 +621,11 @@ typedef struct ordo_graph_cache_options {
      * more, or when the create fails (once the options could be read). NULL for none. It must not
      * throw and must not call ordo. */
     ordo_user_free_fn user_free;
+    /* Since the second layout (a caller whose size ends before it gets 0): non-zero uploads each
+     * graph at its capture; 0 (the default) leaves the upload to its first replay. */
+    int upload;
 } ordo_graph_cache_options;
-#define ORDO_GRAPH_CACHE_OPTIONS_INIT { sizeof(ordo_graph_cache_options), ORDO_CAPTURE_THREAD_LOCAL, 0, 0, 0, NULL }
+#define ORDO_GRAPH_CACHE_OPTIONS_INIT { sizeof(ordo_graph_cache_options), ORDO_CAPTURE_THREAD_LOCAL, 0, 0, 0, NULL, 0 }
 ordo_status ordo_graph_cache_create_with_options(const size_t* buckets, size_t n_buckets, const ordo_graph_cache_options* options, ordo_capture_fn body, void* user, ordo_graph_cache** out);
 ordo_status ordo_graph_cache_capture_all(ordo_graph_cache* cache, struct CUstream_st* stream);
 ordo_status ordo_graph_cache_run(ordo_graph_cache* cache, struct CUstream_st* stream, size_t n, size_t* bucket_out);
@@ -686,9 +753,17 @@ ordo_status ordo_nccl_reduce_scatter(ordo_nccl_comm* comm, const void* send, voi
  * groups; `remainder` says where the SMs left over go (ORDO_SM_REMAINDER_OWN: a partition of their
  * own, written after the others, so `out` then holds count + 1 handles). More groups than the split
  * made, or a partition with no SMs, is ORDO_ERROR_INVALID_ARGUMENT, before any is made.
- * A stream handle keeps its partition: destroy handles in any order. The green context is destroyed
- * when the last of a partition's handles and streams goes, after the partition's work: that destroy
- * waits for the device (the one blocking call here). */
+ * A stream handle keeps its partition: destroy handles in any order. So does a graph that ordo
+ * captures on a partition's stream (a graph cache's, when its capture_all or run captures on such a
+ * stream, or when the body makes such a stream wait on an event recorded in the capture): the
+ * cache's graphs replay on the partition's SMs, on any stream, after the partition and its streams
+ * are destroyed. A graph the program captures itself (cudaStreamBeginCapture on
+ * ordo_sm_stream_handle's stream) holds nothing: keep the partition until such a graph's last
+ * launch has completed. The green context is destroyed when the last of a partition's handles,
+ * streams and ordo's graphs goes, after the partition's work: that destroy waits for the device
+ * (the one blocking call here). When the last is a graph, CUDA lets go of it on a thread of its
+ * own, where CUDA calls are forbidden: the green context is then destroyed by the next
+ * ordo_sm_partitions_create or ordo_staging_ring_create, or at process exit. */
 #define ORDO_SM_REMAINDER_UNUSED 0
 #define ORDO_SM_REMAINDER_TO_LAST 1
 #define ORDO_SM_REMAINDER_OWN 2

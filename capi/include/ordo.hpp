@@ -141,6 +141,13 @@ struct same {
 };
 }  // namespace detail
 
+// The two templates that take the program's own kernels have internal linkage (an unnamed
+// namespace): each file's copy calls ordo_launch_kernel and ordo_pdl_plan_launch as ordo.h routes
+// them in that file, with the cudaGetKernel of the CUDA runtime that file is linked with where it
+// included the runtime's header first (ordo.h, LINKING AND YOUR OWN KERNELS), and no copy made
+// in another file, or in another library with its own CUDA runtime, stands in for it.
+namespace {
+
 // Launches the program's own kernel with ordo's checked configuration: the arguments are typed by
 // the kernel's own parameters (ordo_launch_kernel).
 template <class... Params>
@@ -161,6 +168,8 @@ ordo_pdl_plan pdl_plan(void (*plain)(Params...), void (*pdl)(Params...), int dev
                                block, mode, &plan));
     return plan;
 }
+
+}  // namespace
 
 // Version and build information.
 inline int version_number() noexcept { return ordo_version_number(); }

@@ -2,10 +2,18 @@
 //! `ordo_launch_kernel` (grid, block, shared memory, PDL, priority, cluster, cooperative, all
 //! checked as the Rust API checks them) and `ordo_pdl_plan_launch` (the rule of
 //! `ordo_cuda_core::launch::pdl` for a kernel compiled in two forms with `ORDO_PDL_KERNELS`).
+//!
+//! Each has a `_resolved` form that also takes the caller's `cudaGetKernel`
+//! ([`OrdoKernelResolverFn`]), which ordo.h passes in every file that includes the CUDA runtime's
+//! header: a program linked with its own copy of the CUDA runtime (nvcc's static one by default)
+//! beside the shared ordo registers its kernels there, where ordo's runtime cannot see them. The
+//! caller's runtime is asked once for a kernel's handle, which ordo keeps
+//! (`ordo_cuda_core::launch::kernel_handle_with`) and launches from then on.
 
 use super::check::stream_ref;
-use super::status::{guard, invalid, OrdoStatus};
+use super::status::{guard, invalid, OrdoStatus, Outcome};
 use core::ffi::{c_int, c_uint, c_void};
+use core::ptr::{null_mut, NonNull};
 use ordo_cuda_core::launch::{
     self, BeyondOneWave, Dim3, Kernel, LaunchConfig, LaunchEvent, PdlKernel, PdlMode, PdlPlan, ProgrammaticEvent,
 };
@@ -95,6 +103,42 @@ fn launch_config(c: &OrdoLaunchConfig) -> Result<LaunchConfig, super::status::Fa
     Ok(config)
 }
 
+/// The `cudaGetKernel` of the CUDA runtime the caller is linked with (`ordo_kernel_resolver_fn`
+/// in ordo.h): writes to `kernel` the `cudaKernel_t` of the kernel whose host stub is `entry` and
+/// returns 0 (`cudaSuccess`), or returns CUDA's error. ordo.h's own (`ordo_kernel_resolver_here`)
+/// calls the runtime's `cudaGetKernel` and leaves no failure as that runtime's last error.
+pub type OrdoKernelResolverFn =
+    Option<unsafe extern "C" fn(kernel: *mut sys::cudaKernel_t, entry: *const c_void) -> c_int>;
+
+/// The address ordo launches or queries for `kernel` (non-null): its driver handle, from ordo's
+/// table of kernels or, at its first use, from `resolver`; `kernel` itself without a resolver, or
+/// where neither the resolver nor ordo's own runtime knows it (ordo's runtime then launches it or
+/// reports CUDA's error).
+///
+/// # Safety
+/// `resolver` is `None` or as the C contract of the `_resolved` exports says (ordo.h).
+#[inline(always)]
+unsafe fn resolved(kernel: *const c_void, resolver: OrdoKernelResolverFn) -> *const c_void {
+    let Some(resolver) = resolver else { return kernel };
+    let ask = || {
+        let mut handle: sys::cudaKernel_t = null_mut();
+        // SAFETY: `handle` is writable; the C contract: `resolver` is a CUDA runtime's
+        // `cudaGetKernel` (or does what it does), and does not unwind.
+        let code = unsafe { resolver(&mut handle, kernel) };
+        if code == 0 {
+            NonNull::new(handle.cast::<c_void>())
+        } else {
+            None
+        }
+    };
+    // SAFETY: the C contract: what the resolver writes is the handle of the kernel at `kernel`,
+    // whose code stays loaded there.
+    match unsafe { launch::kernel_handle_with(kernel, ask) } {
+        Some(handle) => handle.as_ptr().cast_const(),
+        None => kernel,
+    }
+}
+
 /// Launches `kernel` (a `__global__` function's address, as `cudaLaunchKernel` takes it) on
 /// `stream` with `args` (one pointer to each argument, in order, as `cudaLaunchKernel` takes them;
 /// NULL for a kernel without parameters) as `config` says. A bad configuration (a zero or
@@ -104,6 +148,8 @@ fn launch_config(c: &OrdoLaunchConfig) -> Result<LaunchConfig, super::status::Fa
 ///
 /// Launched through the driver's `cuLaunchKernelEx` with the kernel's handle resolved once for
 /// the process, or through the runtime where that path cannot launch (`launch::launch_raw`).
+/// ordo.h routes calls from a file that includes the CUDA runtime's header to
+/// [`ordo_launch_kernel_resolved`].
 ///
 /// # Safety
 /// The C contract: `kernel` is a kernel of this program and `args` matches its parameters, each
@@ -118,7 +164,47 @@ pub unsafe extern "C" fn ordo_launch_kernel(
     args: *mut *mut c_void,
     config: *const OrdoLaunchConfig,
 ) -> OrdoStatus {
-    guard("ordo_launch_kernel", || {
+    // SAFETY: the C contract, forwarded; no resolver.
+    unsafe { launch_kernel("ordo_launch_kernel", stream, kernel, args, config, None) }
+}
+
+/// [`ordo_launch_kernel`], with `resolver` (the caller's `cudaGetKernel`; NULL for none) asked for
+/// the kernel's handle where ordo has none yet: at its first launch, not per launch. The handle is
+/// kept for the process and launched from then on, also by [`ordo_launch_kernel`]. Where the
+/// resolver fails, the kernel is resolved by ordo's runtime, as without it.
+///
+/// # Safety
+/// The C contract of [`ordo_launch_kernel`], and: `resolver` is NULL or a function that does what
+/// a CUDA runtime's `cudaGetKernel` does (ordo.h passes its own, which calls the runtime's): on
+/// success it writes the `cudaKernel_t` of the kernel whose stub is `kernel` and returns 0, it does
+/// not unwind, and that handle stays valid while the kernel's code stays loaded (the copy of the
+/// CUDA runtime that made it is not unloaded).
+#[no_mangle]
+pub unsafe extern "C" fn ordo_launch_kernel_resolved(
+    stream: sys::cudaStream_t,
+    kernel: *const c_void,
+    args: *mut *mut c_void,
+    config: *const OrdoLaunchConfig,
+    resolver: OrdoKernelResolverFn,
+) -> OrdoStatus {
+    // SAFETY: the C contract, forwarded.
+    unsafe { launch_kernel("ordo_launch_kernel_resolved", stream, kernel, args, config, resolver) }
+}
+
+/// The body of both launch exports.
+///
+/// # Safety
+/// The C contract of [`ordo_launch_kernel_resolved`].
+#[inline(always)]
+unsafe fn launch_kernel(
+    export: &'static str,
+    stream: sys::cudaStream_t,
+    kernel: *const c_void,
+    args: *mut *mut c_void,
+    config: *const OrdoLaunchConfig,
+    resolver: OrdoKernelResolverFn,
+) -> OrdoStatus {
+    guard(export, || {
         let s = stream_ref(stream)?;
         if kernel.is_null() {
             return Err(invalid("kernel", "null pointer"));
@@ -146,7 +232,10 @@ pub unsafe extern "C" fn ordo_launch_kernel(
             );
         }
         let config = launch_config(&copy)?;
-        // SAFETY: the C contract: a kernel, its arguments, their lifetimes.
+        // SAFETY: non-null (checked above); the C contract on `resolver`.
+        let kernel = unsafe { resolved(kernel, resolver) };
+        // SAFETY: the C contract: a kernel (its stub, or its handle), its arguments, their
+        // lifetimes.
         unsafe { launch::launch_raw(kernel, s, &config, args) }?;
         Ok(())
     })
@@ -188,6 +277,8 @@ pub const ORDO_PDL_AUTO_PLAIN_BEYOND_ONE_WAVE: c_int = 5;
 /// addresses) over `n` elements in blocks of `block` threads on `device`, by `mode`: fills `out`
 /// (whose `size` the caller set). A few attribute queries: call it once per size, not per launch.
 /// Not while a capture in global mode runs on another thread (it makes occupancy queries).
+/// ordo.h routes calls from a file that includes the CUDA runtime's header to
+/// [`ordo_pdl_plan_launch_resolved`].
 ///
 /// # Safety
 /// The C contract: `plain` and `pdl` are the two forms of one kernel of this program; `out` points
@@ -202,45 +293,93 @@ pub unsafe extern "C" fn ordo_pdl_plan_launch(
     mode: c_int,
     out: *mut OrdoPdlPlan,
 ) -> OrdoStatus {
-    guard("ordo_pdl_plan_launch", || {
-        if out.is_null() || !out.is_aligned() {
-            return Err(invalid("out", "null or misaligned pointer"));
-        }
-        // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes.
-        if unsafe { out.cast::<usize>().read() } < core::mem::size_of::<OrdoPdlPlan>() {
-            return Err(invalid("out", "out->size below this version's sizeof(ordo_pdl_plan)"));
-        }
-        let (mode, beyond) = match mode {
-            ORDO_PDL_AUTO => (PdlMode::Auto, BeyondOneWave::default()),
-            ORDO_PDL_PLAIN => (PdlMode::Plain, BeyondOneWave::default()),
-            ORDO_PDL_PLAIN_ONE_WAVE => (PdlMode::PlainOneWave, BeyondOneWave::default()),
-            ORDO_PDL_FULL_GRID => (PdlMode::PdlFullGrid, BeyondOneWave::default()),
-            ORDO_PDL_ONE_WAVE => (PdlMode::PdlOneWave, BeyondOneWave::default()),
-            ORDO_PDL_AUTO_PLAIN_BEYOND_ONE_WAVE => (PdlMode::Auto, BeyondOneWave::Plain),
-            _ => return Err(invalid("mode", "unknown PDL mode")),
-        };
-        let device = usize::try_from(device).map_err(|_| invalid("device", "negative device ordinal"))?;
-        // The pure checks first, with a placeholder wave, so that bad sizes never reach CUDA.
-        PdlPlan::for_elements(n, block, 1, mode, beyond)?;
-        // SAFETY: the C contract: two kernel stubs (their parameters are never used here: the
-        // plan only asks CUDA about occupancy).
-        let (plain, pdl) = unsafe { (Kernel::<()>::from_raw(plain), Kernel::<()>::from_raw(pdl)) };
-        let Some(plain) = plain else { return Err(invalid("plain", "null pointer")) };
-        let Some(pdl) = pdl else { return Err(invalid("pdl", "null pointer")) };
-        let kernel = PdlKernel::new(plain, pdl).beyond_one_wave(beyond);
-        let plan = kernel.plan(Device::new(device)?, n, block, mode)?;
-        let filled = OrdoPdlPlan {
-            size: core::mem::size_of::<OrdoPdlPlan>(),
-            use_pdl_form: c_int::from(plan.uses_pdl()),
-            grid: plan.grid(),
-            full_blocks: plan.full_blocks(),
-            one_wave_blocks: plan.one_wave_blocks(),
-        };
-        // SAFETY: checked non-null and aligned; at least this struct's size is writable. Fields
-        // a later header may add beyond it are left as they were.
-        unsafe { out.write(OrdoPdlPlan { size: out.cast::<usize>().read(), ..filled }) };
-        Ok(())
+    // SAFETY: the C contract, forwarded; no resolver.
+    guard("ordo_pdl_plan_launch", || unsafe { plan_launch([plain, pdl], device, n, block, mode, out, None) })
+}
+
+/// [`ordo_pdl_plan_launch`], with `resolver` (the caller's `cudaGetKernel`; NULL for none) asked
+/// for each form's handle where ordo has none yet, as [`ordo_launch_kernel_resolved`] does; the
+/// occupancy queries are made on the handles, and the handles kept for the forms' launches.
+///
+/// # Safety
+/// The C contract of [`ordo_pdl_plan_launch`], and `resolver`'s of
+/// [`ordo_launch_kernel_resolved`] (for each form).
+#[no_mangle]
+pub unsafe extern "C" fn ordo_pdl_plan_launch_resolved(
+    plain: *const c_void,
+    pdl: *const c_void,
+    device: c_int,
+    n: usize,
+    block: c_uint,
+    mode: c_int,
+    out: *mut OrdoPdlPlan,
+    resolver: OrdoKernelResolverFn,
+) -> OrdoStatus {
+    guard("ordo_pdl_plan_launch_resolved", || {
+        // SAFETY: the C contract, forwarded.
+        unsafe { plan_launch([plain, pdl], device, n, block, mode, out, resolver) }
     })
+}
+
+/// The body of both plan exports; `forms`: the plain and the PDL form.
+///
+/// # Safety
+/// The C contract of [`ordo_pdl_plan_launch_resolved`].
+unsafe fn plan_launch(
+    forms: [*const c_void; 2],
+    device: c_int,
+    n: usize,
+    block: c_uint,
+    mode: c_int,
+    out: *mut OrdoPdlPlan,
+    resolver: OrdoKernelResolverFn,
+) -> Outcome {
+    if out.is_null() || !out.is_aligned() {
+        return Err(invalid("out", "null or misaligned pointer"));
+    }
+    // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes.
+    if unsafe { out.cast::<usize>().read() } < core::mem::size_of::<OrdoPdlPlan>() {
+        return Err(invalid("out", "out->size below this version's sizeof(ordo_pdl_plan)"));
+    }
+    let (mode, beyond) = match mode {
+        ORDO_PDL_AUTO => (PdlMode::Auto, BeyondOneWave::default()),
+        ORDO_PDL_PLAIN => (PdlMode::Plain, BeyondOneWave::default()),
+        ORDO_PDL_PLAIN_ONE_WAVE => (PdlMode::PlainOneWave, BeyondOneWave::default()),
+        ORDO_PDL_FULL_GRID => (PdlMode::PdlFullGrid, BeyondOneWave::default()),
+        ORDO_PDL_ONE_WAVE => (PdlMode::PdlOneWave, BeyondOneWave::default()),
+        ORDO_PDL_AUTO_PLAIN_BEYOND_ONE_WAVE => (PdlMode::Auto, BeyondOneWave::Plain),
+        _ => return Err(invalid("mode", "unknown PDL mode")),
+    };
+    let device = usize::try_from(device).map_err(|_| invalid("device", "negative device ordinal"))?;
+    // The pure checks first, with a placeholder wave, so that bad sizes never reach CUDA.
+    PdlPlan::for_elements(n, block, 1, mode, beyond)?;
+    let [plain, pdl] = forms;
+    if plain.is_null() {
+        return Err(invalid("plain", "null pointer"));
+    }
+    if pdl.is_null() {
+        return Err(invalid("pdl", "null pointer"));
+    }
+    // SAFETY: non-null (checked above); the C contract on `resolver`.
+    let (plain, pdl) = unsafe { (resolved(plain, resolver), resolved(pdl, resolver)) };
+    // SAFETY: the C contract: two kernels (stubs, or their handles: CUDA's occupancy queries
+    // take either); their parameters are never used here, the plan only asks about occupancy.
+    let (plain, pdl) = unsafe { (Kernel::<()>::from_raw(plain), Kernel::<()>::from_raw(pdl)) };
+    // Never null: a handle, or the address checked above.
+    let (Some(plain), Some(pdl)) = (plain, pdl) else { return Err(invalid("plain", "null pointer")) };
+    let kernel = PdlKernel::new(plain, pdl).beyond_one_wave(beyond);
+    let plan = kernel.plan(Device::new(device)?, n, block, mode)?;
+    let filled = OrdoPdlPlan {
+        size: core::mem::size_of::<OrdoPdlPlan>(),
+        use_pdl_form: c_int::from(plan.uses_pdl()),
+        grid: plan.grid(),
+        full_blocks: plan.full_blocks(),
+        one_wave_blocks: plan.one_wave_blocks(),
+    };
+    // SAFETY: checked non-null and aligned; at least this struct's size is writable. Fields
+    // a later header may add beyond it are left as they were.
+    unsafe { out.write(OrdoPdlPlan { size: out.cast::<usize>().read(), ..filled }) };
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The header and the Rust exports agree. The Rust side is parsed as Rust (`syn`): every
-//! `#[no_mangle] extern "C" fn` under src/ffi/ (embedded by build.rs), the callback type aliases
+//! `#[no_mangle] extern "C" fn` under capi/src/ (embedded by build.rs), the callback type aliases
 //! and the status constants. The header side is read by a small parser of C declarations. Compared:
 //! the set of functions, each one's return and parameter types (in C spelling), the callback
 //! typedefs, the handle typedefs, and the status values.
@@ -144,6 +144,7 @@ fn c_type(ty: &Type, abi: &RustAbi) -> String {
                 "cudaStream_t" => "struct CUstream_st*".into(),
                 "cudaEvent_t" => "struct CUevent_st*".into(),
                 "cudaMemPool_t" => "struct CUmemPoolHandle_st*".into(),
+                "cudaKernel_t" => "struct CUkern_st*".into(),
                 _ if abi.handles.contains(&name) => snake(&name),
                 _ if abi.pending_records.iter().any(|(r, _)| *r == name) || abi.records.contains_key(&name) => {
                     snake(&name)
@@ -209,7 +210,7 @@ fn parse_rust(sources: &[(&str, String)]) -> RustAbi {
     let mut abi = RustAbi::default();
     let mut fns = Vec::new();
     for (path, text) in sources {
-        let file = syn::parse_file(text).unwrap_or_else(|e| panic!("src/ffi/{path}: {e}"));
+        let file = syn::parse_file(text).unwrap_or_else(|e| panic!("capi/src/{path}: {e}"));
         collect(&file.items, &mut abi, &mut fns);
     }
     // Callback aliases: public `Ordo*Fn` types whose target is an optional extern "C" fn.
@@ -262,8 +263,8 @@ struct HeaderAbi {
     other_defines: BTreeMap<String, i64>,
 }
 
-/// Removes comments; drops preprocessor lines (keeping `#define NAME INT`) and the
-/// `#ifdef __cplusplus` blocks.
+/// Removes comments; drops preprocessor lines (keeping `#define NAME INT`) and every conditional
+/// block but the include guard (`#ifdef __cplusplus`, and the CUDA-runtime-only wrappers).
 fn preprocess(header: &str, defines: &mut BTreeMap<String, i64>, other: &mut BTreeMap<String, i64>) -> String {
     let mut text = String::new();
     let mut rest = header;
@@ -275,17 +276,19 @@ fn preprocess(header: &str, defines: &mut BTreeMap<String, i64>, other: &mut BTr
     }
     text.push_str(rest);
     let mut out = String::new();
-    let mut skipping = 0usize;
+    // One entry a conditional block open: whether its text is skipped.
+    let mut blocks: Vec<bool> = Vec::new();
     for line in text.lines() {
         let line = line.split("//").next().unwrap_or("");
         let t = line.trim();
+        let skipping = blocks.iter().any(|&skip| skip);
         if let Some(d) = t.strip_prefix('#') {
             let d = d.trim();
-            if d.starts_with("ifdef __cplusplus") {
-                skipping += 1;
-            } else if d.starts_with("endif") && skipping > 0 {
-                skipping -= 1;
-            } else if let Some(def) = d.strip_prefix("define ") {
+            if d.starts_with("if") {
+                blocks.push(d != "ifndef ORDO_H");
+            } else if d.starts_with("endif") {
+                blocks.pop().expect("#endif without #if");
+            } else if let (false, Some(def)) = (skipping, d.strip_prefix("define ")) {
                 let mut parts = def.split_whitespace();
                 if let (Some(name), Some(value)) = (parts.next(), parts.next()) {
                     // The status codes; the version macros are checked on their own.
@@ -299,11 +302,12 @@ fn preprocess(header: &str, defines: &mut BTreeMap<String, i64>, other: &mut BTr
             }
             continue;
         }
-        if skipping == 0 {
+        if !skipping {
             out.push_str(line);
             out.push('\n');
         }
     }
+    assert!(blocks.is_empty(), "#if without #endif");
     out
 }
 
@@ -373,7 +377,8 @@ fn parse_header(header: &str) -> HeaderAbi {
     }
     for decl in text.split(';') {
         let decl = norm(decl);
-        if decl.is_empty() || decl == "struct CUstream_st" {
+        // Forward declarations of CUDA's handle structs (`struct CUstream_st;`).
+        if decl.is_empty() || decl.strip_prefix("struct CU").is_some_and(|tag| !tag.contains(' ')) {
             continue;
         }
         if let Some(t) = decl.strip_prefix("typedef ") {
@@ -455,10 +460,10 @@ fn header_declares_exactly_the_exports_with_the_same_signatures() {
     let rust = rust_abi();
     let header = parse_header(HEADER);
     assert!(rust.functions.len() >= 36, "parsed {} exports: {:?}", rust.functions.len(), rust.functions.keys());
-    assert_eq!(rust.callbacks.len(), 5, "{:?}", rust.callbacks);
+    assert_eq!(rust.callbacks.len(), 6, "{:?}", rust.callbacks);
     assert!(rust.handles.len() >= 7, "{:?}", rust.handles);
     let problems = disagreements(&rust, &header);
-    assert!(problems.is_empty(), "ordo.h and src/ffi disagree:\n{}", problems.join("\n"));
+    assert!(problems.is_empty(), "ordo.h and capi/src disagree:\n{}", problems.join("\n"));
 }
 
 #[test]
@@ -544,4 +549,24 @@ fn version_macros_are_the_crates() {
     let header = [define("ORDO_VERSION_MAJOR"), define("ORDO_VERSION_MINOR"), define("ORDO_VERSION_PATCH")];
     assert_eq!(header.to_vec(), crate_version, "update the version macros in ordo.h");
     assert_eq!(ordo_cuda_capi::ordo_version_number(), header[0] * 1_000_000 + header[1] * 1_000 + header[2]);
+}
+
+/// Each `_resolved` export is its plain export with a resolver last, and ordo.h routes the plain
+/// call to it, with the file's own `cudaGetKernel`, where the CUDA runtime's header was included.
+#[test]
+fn resolved_exports_are_the_plain_ones_with_a_resolver_and_the_header_routes_to_them() {
+    let rust = rust_abi();
+    let resolved: Vec<&String> = rust.functions.keys().filter(|n| n.ends_with("_resolved")).collect();
+    assert_eq!(resolved.len(), 2, "{resolved:?}");
+    let block_start = HEADER.find("#if defined(CUDART_VERSION) && !defined(ORDO_NO_KERNEL_RESOLVER)").unwrap();
+    let block = &HEADER[block_start..block_start + HEADER[block_start..].find("#endif").unwrap()];
+    for name in resolved {
+        let plain = name.trim_end_matches("_resolved");
+        let (ret, params) = &rust.functions[name];
+        let (plain_ret, plain_params) = rust.functions.get(plain).unwrap_or_else(|| panic!("{name}: no {plain}"));
+        assert_eq!(ret, plain_ret, "{name}");
+        assert_eq!(params.split_last(), Some((&"ordo_kernel_resolver_fn".to_string(), &plain_params[..])), "{name}");
+        let route = format!("#define {plain}(...) {name}(__VA_ARGS__, ordo_kernel_resolver_here)");
+        assert!(block.contains(&route), "ordo.h lacks `{route}` in its CUDA runtime block");
+    }
 }

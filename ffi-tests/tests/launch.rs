@@ -2,10 +2,14 @@
 //! read only at the sizes of its two layouts (or larger), so that a size between them cannot hand
 //! CUDA half an event pointer; a launch CUDA refuses inside the caller's capture is a documented,
 //! non-sticky status; the plan refuses every bad argument before CUDA; and the grid-stride loop
-//! that `pdl.cuh` documents stays in bounds for every grid a plan returns.
+//! that `pdl.cuh` documents stays in bounds for every grid a plan returns. Their `_resolved` forms
+//! (the caller's `cudaGetKernel`, for a program with its own copy of the CUDA runtime) refuse what
+//! the plain ones refuse without asking the resolver, and ask it once a kernel.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use core::ffi::{c_int, c_void};
 use core::ptr::{null, null_mut};
+use core::sync::atomic::{AtomicUsize, Ordering};
 use ordo_cuda_capi::*;
 use ordo_cuda_core::sys;
 use ordo_ffi_tests::launch::{config, empty_kernel};
@@ -176,4 +180,135 @@ fn pdl_cuh_example_loop_stays_in_bounds_for_planned_grids() {
         }
     }
     assert!(bad.is_empty(), "(n, mode, grid, index past 2^32 the documented loop would reach): {bad:?}");
+}
+
+/// A resolver that counts its calls in `COUNT` and asks this binary's CUDA runtime (the one ordo
+/// uses here: the test binaries hold one runtime, so it stands in for a program's own).
+macro_rules! counting_resolver {
+    ($name:ident, $count:ident) => {
+        static $count: AtomicUsize = AtomicUsize::new(0);
+        unsafe extern "C" fn $name(kernel: *mut sys::cudaKernel_t, entry: *const c_void) -> c_int {
+            $count.fetch_add(1, Ordering::Relaxed);
+            let code = unsafe { sys::cudaGetKernel(kernel, entry) };
+            if code != sys::cudaError::cudaSuccess {
+                unsafe { sys::cudaGetLastError() };
+            }
+            code.0 as c_int
+        }
+    };
+}
+
+counting_resolver!(refusals_resolver, REFUSALS_ASKED);
+
+/// A plan with its size set, nothing else.
+fn empty_plan() -> OrdoPdlPlan {
+    OrdoPdlPlan {
+        size: core::mem::size_of::<OrdoPdlPlan>(),
+        use_pdl_form: 0,
+        grid: 0,
+        full_blocks: 0,
+        one_wave_blocks: 0,
+    }
+}
+
+/// The `_resolved` exports refuse what the plain ones refuse, before asking the resolver; with a
+/// NULL resolver, or one whose runtime has no driver here, they return what the plain ones return.
+#[test]
+fn resolved_exports_refuse_what_the_plain_ones_refuse_without_asking() {
+    let legacy = sys::cudaStreamLegacy();
+    let k = empty_kernel();
+    let r: OrdoKernelResolverFn = Some(refusals_resolver);
+    let ia = ORDO_ERROR_INVALID_ARGUMENT;
+    let mut zero_grid = config(88);
+    zero_grid.grid = [0, 1, 1];
+    for (what, stream, kernel, c) in [
+        ("null stream", null_mut(), k, config(88)),
+        ("null kernel", legacy, null(), config(88)),
+        ("size between the layouts", legacy, k, config(70)),
+        ("zero grid", legacy, k, zero_grid),
+    ] {
+        assert_eq!(unsafe { ordo_launch_kernel_resolved(stream, kernel, null_mut(), &c, r) }, ia, "{what}");
+        assert_eq!(unsafe { ordo_launch_kernel(stream, kernel, null_mut(), &c) }, ia, "{what}");
+    }
+    let mut plan = empty_plan();
+    for (what, plain, pdl, n, mode) in [
+        ("null plain", null(), k, 10, 0),
+        ("null pdl", k, null(), 10, 0),
+        ("zero n", k, k, 0, 0),
+        ("mode", k, k, 10, 9),
+    ] {
+        let st = unsafe { ordo_pdl_plan_launch_resolved(plain, pdl, 0, n, 256, mode, &mut plan, r) };
+        assert_eq!(st, ia, "{what}");
+    }
+    assert_eq!(REFUSALS_ASKED.load(Ordering::Relaxed), 0, "a resolver asked for a refused call");
+    // A valid call: the same status as the plain export's (no driver here: CUDA's; on a GPU, success).
+    let plain = unsafe { ordo_launch_kernel(legacy, k, null_mut(), &config(88)) };
+    let with_none = unsafe { ordo_launch_kernel_resolved(legacy, k, null_mut(), &config(88), None) };
+    let with_resolver = unsafe { ordo_launch_kernel_resolved(legacy, k, null_mut(), &config(88), r) };
+    assert_eq!((with_none, with_resolver), (plain, plain));
+    assert!(is_documented(plain), "{plain}");
+    unsafe { sys::cudaDeviceSynchronize() };
+}
+
+extern "C" {
+    /// `__global__ void ordok_add_one(float* x, int n)` in ordo-cuda-kernels: x[i] += 1.
+    fn ordok_add_one(x: *mut f32, n: i32);
+    /// `__global__ void ordok_square(const float* in, float* out, int n)`.
+    fn ordok_square(input: *const f32, out: *mut f32, n: i32);
+    /// `__global__ void ordok_heavy_into(const float* in, float* out, int n)`.
+    fn ordok_heavy_into(input: *const f32, out: *mut f32, n: i32);
+}
+
+counting_resolver!(launches_resolver, LAUNCHES_ASKED);
+counting_resolver!(plans_resolver, PLANS_ASKED);
+
+/// A kernel launched 20 times through `ordo_launch_kernel_resolved` runs 20 times (against the CPU)
+/// and its resolver is asked once; the plain export finds the handle then; a plan through
+/// `ordo_pdl_plan_launch_resolved` equals the plain export's and asks once a form.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_resolved_launches_ask_the_resolver_once_and_run() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
+    let n = 4099usize;
+    let host: Vec<f32> = (0..n).map(|i| 0.5 + (i % 101) as f32 * 0.25).collect();
+    let mut x: *mut c_void = null_mut();
+    assert_eq!(unsafe { sys::cudaMalloc(&mut x, n * 4) }, sys::cudaError::cudaSuccess);
+    let to_device = sys::cudaMemcpyKind::cudaMemcpyHostToDevice;
+    assert_eq!(unsafe { sys::cudaMemcpy(x, host.as_ptr().cast(), n * 4, to_device) }, sys::cudaError::cudaSuccess);
+    let kernel = ordok_add_one as unsafe extern "C" fn(*mut f32, i32) as *const c_void;
+    let mut c = config(88);
+    c.grid = [n.div_ceil(256) as u32, 1, 1];
+    c.block = [256, 1, 1];
+    let (mut xp, mut np) = (x.cast::<f32>(), n as i32);
+    let mut args = [(&raw mut xp).cast::<c_void>(), (&raw mut np).cast::<c_void>()];
+    let legacy = sys::cudaStreamLegacy();
+    for i in 0..20 {
+        let st = unsafe { ordo_launch_kernel_resolved(legacy, kernel, args.as_mut_ptr(), &c, Some(launches_resolver)) };
+        assert_eq!(st, ORDO_SUCCESS, "launch {i}");
+    }
+    let st = unsafe { ordo_launch_kernel(legacy, kernel, args.as_mut_ptr(), &c) };
+    assert_eq!(st, ORDO_SUCCESS, "the plain export after the resolved one");
+    let mut got = vec![0f32; n];
+    let to_host = sys::cudaMemcpyKind::cudaMemcpyDeviceToHost;
+    assert_eq!(unsafe { sys::cudaMemcpy(got.as_mut_ptr().cast(), x, n * 4, to_host) }, sys::cudaError::cudaSuccess);
+    unsafe { sys::cudaFree(x) };
+    let want: Vec<f32> = host.iter().map(|v| (0..21).fold(*v, |v, _| v + 1.0)).collect();
+    assert_eq!(got, want);
+    assert_eq!(LAUNCHES_ASKED.load(Ordering::Relaxed), 1, "the resolver is asked at the first launch only");
+
+    let plain = ordok_square as unsafe extern "C" fn(*const f32, *mut f32, i32) as *const c_void;
+    let pdl = ordok_heavy_into as unsafe extern "C" fn(*const f32, *mut f32, i32) as *const c_void;
+    for n in [4096usize, 1 << 22] {
+        let mut a = empty_plan();
+        let mut b = a;
+        let r: OrdoKernelResolverFn = Some(plans_resolver);
+        assert_eq!(unsafe { ordo_pdl_plan_launch_resolved(plain, pdl, 0, n, 256, ORDO_PDL_AUTO, &mut a, r) }, 0);
+        assert_eq!(unsafe { ordo_pdl_plan_launch(plain, pdl, 0, n, 256, ORDO_PDL_AUTO, &mut b) }, 0);
+        assert_eq!(
+            (a.use_pdl_form, a.grid, a.full_blocks, a.one_wave_blocks),
+            (b.use_pdl_form, b.grid, b.full_blocks, b.one_wave_blocks),
+            "{n}"
+        );
+    }
+    assert!(PLANS_ASKED.load(Ordering::Relaxed) <= 2, "asked once a form at most");
 }

@@ -75,6 +75,34 @@ pub(crate) fn resolved_kernel(func: *const core::ffi::c_void) -> Option<core::pt
     resolved::kernel_handle(func)
 }
 
+/// The driver handle (`cudaKernel_t`) of the kernel at `func` (its host stub, or a handle), for a
+/// caller that can ask the CUDA runtime that registered the stub, which may be another copy than
+/// ordo's (a program linked with the static CUDA runtime beside a shared ordo): `resolve` is that
+/// runtime's `cudaGetKernel` of `func`, `None` where it fails. It is called where ordo's table of
+/// kernels holds no handle for `func` (its first launch), not per launch; its handle is entered
+/// under `func` and under itself, so that every later launch of either finds it. `None`: launch
+/// `func` as it is (which ordo's runtime then resolves or refuses). Built against CUDA before 12.8
+/// (no table, no driver launch), always `None`, and `resolve` is not called.
+///
+/// # Safety
+/// - What `resolve` returns is the `CUkernel` of the kernel whose stub (or handle) is `func`, and
+///   stays valid while that kernel's code stays loaded at `func`: the entry serves every later
+///   launch of `func` in the process, [`Kernel::launch`] and [`launch_raw`] included.
+#[inline(always)]
+pub unsafe fn kernel_handle_with(
+    func: *const core::ffi::c_void,
+    resolve: impl FnOnce() -> Option<core::ptr::NonNull<core::ffi::c_void>>,
+) -> Option<core::ptr::NonNull<core::ffi::c_void>> {
+    #[cfg(cuda_12_8)]
+    // SAFETY: the caller's contract.
+    return unsafe { resolved::kernel_handle_with(func, resolve) };
+    #[cfg(not(cuda_12_8))]
+    {
+        let _ = (func, resolve);
+        None
+    }
+}
+
 /// Enters a library's kernel (a `cudaKernel_t`) as its own driver handle, so that its launches
 /// through the driver never ask the runtime for it.
 #[cfg(all(feature = "alloc", cuda_library_api))]

@@ -14,6 +14,12 @@
 //!   other failure (no driver, a sticky error) is not remembered.
 //! - **Kernels of a [`Library`](crate::library::Library)** are `CUkernel`s already: they are
 //!   entered as themselves when taken from their library, so that their launches never ask.
+//! - **Another copy of the CUDA runtime** ([`kernel_handle_with`]): a program linked with the
+//!   static CUDA runtime beside a shared ordo (which loads `libcudart.so`) registers its kernels'
+//!   stubs with its own runtime, which ordo's does not see. Its `cudaGetKernel`, passed in by the
+//!   caller (ordo.h does it in every file that includes the CUDA runtime's header), is asked at
+//!   the kernel's first launch, and the answer entered under the stub's address (and under the
+//!   handle itself): later launches find it, whichever runtime registered the stub.
 //! - **Full**: [`SLOTS`] entries, [`PROBES`] places tried for each; a kernel that finds no place
 //!   is launched through the runtime, as before the table existed.
 //! - **For the life of the process**: entries are never removed. A `CUkernel` stays valid while
@@ -90,11 +96,98 @@ fn find(address: *const c_void) -> Found {
 #[inline(always)]
 pub(crate) fn kernel_handle(address: *const c_void) -> Option<NonNull<c_void>> {
     match find(address) {
-        Found::Handle(handle) if handle == RUNTIME => None,
+        Found::Handle(handle) if is_runtime_marker(handle) => None,
         Found::Handle(handle) => Some(handle),
         Found::Pending => None,
-        Found::Absent(room) => resolve(address, room),
+        Found::Absent(room) => resolve(address, room, RUNTIME),
     }
+}
+
+/// As [`kernel_handle`], for a caller that can also ask the CUDA runtime that registered the stub
+/// at `address`, which may be another copy than ordo's (`resolver`: that runtime's `cudaGetKernel`
+/// of `address`, `None` when it fails). `resolver` is called only where the table has no handle
+/// for `address` and no earlier resolver has failed for it: at a kernel's first launch (and, where
+/// the table has no room left for `address`, or another thread is entering it at that moment, at
+/// those launches). Its handle is entered under `address` and under itself; where it fails,
+/// ordo's own runtime is asked, as [`kernel_handle`] does.
+///
+/// # Safety
+/// - What `resolver` returns is the `CUkernel` of the kernel whose host stub (or handle) is
+///   `address`, and stays valid while that kernel's code stays loaded at `address` (the entry
+///   serves every later launch of `address` in the process, through this function or not).
+#[inline(always)]
+pub(crate) unsafe fn kernel_handle_with(
+    address: *const c_void,
+    resolver: impl FnOnce() -> Option<NonNull<c_void>>,
+) -> Option<NonNull<c_void>> {
+    match find(address) {
+        Found::Handle(handle) if handle == RUNTIME_ASKED => None,
+        // SAFETY: the caller's contract on `resolver`.
+        Found::Handle(handle) if handle == RUNTIME => unsafe { ask_after_runtime(address, resolver) },
+        Found::Handle(handle) => Some(handle),
+        // Another thread is entering `address` (its handle, or a marker): ask, enter nothing.
+        Found::Pending => ask(resolver),
+        // SAFETY: as above.
+        Found::Absent(room) => unsafe { ask_first(address, room, resolver) },
+    }
+}
+
+/// [`kernel_handle_with`] for an address the table does not hold: `resolver` first, then ordo's
+/// own runtime; a handle is entered, and an address neither knows as a kernel is marked
+/// [`RUNTIME_ASKED`].
+///
+/// # Safety
+/// As [`kernel_handle_with`].
+#[cold]
+#[inline(never)]
+unsafe fn ask_first(
+    address: *const c_void,
+    room: bool,
+    resolver: impl FnOnce() -> Option<NonNull<c_void>>,
+) -> Option<NonNull<c_void>> {
+    match ask(resolver) {
+        Some(handle) => {
+            if room {
+                enter(address, handle);
+            }
+            remember(handle);
+            Some(handle)
+        }
+        None => resolve(address, room, RUNTIME_ASKED),
+    }
+}
+
+/// [`kernel_handle_with`] for an address ordo's runtime said is none of its kernels' stubs
+/// ([`RUNTIME`]), with no resolver asked yet: asked now, once; the entry becomes the handle, or
+/// [`RUNTIME_ASKED`].
+///
+/// # Safety
+/// As [`kernel_handle_with`].
+#[cold]
+#[inline(never)]
+unsafe fn ask_after_runtime(
+    address: *const c_void,
+    resolver: impl FnOnce() -> Option<NonNull<c_void>>,
+) -> Option<NonNull<c_void>> {
+    let handle = ask(resolver);
+    upgrade(address, handle.unwrap_or(RUNTIME_ASKED));
+    if let Some(handle) = handle {
+        remember(handle);
+    }
+    handle
+}
+
+/// Calls `resolver` with the calling thread's capture mode relaxed (as [`query`] is made).
+#[cold]
+#[inline(never)]
+fn ask(resolver: impl FnOnce() -> Option<NonNull<c_void>>) -> Option<NonNull<c_void>> {
+    relaxed(resolver)
+}
+
+/// Whether `handle` is one of the markers of an address launched through the runtime.
+#[inline(always)]
+fn is_runtime_marker(handle: NonNull<c_void>) -> bool {
+    handle == RUNTIME || handle == RUNTIME_ASKED
 }
 
 /// The handle entered for an address the runtime said is none of its kernels' stubs
@@ -105,16 +198,21 @@ pub(crate) fn kernel_handle(address: *const c_void) -> Option<NonNull<c_void>> {
 /// `cudaLaunchKernelEx`). Never a real handle: no object lives at address 1.
 const RUNTIME: NonNull<c_void> = NonNull::<u8>::dangling().cast();
 
-/// Asks the runtime for the `CUkernel` of `address` and enters it, or enters [`RUNTIME`] when
-/// the runtime knows no kernel there. Other failures (no driver, a sticky error) are not entered.
+/// As [`RUNTIME`], for an address that the caller's resolver ([`kernel_handle_with`]) did not know
+/// either: not asked about again by anyone. Address 2, no object's either.
+const RUNTIME_ASKED: NonNull<c_void> = NonNull::<u16>::dangling().cast();
+
+/// Asks the runtime for the `CUkernel` of `address` and enters it, or enters `marker` (one of
+/// [`RUNTIME`], [`RUNTIME_ASKED`]) when the runtime knows no kernel there. Other failures (no
+/// driver, a sticky error) are not entered.
 #[cold]
 #[inline(never)]
-fn resolve(address: *const c_void, room: bool) -> Option<NonNull<c_void>> {
+fn resolve(address: *const c_void, room: bool, marker: NonNull<c_void>) -> Option<NonNull<c_void>> {
     let handle = query(address);
     if room {
         match handle {
             Ok(handle) => enter(address, handle),
-            Err(sys::cudaError::cudaErrorInvalidDeviceFunction) if claim_runtime_entry() => enter(address, RUNTIME),
+            Err(sys::cudaError::cudaErrorInvalidDeviceFunction) if claim_runtime_entry() => enter(address, marker),
             Err(_) => {}
         }
     }
@@ -136,20 +234,26 @@ fn claim_runtime_entry() -> bool {
         .is_ok()
 }
 
-/// `cudaGetKernel(address)`, with the calling thread's capture mode relaxed for the query; a
-/// failure's error is not left as the thread's last error unless it is sticky.
-fn query(address: *const c_void) -> Result<NonNull<c_void>, sys::cudaError_t> {
+/// `f()` with the calling thread's capture mode relaxed, then put back.
+fn relaxed<T>(f: impl FnOnce() -> T) -> T {
     let mut mode = sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed;
     // SAFETY: `mode` is writable; restored below.
-    let relaxed = unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) } == sys::cudaError::cudaSuccess;
-    let mut kernel: sys::cudaKernel_t = null_mut();
-    // SAFETY: `kernel` is writable; the runtime looks `address` up among the kernels it knows and
-    // refuses one it does not (`cudaErrorInvalidDeviceFunction`).
-    let code = unsafe { sys::cudaGetKernel(&mut kernel, address) };
-    if relaxed {
+    let exchanged = unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) } == sys::cudaError::cudaSuccess;
+    let out = f();
+    if exchanged {
         // SAFETY: puts back the mode the exchange above returned.
         unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) };
     }
+    out
+}
+
+/// `cudaGetKernel(address)`, with the calling thread's capture mode relaxed for the query; a
+/// failure's error is not left as the thread's last error unless it is sticky.
+fn query(address: *const c_void) -> Result<NonNull<c_void>, sys::cudaError_t> {
+    let mut kernel: sys::cudaKernel_t = null_mut();
+    // SAFETY: `kernel` is writable; the runtime looks `address` up among the kernels it knows and
+    // refuses one it does not (`cudaErrorInvalidDeviceFunction`).
+    let code = relaxed(|| unsafe { sys::cudaGetKernel(&mut kernel, address) });
     if code != sys::cudaError::cudaSuccess {
         if !crate::error::is_sticky_code(code) {
             // SAFETY: no arguments; clears the non-sticky error this query left.
@@ -178,28 +282,38 @@ fn enter(address: *const c_void, handle: NonNull<c_void>) {
     }
 }
 
-/// Enters a library's kernel as its own handle (a `cudaKernel_t` is a `CUkernel`), so that a
-/// [`Kernel`](super::Kernel) made from it launches through the driver without asking the runtime.
-/// A handle CUDA later gives to another library's kernel stays correct: it is entered as itself.
-#[cfg_attr(not(all(feature = "alloc", cuda_library_api)), allow(dead_code))]
+/// Enters a kernel's handle (a `cudaKernel_t` is a `CUkernel`) as its own, so that a launch of the
+/// handle goes through the driver without asking the runtime: a library's kernel, for a
+/// [`Kernel`](super::Kernel) made from it, and a handle another runtime gave
+/// ([`kernel_handle_with`]). A handle CUDA later gives to another library's kernel stays correct:
+/// it is entered as itself.
 pub(crate) fn remember(kernel: NonNull<c_void>) {
     match find(kernel.as_ptr()) {
         Found::Absent(true) => enter(kernel.as_ptr(), kernel),
         // Launched before as an address the runtime does not know as a stub (a caller's own
         // `cudaKernel_t`): it is this kernel, which is its own handle.
-        Found::Handle(handle) if handle == RUNTIME => upgrade(kernel),
+        Found::Handle(handle) if is_runtime_marker(handle) => upgrade(kernel.as_ptr(), kernel),
         _ => {}
     }
 }
 
-/// Replaces the [`RUNTIME`] entry of `kernel`'s address by `kernel` itself.
-fn upgrade(kernel: NonNull<c_void>) {
-    let start = home(kernel.as_ptr());
+/// Replaces the marker ([`RUNTIME`] or [`RUNTIME_ASKED`]) entered for `address` by `handle` (a
+/// handle, or [`RUNTIME_ASKED`]). An entry that holds a handle is left as it is.
+fn upgrade(address: *const c_void, handle: NonNull<c_void>) {
+    let start = home(address);
     for i in 0..PROBES {
         let entry = &TABLE[(start + i) & (SLOTS - 1)];
-        if entry.address.load(Ordering::Acquire) == kernel.as_ptr() {
-            let _ =
-                entry.handle.compare_exchange(RUNTIME.as_ptr(), kernel.as_ptr(), Ordering::AcqRel, Ordering::Acquire);
+        if entry.address.load(Ordering::Acquire).cast_const() == address {
+            for marker in [RUNTIME, RUNTIME_ASKED] {
+                if marker != handle
+                    && entry
+                        .handle
+                        .compare_exchange(marker.as_ptr(), handle.as_ptr(), Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                {
+                    return;
+                }
+            }
             return;
         }
     }
@@ -260,12 +374,112 @@ mod tests {
     #[test]
     fn the_runtime_marker_is_never_a_handle() {
         assert_eq!(RUNTIME.as_ptr() as usize, 1);
+        assert_eq!(RUNTIME_ASKED.as_ptr() as usize, 2);
         remember(fake(900));
         assert_eq!(kernel_handle(fake(900).as_ptr()), Some(fake(900)));
         enter(fake(901).as_ptr(), RUNTIME);
         assert_eq!(kernel_handle(fake(901).as_ptr()), None, "launched through the runtime");
         remember(fake(901));
         assert_eq!(kernel_handle(fake(901).as_ptr()), Some(fake(901)), "its own handle once remembered");
+    }
+
+    /// A resolver is asked at a kernel's first launch only; its handle is entered under the stub
+    /// and under itself, and the plain lookup finds it too.
+    #[test]
+    fn a_resolvers_handle_is_asked_once_and_entered_under_the_stub_and_itself() {
+        let (stub, handle) = (fake(910), fake(911));
+        let mut asked = 0;
+        for _ in 0..3 {
+            // SAFETY: fake addresses, never launched.
+            let got = unsafe {
+                kernel_handle_with(stub.as_ptr(), || {
+                    asked += 1;
+                    Some(handle)
+                })
+            };
+            assert_eq!(got, Some(handle));
+        }
+        assert_eq!(asked, 1);
+        assert_eq!(kernel_handle(stub.as_ptr()), Some(handle), "the plain lookup finds the stub");
+        assert_eq!(kernel_handle(handle.as_ptr()), Some(handle), "and the handle, as its own");
+    }
+
+    /// An address ordo's runtime marked as none of its stubs ([`RUNTIME`], a plain launch before)
+    /// is asked about once more, with the resolver: its handle replaces the marker; a resolver that
+    /// fails leaves [`RUNTIME_ASKED`], which no resolver is asked about again.
+    #[test]
+    fn a_runtime_marker_is_asked_about_once_with_a_resolver() {
+        let (stub, handle) = (fake(920), fake(921));
+        enter(stub.as_ptr(), RUNTIME);
+        assert_eq!(kernel_handle(stub.as_ptr()), None);
+        // SAFETY: fake addresses, never launched.
+        assert_eq!(unsafe { kernel_handle_with(stub.as_ptr(), || Some(handle)) }, Some(handle));
+        assert_eq!(kernel_handle(stub.as_ptr()), Some(handle));
+
+        let refused = fake(922);
+        enter(refused.as_ptr(), RUNTIME);
+        let mut asked = 0;
+        for _ in 0..3 {
+            // SAFETY: as above.
+            let got = unsafe {
+                kernel_handle_with(refused.as_ptr(), || {
+                    asked += 1;
+                    None
+                })
+            };
+            assert_eq!(got, None);
+        }
+        assert_eq!(asked, 1);
+        assert!(matches!(find(refused.as_ptr()), Found::Handle(h) if h == RUNTIME_ASKED));
+        assert_eq!(kernel_handle(refused.as_ptr()), None, "launched through the runtime");
+        // A library's handle entered later is its own, marker or not.
+        remember(refused);
+        assert_eq!(kernel_handle(refused.as_ptr()), Some(refused));
+    }
+
+    /// A resolver that fails for an address that is no kernel: `None`, and where ordo's runtime
+    /// answered (a driver is there) the address is marked, so that no one asks again.
+    #[test]
+    fn a_failing_resolver_falls_back_to_ordos_runtime() {
+        static NOT_A_KERNEL: u8 = 0;
+        let address = core::ptr::addr_of!(NOT_A_KERNEL).cast::<c_void>();
+        let mut asked = 0;
+        for _ in 0..3 {
+            // SAFETY: a resolver that finds nothing; nothing is launched.
+            let got = unsafe {
+                kernel_handle_with(address, || {
+                    asked += 1;
+                    None
+                })
+            };
+            assert_eq!(got, None);
+        }
+        match find(address) {
+            // No driver here: nothing entered, asked at each call (every launch fails anyway).
+            Found::Absent(true) => assert_eq!(asked, 3),
+            Found::Handle(h) => assert!(h == RUNTIME_ASKED && asked == 1, "{h:?} after {asked} asks"),
+            _ => panic!("neither absent nor marked"),
+        }
+    }
+
+    /// While another thread enters an address (claimed, no handle yet), the resolver's answer is
+    /// used and not entered.
+    #[test]
+    fn a_pending_entry_is_resolved_without_entering() {
+        let (stub, handle) = (fake(930), fake(931));
+        let start = home(stub.as_ptr());
+        let slot = (0..PROBES)
+            .map(|i| &TABLE[(start + i) & (SLOTS - 1)])
+            .find(|e| {
+                e.address.compare_exchange(null_mut(), stub.as_ptr(), Ordering::AcqRel, Ordering::Acquire).is_ok()
+            })
+            .unwrap();
+        // SAFETY: fake addresses, never launched.
+        assert_eq!(unsafe { kernel_handle_with(stub.as_ptr(), || Some(handle)) }, Some(handle));
+        assert!(slot.handle.load(Ordering::Acquire).is_null(), "the claimant's entry is left to it");
+        slot.handle.store(handle.as_ptr(), Ordering::Release);
+        // SAFETY: as above.
+        assert_eq!(unsafe { kernel_handle_with(stub.as_ptr(), || panic!("asked again")) }, Some(handle));
     }
 
     /// Runtime entries are capped: the kernels with a handle keep three quarters of the table.
