@@ -89,11 +89,12 @@ fn drop_in(context: ContextTag, resource: Box<dyn Send>) -> bool {
 }
 
 /// Frees the resources whose last holder let go on a CUDA callback thread, where CUDA calls are
-/// forbidden (today: the pinned memory and probe events of staging rings); returns how many were
-/// freed. Resources of a context destroyed since (`cudaDeviceReset`) are forgotten instead, never
-/// freed: CUDA freed them with the context, and the new context may have reused their handles.
-/// [`StagingRing::new`](crate::staging::StagingRing::new) and the drop of a ring handle call it;
-/// nothing on a callback thread does. Like every `cudaFreeHost`, it is refused inside a capture
+/// forbidden (the pinned memory and probe events of staging rings, and the green contexts of SM
+/// partitions that a graph held last); returns how many were freed. Resources of a context
+/// destroyed since (`cudaDeviceReset`) are forgotten instead, never freed: CUDA freed them with the
+/// context, and the new context may have reused their handles.
+/// [`StagingRing::new`](crate::staging::StagingRing::new), the drop of a ring handle and
+/// `SmSplit::new` call it; nothing on a callback thread does. Like every `cudaFreeHost`, it is refused inside a capture
 /// in global or thread-local mode (the capture is invalidated): call it outside captures.
 pub fn free_deferred() -> usize {
     if in_cuda_callback() || !PENDING.swap(false, Ordering::Acquire) {
