@@ -9,6 +9,7 @@ use crate::spec::expr::Expr;
 use crate::spec::{Dims, KernelSpec, SpecError};
 use crate::stopping::{StdRelParams, Stopping};
 use ordo_cuda_core::Error;
+use std::collections::BTreeSet;
 
 /// The command's help text.
 pub const USAGE: &str = "\
@@ -16,6 +17,7 @@ ordo-measure: launch latency, GPU gaps, PDL and kernel time of a CUDA kernel, wi
 
 usage:
   ordo-measure run MODULE --kernel NAME [--grid D] [--block D] [--arg ARG]... [options]
+  ordo-measure check MODULE --kernel A [...] [--then --kernel B ...] [check options]
   ordo-measure compare REFERENCE.json CANDIDATE.json [--threshold-diff PERCENT]
   ordo-measure help
 
@@ -57,6 +59,17 @@ statistics (nvbench's defaults):
 
 output (markdown on standard output unless --quiet):
   --md FILE, --csv FILE, --json FILE, --quiet
+
+check: is B, launched with PDL after A, safe, and does PDL pay? (docs/check.md; kernel, sweep,
+statistics and output options as for run; exit 0 safe, 1 race or failure, 2 command line, 3 unproven)
+  --a-writes LIST          B's parameters (indexes, or none) whose memory A writes: the others it does not
+  --a-reads LIST           B's parameters whose memory A reads (both derived from the --arg lists if not given)
+  --chain                  also check A launched with PDL after B (the sequence A B A B)
+  --static                 the static check from PTX only: no GPU
+  --trials N               dynamic trials a point of the sweep (default 200)
+  --seed S                 the trials' seed (default 1)
+  --max-delay-us US        the longest delay of A's accesses in a trial (default 100)
+  --no-advice              no gap measure for an edge proven safe
 ";
 
 /// What the command line asks for.
@@ -64,6 +77,8 @@ output (markdown on standard output unless --quiet):
 pub enum Command {
     /// Measure.
     Run(Box<RunSpec>),
+    /// Check a PDL edge.
+    Check(Box<CheckSpec>),
     /// Compare two JSON reports.
     Compare(CompareSpec),
     /// Print [`USAGE`].
@@ -144,6 +159,30 @@ pub struct RunSpec {
     pub quiet: bool,
 }
 
+/// A PDL check (`ordo-measure check`): the kernels, sweep, statistics and outputs as a run has
+/// them (`measures` unused), and what the check adds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckSpec {
+    /// The module, kernels (A, and B after `--then`), axes, statistics and outputs.
+    pub run: RunSpec,
+    /// B's parameters whose memory A writes (`--a-writes`), if stated.
+    pub a_writes: Option<BTreeSet<usize>>,
+    /// B's parameters whose memory A reads (`--a-reads`), if stated.
+    pub a_reads: Option<BTreeSet<usize>>,
+    /// Also the edge B -> A.
+    pub chain: bool,
+    /// The static check only.
+    pub static_only: bool,
+    /// Dynamic trials a point.
+    pub trials: u64,
+    /// Their seed.
+    pub seed: u64,
+    /// The longest delay of A's accesses, nanoseconds.
+    pub max_delay_ns: u64,
+    /// Measure the gaps of an edge proven safe.
+    pub advise: bool,
+}
+
 /// A comparison.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompareSpec {
@@ -181,8 +220,9 @@ pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Command, SpecErr
     match args.next().as_deref() {
         None | Some("help" | "--help" | "-h") => Ok(Command::Help),
         Some("run") => parse_run(args).map(|r| Command::Run(Box::new(r))),
+        Some("check") => parse_check(args).map(|c| Command::Check(Box::new(c))),
         Some("compare") => parse_compare(args).map(Command::Compare),
-        Some(other) => Err(SpecError::new(format!("unknown command {other:?}: run, compare or help"))),
+        Some(other) => Err(SpecError::new(format!("unknown command {other:?}: run, check, compare or help"))),
     }
 }
 
@@ -203,6 +243,42 @@ fn parse_compare(args: impl Iterator<Item = String>) -> Result<CompareSpec, Spec
     let [reference, candidate]: [String; 2] =
         files.try_into().map_err(|_| SpecError::new("compare takes two JSON reports: REFERENCE CANDIDATE"))?;
     Ok(CompareSpec { reference, candidate, threshold })
+}
+
+/// `0,2`, or `none`: parameter indexes.
+fn indexes(flag: &str, v: &str) -> Result<BTreeSet<usize>, SpecError> {
+    if v.trim() == "none" {
+        return Ok(BTreeSet::new());
+    }
+    v.split(',').map(|x| count(flag, x, 0, 4095)).collect()
+}
+
+fn parse_check(args: impl Iterator<Item = String>) -> Result<CheckSpec, SpecError> {
+    let mut rest = Vec::new();
+    let (mut a_writes, mut a_reads) = (None, None);
+    let (mut chain, mut static_only, mut advise) = (false, false, true);
+    let (mut trials, mut seed, mut max_delay_ns) = (200u64, 1u64, 100_000u64);
+    let mut args = args.peekable();
+    while let Some(a) = args.next() {
+        let flag = a.as_str();
+        let mut value = || args.next().ok_or_else(|| SpecError::new(format!("{flag} needs a value")));
+        match flag {
+            "--a-writes" => set_once(&mut a_writes, indexes(flag, &value()?)?, flag)?,
+            "--a-reads" => set_once(&mut a_reads, indexes(flag, &value()?)?, flag)?,
+            "--chain" => chain = true,
+            "--static" => static_only = true,
+            "--no-advice" => advise = false,
+            "--trials" => trials = count(flag, &value()?, 1, 1 << 20)? as u64,
+            "--seed" => seed = number(flag, &value()?)?,
+            "--max-delay-us" => max_delay_ns = count(flag, &value()?, 0, 10_000_000)? as u64 * 1000,
+            _ => rest.push(a),
+        }
+    }
+    let run = parse_run(rest.into_iter())?;
+    if chain && run.kernels.len() < 2 {
+        return Err(SpecError::new("--chain needs two kernels: A, then B after --then"));
+    }
+    Ok(CheckSpec { run, a_writes, a_reads, chain, static_only, trials, seed, max_delay_ns, advise })
 }
 
 /// Kernel options as given, before defaults.

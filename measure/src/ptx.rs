@@ -39,7 +39,7 @@ pub struct Instrumented {
 
 /// `text` with comments (`// ...`, `/* ... */`) replaced by spaces (line breaks kept), so that byte
 /// offsets stay those of `text`; string literals are kept as they are.
-fn blank_comments(text: &str) -> String {
+pub(crate) fn blank_comments(text: &str) -> String {
     let b = text.as_bytes();
     let mut out = b.to_vec();
     let mut i = 0;
@@ -74,25 +74,25 @@ fn blank_comments(text: &str) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-fn is_ident_byte(c: u8) -> bool {
+pub(crate) fn is_ident_byte(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c == b'%'
 }
 
 /// One `.entry` with a body: byte offsets into the text.
-struct Entry {
-    name: String,
+pub(crate) struct Entry {
+    pub(crate) name: String,
     /// Just after `(`.
-    params_start: usize,
+    pub(crate) params_start: usize,
     /// At `)`.
-    params_end: usize,
+    pub(crate) params_end: usize,
     /// At the body's `{`.
-    body_open: usize,
+    pub(crate) body_open: usize,
     /// At the body's matching `}`.
-    body_close: usize,
+    pub(crate) body_close: usize,
 }
 
 /// The entries with bodies in `masked` (comment-blanked PTX).
-fn entries(masked: &str) -> Result<Vec<Entry>, SpecError> {
+pub(crate) fn entries(masked: &str) -> Result<Vec<Entry>, SpecError> {
     let b = masked.as_bytes();
     let mut out = Vec::new();
     let mut from = 0;
@@ -160,7 +160,7 @@ pub fn entry_names(ptx: &str) -> Result<Vec<String>, SpecError> {
 }
 
 /// The PTX ISA version the module declares (`.version X.Y`), as `(X, Y)`.
-fn version(masked: &str) -> Option<(u32, u32)> {
+pub(crate) fn version(masked: &str) -> Option<(u32, u32)> {
     let at = masked.find(".version")?;
     let rest = masked[at + 8..].trim_start();
     let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
@@ -170,16 +170,19 @@ fn version(masked: &str) -> Option<(u32, u32)> {
 
 /// One statement of a body: leading labels and scope braces (`prefix`), then the instruction or
 /// directive, then its `;` (absent for text after the last one).
-struct Statement<'a> {
-    prefix: &'a str,
-    instruction: &'a str,
-    terminated: bool,
+pub(crate) struct Statement<'a> {
+    pub(crate) prefix: &'a str,
+    pub(crate) instruction: &'a str,
+    pub(crate) terminated: bool,
+    /// Where `prefix` starts in the body.
+    pub(crate) offset: usize,
 }
 
 /// Splits a (comment-blanked) body into statements.
-fn statements(body: &str) -> Vec<Statement<'_>> {
+pub(crate) fn statements(body: &str) -> Vec<Statement<'_>> {
     let mut out = Vec::new();
     let mut rest = body;
+    let mut offset = 0;
     while !rest.is_empty() {
         let (raw, terminated, next) = match rest.find(';') {
             Some(p) => (&rest[..p], true, &rest[p + 1..]),
@@ -202,14 +205,15 @@ fn statements(body: &str) -> Vec<Statement<'_>> {
             }
             break;
         }
-        out.push(Statement { prefix: &raw[..i], instruction: &raw[i..], terminated });
+        out.push(Statement { prefix: &raw[..i], instruction: &raw[i..], terminated, offset });
+        offset += raw.len() + usize::from(terminated);
         rest = next;
     }
     out
 }
 
 /// The optional guard (`@%p`, `@!%p`) and the opcode of an instruction.
-fn guard_and_opcode(instruction: &str) -> (&str, &str) {
+pub(crate) fn guard_and_opcode(instruction: &str) -> (&str, &str) {
     let t = instruction.trim();
     if let Some(rest) = t.strip_prefix('@') {
         let end = rest.find(|c: char| c.is_ascii_whitespace()).unwrap_or(rest.len());

@@ -114,7 +114,7 @@ impl Header {
         s
     }
 
-    fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let d = &self.device;
         json!({
             "tool": self.tool,
@@ -295,7 +295,7 @@ pub struct Report {
 }
 
 /// A number for JSON: `null` unless finite.
-fn number(x: f64) -> Value {
+pub(crate) fn number(x: f64) -> Value {
     serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
 }
 
@@ -348,7 +348,7 @@ fn csv_number(x: Option<f64>) -> String {
 }
 
 /// A markdown table cell: pipes and line breaks escaped.
-fn cell(s: &str) -> String {
+pub(crate) fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 

@@ -5,6 +5,8 @@
 //! with one line that starts with its name once, rather than dying of a stack overflow.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use ordo_cuda_core::error::{Error, UsageKind};
 use ordo_cuda_measure::cli::{self, Command, Measures};
 use ordo_cuda_measure::spec::args::ArgSpec;
@@ -174,7 +176,7 @@ fn mangled_command_lines_never_panic() {
 /// The command run as a process with `args`: its exit code (`None` when a signal ended it) and
 /// its standard error.
 fn ordo_measure(args: &[&str]) -> (Option<i32>, String) {
-    let out = Process::new(env!("CARGO_BIN_EXE_ordo-measure")).args(args).output().unwrap();
+    let out = Process::new(support::ordo_measure_binary()).args(args).output().unwrap();
     (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 

@@ -12,6 +12,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg(measure_engine)]
 
+mod support;
+
 use ordo_cuda_core::launch::LaunchConfig;
 use ordo_cuda_core::library::Library;
 use ordo_cuda_core::memory::copy;
@@ -366,7 +368,7 @@ fn measure_engine_a_then_b_from_cuda_c_through_nvrtc() {
 /// ran.
 fn ordo_measure(args: &[&str]) -> (Option<i32>, String, std::time::Duration) {
     let started = std::time::Instant::now();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ordo-measure")).args(args).output().unwrap();
+    let out = std::process::Command::new(support::ordo_measure_binary()).args(args).output().unwrap();
     (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned(), started.elapsed())
 }
 

@@ -1,12 +1,14 @@
 //! The PTX this crate writes is PTX that ptxas accepts (for sm_90, the H200's, and sm_75, the
-//! oldest CUDA 13 compiles for): the engine's helper kernels, and the stamped copies `ptx::instrument`
+//! oldest CUDA 13 compiles for): the engine's helper kernels, the stamped copies `ptx::instrument`
 //! makes of nvcc's PTX for the chain step (`examples/chain_step.cu`, compiled with
 //! `nvcc -ptx -arch=sm_90`: `tests/data/chain_step.ptx`) and of hand-written PTX with predicated
-//! returns, `exit`, nested scopes and vector operands. Needs `ptxas`: the one beside the nvcc ordo
+//! returns, `exit`, nested scopes and vector operands, and the delayed copies the PDL check's
+//! dynamic part launches (`check::delay`) of every kernel of `tests/data/pdl_cases.ptx`, of the
+//! chain step, and of PTX for sm_75 (no trigger there). Needs `ptxas`: the one beside the nvcc ordo
 //! was built with, else `$ORDO_MEASURE_PTXAS`, `$CUDA_HOME/bin/ptxas`, `/usr/local/cuda/bin/ptxas`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use ordo_cuda_measure::{helpers, ptx};
+use ordo_cuda_measure::{check, helpers, ptx};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -110,4 +112,39 @@ $L__BB0_2:
     assemble("awkward", &k.ptx, "sm_90");
     let e = ptx::instrument(&k.ptx, "empty").unwrap();
     assemble("awkward-both", &e.ptx, "sm_90");
+}
+
+const CASES: &str = include_str!("data/pdl_cases.ptx");
+
+#[test]
+fn delayed_copies_assemble() {
+    let mut all = CASES.to_owned();
+    for kernel in ptx::entry_names(CASES).unwrap() {
+        let d = check::delay::delayed(&all, &kernel).unwrap();
+        assert!(d.can_trigger, "{kernel}");
+        assert!(d.sites > 0, "{kernel}: no access found");
+        all = d.ptx;
+    }
+    // Stamped and delayed copies side by side, as the check loads them.
+    all = ptx::instrument(&all, "consume").unwrap().ptx;
+    assemble("pdl-cases-delayed", &all, "sm_90");
+    let chain = check::delay::delayed(CHAIN, "chain_step_pdl").unwrap();
+    assemble("chain-delayed", &chain.ptx, "sm_90");
+    let old = "
+.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry k(.param .u64 k_param_0)
+{
+\t.reg .b64 \t%rd<3>;
+\tld.param.u64 \t%rd1, [k_param_0];
+\tcvta.to.global.u64 \t%rd2, %rd1;
+\tatom.global.add.u32 \t%r1, [%rd2], 1;
+\tret;
+}
+";
+    let old = old.replace(".reg .b64 \t%rd<3>;", ".reg .b64 \t%rd<3>;\n\t.reg .b32 \t%r<2>;");
+    let d = check::delay::delayed(&old, "k").unwrap();
+    assert!(!d.can_trigger && !d.ptx.contains("griddepcontrol"));
+    assemble("old-delayed", &d.ptx, "sm_75");
 }

@@ -3,7 +3,8 @@
 //! `ordo-measure help` prints the usage; the guide is docs/measure.md.
 //!
 //! Exit status: 0 done; 1 a measurement or file failed (or, for `compare`, a row differs beyond
-//! its noise, as nvbench_compare counts failures); 2 the command line is wrong.
+//! its noise, as nvbench_compare counts failures; for `check`, a race was found); 2 the command
+//! line is wrong; 3 (`check`) an access before a wait is safe only under a condition to confirm.
 
 use ordo_cuda_measure::cli::{self, Command, CompareSpec};
 use ordo_cuda_measure::compare;
@@ -25,6 +26,7 @@ fn main() -> ExitCode {
         }
         Command::Compare(c) => compare_reports(&c),
         Command::Run(r) => run::run(&r),
+        Command::Check(c) => check::check(&c),
     }
 }
 
@@ -173,6 +175,131 @@ mod run {
         }
         eprintln!("[{:7.1} s] done", started.elapsed().as_secs_f64());
         Ok(())
+    }
+}
+
+#[cfg(measure_engine)]
+mod check {
+    use ordo_cuda_core::{device, Device, Result};
+    use ordo_cuda_measure::check::{self, CheckReport, Verdict};
+    use ordo_cuda_measure::cli::{self, CheckSpec};
+    use ordo_cuda_measure::engine::module::{self, Module, ModuleSource};
+    use ordo_cuda_measure::engine::{Edge, Engine, Options, RaceOptions};
+    use ordo_cuda_measure::spec::axes;
+    use std::process::ExitCode;
+
+    pub(super) fn check(spec: &CheckSpec) -> ExitCode {
+        let mut report = CheckReport { module: spec.run.module.clone(), ..CheckReport::default() };
+        let outcome = run(spec, &mut report);
+        let mut code = match &outcome {
+            Ok(()) => ExitCode::from(report.exit_code()),
+            Err(e) => {
+                eprintln!("ordo-measure: {e}");
+                ExitCode::FAILURE
+            }
+        };
+        if outcome.is_ok() || !report.edges.is_empty() {
+            let files = [
+                (spec.run.md.as_deref(), CheckReport::to_markdown as fn(&CheckReport) -> String),
+                (spec.run.json.as_deref(), CheckReport::to_json),
+            ];
+            for (path, render) in files {
+                if let Some(path) = path {
+                    if let Err(e) = std::fs::write(path, render(&report)) {
+                        eprintln!("ordo-measure: writing {path}: {e}");
+                        code = ExitCode::FAILURE;
+                    }
+                }
+            }
+            if !spec.run.quiet {
+                print!("{}", report.to_markdown());
+            }
+        }
+        code
+    }
+
+    /// The device to run on, if there is one.
+    fn device(spec: &CheckSpec) -> Option<Device> {
+        match device::count() {
+            Ok(n) if n > spec.run.device => Device::new(spec.run.device).ok(),
+            _ => None,
+        }
+    }
+
+    fn run(spec: &CheckSpec, report: &mut CheckReport) -> std::result::Result<(), String> {
+        let gpu = if spec.static_only { None } else { device(spec) };
+        let arch = gpu.and_then(|d| d.compute_capability().ok());
+        let source =
+            ModuleSource::read(&spec.run.module, &spec.run.nvrtc_options, arch).map_err(|e| cli::error_text(&e))?;
+        let ptx = source.ptx.clone().map_err(|why| format!("no PTX to check: {why}"))?;
+        report.edges = check::check_static(&ptx, spec).map_err(|e| e.to_string())?;
+        if spec.static_only {
+            return Ok(());
+        }
+        let Some(gpu) = gpu else {
+            report
+                .notes
+                .push(format!("no CUDA device {}: the dynamic check and the advice did not run", spec.run.device));
+            return Ok(());
+        };
+        if spec.run.kernels.iter().any(|k| k.args.is_empty()) {
+            report.notes.push("no --arg lists: the dynamic check and the advice need the kernels' arguments".into());
+            return Ok(());
+        }
+        dynamic(spec, &source, gpu, report).map_err(|e| cli::error_text(&e))
+    }
+
+    fn dynamic(spec: &CheckSpec, source: &ModuleSource, device: Device, report: &mut CheckReport) -> Result<()> {
+        device.set_current()?;
+        module::check_memory(&spec.run, device)?;
+        let options = Options {
+            settings: spec.run.settings,
+            blocking_timeout: spec.run.blocking_timeout,
+            launches: spec.run.launches,
+            submit_launches: spec.run.submit_launches,
+            ..Options::default()
+        };
+        let mut engine = Engine::new(device, options)?;
+        report.header = Some(engine.header().clone());
+        let edges: Vec<Edge> =
+            check::edges(spec).into_iter().map(|(a, a_index, b, b_index)| Edge { a, a_index, b, b_index }).collect();
+        let delay: Vec<&str> = edges.iter().map(|e| e.a.as_str()).collect();
+        let module = Module::from_source(source, &module::to_instrument(&spec.run), &delay)?;
+        let race = RaceOptions { trials: spec.trials, seed: spec.seed, max_delay_ns: spec.max_delay_ns };
+        for edge in &edges {
+            eprintln!("dynamic check of {} -> {}: {} trials a point", edge.a, edge.b, spec.trials);
+            report.dynamic.push(engine.race_check(&module, &spec.run, edge, &race)?);
+        }
+        if !spec.advise {
+            return Ok(());
+        }
+        if report.verdict() != Verdict::Safe {
+            report.notes.push(format!(
+                "no advice: the edge is not proven safe ({}); the gaps are measured only for a dependent launch proven safe",
+                report.verdict().label()
+            ));
+            return Ok(());
+        }
+        let points =
+            axes::points(&spec.run.axes).map_err(|e| ordo_cuda_core::Error::invalid(cli::PROGRAM, e.to_string()))?;
+        for point in &points {
+            eprintln!("advice: gaps at {:?}", point);
+            report.advice.extend(engine.advise(&module, &spec.run, &edges, point)?);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(not(measure_engine))]
+mod check {
+    use ordo_cuda_measure::cli::CheckSpec;
+    use std::process::ExitCode;
+
+    pub(super) fn check(_: &CheckSpec) -> ExitCode {
+        eprintln!(
+            "ordo-measure: built against CUDA headers older than 12.5: the check reads modules through the engine"
+        );
+        ExitCode::FAILURE
     }
 }
 

@@ -39,17 +39,16 @@ impl Helpers {
 
     /// Launches `spin(ns)` on `stream`: a kernel of `ns` nanoseconds.
     pub(crate) fn spin(&self, stream: StreamRef<'_>, ns: u64) -> Result<()> {
+        self.spin_grid(stream, ns, LaunchConfig::new(1, 1))
+    }
+
+    /// Launches `spin(ns)` on `stream` over `config`: every thread spins `ns` nanoseconds (a load
+    /// that holds SMs).
+    pub(crate) fn spin_grid(&self, stream: StreamRef<'_>, ns: u64, config: LaunchConfig) -> Result<()> {
         let mut ns = ns;
         let mut args = [(&mut ns as *mut u64).cast::<c_void>()];
         // SAFETY: the spin kernel takes one u64 and touches no memory.
-        unsafe {
-            ordo_cuda_core::launch::launch_raw(
-                self.spin.as_runtime(),
-                stream,
-                &LaunchConfig::new(1, 1),
-                args.as_mut_ptr(),
-            )
-        }
+        unsafe { ordo_cuda_core::launch::launch_raw(self.spin.as_runtime(), stream, &config, args.as_mut_ptr()) }
     }
 }
 

@@ -426,6 +426,20 @@ impl Target {
         &self.name
     }
 
+    /// Sets untyped argument `i` to `word` (its size unchanged), for the launches that follow;
+    /// an error for a typed target or an argument that is not given as bytes.
+    pub(crate) fn set_word(&mut self, i: usize, word: u64) -> Result<()> {
+        match &mut self.args {
+            Args::Raw { args, words, .. } if matches!(args.get(i), Some(RawArg::Bytes { .. })) => {
+                words[i] = word;
+                Ok(())
+            }
+            _ => {
+                Err(Error::invalid(crate::cli::PROGRAM, format!("kernel {}: argument {i} is not raw bytes", self.name)))
+            }
+        }
+    }
+
     /// Its launch shape (PDL off).
     pub fn config(&self) -> LaunchConfig {
         self.config

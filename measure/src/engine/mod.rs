@@ -29,12 +29,16 @@
 //! # drop(subject); Ok(()) }
 //! ```
 
+mod advice;
 mod harness;
 pub mod launch;
 mod measures;
 pub mod module;
+mod race;
+mod source;
 
 pub use launch::{Func, LaunchSlot, Path, RawArg, Target};
+pub use race::{Edge, RaceOptions};
 
 use crate::report::{DeviceInfo, Header, PeerInfo, Report, Row};
 use crate::runner::{self, Measure, RealTime, Series, Settings};

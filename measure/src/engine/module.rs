@@ -10,6 +10,7 @@
 //! error here rather than a read past the buffer inside CUDA.
 
 use super::launch::{Func, RawArg, Target};
+pub use super::source::ModuleSource;
 use super::{invalid, Engine, Subject};
 use crate::cli::{point_label, RunSpec};
 use crate::spec::args::{fill_bytes, ArgSpec, ElemType, Fill};
@@ -55,15 +56,15 @@ pub fn detect(name: &str, bytes: &[u8]) -> ModuleKind {
     ModuleKind::CudaC
 }
 
-const FATBIN_MAGIC: u32 = 0xBA55_ED50;
+pub(crate) const FATBIN_MAGIC: u32 = 0xBA55_ED50;
 
-fn u16_at(b: &[u8], at: usize) -> Option<u64> {
+pub(crate) fn u16_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from(u16::from_le_bytes(b.get(at..at.checked_add(2)?)?.try_into().ok()?)))
 }
-fn u32_at(b: &[u8], at: usize) -> Option<u64> {
+pub(crate) fn u32_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from(u32::from_le_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?)))
 }
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+pub(crate) fn u64_at(b: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(b.get(at..at.checked_add(8)?)?.try_into().ok()?))
 }
 
@@ -135,6 +136,9 @@ pub struct Module {
     library: Library,
     /// Per instrumented kernel: its stamped copy's name and whether it waits.
     stamped: Vec<(String, String, bool)>,
+    /// Per delayed kernel ([`crate::check::delay`]): its delayed copy's name and whether the copy
+    /// can trigger early.
+    delayed: Vec<(String, String, bool)>,
 }
 
 impl Module {
@@ -142,22 +146,26 @@ impl Module {
     /// kernels first. CUDA C is compiled by NVRTC for `device`'s architecture (with `nvrtc_options`
     /// added; an `--gpu-architecture`/`-arch` among them replaces the default).
     pub fn load(path: &str, instrument: &[&str], nvrtc_options: &[String], device: Device) -> Result<Module> {
-        let bytes = std::fs::read(path).map_err(|e| invalid(format!("reading {path}: {e}")))?;
-        let kind = detect(path, &bytes);
-        let text = |bytes: Vec<u8>| String::from_utf8(bytes).map_err(|_| invalid(format!("{path}: not UTF-8 text")));
-        let ptx = match kind {
-            ModuleKind::Cubin | ModuleKind::Fatbin => {
-                let check = if kind == ModuleKind::Cubin { check_elf(&bytes) } else { check_fatbin(&bytes) };
-                check.map_err(|e| invalid(format!("{path}: {e}")))?;
-                // SAFETY: a cubin or fatbin whose headers, tables and entries lie within `bytes`
-                // (checked above); CUDA reads it during the call only.
-                let library = unsafe { Library::from_image(&bytes)? };
-                return Ok(Module { kind, library, stamped: Vec::new() });
+        let source = ModuleSource::read(path, nvrtc_options, Some(device.compute_capability()?))?;
+        Module::from_source(&source, instrument, &[])
+    }
+
+    /// Loads a module file read before: a cubin or fatbin as it is, PTX (and CUDA C) with stamped
+    /// copies of `instrument`'s kernels and delayed copies ([`crate::check::delay`]) of `delay`'s.
+    /// A fatbin whose PTX can be read is loaded from its PTX when `delay` names kernels.
+    pub fn from_source(source: &ModuleSource, instrument: &[&str], delay: &[&str]) -> Result<Module> {
+        let (kind, path) = (source.kind, source.path.as_str());
+        let ptx = match (&source.ptx, kind) {
+            (Ok(ptx), ModuleKind::Ptx | ModuleKind::CudaC) => ptx,
+            (Ok(ptx), ModuleKind::Fatbin) if !delay.is_empty() => ptx,
+            _ => {
+                // SAFETY: a cubin or fatbin whose headers, tables and entries lie within its bytes
+                // (checked by `ModuleSource::read`); CUDA reads it during the call only.
+                let library = unsafe { Library::from_image(&source.bytes)? };
+                return Ok(Module { kind, library, stamped: Vec::new(), delayed: Vec::new() });
             }
-            ModuleKind::Ptx => text(bytes)?,
-            ModuleKind::CudaC => compile(path, &text(bytes)?, nvrtc_options, device)?,
         };
-        let mut ptx = ptx;
+        let mut ptx = ptx.clone();
         let mut stamped = Vec::new();
         for &k in instrument {
             if stamped.iter().any(|(n, _, _): &(String, String, bool)| n == k) {
@@ -167,7 +175,16 @@ impl Module {
             stamped.push((k.to_owned(), out.stamped_name, out.has_wait));
             ptx = out.ptx;
         }
-        Ok(Module { kind, library: Library::from_ptx(&ptx)?, stamped })
+        let mut delayed = Vec::new();
+        for &k in delay {
+            if delayed.iter().any(|(n, _, _): &(String, String, bool)| n == k) {
+                continue;
+            }
+            let out = crate::check::delay::delayed(&ptx, k).map_err(|e| invalid(format!("{path}: {e}")))?;
+            delayed.push((k.to_owned(), out.name, out.can_trigger));
+            ptx = out.ptx;
+        }
+        Ok(Module { kind, library: Library::from_ptx(&ptx)?, stamped, delayed })
     }
 
     /// The library.
@@ -180,7 +197,13 @@ impl Module {
         self.stamped.iter().find(|(k, _, _)| k == kernel).map(|(_, s, w)| (s.as_str(), *w))
     }
 
-    fn func(&self, name: &str) -> Result<Func> {
+    /// The delayed copy of `kernel` and whether it can trigger early, if it was made.
+    pub fn delayed(&self, kernel: &str) -> Option<(&str, bool)> {
+        self.delayed.iter().find(|(k, _, _)| k == kernel).map(|(_, s, t)| (s.as_str(), *t))
+    }
+
+    /// The kernel `name` of the module.
+    pub fn func(&self, name: &str) -> Result<Func> {
         let c = CString::new(name).map_err(|_| invalid(format!("kernel name {name:?} has a NUL")))?;
         Func::from_library(&self.library, &c).map_err(|e| match e {
             Error::Cuda(c) => invalid(format!("no kernel {name:?} in the module ({c})")),
@@ -189,9 +212,10 @@ impl Module {
     }
 }
 
+/// CUDA C compiled to PTX by NVRTC for `arch` (`compute_90` if `None`), `options` added.
 #[cfg(feature = "nvrtc")]
-fn compile(path: &str, source: &str, options: &[String], device: Device) -> Result<String> {
-    let (major, minor) = device.compute_capability()?;
+pub(crate) fn compile(path: &str, source: &str, options: &[String], arch: Option<(u32, u32)>) -> Result<String> {
+    let (major, minor) = arch.unwrap_or((9, 0));
     let mut opts: Vec<String> = Vec::new();
     if !options.iter().any(|o| o.starts_with("--gpu-architecture") || o.starts_with("-arch")) {
         opts.push(format!("--gpu-architecture=compute_{major}{minor}"));
@@ -207,24 +231,47 @@ fn compile(path: &str, source: &str, options: &[String], device: Device) -> Resu
 }
 
 #[cfg(not(feature = "nvrtc"))]
-fn compile(path: &str, _source: &str, _options: &[String], _device: Device) -> Result<String> {
+pub(crate) fn compile(path: &str, _source: &str, _options: &[String], _arch: Option<(u32, u32)>) -> Result<String> {
     Err(invalid(format!("{path}: CUDA C needs the nvrtc feature")))
+}
+
+/// One buffer of a point: its name if named, how the report names it (`B argument 0 (@b)` names
+/// the argument that allocated it: `A argument 1 (b)`), its element type, and the memory.
+pub struct PointBuffer {
+    /// The name given (`x` of `x:f32[n]`).
+    pub name: Option<String>,
+    /// `A argument 1 (x)`.
+    pub label: String,
+    /// Its element type.
+    pub ty: ElemType,
+    /// The memory.
+    pub buffer: SharedStreamBuffer<u8>,
 }
 
 /// The device buffers of one point of a sweep; dropped after the subjects that use them.
 pub struct Buffers {
-    buffers: Vec<(Option<String>, SharedStreamBuffer<u8>)>,
+    buffers: Vec<PointBuffer>,
 }
 
 impl Buffers {
     /// Bytes allocated.
     pub fn bytes(&self) -> usize {
-        self.buffers.iter().map(|(_, b)| b.len()).sum()
+        self.buffers.iter().map(|b| b.buffer.len()).sum()
     }
 
     /// The `i`-th buffer allocated (in argument order, A's then B's; a `@name` allocates none).
     pub fn get(&self, i: usize) -> Option<&SharedStreamBuffer<u8>> {
-        self.buffers.get(i).map(|(_, b)| b)
+        self.buffers.get(i).map(|b| &b.buffer)
+    }
+
+    /// Every buffer, in the order allocated.
+    pub fn all(&self) -> &[PointBuffer] {
+        &self.buffers
+    }
+
+    /// Every buffer, mutably.
+    pub fn all_mut(&mut self) -> &mut [PointBuffer] {
+        &mut self.buffers
     }
 }
 
@@ -336,6 +383,19 @@ pub fn subjects(
     point: &[(String, i64)],
 ) -> Result<(Vec<Subject>, Buffers)> {
     let var = |name: &str| point.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
+    let (args, buffers) = arguments(engine, spec, point)?;
+    let mut out = Vec::new();
+    for (k, args) in spec.kernels.iter().zip(args) {
+        out.push(subject(engine, module, k, &var, args)?);
+    }
+    Ok((out, buffers))
+}
+
+/// The arguments of each kernel of `spec` at `point`, with the buffers they point to: allocated
+/// (after [`buffers::check_fits`] against the device's free memory), filled, and the fills
+/// finished.
+pub fn arguments(engine: &Engine, spec: &RunSpec, point: &[(String, i64)]) -> Result<(Vec<Vec<RawArg>>, Buffers)> {
+    let var = |name: &str| point.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
     let spec_err = |e: crate::spec::SpecError| invalid(e.to_string());
     let (free, total) = memory_info(engine.device())?;
     let planned = check_point(spec, point, free, total)?;
@@ -343,9 +403,9 @@ pub fn subjects(
     let mut buffers = Buffers { buffers: Vec::new() };
     let mut out = Vec::new();
     let mut seed = 0u64;
-    for k in &spec.kernels {
+    for (ki, k) in spec.kernels.iter().enumerate() {
         let mut args = Vec::with_capacity(k.args.len());
-        for a in &k.args {
+        for (ai, a) in k.args.iter().enumerate() {
             args.push(match a {
                 ArgSpec::Scalar { ty, value } => RawArg::Bytes {
                     word: ty.encode(value.eval(&var).map_err(spec_err)?).map_err(spec_err)?,
@@ -362,26 +422,43 @@ pub fn subjects(
                         Ok(buf)
                     })?;
                     let word = buf.as_mut_ptr() as u64;
-                    buffers.buffers.push((name.clone(), buf));
+                    let which = if ki == 0 { "A" } else { "B" };
+                    let label = match name {
+                        Some(n) => format!("{which} argument {ai} ({n})"),
+                        None => format!("{which} argument {ai}"),
+                    };
+                    buffers.buffers.push(PointBuffer { name: name.clone(), label, ty: *ty, buffer: buf });
                     RawArg::Bytes { word, size: 8 }
                 }
                 ArgSpec::Ref(name) => {
                     let b = buffers
                         .buffers
                         .iter_mut()
-                        .find(|(n, _)| n.as_deref() == Some(name.as_str()))
+                        .find(|b| b.name.as_deref() == Some(name.as_str()))
                         .ok_or_else(|| invalid(format!("@{name}: no such buffer")))?;
-                    RawArg::Bytes { word: b.1.as_mut_ptr() as u64, size: 8 }
+                    RawArg::Bytes { word: b.buffer.as_mut_ptr() as u64, size: 8 }
                 }
                 ArgSpec::Stamps => RawArg::Stamps,
                 ArgSpec::Launch => RawArg::Launch,
             });
         }
-        out.push(subject(engine, module, k, &var, args)?);
+        out.push(args);
     }
     // The fills are queued on the engine's stream; they are done before anything is measured.
     engine.stream().synchronize()?;
     Ok((out, buffers))
+}
+
+/// The launch shape of kernel `k` at the point `var` gives.
+pub fn launch_config(k: &KernelSpec, var: &dyn Fn(&str) -> Option<i64>) -> Result<LaunchConfig> {
+    let spec_err = |e: crate::spec::SpecError| invalid(format!("kernel {}: {e}", k.name));
+    let grid = k.grid.eval(var).map_err(spec_err)?;
+    let block = k.block.eval(var).map_err(spec_err)?;
+    let smem = k.smem.eval(var).map_err(spec_err)?;
+    let smem = u32::try_from(smem).map_err(|_| invalid(format!("kernel {}: shared memory {smem} bytes", k.name)))?;
+    let config = LaunchConfig::new(grid, block).with_shared_mem(smem);
+    config.validate()?;
+    Ok(config)
 }
 
 /// One kernel's subject: its plain form, stamped forms and PDL form, as the module and the spec
@@ -393,13 +470,7 @@ fn subject(
     var: &dyn Fn(&str) -> Option<i64>,
     args: Vec<RawArg>,
 ) -> Result<Subject> {
-    let spec_err = |e: crate::spec::SpecError| invalid(format!("kernel {}: {e}", k.name));
-    let grid = k.grid.eval(var).map_err(spec_err)?;
-    let block = k.block.eval(var).map_err(spec_err)?;
-    let smem = k.smem.eval(var).map_err(spec_err)?;
-    let smem = u32::try_from(smem).map_err(|_| invalid(format!("kernel {}: shared memory {smem} bytes", k.name)))?;
-    let config = LaunchConfig::new(grid, block).with_shared_mem(smem);
-    config.validate()?;
+    let config = launch_config(k, var)?;
     let device = engine.device();
     let make = |name: &str, args: Vec<RawArg>| -> Result<Target> {
         let func = module.func(name)?;
