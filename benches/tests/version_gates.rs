@@ -7,9 +7,15 @@
 
 use std::path::{Path, PathBuf};
 
+/// This package's folder: at run time where the runner says (a GPU host runs the binaries built
+/// elsewhere from its own checkout), else where it was built.
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), Into::into)
+}
+
 /// The build scripts of the repository's crates other than ordo-cuda-sys.
 fn build_scripts() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let root = manifest_dir().parent().unwrap().to_path_buf();
     let mut scripts = vec![root.join("build.rs")];
     for dir in [root.clone(), root.join("examples"), root.join("examples/embedder")] {
         for entry in std::fs::read_dir(dir).unwrap() {

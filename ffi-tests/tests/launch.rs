@@ -1,7 +1,8 @@
 //! `ordo_launch_kernel` and `ordo_pdl_plan_launch` through the C ABI: the launch configuration is
-//! read only at the sizes of its two layouts (or larger), so that a size between them cannot hand
-//! CUDA half an event pointer; a launch CUDA refuses inside the caller's capture is a documented,
-//! non-sticky status; the plan refuses every bad argument before CUDA; and the grid-stride loop
+//! read only at the sizes of its three layouts (or larger), so that a size between them cannot hand
+//! CUDA half an event pointer; the third layout's memory-synchronisation domain and preferred
+//! cluster reach the launch (and a captured launch's node); a launch CUDA refuses inside the
+//! caller's capture is a documented, non-sticky status; the plan refuses every bad argument before CUDA; and the grid-stride loop
 //! that `pdl.cuh` documents stays in bounds for every grid a plan returns. Their `_resolved` forms
 //! (the caller's `cudaGetKernel`, for a program with its own copy of the CUDA runtime) refuse what
 //! the plain ones refuse without asking the resolver, and ask it once a kernel.
@@ -14,20 +15,25 @@ use ordo_cuda_capi::*;
 use ordo_cuda_core::sys;
 use ordo_ffi_tests::launch::{config, empty_kernel};
 
-/// Every `size` between the first layout's (64) and `sizeof(ordo_launch_config)` (88) is refused
+const FULL: usize = core::mem::size_of::<OrdoLaunchConfig>();
+
+/// Every `size` between the layouts' (64, 88) and `sizeof(ordo_launch_config)` (104) is refused
 /// with `ORDO_ERROR_INVALID_ARGUMENT` (ordo.h): 65..71 and 81..87 would otherwise hand CUDA an
-/// event handle made of half a pointer, 72..80 drop the completion event.
+/// event handle made of half a pointer, 72..80 drop the completion event, 89..103 read part of the
+/// domain or of the preferred cluster dimensions.
 #[test]
 fn launch_config_sizes_between_the_layouts_are_refused() {
     assert_eq!(ORDO_LAUNCH_CONFIG_FIRST_SIZE, 64);
-    assert_eq!(core::mem::size_of::<OrdoLaunchConfig>(), 88);
+    assert_eq!(ORDO_LAUNCH_CONFIG_SECOND_SIZE, 88);
+    assert_eq!(FULL, 104);
     let legacy = sys::cudaStreamLegacy();
     let mut accepted = Vec::new();
-    for size in 65..core::mem::size_of::<OrdoLaunchConfig>() {
+    for size in (65..FULL).filter(|&size| size != ORDO_LAUNCH_CONFIG_SECOND_SIZE) {
         let mut c = config(size);
-        // What a caller of the current header holds: live-looking event handles.
+        // What a caller of the current header holds: live-looking event handles, a domain.
         c.programmatic_event = 0x7f12_3456_0000_1000_usize as sys::cudaEvent_t;
         c.launch_completion_event = 0x7f12_3456_0000_2000_usize as sys::cudaEvent_t;
+        c.mem_sync_domain = ORDO_MEM_SYNC_DOMAIN_REMOTE;
         let st = unsafe { ordo_launch_kernel(legacy, empty_kernel(), null_mut(), &c) };
         if st != ORDO_ERROR_INVALID_ARGUMENT {
             accepted.push((size, st));
@@ -35,13 +41,13 @@ fn launch_config_sizes_between_the_layouts_are_refused() {
     }
     assert!(
         accepted.is_empty(),
-        "sizes between the first layout (64) and sizeof (88) were not refused: {accepted:?} \
+        "sizes between the layouts (64, 88) and sizeof (104) were not refused: {accepted:?} \
          (65..71 and 81..87 hand CUDA an event handle built from half a pointer)"
     );
 }
 
-/// The two layouts' sizes and larger (later) ones are accepted, smaller ones refused: the control
-/// of the test above (a size ordo accepts reaches CUDA).
+/// The three layouts' sizes and larger (later) ones are accepted, smaller ones refused: the
+/// control of the test above (a size ordo accepts reaches CUDA).
 #[test]
 fn launch_config_sizes_of_the_layouts_are_accepted() {
     let legacy = sys::cudaStreamLegacy();
@@ -49,10 +55,26 @@ fn launch_config_sizes_of_the_layouts_are_accepted() {
         let st = unsafe { ordo_launch_kernel(legacy, empty_kernel(), null_mut(), &config(size)) };
         assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT, "size {size}");
     }
-    for size in [64, 88, 96, 4096] {
+    for size in [64, 88, 104, 112, 4096] {
         let st = unsafe { ordo_launch_kernel(legacy, empty_kernel(), null_mut(), &config(size)) };
         assert_ne!(st, ORDO_ERROR_INVALID_ARGUMENT, "size {size}");
         assert!(is_documented(st));
+    }
+}
+
+/// A domain out of range is refused before CUDA at the third layout's size, and not read at the
+/// second's (a caller of the older header has no such field: its bytes are not the domain).
+#[test]
+fn a_domain_out_of_range_is_refused_where_the_layout_has_it() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
+    let legacy = sys::cudaStreamLegacy();
+    for domain in [3, -1, i32::MAX] {
+        let c = OrdoLaunchConfig { mem_sync_domain: domain, ..config(FULL) };
+        let st = unsafe { ordo_launch_kernel(legacy, empty_kernel(), null_mut(), &c) };
+        assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT, "domain {domain}");
+        let older = OrdoLaunchConfig { size: ORDO_LAUNCH_CONFIG_SECOND_SIZE, ..c };
+        let st = unsafe { ordo_launch_kernel(legacy, empty_kernel(), null_mut(), &older) };
+        assert!(st != ORDO_ERROR_INVALID_ARGUMENT && is_documented(st), "domain {domain} at the second size: {st}");
     }
 }
 
@@ -83,8 +105,12 @@ fn gpu_launch_config_sizes_between_the_layouts_are_refused_with_real_events() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn gpu_a_launch_cuda_refuses_inside_a_capture_is_a_documented_non_sticky_status() {
+    // The lock and a non-blocking stream: a capture of a blocking stream makes other tests' calls
+    // on the legacy stream fail with cudaErrorStreamCaptureImplicit (906) while it is open.
+    let _gpu = ordo_ffi_tests::gpu_lock();
     let mut stream: sys::cudaStream_t = null_mut();
-    assert_eq!(unsafe { sys::cudaStreamCreate(&mut stream) }, sys::cudaError::cudaSuccess);
+    let flags = sys::cudaStreamNonBlocking;
+    assert_eq!(unsafe { sys::cudaStreamCreateWithFlags(&mut stream, flags) }, sys::cudaError::cudaSuccess);
     let mode = sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal;
     assert_eq!(unsafe { sys::cudaStreamBeginCapture(stream, mode) }, sys::cudaError::cudaSuccess);
     let mut c = config(88);
@@ -311,4 +337,158 @@ fn gpu_resolved_launches_ask_the_resolver_once_and_run() {
         );
     }
     assert!(PLANS_ASKED.load(Ordering::Relaxed) <= 2, "asked once a form at most");
+}
+
+/// `n` floats of device memory, freed on drop.
+struct DeviceFloats {
+    ptr: *mut f32,
+    n: usize,
+}
+
+impl DeviceFloats {
+    fn upload(host: &[f32]) -> DeviceFloats {
+        let mut p: *mut c_void = null_mut();
+        assert_eq!(unsafe { sys::cudaMalloc(&mut p, host.len() * 4) }, sys::cudaError::cudaSuccess);
+        let kind = sys::cudaMemcpyKind::cudaMemcpyHostToDevice;
+        let code = unsafe { sys::cudaMemcpy(p, host.as_ptr().cast(), host.len() * 4, kind) };
+        assert_eq!(code, sys::cudaError::cudaSuccess);
+        DeviceFloats { ptr: p.cast(), n: host.len() }
+    }
+
+    /// The floats, after everything enqueued before has completed.
+    fn download(&self) -> Vec<f32> {
+        assert_eq!(unsafe { sys::cudaDeviceSynchronize() }, sys::cudaError::cudaSuccess);
+        let mut out = vec![0f32; self.n];
+        let kind = sys::cudaMemcpyKind::cudaMemcpyDeviceToHost;
+        let code = unsafe { sys::cudaMemcpy(out.as_mut_ptr().cast(), self.ptr.cast(), self.n * 4, kind) };
+        assert_eq!(code, sys::cudaError::cudaSuccess);
+        out
+    }
+}
+
+impl Drop for DeviceFloats {
+    fn drop(&mut self) {
+        unsafe { sys::cudaFree(self.ptr.cast()) };
+    }
+}
+
+/// Blocks of `ordok_add_one` over the floats: 64 blocks of 256 threads (a grid that clusters of 2
+/// and preferred clusters of 4 divide), the last block partly idle.
+const ADD_ONE_N: usize = 64 * 256 - 5;
+
+/// `ordok_add_one` over `x` on `stream` with `c` (grid and block set here) through
+/// `ordo_launch_kernel`.
+fn add_one(stream: sys::cudaStream_t, x: &DeviceFloats, c: OrdoLaunchConfig) -> OrdoStatus {
+    let kernel = ordok_add_one as unsafe extern "C" fn(*mut f32, i32) as *const c_void;
+    let c = OrdoLaunchConfig { grid: [64, 1, 1], block: [256, 1, 1], ..c };
+    let (mut xp, mut np) = (x.ptr, x.n as i32);
+    let mut args = [(&raw mut xp).cast::<c_void>(), (&raw mut np).cast::<c_void>()];
+    unsafe { ordo_launch_kernel(stream, kernel, args.as_mut_ptr(), &c) }
+}
+
+/// Whether the current device has thread-block clusters (compute capability 9.0 or later).
+fn has_clusters() -> bool {
+    ordo_cuda_core::Device::current().unwrap().compute_capability().unwrap().0 >= 9
+}
+
+/// Launches with the third layout's fields run and compute what they should: each domain, the
+/// preferred cluster dimensions (with a cluster of 2, on sm_90 and later), both at once; the second
+/// layout's size with bytes past it that would be refused as a domain runs as before. Against
+/// headers older than CUDA 12.8, the preferred cluster is ORDO_ERROR_NOT_SUPPORTED and runs nothing.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_launches_with_a_domain_or_a_preferred_cluster_run() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
+    let host: Vec<f32> = (0..ADD_ONE_N).map(|i| 0.25 + (i % 89) as f32 * 0.5).collect();
+    let x = DeviceFloats::upload(&host);
+    let s = sys::cudaStreamPerThread();
+    let base = config(FULL);
+    let mut ran = 0;
+    for domain in [ORDO_MEM_SYNC_DOMAIN_DEFAULT, ORDO_MEM_SYNC_DOMAIN_REMOTE] {
+        assert_eq!(add_one(s, &x, OrdoLaunchConfig { mem_sync_domain: domain, ..base }), ORDO_SUCCESS, "{domain}");
+        ran += 1;
+    }
+    let older = OrdoLaunchConfig {
+        size: ORDO_LAUNCH_CONFIG_SECOND_SIZE,
+        mem_sync_domain: 7,
+        preferred_cluster: [3, 1, 1],
+        ..base
+    };
+    assert_eq!(add_one(s, &x, older), ORDO_SUCCESS, "the second layout's size: the fields past it unread");
+    ran += 1;
+    assert_eq!(add_one(s, &x, OrdoLaunchConfig { mem_sync_domain: 3, ..base }), ORDO_ERROR_INVALID_ARGUMENT);
+    let clustered = OrdoLaunchConfig { cluster: [2, 1, 1], preferred_cluster: [4, 1, 1], ..base };
+    for c in [clustered, OrdoLaunchConfig { mem_sync_domain: ORDO_MEM_SYNC_DOMAIN_REMOTE, ..clustered }] {
+        let st = add_one(s, &x, c);
+        if !cfg!(cuda_12_8) {
+            assert_eq!(st, ORDO_ERROR_NOT_SUPPORTED, "preferred clusters against headers before CUDA 12.8");
+        } else if has_clusters() {
+            assert_eq!(st, ORDO_SUCCESS, "preferred cluster {:?} of {:?}", c.preferred_cluster, c.cluster);
+            ran += 1;
+        } else {
+            println!("no clusters on this device: CUDA's status {st}");
+            assert!(is_documented(st) && ordo_status_is_sticky(st) == 0, "{st}");
+        }
+    }
+    let want: Vec<f32> = host.iter().map(|&v| (0..ran).fold(v, |v, _| v + 1.0)).collect();
+    assert!(x.download() == want, "each launch ran once ({ran} launches)");
+}
+
+/// The value of attribute `id` on kernel node `node`.
+fn node_attribute(node: sys::cudaGraphNode_t, id: sys::cudaLaunchAttributeID) -> sys::cudaLaunchAttributeValue {
+    let mut value = sys::cudaLaunchAttributeValue { pad: [0; 64] };
+    let code = unsafe { sys::cudaGraphKernelNodeGetAttribute(node, id, &mut value) };
+    assert_eq!(code, sys::cudaError::cudaSuccess, "cudaGraphKernelNodeGetAttribute({id:?})");
+    value
+}
+
+/// A launch captured into the caller's graph carries the domain (and, on sm_90 and later with CUDA
+/// 12.8 headers, the cluster and preferred cluster dimensions) to its kernel node, read back from
+/// the node; the graph replays and computes what it should.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_a_captured_launch_keeps_the_domain_and_the_preferred_cluster_on_its_node() {
+    use sys::cudaLaunchAttributeID as Id;
+    let _gpu = ordo_ffi_tests::gpu_lock();
+    let host: Vec<f32> = (0..ADD_ONE_N).map(|i| (i % 13) as f32 - 6.0).collect();
+    let x = DeviceFloats::upload(&host);
+    let preferred = cfg!(cuda_12_8) && has_clusters();
+    let mut c = OrdoLaunchConfig { mem_sync_domain: ORDO_MEM_SYNC_DOMAIN_REMOTE, ..config(FULL) };
+    if preferred {
+        c = OrdoLaunchConfig { cluster: [2, 1, 1], preferred_cluster: [4, 1, 1], ..c };
+    }
+    let mut stream: sys::cudaStream_t = null_mut();
+    let code = unsafe { sys::cudaStreamCreateWithFlags(&mut stream, sys::cudaStreamNonBlocking) };
+    assert_eq!(code, sys::cudaError::cudaSuccess);
+    let mode = sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal;
+    assert_eq!(unsafe { sys::cudaStreamBeginCapture(stream, mode) }, sys::cudaError::cudaSuccess);
+    let st = add_one(stream, &x, c);
+    let mut graph: sys::cudaGraph_t = null_mut();
+    assert_eq!(unsafe { sys::cudaStreamEndCapture(stream, &mut graph) }, sys::cudaError::cudaSuccess);
+    assert_eq!(st, ORDO_SUCCESS, "the captured launch");
+    let mut node: sys::cudaGraphNode_t = null_mut();
+    let mut count = 1usize;
+    assert_eq!(unsafe { sys::cudaGraphGetNodes(graph, &mut node, &mut count) }, sys::cudaError::cudaSuccess);
+    assert_eq!(count, 1, "one kernel node");
+    let domain = unsafe { node_attribute(node, Id::cudaLaunchAttributeMemSyncDomain).memSyncDomain };
+    assert_eq!(domain, sys::cudaLaunchMemSyncDomain::cudaLaunchMemSyncDomainRemote);
+    if preferred {
+        let cluster = unsafe { node_attribute(node, Id::cudaLaunchAttributeClusterDimension).clusterDim };
+        assert_eq!((cluster.x, cluster.y, cluster.z), (2, 1, 1));
+        let p = unsafe { node_attribute(node, Id::cudaLaunchAttributePreferredClusterDimension).preferredClusterDim };
+        assert_eq!((p.x, p.y, p.z), (4, 1, 1));
+    }
+    let mut exec: sys::cudaGraphExec_t = null_mut();
+    assert_eq!(unsafe { sys::cudaGraphInstantiate(&mut exec, graph, 0) }, sys::cudaError::cudaSuccess);
+    for _ in 0..2 {
+        assert_eq!(unsafe { sys::cudaGraphLaunch(exec, stream) }, sys::cudaError::cudaSuccess);
+    }
+    assert_eq!(unsafe { sys::cudaStreamSynchronize(stream) }, sys::cudaError::cudaSuccess);
+    let got = x.download();
+    unsafe {
+        sys::cudaGraphExecDestroy(exec);
+        sys::cudaGraphDestroy(graph);
+        sys::cudaStreamDestroy(stream);
+    }
+    assert!(got == host.iter().map(|v| v + 2.0).collect::<Vec<_>>(), "two replays, one add each");
 }
