@@ -93,7 +93,9 @@
  * - ordo_staging_ring_create and ordo_staging_ring_destroy: cudaHostAlloc and cudaFreeHost, which
  *   CUDA may make wait for the device. Creating a ring (or destroying the last handle of one) also
  *   frees, with cudaFreeHost, the pinned memory of rings whose last user let go on a CUDA thread
- *   (the last copy in flight, or the last graph holding a slot), where CUDA forbids the free;
+ *   (the last copy in flight, or the last graph holding a slot), where CUDA forbids the free, and
+ *   destroys the green contexts of SM partitions whose last holder was a graph (see SM
+ *   partitions), each once its partition's queued work has completed;
  * - on error paths only: ordo_staging_ring_submit whose copy was enqueued but whose slot-release
  *   host function (or its ordering) could not be, synchronises `stream` before it returns (the slot
  *   must not be reused under the copy); ordo_pipeline_run, ordo_pipeline_run_on and
@@ -101,14 +103,19 @@
  *   worker stream fails (the event record or the wait) synchronise that worker stream, on the
  *   calling thread;
  * - a graph cache call, while another thread launches one of the same cache's graphs (the launch
- *   itself, cudaGraphLaunch, never a body), and any call, briefly, on ordo's internal tables (live
+ *   itself, cudaGraphLaunch, which uploads the graph at a bucket's first replay; never a body), and
+ *   any call, briefly, on ordo's internal tables (live
  *   handles, the pipelines' pools), which are never held across a callback or a wait for the device;
- * - ordo_sm_partition_destroy and ordo_sm_stream_destroy, when they drop the last handle of a
- *   partition: until the partition's queued work has completed (then its green context goes);
+ * - ordo_sm_partition_destroy and ordo_sm_stream_destroy, when they drop the last holder of a
+ *   partition (its last handle, with no graph ordo captured on it left): until the partition's
+ *   queued work has completed (then its green context goes); ordo_sm_partitions_create, when it
+ *   destroys the green context of a partition whose last holder was a graph (see SM partitions),
+ *   likewise;
  * - a graph cache call that captures in ORDO_CAPTURE_GLOBAL mode, while another thread's graph
- *   cache captures in that mode; and a graph cache's instantiation or destruction of its graphs
- *   (any mode), while another thread's graph cache captures in ORDO_CAPTURE_GLOBAL mode (see
- *   CAPTURES);
+ *   cache captures in that mode; and a graph cache's instantiation or destruction of its graphs,
+ *   or its first replay of a bucket (which uploads the graph, unless
+ *   ordo_graph_cache_options.upload had it uploaded at capture), in any mode, while another
+ *   thread's graph cache captures in ORDO_CAPTURE_GLOBAL mode (see CAPTURES);
  * - NCCL: ordo_nccl_comm_init_rank (until every rank has joined), ordo_nccl_comm_destroy (until
  *   the collectives queued on every rank have completed), ordo_nccl_comm_wait (at most its
  *   timeout); none of them holds a lock that another NCCL call of ordo's waits for.
@@ -151,17 +158,19 @@
  * a program that captures in global mode (its own captures, or a graph cache made with
  * ORDO_CAPTURE_GLOBAL) owes that, while that capture is open, no other thread of the process makes
  * a capture-unsafe call: ordo's calls that make them included (creating or destroying a handle, a
- * staging ring's create, a graph cache's first run of a bucket, which instantiates, the NCCL
- * communicator calls) and the program's own. ordo keeps its own global-mode captures (graph caches
- * in ORDO_CAPTURE_GLOBAL mode) from overlapping each other, and its graph caches' instantiations
- * and destructions out of them, with a process-wide lock: a program whose only global-mode
+ * staging ring's create, a graph cache's capture_all and first run of a bucket, which instantiate,
+ * and its first replay of each bucket, which uploads the graph unless
+ * ordo_graph_cache_options.upload asked for the upload at capture, the NCCL communicator calls) and
+ * the program's own. ordo keeps its own global-mode captures (graph caches in ORDO_CAPTURE_GLOBAL
+ * mode) from overlapping each other, and its graph caches' instantiations, first replays and
+ * destructions out of them, with a process-wide lock: a program whose only global-mode
  * captures are ordo graph caches' owes the rule for its other threads' calls alone. One exception: a launch of the caller's own kernel (ordo_launch_kernel)
  * that passes ordo's checks but that CUDA refuses (more dynamic shared memory than the kernel was
  * allowed, say) fails inside a capture as the same cudaLaunchKernelEx would, which may end the
  * capture; its status is CUDA's. ordo makes its own calls that CUDA restricts during captures (a ring's
- * pinned allocation, a cache's graph instantiation, destruction) with the calling thread's capture
- * mode exchanged to relaxed (cudaThreadExchangeStreamCaptureMode), restored before it returns, so
- * they neither fail nor invalidate any capture. While the stream captures, CUDA forbids any query of
+ * pinned allocation, a cache's graph instantiation, upload, destruction) with the calling thread's
+ * capture mode exchanged to relaxed (cudaThreadExchangeStreamCaptureMode), restored before it
+ * returns, so they neither fail nor invalidate any capture. While the stream captures, CUDA forbids any query of
  * it (its device included: the query would invalidate the capture), so ordo takes the calling
  * thread's current device as the stream's device: keep the stream's device current while capturing.
  * Work captured into a graph runs at every launch of it: the memory it uses must be valid then.
@@ -352,10 +361,15 @@ ordo_status ordo_frame_filter_with(const ordo_alloc_options* options, struct CUs
  * found in every link of the program; args: one pointer to each argument, in order (NULL for a
  * kernel without parameters). The configuration is checked as ordo's Rust API checks it (zero or
  * oversized grid or block, a grid not a multiple of its cluster, a cooperative grid larger than the
- * device holds at once, a cooperative launch with clusters: ORDO_ERROR_INVALID_ARGUMENT before CUDA
- * is called). Set size to sizeof(ordo_launch_config) (the size of the first layout, up to and
- * including cooperative, is accepted too; any other smaller size is ORDO_ERROR_INVALID_ARGUMENT);
- * cluster all 0 for none. Capturable. */
+ * device holds at once, a cooperative launch with clusters, an unknown mem_sync_domain, a
+ * preferred_cluster without cluster, not a multiple of it or not dividing the grid:
+ * ORDO_ERROR_INVALID_ARGUMENT before CUDA is called). Set size to sizeof(ordo_launch_config); the
+ * sizes of the earlier layouts (the first up to and including cooperative, the second up to and
+ * including launch_completion_event) are accepted too, and the fields after them are then not
+ * set; any other smaller size is ORDO_ERROR_INVALID_ARGUMENT. cluster all 0 for none.
+ * Capturable. */
+#define ORDO_MEM_SYNC_DOMAIN_DEFAULT 1
+#define ORDO_MEM_SYNC_DOMAIN_REMOTE 2
 typedef struct ordo_launch_config {
     size_t size;
     unsigned int grid[3];
@@ -375,6 +389,18 @@ typedef struct ordo_launch_config {
     struct CUevent_st* programmatic_event;
     int programmatic_event_at_block_start;
     struct CUevent_st* launch_completion_event;
+    /* Since the third layout (a caller whose size ends before these gets neither):
+     * mem_sync_domain: 0 not set, ORDO_MEM_SYNC_DOMAIN_DEFAULT or ORDO_MEM_SYNC_DOMAIN_REMOTE
+     * (cudaLaunchAttributeMemSyncDomain, sm_90 and later: the kernel's memory fences order only
+     * with work of its own domain, so a communication kernel in the remote domain need not wait
+     * for compute kernels' fences); any other value is ORDO_ERROR_INVALID_ARGUMENT.
+     * preferred_cluster: all 0 for none; else cluster dimensions the device groups blocks into
+     * where it can, falling back to cluster (cudaLaunchAttributePreferredClusterDimension): cluster
+     * must be set, and preferred_cluster a multiple of it that divides the grid (CUDA also wants
+     * its z equal to cluster's, and refuses with its code otherwise). ordo built against CUDA
+     * headers older than 12.8 refuses it with ORDO_ERROR_NOT_SUPPORTED. */
+    int mem_sync_domain;
+    unsigned int preferred_cluster[3];
 } ordo_launch_config;
 ordo_status ordo_launch_kernel(struct CUstream_st* stream, const void* kernel, void** args, const ordo_launch_config* config);
 
@@ -763,7 +789,8 @@ ordo_status ordo_nccl_reduce_scatter(ordo_nccl_comm* comm, const void* send, voi
  * streams and ordo's graphs goes, after the partition's work: that destroy waits for the device
  * (the one blocking call here). When the last is a graph, CUDA lets go of it on a thread of its
  * own, where CUDA calls are forbidden: the green context is then destroyed by the next
- * ordo_sm_partitions_create or ordo_staging_ring_create, or at process exit. */
+ * ordo_sm_partitions_create, ordo_staging_ring_create or destroy of a ring's last handle (each
+ * then waits for that partition's work), or at process exit. */
 #define ORDO_SM_REMAINDER_UNUSED 0
 #define ORDO_SM_REMAINDER_TO_LAST 1
 #define ORDO_SM_REMAINDER_OWN 2
@@ -777,6 +804,62 @@ ordo_status ordo_sm_stream_create(ordo_sm_partition* partition, int priority, or
 ordo_status ordo_sm_stream_handle(ordo_sm_stream* stream, struct CUstream_st** out);
 void ordo_sm_stream_destroy(ordo_sm_stream* stream);
 
+
+/* ---- Memory and events shared between processes (IPC) ------------------------------------------
+ * Handles cross the process boundary as ORDO_IPC_HANDLE_BYTES bytes that the program carries
+ * itself (a socket, a pipe, shared memory): CUDA's 64 bytes, the allocation's size, and a tag of
+ * the handle's kind, so that a handle of another kind (or other bytes) is ORDO_ERROR_INVALID_ARGUMENT.
+ * A pool's descriptor crosses a connected Unix-domain socket with ordo_ipc_send_fd / ordo_ipc_recv_fd
+ * (SCM_RIGHTS; an OS failure is ORDO_ERROR_LIBRARY with errno as the last error's library_status).
+ * What the EXPORTING process owes, none of which ordo can check across processes:
+ *   - exported memory stays allocated until every importer has closed its mapping
+ *     (ordo_ipc_mapping_close) or freed its import (ordo_ipc_import_free): CUDA makes a free before
+ *     that undefined behaviour. ordo_ipc_import_free returns only once the free has completed, so
+ *     its return is the message to send back;
+ *   - an exported event stays alive until every importer has destroyed its handle of it;
+ *   - a pool allocation has completed before the importer uses it (the importer's stream waits on an
+ *     IPC event recorded after the allocation, or the exporter synchronised before sending);
+ *   - its writes and the importer's reads are ordered with IPC events: record, send a message, wait
+ *     on the other side (ordo_ipc_event_record, ordo_ipc_event_wait).
+ * mem_export: cudaMalloc memory of this process (cudaIpcGetMemHandle; pool memory is refused by
+ * CUDA: use an ordo_ipc_pool). mem_open: maps it on the device of `stream` (cudaIpcOpenMemHandle,
+ * lazy peer access); a size beyond the mapped allocation is refused where the driver can tell. A
+ * mapping's close and an import's free synchronise their stream first (the unmap is ordered on no
+ * stream); `stream` stays alive until then. CUDA opens no handle of the calling process's own memory.
+ * event_create: cudaEventInterprocess | cudaEventDisableTiming on the current device. event_export
+ * refuses an event opened from a handle. event_query: ORDO_SUCCESS or ORDO_NOT_READY.
+ * pool_create: cudaMemHandleTypePosixFileDescriptor; allocate with cudaMallocFromPoolAsync on
+ * ordo_ipc_pool_handle's pool. pool_export_fd gives a new descriptor, the caller's to send and
+ * close; pool_import_fd leaves `fd` the caller's and grants `device` read-write access. An imported
+ * pool allocates nothing: it imports the exporter's allocations (pool_import_pointer). */
+#define ORDO_IPC_HANDLE_BYTES 80
+typedef struct OrdoIpcMapping ordo_ipc_mapping;
+typedef struct OrdoIpcEvent ordo_ipc_event;
+typedef struct OrdoIpcPool ordo_ipc_pool;
+typedef struct OrdoIpcImport ordo_ipc_import;
+ordo_status ordo_ipc_mem_export(const void* ptr, size_t bytes, uint8_t* handle_out, size_t handle_len);
+ordo_status ordo_ipc_mem_open(const uint8_t* handle, size_t handle_len, struct CUstream_st* stream, ordo_ipc_mapping** out);
+ordo_status ordo_ipc_mapping_get(ordo_ipc_mapping* mapping, void** ptr, size_t* bytes);
+void ordo_ipc_mapping_close(ordo_ipc_mapping* mapping);
+ordo_status ordo_ipc_event_create(ordo_ipc_event** out);
+ordo_status ordo_ipc_event_export(ordo_ipc_event* event, uint8_t* handle_out, size_t handle_len);
+ordo_status ordo_ipc_event_open(const uint8_t* handle, size_t handle_len, ordo_ipc_event** out);
+ordo_status ordo_ipc_event_handle(ordo_ipc_event* event, struct CUevent_st** out);
+ordo_status ordo_ipc_event_record(ordo_ipc_event* event, struct CUstream_st* stream);
+ordo_status ordo_ipc_event_wait(ordo_ipc_event* event, struct CUstream_st* stream);
+ordo_status ordo_ipc_event_query(ordo_ipc_event* event);
+void ordo_ipc_event_destroy(ordo_ipc_event* event);
+ordo_status ordo_ipc_pool_create(int device, ordo_ipc_pool** out);
+ordo_status ordo_ipc_pool_export_fd(ordo_ipc_pool* pool, int* fd_out);
+ordo_status ordo_ipc_pool_import_fd(int fd, int device, ordo_ipc_pool** out);
+ordo_status ordo_ipc_pool_handle(ordo_ipc_pool* pool, struct CUmemPoolHandle_st** out);
+ordo_status ordo_ipc_pool_export_pointer(const void* ptr, size_t bytes, uint8_t* handle_out, size_t handle_len);
+ordo_status ordo_ipc_pool_import_pointer(ordo_ipc_pool* pool, const uint8_t* handle, size_t handle_len, struct CUstream_st* stream, ordo_ipc_import** out);
+ordo_status ordo_ipc_import_get(ordo_ipc_import* imported, void** ptr, size_t* bytes);
+void ordo_ipc_import_free(ordo_ipc_import* imported);
+void ordo_ipc_pool_destroy(ordo_ipc_pool* pool);
+ordo_status ordo_ipc_send_fd(int socket_fd, int fd, const uint8_t* payload, size_t payload_len);
+ordo_status ordo_ipc_recv_fd(int socket_fd, uint8_t* payload, size_t payload_len, size_t* received, int* fd_out);
 
 #ifdef __cplusplus
 }

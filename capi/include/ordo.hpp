@@ -123,7 +123,9 @@ ordo_status guarded(F&& f) noexcept {
 }
 }  // namespace detail
 
-// A launch configuration of `grid` x `block` (1-D), size set; change the other fields as needed.
+// A launch configuration of `grid` x `block` (1-D), size set, no shared memory and no attribute set
+// (PDL, priority, cluster, cooperative, events, mem_sync_domain and preferred_cluster all 0);
+// change the other fields as needed.
 inline ordo_launch_config launch_config(unsigned grid, unsigned block) noexcept {
     ordo_launch_config c{};
     c.size = sizeof c;

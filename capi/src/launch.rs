@@ -1,7 +1,8 @@
 //! Launching the caller's own kernels with ordo's launch configuration and PDL rule:
-//! `ordo_launch_kernel` (grid, block, shared memory, PDL, priority, cluster, cooperative, all
-//! checked as the Rust API checks them) and `ordo_pdl_plan_launch` (the rule of
-//! `ordo_cuda_core::launch::pdl` for a kernel compiled in two forms with `ORDO_PDL_KERNELS`).
+//! `ordo_launch_kernel` (grid, block, shared memory, PDL, priority, cluster, cooperative, events,
+//! memory-synchronisation domain, preferred cluster, all checked as the Rust API checks them) and
+//! `ordo_pdl_plan_launch` (the rule of `ordo_cuda_core::launch::pdl` for a kernel compiled in two
+//! forms with `ORDO_PDL_KERNELS`).
 //!
 //! Each has a `_resolved` form that also takes the caller's `cudaGetKernel`
 //! ([`OrdoKernelResolverFn`]), which ordo.h passes in every file that includes the CUDA runtime's
@@ -11,11 +12,12 @@
 //! (`ordo_cuda_core::launch::kernel_handle_with`) and launches from then on.
 
 use super::check::stream_ref;
-use super::status::{guard, invalid, OrdoStatus, Outcome};
+use super::status::{guard, invalid, Failure, OrdoStatus, Outcome};
 use core::ffi::{c_int, c_uint, c_void};
 use core::ptr::{null_mut, NonNull};
 use ordo_cuda_core::launch::{
-    self, BeyondOneWave, Dim3, Kernel, LaunchConfig, LaunchEvent, PdlKernel, PdlMode, PdlPlan, ProgrammaticEvent,
+    self, BeyondOneWave, Dim3, Kernel, LaunchConfig, LaunchEvent, MemSyncDomain, PdlKernel, PdlMode, PdlPlan,
+    ProgrammaticEvent,
 };
 use ordo_cuda_core::{sys, Device};
 
@@ -50,11 +52,29 @@ pub struct OrdoLaunchConfig {
     /// An event recorded once every block has started
     /// (`cudaLaunchAttributeLaunchCompletionEvent`); null for none.
     pub launch_completion_event: sys::cudaEvent_t,
+    /// The memory-synchronisation domain (`cudaLaunchAttributeMemSyncDomain`): 0 for none,
+    /// [`ORDO_MEM_SYNC_DOMAIN_DEFAULT`] or [`ORDO_MEM_SYNC_DOMAIN_REMOTE`]; any other value is
+    /// refused. Not read when `size` ends before it (the first two layouts).
+    pub mem_sync_domain: c_int,
+    /// Preferred cluster dimensions (`cudaLaunchAttributePreferredClusterDimension`, CUDA 12.8
+    /// headers): a multiple of `cluster`, which must be set too, dividing the grid; all 0 for none.
+    pub preferred_cluster: [c_uint; 3],
 }
 
 /// The size of the first layout of `ordo_launch_config` (up to and including `cooperative`),
 /// which callers built against it still pass.
 pub const ORDO_LAUNCH_CONFIG_FIRST_SIZE: usize = core::mem::offset_of!(OrdoLaunchConfig, programmatic_event);
+
+/// The size of the second layout of `ordo_launch_config` (up to and including
+/// `launch_completion_event`), which callers built against it still pass.
+pub const ORDO_LAUNCH_CONFIG_SECOND_SIZE: usize = core::mem::offset_of!(OrdoLaunchConfig, mem_sync_domain);
+
+/// `mem_sync_domain` of [`OrdoLaunchConfig`]: `cudaLaunchMemSyncDomainDefault`.
+pub const ORDO_MEM_SYNC_DOMAIN_DEFAULT: c_int = 1;
+/// `mem_sync_domain` of [`OrdoLaunchConfig`]: `cudaLaunchMemSyncDomainRemote` (a kernel whose
+/// memory fences need not wait for those of kernels in the default domain, such as a
+/// communication kernel's).
+pub const ORDO_MEM_SYNC_DOMAIN_REMOTE: c_int = 2;
 
 impl OrdoLaunchConfig {
     /// All zero: no attributes, no events, a zero grid and block (refused until set).
@@ -72,16 +92,48 @@ impl OrdoLaunchConfig {
             programmatic_event: core::ptr::null_mut(),
             programmatic_event_at_block_start: 0,
             launch_completion_event: core::ptr::null_mut(),
+            mem_sync_domain: 0,
+            preferred_cluster: [0; 3],
         }
     }
 }
 
-/// The Rust configuration for C's (the size checked; the rest by `LaunchConfig::validate`).
-/// Events are taken by handle: the C contract says they are alive at the launch.
-fn launch_config(c: &OrdoLaunchConfig) -> Result<LaunchConfig, super::status::Failure> {
-    if c.size != ORDO_LAUNCH_CONFIG_FIRST_SIZE && c.size < core::mem::size_of::<OrdoLaunchConfig>() {
+/// Whether `size` is the size of a layout of `ordo_launch_config`, or more (a later header's): a
+/// size that ends inside a field would hand CUDA half a pointer.
+fn is_layout_size(size: usize) -> bool {
+    size == ORDO_LAUNCH_CONFIG_FIRST_SIZE
+        || size == ORDO_LAUNCH_CONFIG_SECOND_SIZE
+        || size >= core::mem::size_of::<OrdoLaunchConfig>()
+}
+
+/// The caller's configuration: as many bytes as its `size` says, at most this version's struct;
+/// the fields of later layouts than the caller's stay zero (not set). A size of no layout is
+/// refused before anything past the size field is read.
+///
+/// # Safety
+/// `config` is non-null, aligned, and points to `config->size` readable bytes.
+unsafe fn read_config(config: *const OrdoLaunchConfig) -> Result<OrdoLaunchConfig, Failure> {
+    // SAFETY: the caller's contract; the size field first.
+    let size = unsafe { config.cast::<usize>().read() };
+    if !is_layout_size(size) {
         return Err(invalid("config", "config->size is not sizeof(ordo_launch_config) of a known layout"));
     }
+    let mut copy = OrdoLaunchConfig::zeroed();
+    // SAFETY: `size` readable bytes (the caller's contract), of which this version's struct takes
+    // at most its own; `copy` is a plain struct of integers and pointers, any bytes valid.
+    unsafe {
+        core::ptr::copy_nonoverlapping(
+            config.cast::<u8>(),
+            core::ptr::addr_of_mut!(copy).cast::<u8>(),
+            size.min(core::mem::size_of::<OrdoLaunchConfig>()),
+        );
+    }
+    Ok(copy)
+}
+
+/// The Rust configuration for C's (read by [`read_config`]; checked by `LaunchConfig::validate`).
+/// Events are taken by handle: the C contract says they are alive at the launch.
+fn launch_config(c: &OrdoLaunchConfig) -> Result<LaunchConfig, Failure> {
     let dim = |d: [c_uint; 3]| Dim3::new(d[0], d[1], d[2]);
     let mut config = LaunchConfig::new(dim(c.grid), dim(c.block))
         .with_shared_mem(c.shared_mem_bytes)
@@ -99,6 +151,17 @@ fn launch_config(c: &OrdoLaunchConfig) -> Result<LaunchConfig, super::status::Fa
         config.programmatic_event = Some(ProgrammaticEvent { event, trigger_at_block_start });
     }
     config.launch_completion_event = LaunchEvent::from_raw(c.launch_completion_event);
+    config = match c.mem_sync_domain {
+        0 => config,
+        ORDO_MEM_SYNC_DOMAIN_DEFAULT => config.with_mem_sync_domain(MemSyncDomain::Default),
+        ORDO_MEM_SYNC_DOMAIN_REMOTE => config.with_mem_sync_domain(MemSyncDomain::Remote),
+        _ => return Err(invalid("config.mem_sync_domain", "neither 0, ORDO_MEM_SYNC_DOMAIN_DEFAULT nor _REMOTE")),
+    };
+    // Checked by `validate`: a multiple of the cluster, dividing the grid, and CUDA 12.8 headers
+    // (ORDO_ERROR_NOT_SUPPORTED before).
+    if c.preferred_cluster != [0, 0, 0] {
+        config = config.with_preferred_cluster(dim(c.preferred_cluster));
+    }
     config.validate()?;
     Ok(config)
 }
@@ -143,8 +206,11 @@ unsafe fn resolved(kernel: *const c_void, resolver: OrdoKernelResolverFn) -> *co
 /// `stream` with `args` (one pointer to each argument, in order, as `cudaLaunchKernel` takes them;
 /// NULL for a kernel without parameters) as `config` says. A bad configuration (a zero or
 /// oversized grid or block, a grid not a multiple of its cluster, a cooperative grid larger than
-/// the device holds at once, a cooperative launch with clusters) is `ORDO_ERROR_INVALID_ARGUMENT`
-/// before CUDA is called; CUDA's own launch errors come back as its codes. Capturable.
+/// the device holds at once, a cooperative launch with clusters, an unknown memory-synchronisation
+/// domain, preferred cluster dimensions without a cluster, not a multiple of it or not dividing the
+/// grid) is `ORDO_ERROR_INVALID_ARGUMENT` before CUDA is called; preferred cluster dimensions in a
+/// build against CUDA headers older than 12.8 are `ORDO_ERROR_NOT_SUPPORTED`; CUDA's own launch
+/// errors come back as its codes. Capturable.
 ///
 /// Launched through the driver's `cuLaunchKernelEx` with the kernel's handle resolved once for
 /// the process, or through the runtime where that path cannot launch (`launch::launch_raw`).
@@ -212,26 +278,8 @@ unsafe fn launch_kernel(
         if config.is_null() || !config.is_aligned() {
             return Err(invalid("config", "null or misaligned pointer"));
         }
-        // SAFETY: checked non-null and aligned; the caller owes `size` readable bytes: the size
-        // field first, then as many bytes of the struct as it says (at most this version's; the
-        // fields past a shorter size stay zero: no events).
-        let size = unsafe { config.cast::<usize>().read() };
-        // A layout's size, or more (a later header's): a size that ends inside a field would
-        // hand CUDA half a pointer.
-        let full = core::mem::size_of::<OrdoLaunchConfig>();
-        if size != ORDO_LAUNCH_CONFIG_FIRST_SIZE && size < full {
-            return Err(invalid("config", "config->size is not sizeof(ordo_launch_config) of a known layout"));
-        }
-        let mut copy = OrdoLaunchConfig::zeroed();
-        // SAFETY: as above; `copy` is a plain struct of integers and pointers, any bytes valid.
-        unsafe {
-            core::ptr::copy_nonoverlapping(
-                config.cast::<u8>(),
-                core::ptr::addr_of_mut!(copy).cast::<u8>(),
-                size.min(core::mem::size_of::<OrdoLaunchConfig>()),
-            );
-        }
-        let config = launch_config(&copy)?;
+        // SAFETY: checked non-null and aligned; the caller owes `config->size` readable bytes.
+        let config = launch_config(&unsafe { read_config(config) }?)?;
         // SAFETY: non-null (checked above); the C contract on `resolver`.
         let kernel = unsafe { resolved(kernel, resolver) };
         // SAFETY: the C contract: a kernel (its stub, or its handle), its arguments, their
@@ -385,10 +433,16 @@ unsafe fn plan_launch(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::status::{ORDO_ERROR_INVALID_ARGUMENT, ORDO_ERROR_NOT_SUPPORTED};
+
+    const FULL: usize = core::mem::size_of::<OrdoLaunchConfig>();
+
+    /// Whether this build has preferred cluster dimensions (CUDA 12.8 or later headers).
+    const PREFERRED_CLUSTERS: bool = sys::CUDA_VERSION >= 12080;
 
     fn config() -> OrdoLaunchConfig {
         OrdoLaunchConfig {
-            size: core::mem::size_of::<OrdoLaunchConfig>(),
+            size: FULL,
             grid: [4, 1, 1],
             block: [256, 1, 1],
             shared_mem_bytes: 0,
@@ -400,19 +454,26 @@ mod tests {
             programmatic_event: core::ptr::null_mut(),
             programmatic_event_at_block_start: 0,
             launch_completion_event: core::ptr::null_mut(),
+            mem_sync_domain: 0,
+            preferred_cluster: [0, 0, 0],
         }
+    }
+
+    /// What `ordo_launch_kernel` makes of `c`: read at its size, then converted and checked.
+    fn convert(c: &OrdoLaunchConfig) -> Result<LaunchConfig, Failure> {
+        // SAFETY: a whole struct, aligned; no more than its own bytes are read, whatever its size.
+        launch_config(&unsafe { read_config(c) }?)
     }
 
     #[test]
     fn launch_configs_convert_and_are_checked() {
-        let c = launch_config(&config()).unwrap();
+        let c = convert(&config()).unwrap();
         assert!(c.pdl && c.priority == Some(-1) && c.cluster.is_none() && c.grid == Dim3::new(4, 1, 1));
-        let with_cluster = launch_config(&OrdoLaunchConfig { cluster: [2, 1, 1], ..config() }).unwrap();
+        assert!(c.mem_sync_domain.is_none() && c.preferred_cluster.is_none());
+        let with_cluster = convert(&OrdoLaunchConfig { cluster: [2, 1, 1], ..config() }).unwrap();
         assert_eq!(with_cluster.cluster, Some(Dim3::new(2, 1, 1)));
-        let first = launch_config(&OrdoLaunchConfig { size: ORDO_LAUNCH_CONFIG_FIRST_SIZE, ..config() }).unwrap();
-        assert!(first.programmatic_event.is_none() && first.launch_completion_event.is_none());
         let forged = 0x1000 as sys::cudaEvent_t;
-        let with_events = launch_config(&OrdoLaunchConfig {
+        let with_events = convert(&OrdoLaunchConfig {
             programmatic_event: forged,
             programmatic_event_at_block_start: 1,
             launch_completion_event: forged,
@@ -423,16 +484,96 @@ mod tests {
         assert!(p.trigger_at_block_start && p.event.as_raw() == forged);
         assert_eq!(with_events.launch_completion_event.unwrap().as_raw(), forged);
         for bad in [
-            OrdoLaunchConfig { size: 8, ..config() },
-            OrdoLaunchConfig { size: ORDO_LAUNCH_CONFIG_FIRST_SIZE - 1, ..config() },
-            OrdoLaunchConfig { size: ORDO_LAUNCH_CONFIG_FIRST_SIZE + 1, ..config() },
-            OrdoLaunchConfig { size: core::mem::size_of::<OrdoLaunchConfig>() - 1, ..config() },
             OrdoLaunchConfig { grid: [0, 1, 1], ..config() },
             OrdoLaunchConfig { block: [2048, 1, 1], ..config() },
             OrdoLaunchConfig { cluster: [3, 1, 1], ..config() },
             OrdoLaunchConfig { cluster: [2, 1, 1], cooperative: 1, ..config() },
         ] {
-            assert!(launch_config(&bad).is_err(), "{bad:?}");
+            assert_eq!(convert(&bad).err(), Some(Failure(ORDO_ERROR_INVALID_ARGUMENT)), "{bad:?}");
+        }
+    }
+
+    /// Each layout's size is accepted and its fields read, the later layouts' fields left unset
+    /// whatever the bytes past the size hold; every size between the layouts, or below the first,
+    /// is refused; a later header's larger size is read as this version's struct.
+    #[test]
+    fn each_layout_size_reads_its_own_fields_and_no_other_size_is_accepted() {
+        assert_eq!(ORDO_LAUNCH_CONFIG_FIRST_SIZE, 64, "the first layout, as callers built against it pass");
+        assert_eq!(ORDO_LAUNCH_CONFIG_SECOND_SIZE, 88, "the second layout, as callers built against it pass");
+        assert_eq!(FULL, 104);
+        // Every field set, the third layout's to values refused if read.
+        let forged = 0x1000 as sys::cudaEvent_t;
+        let all = OrdoLaunchConfig {
+            programmatic_event: forged,
+            launch_completion_event: forged,
+            mem_sync_domain: 7,
+            preferred_cluster: [3, 1, 1],
+            ..config()
+        };
+        let first = convert(&OrdoLaunchConfig { size: ORDO_LAUNCH_CONFIG_FIRST_SIZE, ..all }).unwrap();
+        assert!(first.pdl && first.priority == Some(-1), "the first layout's fields are read");
+        assert!(first.programmatic_event.is_none() && first.launch_completion_event.is_none());
+        assert!(first.mem_sync_domain.is_none() && first.preferred_cluster.is_none());
+        let second = convert(&OrdoLaunchConfig { size: ORDO_LAUNCH_CONFIG_SECOND_SIZE, ..all }).unwrap();
+        assert!(second.programmatic_event.is_some_and(|p| p.event.as_raw() == forged));
+        assert!(second.launch_completion_event.is_some_and(|e| e.as_raw() == forged));
+        assert!(second.mem_sync_domain.is_none() && second.preferred_cluster.is_none());
+        assert_eq!(convert(&all).err(), Some(Failure(ORDO_ERROR_INVALID_ARGUMENT)), "the third layout is read");
+        let third = OrdoLaunchConfig { mem_sync_domain: ORDO_MEM_SYNC_DOMAIN_REMOTE, preferred_cluster: [0; 3], ..all };
+        for size in [FULL, FULL + 8, 4096] {
+            let c = convert(&OrdoLaunchConfig { size, ..third }).unwrap();
+            assert_eq!(c.mem_sync_domain, Some(MemSyncDomain::Remote), "size {size}");
+        }
+        let (a, b) = (ORDO_LAUNCH_CONFIG_FIRST_SIZE, ORDO_LAUNCH_CONFIG_SECOND_SIZE);
+        for size in [0, 8, a - 1, a + 1, a + 8, b - 1, b + 1, b + 4, b + 8, FULL - 1] {
+            let c = OrdoLaunchConfig { size, ..config() };
+            assert_eq!(convert(&c).err(), Some(Failure(ORDO_ERROR_INVALID_ARGUMENT)), "size {size}");
+        }
+    }
+
+    /// The third layout's fields: each domain value, the preferred cluster dimensions (or
+    /// `ORDO_ERROR_NOT_SUPPORTED` against headers without them), and the values refused.
+    #[test]
+    fn the_domain_and_the_preferred_cluster_convert_and_bad_values_are_refused() {
+        for (value, domain) in [
+            (0, None),
+            (ORDO_MEM_SYNC_DOMAIN_DEFAULT, Some(MemSyncDomain::Default)),
+            (ORDO_MEM_SYNC_DOMAIN_REMOTE, Some(MemSyncDomain::Remote)),
+        ] {
+            let c = convert(&OrdoLaunchConfig { mem_sync_domain: value, ..config() }).unwrap();
+            assert_eq!(c.mem_sync_domain, domain, "{value}");
+        }
+        for value in [3, -1, c_int::MAX, c_int::MIN] {
+            let c = OrdoLaunchConfig { mem_sync_domain: value, ..config() };
+            assert_eq!(convert(&c).err(), Some(Failure(ORDO_ERROR_INVALID_ARGUMENT)), "domain {value}");
+        }
+        let clustered = OrdoLaunchConfig { grid: [16, 1, 1], cluster: [2, 1, 1], ..config() };
+        let preferred = convert(&OrdoLaunchConfig { preferred_cluster: [4, 1, 1], ..clustered });
+        if PREFERRED_CLUSTERS {
+            let c = preferred.unwrap();
+            assert_eq!((c.cluster, c.preferred_cluster), (Some(Dim3::new(2, 1, 1)), Some(Dim3::new(4, 1, 1))));
+        } else {
+            assert_eq!(preferred.err(), Some(Failure(ORDO_ERROR_NOT_SUPPORTED)), "headers before CUDA 12.8");
+        }
+        let both = OrdoLaunchConfig {
+            mem_sync_domain: ORDO_MEM_SYNC_DOMAIN_DEFAULT,
+            preferred_cluster: [16, 1, 1],
+            ..clustered
+        };
+        if PREFERRED_CLUSTERS {
+            let c = convert(&both).unwrap();
+            assert!(
+                c.mem_sync_domain == Some(MemSyncDomain::Default) && c.preferred_cluster == Some(Dim3::new(16, 1, 1))
+            );
+        }
+        let refusal = if PREFERRED_CLUSTERS { ORDO_ERROR_INVALID_ARGUMENT } else { ORDO_ERROR_NOT_SUPPORTED };
+        for (what, bad) in [
+            ("without a cluster", OrdoLaunchConfig { grid: [16, 1, 1], preferred_cluster: [4, 1, 1], ..config() }),
+            ("not a multiple of the cluster", OrdoLaunchConfig { preferred_cluster: [3, 1, 1], ..clustered }),
+            ("a zero extent", OrdoLaunchConfig { preferred_cluster: [4, 0, 1], ..clustered }),
+            ("not dividing the grid", OrdoLaunchConfig { grid: [12, 1, 1], preferred_cluster: [8, 1, 1], ..clustered }),
+        ] {
+            assert_eq!(convert(&bad).err(), Some(Failure(refusal)), "preferred cluster {what}");
         }
     }
 }

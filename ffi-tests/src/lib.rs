@@ -70,7 +70,7 @@ pub mod launch {
         ordok_empty as unsafe extern "C" fn() as *const c_void
     }
 
-    /// One block of 32 threads, nothing else set; `size` as given (the struct's is 88).
+    /// One block of 32 threads, nothing else set; `size` as given (the struct's is 104).
     pub fn config(size: usize) -> OrdoLaunchConfig {
         OrdoLaunchConfig {
             size,
@@ -85,6 +85,8 @@ pub mod launch {
             programmatic_event: null_mut(),
             programmatic_event_at_block_start: 0,
             launch_completion_event: null_mut(),
+            mem_sync_domain: 0,
+            preferred_cluster: [0, 0, 0],
         }
     }
 }

@@ -2,10 +2,11 @@
 //! read only at the sizes of its three layouts (or larger), so that a size between them cannot hand
 //! CUDA half an event pointer; the third layout's memory-synchronisation domain and preferred
 //! cluster reach the launch (and a captured launch's node); a launch CUDA refuses inside the
-//! caller's capture is a documented, non-sticky status; the plan refuses every bad argument before CUDA; and the grid-stride loop
-//! that `pdl.cuh` documents stays in bounds for every grid a plan returns. Their `_resolved` forms
-//! (the caller's `cudaGetKernel`, for a program with its own copy of the CUDA runtime) refuse what
-//! the plain ones refuse without asking the resolver, and ask it once a kernel.
+//! caller's capture is a documented, non-sticky status; the plan refuses every bad argument before
+//! CUDA; and the grid-stride loop that `pdl.cuh` documents stays in bounds for every grid a plan
+//! returns. Their `_resolved` forms (the caller's `cudaGetKernel`, for a program with its own copy
+//! of the CUDA runtime) refuse what the plain ones refuse without asking the resolver, and ask it
+//! once a kernel.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use core::ffi::{c_int, c_void};

@@ -162,8 +162,60 @@ pub(crate) struct Fuzz<'m> {
     pub(crate) times: [(std::time::Duration, std::time::Duration); CALL_KINDS],
 }
 
+/// One kind of call of the fuzz: a family's method (in the family's module), given the stream
+/// and whether it captures.
+type Call = fn(&mut Fuzz<'_>, sys::cudaStream_t, bool);
+
+/// Every kind of call [`Fuzz::call`] chooses among, each as likely as another (an export listed
+/// twice is called twice as often), with its name for the timings. [`CALL_KINDS`] is its length:
+/// a kind added here is called, with nothing to count.
+const CALLS: &[(&str, Call)] = &[
+    ("version_and_last_error", |f, _, _| f.version_and_last_error()),
+    ("runtime_version", |f, _, _| f.runtime_version()),
+    ("status_strings", |f, _, _| f.status_strings()),
+    ("status_strings", |f, _, _| f.status_strings()),
+    ("status_strings", |f, _, _| f.status_strings()),
+    ("gemv_normalize", |f, s, _| f.gemv_normalize(s)),
+    ("frame_filter", |f, s, _| f.frame_filter(s)),
+    ("pdl_chain", |f, s, _| f.pdl_chain(s)),
+    ("pipeline_run", |f, s, _| f.pipeline_run(s)),
+    ("graph_cache_create", |f, _, _| f.graph_cache_create()),
+    ("graph_cache_capture_all", |f, s, capturing| f.graph_cache_run(true, s, capturing)),
+    ("graph_cache_run", |f, s, capturing| f.graph_cache_run(false, s, capturing)),
+    ("graph_cache_destroy", |f, _, _| f.graph_cache_destroy()),
+    ("ring_create", |f, _, _| f.ring_create()),
+    ("ring_acquire", |f, _, _| f.ring_acquire()),
+    ("ring_submit", |f, s, _| f.ring_submit(s)),
+    ("ring_destroy", |f, _, _| f.ring_destroy()),
+    ("timer_create", |f, _, _| f.timer_create()),
+    ("timer_start", |f, s, _| f.timer_record(true, s)),
+    ("timer_stop", |f, s, _| f.timer_record(false, s)),
+    ("timer_elapsed", |f, _, _| f.timer_elapsed()),
+    ("timer_destroy", |f, _, _| f.timer_destroy()),
+    ("ring_release", |f, _, _| f.ring_release()),
+    ("destroy_anything", |f, _, _| f.destroy_anything()),
+    ("pdl_plan_launch", |f, _, _| f.pdl_plan_launch()),
+    ("launch_kernel", |f, s, capturing| f.launch_kernel(s, capturing)),
+    ("pipeline_create", |f, _, _| f.pipeline_create()),
+    ("pipeline_run_on", |f, s, _| f.pipeline_run_on(s)),
+    ("pipeline_destroy", |f, _, _| f.pipeline_destroy()),
+    ("pipeline_run_stencil", |f, s, _| f.pipeline_run_stencil(s)),
+    ("temporary_pool", |f, _, _| f.temporary_pool()),
+    ("sm_split_query", |f, _, _| f.sm_split_query()),
+    ("sm_partitions_create", |f, _, _| f.sm_partitions_create()),
+    ("sm_partition_sm_count", |f, _, _| f.sm_partition_sm_count()),
+    ("sm_partition_destroy", |f, _, _| f.sm_partition_destroy()),
+    ("sm_stream_create", |f, _, _| f.sm_stream_create()),
+    ("sm_stream_handle", |f, _, _| f.sm_stream_handle()),
+    ("sm_stream_destroy", |f, _, _| f.sm_stream_destroy()),
+    ("nccl_borrow", |f, _, _| f.nccl_borrow()),
+    ("nccl_release", |f, _, _| f.nccl_release()),
+    ("nccl_refused_ends", |f, _, _| f.nccl_refused_ends()),
+    ("nccl_wait", |f, s, capturing| f.nccl_wait(s, capturing)),
+];
+
 /// How many kinds of call [`Fuzz::call`] chooses among.
-pub(crate) const CALL_KINDS: usize = 42;
+pub(crate) const CALL_KINDS: usize = CALLS.len();
 
 impl Fuzz<'_> {
     pub(crate) fn ptr_kind(&mut self) -> Ptr {
@@ -248,58 +300,13 @@ impl Fuzz<'_> {
     /// One random call of a random export on `stream`. `capturing`: the stream captures (then
     /// every call must leave the capture valid, which the caller checks).
     pub(crate) fn call(&mut self, stream: sys::cudaStream_t, capturing: bool) {
-        let which = self.rng.below(CALL_KINDS as u64);
+        let which = self.rng.below(CALL_KINDS as u64) as usize;
         let start = std::time::Instant::now();
-        self.call_kind(which, stream, capturing);
+        (CALLS[which].1)(self, stream, capturing);
         let took = start.elapsed();
-        let t = &mut self.times[which as usize];
+        let t = &mut self.times[which];
         t.0 += took;
         t.1 = t.1.max(took);
-    }
-
-    /// The call of kind `which` (see [`call`](Self::call)), in its family's module.
-    fn call_kind(&mut self, which: u64, stream: sys::cudaStream_t, capturing: bool) {
-        match which {
-            0 => self.version_and_last_error(),
-            1 => self.runtime_version(),
-            2..=4 => self.status_strings(),
-            5 => self.gemv_normalize(stream),
-            6 => self.frame_filter(stream),
-            7 => self.pdl_chain(stream),
-            8 => self.pipeline_run(stream),
-            9 => self.graph_cache_create(),
-            10 | 11 => self.graph_cache_run(which, stream, capturing),
-            12 => self.graph_cache_destroy(),
-            13 => self.ring_create(),
-            14 => self.ring_acquire(),
-            15 => self.ring_submit(stream),
-            16 => self.ring_destroy(),
-            17 => self.timer_create(),
-            18 | 19 => self.timer_record(which, stream),
-            20 => self.timer_elapsed(),
-            21 => self.timer_destroy(),
-            22 => self.ring_release(),
-            23 => self.destroy_anything(),
-            24 => self.pdl_plan_launch(),
-            25 => self.launch_kernel(stream, capturing),
-            26 => self.pipeline_create(),
-            27 => self.pipeline_run_on(stream),
-            28 => self.pipeline_destroy(),
-            29 => self.pipeline_run_stencil(stream),
-            30 => self.temporary_pool(),
-            31 => self.sm_split_query(),
-            32 => self.sm_partitions_create(),
-            33 => self.sm_partition_sm_count(),
-            34 => self.sm_partition_destroy(),
-            35 => self.sm_stream_create(),
-            36 => self.sm_stream_handle(),
-            37 => self.sm_stream_destroy(),
-            38 => self.nccl_borrow(),
-            39 => self.nccl_release(),
-            40 => self.nccl_refused_ends(),
-            41 => self.nccl_wait(stream, capturing),
-            _ => unreachable!("call kind {which} of {CALL_KINDS}"),
-        }
     }
 
     /// Allocation options for a `_with` export, written into `buf`: NULL, valid (no pool, or the
@@ -469,7 +476,7 @@ pub(crate) fn fuzz(threads: u64, calls: usize) {
     let mut slowest: Vec<_> = times.lock().unwrap().iter().copied().enumerate().collect();
     slowest.sort_by_key(|(_, (total, _))| std::cmp::Reverse(*total));
     for (which, (total, longest)) in slowest.iter().take(5) {
-        println!("call kind {which}: {total:?} in all, longest {longest:?}");
+        println!("call kind {which} ({}): {total:?} in all, longest {longest:?}", CALLS[*which].0);
     }
     println!(
         "legacy-stream calls refused while a blocking stream captured: {}",

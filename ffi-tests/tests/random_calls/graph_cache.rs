@@ -44,13 +44,13 @@ impl Fuzz<'_> {
         }
     }
 
-    /// `ordo_graph_cache_capture_all` (`which` 10) or `ordo_graph_cache_run` (11) on a random handle.
-    pub(crate) fn graph_cache_run(&mut self, which: u64, stream: sys::cudaStream_t, capturing: bool) {
+    /// `ordo_graph_cache_capture_all` (`capture_all`) or `ordo_graph_cache_run` on a random handle.
+    pub(crate) fn graph_cache_run(&mut self, capture_all: bool, stream: sys::cudaStream_t, capturing: bool) {
         let ia = ORDO_ERROR_INVALID_ARGUMENT;
         let ih = ORDO_ERROR_INVALID_HANDLE;
         let (h, live) = self.handle(Kind::Cache);
         let c = h as *mut OrdoGraphCache;
-        let st = if which == 10 {
+        let st = if capture_all {
             self.record(unsafe { ordo_graph_cache_capture_all(c, stream) }, "cache_capture_all")
         } else {
             let n = self.rng.size(300);
@@ -65,7 +65,7 @@ impl Fuzz<'_> {
             assert_eq!(st, ih, "cache: not a live cache");
         } else if stream.is_null() {
             assert!(st == ia || st == ih, "{st}");
-        } else if which == 10 && capturing {
+        } else if capture_all && capturing {
             assert!(st == ORDO_ERROR_STREAM_CAPTURING || st == ih, "capture_all while capturing: {st}");
         }
     }

@@ -164,8 +164,9 @@ impl Fuzz<'_> {
         }
     }
 
-    /// `ordo_launch_kernel` of the chain step over device buffers with a random configuration:
-    /// the kernel is a grid-stride loop over `n <= CAP` elements, correct over any grid.
+    /// `ordo_launch_kernel` of the chain step over device buffers with a random configuration (now
+    /// and then the third layout's domain and preferred cluster, valid or not): the kernel is a
+    /// grid-stride loop over `n <= CAP` elements, correct over any grid.
     pub(crate) fn launch_kernel(&mut self, stream: sys::cudaStream_t, capturing: bool) {
         let ia = ORDO_ERROR_INVALID_ARGUMENT;
         let step = ordok_chain_step as unsafe extern "C" fn(_, _, _, _) as *const c_void;
@@ -192,7 +193,7 @@ impl Fuzz<'_> {
             4 => 1 + rng.below(8) as u32,
             _ => 1,
         };
-        let grid = [dim(&mut self.rng, 1 << 16), dim(&mut self.rng, 70_000), dim(&mut self.rng, 70_000)];
+        let mut grid = [dim(&mut self.rng, 1 << 16), dim(&mut self.rng, 70_000), dim(&mut self.rng, 70_000)];
         let block = match self.rng.below(8) {
             0 => [0, 1, 1],
             1 => [2048, 1, 1],
@@ -207,6 +208,22 @@ impl Fuzz<'_> {
             _ => [0, 0, 0],
         };
         let cooperative = i32::from(!capturing && self.rng.chance(6));
+        let mem_sync_domain = match self.rng.below(8) {
+            0 => ORDO_MEM_SYNC_DOMAIN_DEFAULT,
+            1 => ORDO_MEM_SYNC_DOMAIN_REMOTE,
+            2 => [3, -1, i32::MAX][self.rng.below(3) as usize],
+            _ => 0,
+        };
+        // Mostly twice the cluster in x (none where there is no cluster); sometimes any. Half the
+        // time the grid is made a multiple of it, so that valid ones are common.
+        let preferred_cluster = match self.rng.below(6) {
+            0 | 1 => [cluster[0] * 2, cluster[1], cluster[2]],
+            2 => [1 + self.rng.below(8) as u32, 1, 1],
+            _ => [0, 0, 0],
+        };
+        if preferred_cluster[0] != 0 && self.rng.chance(2) {
+            grid[0] = grid[0].next_multiple_of(preferred_cluster[0]);
+        }
         let mut config = [OrdoLaunchConfig {
             size: core::mem::size_of::<OrdoLaunchConfig>(),
             grid,
@@ -220,6 +237,8 @@ impl Fuzz<'_> {
             programmatic_event: null_mut(),
             programmatic_event_at_block_start: i32::from(self.rng.chance(2)),
             launch_completion_event: null_mut(),
+            mem_sync_domain,
+            preferred_cluster,
         }; 2];
         // Real events (without timing, as CUDA wants), outside captures: a forged handle would be
         // the C caller's broken contract, not input ordo can check.
@@ -245,21 +264,37 @@ impl Fuzz<'_> {
         };
         let c = config[0];
         let threads: u64 = c.block.iter().map(|&b| u64::from(b)).product();
-        let bad = bad_ptr
+        let full = core::mem::size_of::<OrdoLaunchConfig>();
+        let layout =
+            [ORDO_LAUNCH_CONFIG_FIRST_SIZE, ORDO_LAUNCH_CONFIG_SECOND_SIZE].contains(&c.size) || c.size >= full;
+        // The third layout's fields are read only at its size or more.
+        let domain = if c.size >= full { c.mem_sync_domain } else { 0 };
+        let preferred = if c.size >= full { c.preferred_cluster } else { [0, 0, 0] };
+        let divides = |d: [u32; 3], of: [u32; 3]| !d.contains(&0) && (0..3).all(|i| of[i].is_multiple_of(d[i]));
+        let clustered = c.cluster != [0, 0, 0];
+        // What ordo refuses before it looks at the preferred cluster (`LaunchConfig::validate`'s order).
+        let bad_before_preferred = bad_ptr
             || kernel.is_null()
             || stream.is_null()
-            || (c.size != ORDO_LAUNCH_CONFIG_FIRST_SIZE && c.size < core::mem::size_of::<OrdoLaunchConfig>())
+            || !layout
+            || !(0..=ORDO_MEM_SYNC_DOMAIN_REMOTE).contains(&domain)
             || c.grid.contains(&0)
+            || c.grid[1] > 65_535
+            || c.grid[2] > 65_535
             || c.block.contains(&0)
             || threads > 1024
-            || (c.cluster != [0, 0, 0] && (c.cluster.contains(&0) || (0..3).any(|i| c.grid[i] % c.cluster[i] != 0)))
-            || (c.cluster != [0, 0, 0] && c.cooperative != 0);
+            || (clustered && !divides(c.cluster, c.grid));
+        let with_preferred = !bad_before_preferred && preferred != [0, 0, 0];
+        // Headers before CUDA 12.8: preferred clusters are not supported, whatever their value.
+        let not_supported = with_preferred && !cfg!(cuda_12_8);
+        let bad = bad_before_preferred
+            || (with_preferred
+                && !not_supported
+                && (!clustered || !divides(c.cluster, preferred) || !divides(preferred, c.grid)))
+            || (!not_supported && clustered && c.cooperative != 0);
         // A capture is only given launches that ordo refuses or CUDA takes, so that the caller's
         // capture stays valid (the fuzz checks it after each call).
-        if capturing
-            && !bad
-            && (c.shared_mem_bytes != 0 || c.cluster != [0, 0, 0] || c.grid[1] > 65_535 || c.grid[2] > 65_535)
-        {
+        if capturing && !bad && !not_supported && (c.shared_mem_bytes != 0 || clustered) {
             return;
         }
         let st = self.record(unsafe { ordo_launch_kernel(stream, kernel, args.as_mut_ptr(), ptr) }, "launch_kernel");
@@ -270,12 +305,14 @@ impl Fuzz<'_> {
         }
         if bad {
             assert_eq!(st, ia, "launch_kernel: bad argument ({c:?})");
+        } else if not_supported {
+            assert_eq!(st, ORDO_ERROR_NOT_SUPPORTED, "launch_kernel: a preferred cluster before CUDA 12.8 ({c:?})");
         } else if st != ORDO_SUCCESS {
-            // CUDA's refusals (too much shared memory, too large a cluster or cooperative grid,
-            // a grid past 65535 in y or z): its code, never sticky.
+            // CUDA's refusals (too much shared memory, too large a cluster or cooperative grid, a
+            // preferred cluster whose z is not the cluster's): its code, never sticky.
             assert_eq!(ordo_status_is_sticky(st), 0, "launch_kernel: {st} sticky ({c:?})");
-            let plain = c.shared_mem_bytes == 0 && c.cluster == [0, 0, 0] && c.cooperative == 0;
-            let plain = plain && c.grid[1] <= 65_535 && c.grid[2] <= 65_535;
+            // A domain needs nothing of the device that a plain launch does not.
+            let plain = c.shared_mem_bytes == 0 && !clustered && c.cooperative == 0;
             if self.gpu && plain {
                 assert_eq!(legacy_conflict(st, stream, ORDO_SUCCESS), ORDO_SUCCESS, "launch_kernel valid ({c:?})");
             }

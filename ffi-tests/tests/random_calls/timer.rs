@@ -24,14 +24,13 @@ impl Fuzz<'_> {
         }
     }
 
-    /// `ordo_timer_start` (`which` 18) or `ordo_timer_stop` (19) on a random handle.
-    pub(crate) fn timer_record(&mut self, which: u64, stream: sys::cudaStream_t) {
+    /// `ordo_timer_start` (`start`) or `ordo_timer_stop` on a random handle.
+    pub(crate) fn timer_record(&mut self, start: bool, stream: sys::cudaStream_t) {
         let ia = ORDO_ERROR_INVALID_ARGUMENT;
         let ih = ORDO_ERROR_INVALID_HANDLE;
         let (h, live) = self.handle(Kind::Timer);
         let t = h as *mut OrdoTimer;
-        let st =
-            if which == 18 { unsafe { ordo_timer_start(t, stream) } } else { unsafe { ordo_timer_stop(t, stream) } };
+        let st = if start { unsafe { ordo_timer_start(t, stream) } } else { unsafe { ordo_timer_stop(t, stream) } };
         let st = self.record(st, "timer_record");
         if !live {
             assert_eq!(st, ih);
