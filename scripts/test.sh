@@ -2,7 +2,8 @@
 # The test command (README, CI): installs what is missing (scripts/setup.sh), then
 #  - checks the formatting (cargo fmt, rustfmt.toml);
 #  - builds and tests the whole workspace against CUDA 13.0, with clippy (no unwrap/expect/panic
-#    in library code), the docs (warnings denied) and the no_std build of ordo-cuda-core;
+#    in library code), the docs (warnings denied: the workspace with every feature, and the
+#    published crates with their default features) and the no_std build of ordo-cuda-core;
 #  - builds and tests the C ABI without its kernels and NCCL features (its exports unchanged);
 #  - compiles the standalone CUDA experiments (benches/experiments);
 #  - packages every published crate and verifies each on its own, as crates.io would build it, then
@@ -13,11 +14,14 @@
 #  - loads the oldest and newest NCCL and every NVRTC 13.x without a GPU (scripts/lib-versions.sh);
 #  - the toolkit matrix's fast mode (scripts/toolkits.sh --fast --test): the oldest and newest
 #    12.x and 13.x from the package index, installed when missing, ordo-cuda-sys and
-#    ordo-cuda-core tested and the kernels built against each that ships nvcc (13.x);
+#    ordo-cuda-core tested and the kernels built and their CPU tests run against each that ships
+#    nvcc (13.x; cuobjdump installed beside it);
 #  - the checked-in bindings are what bindgen makes from the newest 12.x and 13.x
 #    (scripts/snapshot.sh --check), and serve the oldest release (ordo-cuda-sys tested against
 #    12.3 with them, the bindgen feature off);
-#  - the documentation of every published crate as docs.rs builds it: DOCS_RS set, no toolkit.
+#  - the documentation of every published crate as docs.rs builds it: DOCS_RS set, no toolkit;
+#    the same for a crate that compiles its own .cu (examples/user-kernel); with a nightly
+#    toolchain installed, also with the feature badges docs.rs shows (--cfg ordo_doc_cfg).
 # GPU tests are ignored on machines without an NVIDIA device; on one, they run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,8 +35,12 @@ step "formatting (rustfmt.toml)"
 cargo fmt --all --check
 step "CUDA 13.0: clippy, workspace, the facade with every feature"
 CUDA_HOME=$CUDA13_HOME cargo clippy --workspace --all-targets --features ordo-cuda/full --locked -- -D warnings
-step "CUDA 13.0: docs, warnings denied"
+step "CUDA 13.0: docs, warnings denied: the workspace with every feature, the published crates with their default features"
 RUSTDOCFLAGS="-D warnings" CUDA_HOME=$CUDA13_HOME cargo doc --workspace --features ordo-cuda/full --no-deps --locked
+# Selected together, none of these turns on a feature of another that its defaults leave off (the
+# facade without kernels, nccl, nvrtc, cublas: its links to them must still resolve).
+RUSTDOCFLAGS="-D warnings" CUDA_HOME=$CUDA13_HOME cargo doc -p ordo-cuda-sys -p ordo-cuda-core -p ordo-cuda-kernels \
+  -p ordo-cuda-libs -p ordo-cuda-capi -p ordo-cuda-measure -p ordo-cuda --no-deps --locked
 step "CUDA 13.0: ordo-cuda-core without std or alloc; the facade with its default features only"
 CUDA_HOME=$CUDA13_HOME cargo build -p ordo-cuda-core --no-default-features --locked
 CUDA_HOME=$CUDA13_HOME cargo build -p ordo-cuda --locked
@@ -63,6 +71,8 @@ readelf -d "$pkg/lib/libordo.so" | grep -q 'SONAME.*\[libordo.so.0\]' || { echo 
 readelf -d "$pkg/lib/libordo.so" | grep -q 'NEEDED.*libcudart.so' || { echo "libordo.so is not linked to libcudart.so"; exit 1; }
 ! readelf -d "$pkg/lib/libordo.so" | grep -q 'RPATH\|RUNPATH' || { echo "libordo.so has a run path of this machine"; exit 1; }
 CUDA_HOME=$CUDA13_HOME bash scripts/cpp-package-test.sh "$archive"
+step "CUDA 13.0: the README's C++ example as printed, built against the archive (static and shared)"
+CUDA_HOME=$CUDA13_HOME bash scripts/readme-cpp.sh "$archive"
 step "CUDA 13.0: the standalone experiments compile (benches/experiments; run on a GPU machine, see each file)"
 for f in benches/experiments/*.cu; do
   "$CUDA13_HOME/bin/nvcc" -O2 -arch=sm_90 -c "$f" -o "target/$(basename "$f" .cu).o"
@@ -126,6 +136,24 @@ CUDA_HOME=$CUDA123_HOME CARGO_TARGET_DIR="$PWD/target/cuda-12.3" LD_LIBRARY_PATH
   cargo test -p ordo-cuda-sys --no-default-features --features shared-cudart --locked
 step "docs as docs.rs builds them: DOCS_RS, no toolkit (none found: an empty cache, nothing on PATH), no nvcc, warnings denied"
 mkdir -p target/no-toolkit
-env -u CUDA_HOME -u CUDA_PATH DOCS_RS=1 ORDO_CUDA_CACHE="$PWD/target/no-toolkit" PATH="$(dirname "$(command -v cargo)"):/usr/bin:/bin" \
-  CARGO_TARGET_DIR="$PWD/target/docs-rs" RUSTDOCFLAGS="-D warnings --cfg docsrs" cargo doc -p ordo-cuda-sys -p ordo-cuda-core \
-  -p ordo-cuda-kernels -p ordo-cuda-libs -p ordo-cuda-capi -p ordo-cuda-measure -p ordo-cuda --features ordo-cuda/full --no-deps --locked
+# Runs its arguments (NAME=VALUE settings first, as env takes them) where docs.rs builds: DOCS_RS set,
+# no toolkit to be found.
+docs_rs() {
+  env -u CUDA_HOME -u CUDA_PATH DOCS_RS=1 ORDO_CUDA_CACHE="$PWD/target/no-toolkit" PATH="$(dirname "$(command -v cargo)"):/usr/bin:/bin" \
+    CARGO_TARGET_DIR="$PWD/target/docs-rs" "$@"
+}
+mapfile -t docs_rs_crates < <(printf -- '-p\n%s\n' "${published[@]}")
+docs_rs RUSTDOCFLAGS="-D warnings --cfg docsrs" cargo doc "${docs_rs_crates[@]}" --features ordo-cuda/full --no-deps --locked
+# A crate that compiles its own .cu with the nvcc ordo publishes (examples/user-kernel): with DOCS_RS
+# its build script compiles nothing, as ordo-cuda-core's docs (docs::user_kernels) tell such a crate to.
+docs_rs RUSTDOCFLAGS="-D warnings --cfg docsrs" cargo doc -p ordo-example-user-kernel --no-deps --locked
+# The feature badges: docs.rs's rustdoc is nightly and is also given --cfg ordo_doc_cfg
+# ([package.metadata.docs.rs]), which turns on the unstable `doc_cfg` (stable rustdoc refuses it, so
+# `--cfg docsrs` alone turns on nothing unstable). Checked where a nightly toolchain is installed,
+# warnings allowed (a new nightly may bring new lints).
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+  docs_rs CARGO_TARGET_DIR="$PWD/target/docs-rs-nightly" RUSTDOCFLAGS="--cfg docsrs --cfg ordo_doc_cfg" \
+    cargo +nightly doc "${docs_rs_crates[@]}" --features ordo-cuda/full --no-deps --locked
+else
+  echo "no nightly toolchain: the feature badges (--cfg ordo_doc_cfg) are not checked"
+fi

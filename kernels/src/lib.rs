@@ -1,14 +1,49 @@
 //! # ordo-cuda-kernels
 //!
-//! CUDA C kernels (`kernels/cuda/*.cu`) compiled by nvcc through the `cc` crate for sm_80 and sm_90
-//! machine code plus compute_90 PTX, their typed [`Kernel`](ordo_cuda_core::Kernel) handles, and stream-correct functions
-//! built on them.
+//! ordo's CUDA C kernels, their typed [`Kernel`](ordo_cuda_core::Kernel) handles, and stream-correct
+//! functions built on them: each takes your stream, enqueues everything on it and never synchronises.
+//!
+//! ```no_run
+//! use ordo_cuda_core::memory::copy;
+//! use ordo_cuda_core::{DeviceBuffer, Stream};
+//!
+//! fn main() -> ordo_cuda_core::Result<()> {
+//!     let (rows, cols) = (1024, 512);
+//!     let stream = Stream::new()?;
+//!     let s = stream.as_stream();
+//!     let mut a = DeviceBuffer::<f32>::alloc_async(rows * cols, s)?;
+//!     let mut x = DeviceBuffer::<f32>::alloc_async(cols, s)?;
+//!     let mut y = DeviceBuffer::<f32>::alloc_async(rows, s)?;
+//!     copy::h2d_blocking(a.as_mut_slice(), &vec![0.5; rows * cols], s)?;
+//!     copy::h2d_blocking(x.as_mut_slice(), &vec![1.0; cols], s)?;
+//!     // y = A x / |A x|: the kernels and their temporaries on `s`, nothing synchronised.
+//!     // SAFETY: the buffers are freed on `s`, after the kernels.
+//!     unsafe { ordo_cuda_kernels::gemv_normalize(s, a.as_slice(), x.as_slice(), y.as_mut_slice(), rows, cols)? };
+//!     let mut out = vec![0.0; rows];
+//!     copy::d2h_blocking(&mut out, y.as_slice(), s)?; // waits for `s`
+//!     Ok(())
+//! }
+//! ```
+//!
+//! ## Modules
+//!
+//! | module | what |
+//! | --- | --- |
+//! | the crate root | the stream-correct functions ([`gemv_normalize`], [`frame_filter`], [`chain()`], ...) and their limits |
+//! | [`chain`](mod@chain) | a chain of dependent kernels with PDL, planned by ordo's PDL rule |
+//! | [`cublas`] | (feature `cublas`) `gemv_normalize` with cuBLAS's sgemv, cuBLAS loaded at run time |
+//! | [`kernel`] | the typed [`Kernel`](ordo_cuda_core::Kernel) handle of each kernel, for your own launches and graphs |
+//! | [`ffi`] | the raw host stubs nvcc generated |
+//! | [`launch`] | `ordo_cuda_core::launch`, re-exported for your own kernels |
+//!
+//! The kernels (`kernels/cuda/*.cu`) are compiled by nvcc through the `cc` crate for sm_80 and
+//! sm_90 machine code plus compute_90 PTX.
 //!
 //! The device header `ordo/pdl.cuh` (in ordo-cuda-core's `include/`) gives the PDL helpers and
 //! `ORDO_PDL_KERNELS`, which compiles one kernel body into a plain form and a PDL form (see
 //! [`launch::pdl`] for why and for the rule that picks one).
 //!
-//! # Stream-correct functions
+//! ## Stream-correct functions
 //! Each function here takes the caller's stream and enqueues everything on it; it never
 //! synchronises; its temporaries are allocated on that stream (`cudaMallocFromPoolAsync`) and
 //! freed with `cudaFreeAsync` on it. They come from ordo's pool of the device, which keeps their
@@ -17,23 +52,36 @@
 //! `_in` forms). So each can be captured into a CUDA graph unchanged (a GPU test captures every
 //! one in global mode, where a hidden synchronise makes the capture fail).
 //!
-//! # Safety
+//! ## Safety
 //! The functions that take device views are `unsafe` for the reason the asynchronous copies are:
 //! the kernels run after the call returns, and the memory must stay allocated until they complete.
 //! That holds without further thought for [`DeviceBuffer`](ordo_cuda_core::DeviceBuffer)s used on the
 //! stream they are freed on.
+//!
+// `cublas` links to itself where its feature is on, and to docs.rs (all features) where it is off.
+#![cfg_attr(feature = "cublas", doc = "[`cublas`]: crate::cublas")]
+#![cfg_attr(
+    not(feature = "cublas"),
+    doc = "[`cublas`]: https://docs.rs/ordo-cuda-kernels/latest/ordo_cuda_kernels/cublas/"
+)]
+// docs.rs (nightly rustdoc, `--cfg ordo_doc_cfg` from [package.metadata.docs.rs]): feature badges.
+#![cfg_attr(ordo_doc_cfg, feature(doc_cfg))]
 
 pub mod chain;
 #[cfg(feature = "cublas")]
+#[cfg_attr(ordo_doc_cfg, doc(cfg(feature = "cublas")))]
 pub mod cublas;
+pub mod decoder;
 mod frame;
 mod gemv;
 
+#[doc(inline)]
 pub use chain::{chain, ChainPlan};
 pub use frame::{blur_rows_downsample, frame_filter, frame_filter_in, BlurInput, BLUR_MAX_RADIUS};
 pub use gemv::{
     check_gemv_shape, gemv_normalize, gemv_normalize_in, GEMV_MAX_COLS, GEMV_MAX_ROWS, NORMALIZE_ONE_BLOCK_MAX,
 };
+#[doc(inline)]
 pub use ordo_cuda_core::launch::{BeyondOneWave, PdlMode};
 
 use ordo_cuda_core::launch::LaunchConfig;
