@@ -1,59 +1,47 @@
-//! The graph bucket cache: the caller's capture callback captured per bucket with the Rust
-//! [`GraphCache`], behind a handle that several threads may use at once.
-//!
-//! # No lock across the body
-//! Each bucket's graph is a one-bucket [`GraphCache`] of its own, installed in the cache's table
-//! once captured. The table's lock is held to look a bucket up, to install a graph, and to launch
-//! one (a graph is launched by one thread at a time: CUDA does not make graph objects thread-safe),
-//! never while the body runs. A bucket not yet captured is captured by the calling thread with
-//! the lock released; two threads that find the same bucket empty at once each capture it, the
-//! first graph installed is kept, and the other is destroyed without ever being launched. So no
-//! thread ever waits for another thread's body, and nothing can deadlock, whatever the bodies do
-//! (block on other threads, call other caches). The price: the body may run on several threads at
-//! once, which the header says.
+//! The graph bucket cache through the C ABI: the Rust API's [`SharedGraphCache`] behind a handle,
+//! over the caller's capture callback. Its policy (no lock across the body, the first graph
+//! installed wins, a closed mark, contexts checked, a first replay fenced before the table's lock)
+//! is the Rust type's (`ordo_cuda_core::graph::shared`); this file looks the handle up, checks and
+//! converts the arguments and options, calls the callback (`c_body`) and turns errors into statuses.
 //!
 //! A body that calls back into its own cache, on its thread, would recurse (each call calling the
 //! body again): such a call gets `ORDO_ERROR_HANDLE_BUSY` (`handles::enter_call`).
 //!
 //! # Destroyed during a call
 //! `ordo_graph_cache_destroy` may run while a call of the cache is running: on another thread, or
-//! from the cache's own body. The destroy marks the cache closed (under the table's lock), and
-//! every call looks at the mark before each body call and each launch: a call that finds it ends
-//! with `ORDO_ERROR_INVALID_HANDLE` and calls the body no more. No launch begins after the destroy
-//! has returned (launches and the mark share the lock). A body call is not under the lock (no
-//! thread waits for another's body), so one that looked at the mark just before the destroy, or
-//! was already under way, runs to its end after the destroy has returned, and what it enqueues
-//! eagerly (a warm-up, an overflow run) runs: the caller frees the cache's buffers only once every
-//! call of the cache running on another thread meanwhile has returned too (ordo.h says so). The
-//! object itself, and `user` through the caller's `user_free`, go when the last call in flight has
-//! returned.
+//! from the cache's own body. It closes the cache ([`SharedGraphCache::close`]): a call that then
+//! finds it closed ends with `ORDO_ERROR_INVALID_HANDLE` and calls the body no more, and no launch
+//! begins after the destroy has returned. A body call under way runs to its end after the destroy
+//! has returned, and what it enqueues eagerly (a warm-up, an overflow run) runs: the caller frees
+//! the cache's buffers only once every call of the cache running on another thread meanwhile has
+//! returned too (ordo.h says so). The object itself, and `user` through the caller's `user_free`,
+//! go when the last call in flight has returned.
 //!
 //! # Capture modes
 //! The cache's own captures are thread-local unless the options ask otherwise. A global-mode
 //! capture holds ordo's process-wide global-capture lock (see `ordo_cuda_core::graph::capture_fence`)
-//! while the body runs, and the instantiation of every cache's graphs waits outside it.
+//! while the body runs, and the instantiation of every cache's graphs waits outside it. The body
+//! runs in the caller's own capture mode (`in_caller_mode`).
 //!
 //! # Uploads
 //! As in the Rust API ([`CacheOptions::upload`], default false), a graph is uploaded at its
-//! capture only when the options ask (`upload`); otherwise its first replay uploads it. That first
-//! replay is capture-unsafe work under a capture fence, taken before the table's lock (see
-//! `CacheObject::launch`). Until this default was shared, the C caches always uploaded at capture,
-//! which made capturing seven decode buckets 1.7 times the hand-written loop where the Rust cache's
-//! default took 1.04 times (`ordo-bench` group `decode`, the two capture rows).
+//! capture only when the options ask (`upload`); otherwise its first replay uploads it. Until this
+//! default was shared, the C caches always uploaded at capture, which made capturing seven decode
+//! buckets 1.7 times the hand-written loop where the Rust cache's default took 1.04 times
+//! (`ordo-bench` group `decode`, the two capture rows).
 
-use super::check::{capturing, in_caller_mode, non_null, stream_device, stream_ref};
-use super::context::{CheckContext as _, Context, InContext};
-use super::handles::{self, enter_call, locked};
+use super::check::{capturing, in_caller_mode, non_null, stream_ref};
+use super::handles::{self, enter_call};
 use super::status::{
     callback_error, guard, guard_void, invalid, refused, Failure, OrdoStatus, Outcome, ORDO_ERROR_INVALID_HANDLE,
     ORDO_ERROR_STREAM_CAPTURING, ORDO_SUCCESS,
 };
 use core::ffi::{c_int, c_void};
-use core::sync::atomic::{AtomicBool, Ordering};
-use ordo_cuda_core::graph::cache::{bucket_index, default_buckets, CacheOptions, GraphCache, Overflow};
-use ordo_cuda_core::graph::{capture_fence, CaptureMode, InstantiateFlags};
-use ordo_cuda_core::{sys, StreamRef};
-use std::sync::{Arc, Mutex, MutexGuard};
+use ordo_cuda_core::graph::cache::{default_buckets, CacheOptions, Overflow};
+use ordo_cuda_core::graph::shared::{is_closed_error, SharedGraphCache};
+use ordo_cuda_core::graph::{CaptureMode, InstantiateFlags};
+use ordo_cuda_core::in_context::ContextGone;
+use ordo_cuda_core::{sys, Error, StreamRef};
 
 /// The C capture callback, not NULL.
 type CaptureFnPtr = unsafe extern "C" fn(stream: sys::cudaStream_t, bucket: usize, user: *mut c_void) -> OrdoStatus;
@@ -61,10 +49,8 @@ type CaptureFnPtr = unsafe extern "C" fn(stream: sys::cudaStream_t, bucket: usiz
 /// A capture callback: enqueue the work for `bucket` elements on `stream` (which is capturing).
 pub type OrdoCaptureFn = Option<CaptureFnPtr>;
 
-type CacheBody = Box<dyn FnMut(StreamRef<'_>, usize) -> ordo_cuda_core::Result<()> + Send>;
-
-/// One bucket's captured graph, and the context it was made in (see [`super::context`]).
-type BucketGraph = InContext<GraphCache<CacheBody>>;
+/// The body as the Rust cache calls it: the C callback ([`c_body`]).
+type CacheBody = Box<dyn Fn(StreamRef<'_>, usize) -> ordo_cuda_core::Result<()> + Send + Sync>;
 
 /// The C handle type of a graph cache: opaque, never dereferenced (see [`handles`]).
 #[repr(C)]
@@ -73,39 +59,26 @@ pub struct OrdoGraphCache {
 }
 
 struct CacheObject {
-    /// Strictly increasing, non-zero (checked by [`GraphCache::new`] at creation).
-    buckets: Vec<usize>,
-    /// Each bucket's graph once captured. Locked to look up, install or launch, and to close the
-    /// cache; never across the body.
-    graphs: Mutex<Vec<Option<BucketGraph>>>,
-    /// `replayed[i]`: bucket `i`'s graph has been launched (so uploaded). Set under the `graphs`
-    /// lock after a launch; read without it, to take the fence of a first replay before the lock.
-    replayed: Vec<AtomicBool>,
-    /// Set (under the `graphs` lock) by `ordo_graph_cache_destroy`: no body call and no launch
-    /// begins once a call has seen it. Shared with the bodies the bucket graphs hold (which must not
-    /// hold the object itself: a cycle).
-    closed: Arc<AtomicBool>,
-    body: CaptureFnPtr,
-    /// The caller's `user` pointer, as an address: the C contract makes it usable from every
-    /// thread that calls the cache, until the cache is destroyed.
-    user: usize,
-    overflow_eager: bool,
-    /// How each bucket is captured (mode, warm-up, instantiate flags, upload).
-    options: CacheOptions,
-    /// Called with `user` once the cache is destroyed and no call uses it any more.
-    user_free: OrdoUserFreeFn,
+    /// Declared first, so dropped first: the graphs go before `user` is freed.
+    cache: SharedGraphCache<CacheBody>,
+    /// Calls the caller's finalizer once the cache is gone and no call uses it any more.
+    _user_free: UserFree,
 }
 
 /// A finalizer for a callback's `user` pointer: called once, with `user`, when nothing of ordo's
 /// will call the callback again.
 pub type OrdoUserFreeFn = Option<unsafe extern "C" fn(user: *mut c_void)>;
 
-impl Drop for CacheObject {
+/// The caller's finalizer and its `user` pointer (as an address: the C contract makes it usable
+/// from every thread that calls the cache), called exactly once when dropped.
+struct UserFree {
+    free: OrdoUserFreeFn,
+    user: usize,
+}
+
+impl Drop for UserFree {
     fn drop(&mut self) {
-        // The last handle of the cache is gone: no call runs the body any more (replays of
-        // captured graphs never call it). Graphs go first, then the finalizer.
-        drop(core::mem::take(&mut *self.graphs.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)));
-        if let Some(free) = self.user_free {
+        if let Some(free) = self.free {
             // SAFETY: the caller's finalizer with its own pointer, once (the C contract: it does
             // not unwind).
             unsafe { free(self.user as *mut c_void) };
@@ -224,138 +197,30 @@ fn destroyed() -> Failure {
     )
 }
 
-impl CacheObject {
-    fn graphs(&self) -> MutexGuard<'_, Vec<Option<BucketGraph>>> {
-        locked(&self.graphs)
-    }
-
-    /// Whether `ordo_graph_cache_destroy` has closed the cache.
-    fn closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
-    }
-
-    /// Refuses to go on once the cache is closed.
-    fn open(&self) -> Outcome {
-        if self.closed() {
-            return Err(destroyed());
-        }
-        Ok(())
-    }
-
-    /// Closes the cache: calls running now call the body no more and launch nothing more; under
-    /// the table's lock, so that no launch is under way when this returns.
-    fn close(&self) {
-        let graphs = self.graphs();
-        self.closed.store(true, Ordering::Release);
-        drop(graphs);
-    }
-
-    /// `cudaErrorContextIsDestroyed` once the context of any of the cache's graphs is gone (a
-    /// `cudaDeviceReset`): the cache is then never used again.
-    fn check(&self) -> Outcome {
-        let contexts: Vec<Context> = self.graphs().iter().flatten().map(InContext::context).collect();
-        let mut checked: Vec<Context> = Vec::new();
-        for c in contexts {
-            if !checked.contains(&c) {
-                c.check()?;
-                checked.push(c);
-            }
-        }
-        Ok(())
-    }
-
-    /// The body for `bucket`, as the Rust API calls it (a warm-up and a capture, or a capture):
-    /// not called once the cache is closed.
-    fn body(&self) -> CacheBody {
-        let (body, user, closed) = (self.body, self.user, Arc::clone(&self.closed));
-        Box::new(move |s: StreamRef<'_>, size: usize| call_body(&closed, body, s, size, user))
-    }
-
-    /// Calls the caller's body for `size` on `s`, unless the cache is closed.
-    fn call_body(&self, s: StreamRef<'_>, size: usize) -> ordo_cuda_core::Result<()> {
-        call_body(&self.closed, self.body, s, size, self.user)
-    }
-
-    /// The outcome of a body call: [`destroyed`] when the cache was closed meanwhile (the body's
-    /// own failure, if any, is the lesser news then).
-    fn after_body(&self, r: ordo_cuda_core::Result<()>) -> Outcome {
-        self.open()?;
-        Ok(r?)
-    }
-
-    /// Makes sure bucket `i` has a graph: captures it on `s` (the lock released while the body
-    /// runs) unless one is installed; installs it unless another thread installed one meanwhile
-    /// (ours is then destroyed, never launched).
-    fn ensure(&self, i: usize, s: StreamRef<'_>) -> Outcome {
-        self.open()?;
-        if self.graphs()[i].is_some() {
-            return Ok(());
-        }
-        let device = stream_device(s)?;
-        let bucket = self.buckets[i];
-        // SAFETY: the C contract of `ordo_graph_cache_create`, passed on: the memory the body's
-        // captured work uses stays valid for every replay of this graph, until the cache (which
-        // owns it) is destroyed; the cache ends its own capture; in global mode the caller keeps
-        // the other threads out of the capture (ordo.h, CAPTURES).
-        let mut graph = unsafe { GraphCache::with_options(vec![bucket], Overflow::Error, self.options, self.body()) }?;
-        let captured = graph.capture_all(s);
-        self.after_body(captured)?;
-        let graph = InContext::made_in(Context::of(device)?, graph);
-        let spare = {
-            let mut graphs = self.graphs();
-            match &graphs[i] {
-                None => {
-                    graphs[i] = Some(graph);
-                    None
-                }
-                Some(_) => Some(graph),
-            }
-        };
-        drop(spare); // outside the lock
-        Ok(())
-    }
-
-    /// Launches bucket `i`'s graph (installed) on `s`, under the lock, unless the cache is closed.
-    ///
-    /// The first launch of a graph not uploaded at capture uploads it: capture-unsafe work, which
-    /// `GraphCache::run` fences. That fence is taken here first, before the lock (the one inside
-    /// `run` is then re-entrant): taken under the lock, it could wait for another thread's
-    /// global-mode capture whose body waits for the lock. Later launches take no fence.
-    fn launch(&self, i: usize, s: StreamRef<'_>) -> Outcome {
-        let first = !self.options.upload && !self.replayed[i].load(Ordering::Acquire);
-        let _fence = first.then(capture_fence);
-        let mut graphs = self.graphs();
-        self.open()?;
-        let graph = graphs[i].as_mut().ok_or_else(|| invalid("n", "bucket not captured"))?;
-        graph.context().check()?;
-        // Captured: this replays, it never calls the body.
-        graph.checked_mut().run(s, self.buckets[i])?;
-        if first {
-            self.replayed[i].store(true, Ordering::Release);
-        }
-        Ok(())
+/// The status of the Rust cache's error: a closed cache is a destroyed handle ([`destroyed`]), a
+/// destroyed context the refusal every handle gives; the rest as every export converts them.
+fn failure(e: Error) -> Failure {
+    if is_closed_error(&e) {
+        destroyed()
+    } else if e == Error::from(ContextGone) {
+        ContextGone.into()
+    } else {
+        e.into()
     }
 }
 
-/// Calls the caller's body for `size` on `s`, in the caller's capture mode, unless `closed` (then an
-/// error the call turns into [`destroyed`]).
-fn call_body(
-    closed: &AtomicBool,
-    body: CaptureFnPtr,
-    s: StreamRef<'_>,
-    size: usize,
-    user: usize,
-) -> ordo_cuda_core::Result<()> {
-    if closed.load(Ordering::Acquire) {
-        return Err(callback_error("ordo_graph_cache_destroy", ORDO_ERROR_INVALID_HANDLE));
-    }
-    // SAFETY: the caller's callback with its own user pointer (the C contract).
-    let status = in_caller_mode(|| unsafe { body(s.as_raw(), size, user as *mut c_void) });
-    if status == ORDO_SUCCESS {
-        Ok(())
-    } else {
-        Err(callback_error("ordo_capture_fn", status))
-    }
+/// The caller's callback as the Rust cache's body: called with its own `user` pointer, in the
+/// caller's capture mode; a status other than `ORDO_SUCCESS` is the body's error.
+fn c_body(body: CaptureFnPtr, user: usize) -> CacheBody {
+    Box::new(move |s: StreamRef<'_>, size: usize| {
+        // SAFETY: the caller's callback with its own user pointer (the C contract).
+        let status = in_caller_mode(|| unsafe { body(s.as_raw(), size, user as *mut c_void) });
+        if status == ORDO_SUCCESS {
+            Ok(())
+        } else {
+            Err(callback_error("ordo_capture_fn", status))
+        }
+    })
 }
 
 /// Creates a graph bucket cache over `buckets` (strictly increasing, non-zero; `n_buckets` 0 for
@@ -429,46 +294,28 @@ unsafe fn create(
     user: *mut c_void,
     out: *mut *mut OrdoGraphCache,
 ) -> Outcome {
-    // From here on the finalizer runs exactly once: by the cache's drop, or here on a failure.
-    let fail = |f: super::status::Failure| {
-        if let Some(free) = user_free {
-            // SAFETY: the caller's finalizer with its own pointer, once.
-            unsafe { free(user) };
-        }
-        f
-    };
-    non_null(out.cast_const(), "out").map_err(fail)?;
-    let body = body.ok_or_else(|| invalid("body", "null capture callback")).map_err(fail)?;
+    // From here on the finalizer runs exactly once: when this drops, with the cache or on a failure.
+    let user_free = UserFree { free: user_free, user: user as usize };
+    non_null(out.cast_const(), "out")?;
+    let body = body.ok_or_else(|| invalid("body", "null capture callback"))?;
     let list = if n_buckets == 0 {
         default_buckets()
     } else {
-        non_null(buckets, "buckets").map_err(fail)?;
-        super::check::byte_len::<usize>(n_buckets, "n_buckets").map_err(fail)?;
+        non_null(buckets, "buckets")?;
+        super::check::byte_len::<usize>(n_buckets, "n_buckets")?;
         // SAFETY: checked non-null, aligned, and a byte length that fits; the C contract promises
         // `n_buckets` readable values.
         unsafe { core::slice::from_raw_parts(buckets, n_buckets) }.to_vec()
     };
-    // The Rust API's checks of the buckets (non-empty, non-zero, strictly increasing).
-    let no_body = |_: StreamRef<'_>, _: usize| -> ordo_cuda_core::Result<()> { Ok(()) };
-    // SAFETY: nothing is captured: this cache is dropped unused.
-    let list =
-        unsafe { GraphCache::new(list, Overflow::Error, no_body) }.map_err(|e| fail(e.into()))?.buckets().to_vec();
-    let graphs = Mutex::new(list.iter().map(|_| None).collect());
-    let closed = Arc::new(AtomicBool::new(false));
-    let replayed = list.iter().map(|_| AtomicBool::new(false)).collect();
-    let object = CacheObject {
-        buckets: list,
-        graphs,
-        replayed,
-        closed,
-        body,
-        user: user as usize,
-        overflow_eager,
-        options,
-        user_free,
-    };
+    let overflow = if overflow_eager { Overflow::Eager } else { Overflow::Error };
+    // SAFETY: the C contract of `ordo_graph_cache_create`, passed on: the memory the body's
+    // captured work uses stays valid for every replay, until the cache (which owns the graphs) is
+    // destroyed; the cache ends its own captures; in global mode the caller keeps the other threads
+    // out of the captures (ordo.h, CAPTURES). The buckets are checked here (non-empty, non-zero,
+    // strictly increasing).
+    let cache = unsafe { SharedGraphCache::with_options(list, overflow, options, c_body(body, user as usize)) }?;
     // A failed registration drops the object, which calls the finalizer.
-    let handle = handles::register(object)?;
+    let handle = handles::register(CacheObject { cache, _user_free: user_free })?;
     // SAFETY: checked non-null and aligned; writable by the C contract.
     unsafe { out.write(handle) };
     Ok(())
@@ -492,12 +339,7 @@ pub unsafe extern "C" fn ordo_graph_cache_capture_all(
             return Err(Failure(ORDO_ERROR_STREAM_CAPTURING));
         }
         let _call = enter_call(cache)?;
-        c.check()?;
-        // Largest first, as the Rust API does; `ensure` stops once the cache is closed.
-        for i in (0..c.buckets.len()).rev() {
-            c.ensure(i, s)?;
-        }
-        Ok(())
+        c.cache.capture_all(s).map_err(failure)
     })
 }
 
@@ -522,24 +364,10 @@ pub unsafe extern "C" fn ordo_graph_cache_run(
             non_null(bucket_out.cast_const(), "bucket_out")?;
         }
         let _call = enter_call(cache)?;
-        c.check()?;
-        c.open()?;
-        let index = bucket_index(&c.buckets, n);
-        let size = match index {
-            Some(i) => c.buckets[i],
-            None if c.overflow_eager => n,
-            None => return Err(invalid("n", "size over the largest bucket")),
-        };
-        match index {
-            // Into the caller's capture (a graph launch would invalidate it), or an eager run of
-            // an overflow size: the body on `stream`, no lock held.
-            _ if capturing(s)? => c.after_body(c.call_body(s, size))?,
-            None => c.after_body(c.call_body(s, size))?,
-            Some(i) => {
-                c.ensure(i, s)?;
-                c.launch(i, s)?;
-            }
+        if c.cache.bucket_for(n).is_none() && c.cache.overflow() == Overflow::Error {
+            return Err(invalid("n", "size over the largest bucket"));
         }
+        let size = c.cache.run(s, n).map_err(failure)?;
         if !bucket_out.is_null() {
             // SAFETY: checked non-null and aligned; writable by the C contract.
             unsafe { bucket_out.write(size) };
@@ -559,7 +387,7 @@ pub unsafe extern "C" fn ordo_graph_cache_run(
 pub extern "C" fn ordo_graph_cache_destroy(cache: *mut OrdoGraphCache) {
     guard_void("ordo_graph_cache_destroy", || {
         if let Some(c) = handles::remove::<CacheObject, _>(cache) {
-            c.close();
+            c.cache.close();
         }
     });
 }
@@ -577,7 +405,7 @@ mod tests {
     fn made_with(make: impl FnOnce(*mut *mut OrdoGraphCache) -> OrdoStatus) -> CacheOptions {
         let mut cache = core::ptr::null_mut();
         assert_eq!(make(&mut cache), ORDO_SUCCESS);
-        let options = handles::get::<CacheObject, _>(cache).map(|c| c.options).expect("a live cache");
+        let options = handles::get::<CacheObject, _>(cache).map(|c| c.cache.options()).expect("a live cache");
         ordo_graph_cache_destroy(cache);
         options
     }

@@ -95,6 +95,9 @@ pub use graph::cache as graph_cache;
 #[cfg(feature = "std")]
 #[cfg_attr(ordo_doc_cfg, doc(cfg(feature = "std")))]
 pub mod host_fn;
+#[cfg(feature = "std")]
+#[cfg_attr(ordo_doc_cfg, doc(cfg(feature = "std")))]
+pub mod in_context;
 pub mod launch;
 #[cfg(all(feature = "alloc", cuda_library_api))]
 #[cfg_attr(ordo_doc_cfg, doc(cfg(feature = "alloc")))]
@@ -110,6 +113,10 @@ pub mod pipeline;
 #[cfg_attr(ordo_doc_cfg, doc(cfg(feature = "std")))]
 pub mod staging;
 pub mod stream;
+/// Poison-recovering locks, for ordo's crates.
+#[cfg(feature = "std")]
+#[doc(hidden)]
+pub mod sync;
 
 #[doc(inline)]
 pub use device::Device;

@@ -57,6 +57,8 @@
 pub mod cublas;
 #[cfg(any(feature = "cublas", feature = "nccl", feature = "nvrtc"))]
 mod dl;
+#[cfg(any(feature = "nccl", feature = "nvrtc"))]
+mod function;
 #[cfg(feature = "nccl")]
 #[cfg_attr(ordo_doc_cfg, doc(cfg(feature = "nccl")))]
 pub mod nccl;

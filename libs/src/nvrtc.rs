@@ -23,6 +23,7 @@
 //! ```
 
 use crate::dl::Library as DlLibrary;
+use crate::function::{call, Function, Returned};
 use core::ffi::{c_char, c_int, c_void, CStr};
 use ordo_cuda_core::error::LibraryError;
 use ordo_cuda_core::{Error, Result};
@@ -33,34 +34,32 @@ type Program = *mut c_void;
 type Status = c_int;
 const SUCCESS: Status = 0;
 
-/// NVRTC's functions (the ones every release since CUDA 11 has).
-struct Api {
-    version: unsafe extern "C" fn(*mut c_int, *mut c_int) -> Status,
-    error_string: unsafe extern "C" fn(Status) -> *const c_char,
-    create: unsafe extern "C" fn(
-        *mut Program,
-        *const c_char,
-        *const c_char,
-        c_int,
-        *const *const c_char,
-        *const *const c_char,
-    ) -> Status,
-    destroy: unsafe extern "C" fn(*mut Program) -> Status,
-    compile: unsafe extern "C" fn(Program, c_int, *const *const c_char) -> Status,
-    ptx_size: unsafe extern "C" fn(Program, *mut usize) -> Status,
-    ptx: unsafe extern "C" fn(Program, *mut c_char) -> Status,
-    log_size: unsafe extern "C" fn(Program, *mut usize) -> Status,
-    log: unsafe extern "C" fn(Program, *mut c_char) -> Status,
-}
+/// `nvrtcGetPTXSize`, `nvrtcGetProgramLogSize`: the size of one of a program's texts.
+type SizeFn = unsafe extern "C" fn(Program, *mut usize) -> Status;
+/// `nvrtcGetPTX`, `nvrtcGetProgramLog`: one of a program's texts.
+type TextFn = unsafe extern "C" fn(Program, *mut c_char) -> Status;
 
-/// Casts a symbol's address to a function pointer type `F`.
-///
-/// # Safety
-/// `F` is the symbol's C signature.
-unsafe fn cast<F: Copy>(p: *mut c_void) -> F {
-    const { assert!(core::mem::size_of::<F>() == core::mem::size_of::<*mut c_void>()) };
-    // SAFETY: equal sizes (checked at compile time); the signature is the caller's promise.
-    unsafe { core::mem::transmute_copy::<*mut c_void, F>(&p) }
+/// NVRTC's functions (the ones every release since CUDA 11 has), each with its C name (see
+/// [`call!`](crate::function::call)).
+struct Api {
+    version: Function<unsafe extern "C" fn(*mut c_int, *mut c_int) -> Status>,
+    error_string: Function<unsafe extern "C" fn(Status) -> *const c_char>,
+    create: Function<
+        unsafe extern "C" fn(
+            *mut Program,
+            *const c_char,
+            *const c_char,
+            c_int,
+            *const *const c_char,
+            *const *const c_char,
+        ) -> Status,
+    >,
+    destroy: Function<unsafe extern "C" fn(*mut Program) -> Status>,
+    compile: Function<unsafe extern "C" fn(Program, c_int, *const *const c_char) -> Status>,
+    ptx_size: Function<SizeFn>,
+    ptx: Function<TextFn>,
+    log_size: Function<SizeFn>,
+    log: Function<TextFn>,
 }
 
 struct Loaded {
@@ -158,8 +157,9 @@ struct ProgramGuard<'a> {
 
 impl Drop for ProgramGuard<'_> {
     fn drop(&mut self) {
-        // SAFETY: a program NVRTC made, destroyed once.
-        unsafe { (self.api.destroy)(&mut self.program) };
+        let api = self.api;
+        // SAFETY: a program NVRTC made, destroyed once. Nothing is left to do on a failure.
+        let _destroyed = call!(unsafe { api.destroy(&mut self.program) });
     }
 }
 
@@ -198,25 +198,24 @@ impl Nvrtc {
             "Nvrtc::load",
             "libnvrtc.so not found by dlopen (set ORDO_NVRTC to its path)",
         )?;
-        let need = |name: &CStr| lib.symbol(name);
-        // SAFETY: each symbol is cast to its C signature in nvrtc.h.
+        // SAFETY: each function is loaded as its C signature in nvrtc.h.
         let api = unsafe {
             Api {
-                version: cast(need(c"nvrtcVersion")?),
-                error_string: cast(need(c"nvrtcGetErrorString")?),
-                create: cast(need(c"nvrtcCreateProgram")?),
-                destroy: cast(need(c"nvrtcDestroyProgram")?),
-                compile: cast(need(c"nvrtcCompileProgram")?),
-                ptx_size: cast(need(c"nvrtcGetPTXSize")?),
-                ptx: cast(need(c"nvrtcGetPTX")?),
-                log_size: cast(need(c"nvrtcGetProgramLogSize")?),
-                log: cast(need(c"nvrtcGetProgramLog")?),
+                version: Function::load(&lib, c"nvrtcVersion")?,
+                error_string: Function::load(&lib, c"nvrtcGetErrorString")?,
+                create: Function::load(&lib, c"nvrtcCreateProgram")?,
+                destroy: Function::load(&lib, c"nvrtcDestroyProgram")?,
+                compile: Function::load(&lib, c"nvrtcCompileProgram")?,
+                ptx_size: Function::load(&lib, c"nvrtcGetPTXSize")?,
+                ptx: Function::load(&lib, c"nvrtcGetPTX")?,
+                log_size: Function::load(&lib, c"nvrtcGetProgramLogSize")?,
+                log: Function::load(&lib, c"nvrtcGetProgramLog")?,
             }
         };
         let mut nvrtc =
             Nvrtc { inner: Arc::new(Loaded { api, _lib: lib, _builtins: None, compiling: std::sync::Mutex::new(()) }) };
         let builtins = nvrtc.version().ok().and_then(|(major, minor)| {
-            let dir = DlLibrary::file_of(nvrtc.api().version as *const c_void)?.parent()?.to_path_buf();
+            let dir = DlLibrary::file_of(nvrtc.api().version.f as *const c_void)?.parent()?.to_path_buf();
             let path = dir.join(format!("libnvrtc-builtins.so.{major}.{minor}"));
             let path = CString::new(path.into_os_string().into_encoded_bytes()).ok()?;
             DlLibrary::open_path(&path, "Nvrtc::load")
@@ -231,10 +230,22 @@ impl Nvrtc {
         &self.inner.api
     }
 
-    /// The error for `status` of `call`, with NVRTC's name for it.
-    fn error(&self, call: &'static str, status: Status) -> Error {
+    /// `Ok` for `NVRTC_SUCCESS`, else the error of the call `r` ([`error`](Self::error)).
+    #[inline]
+    fn check(&self, r: Returned) -> Result<()> {
+        if r.status == SUCCESS {
+            Ok(())
+        } else {
+            Err(self.error(r))
+        }
+    }
+
+    /// The error of the failed call `r`, with NVRTC's name for its status.
+    #[cold]
+    fn error(&self, r: Returned) -> Error {
+        let (call, status) = (r.call, r.status);
         // SAFETY: NVRTC returns a static string for any status (or null).
-        let text = unsafe { (self.api().error_string)(status) };
+        let text = unsafe { (self.api().error_string.f)(status) };
         let detail = if text.is_null() {
             None
         } else {
@@ -254,11 +265,9 @@ impl Nvrtc {
     /// NVRTC's version, `(major, minor)`.
     pub fn version(&self) -> Result<(i32, i32)> {
         let (mut major, mut minor) = (0, 0);
+        let api = self.api();
         // SAFETY: both writable.
-        let status = unsafe { (self.api().version)(&mut major, &mut minor) };
-        if status != SUCCESS {
-            return Err(self.error("nvrtcVersion", status));
-        }
+        self.check(call!(unsafe { api.version(&mut major, &mut minor) }))?;
         Ok((major, minor))
     }
 
@@ -277,48 +286,33 @@ impl Nvrtc {
         let option_ptrs: Vec<*const c_char> = options.iter().map(|o| o.as_ptr()).collect();
         let count = c_int::try_from(option_ptrs.len()).map_err(|_| Error::invalid(CALL, "too many options"))?;
         let api = self.api();
-        let _one_at_a_time = self.inner.compiling.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _one_at_a_time = ordo_cuda_core::sync::lock(&self.inner.compiling);
         let mut program: Program = core::ptr::null_mut();
         // SAFETY: NUL-terminated source and name; no headers.
-        let status = unsafe {
-            (api.create)(&mut program, source.as_ptr(), name.as_ptr(), 0, core::ptr::null(), core::ptr::null())
-        };
-        if status != SUCCESS {
-            return Err(self.error("nvrtcCreateProgram", status).into());
-        }
+        let created = call!(unsafe {
+            api.create(&mut program, source.as_ptr(), name.as_ptr(), 0, core::ptr::null(), core::ptr::null())
+        });
+        self.check(created)?;
         let guard = ProgramGuard { api, program };
+        let options = if count == 0 { core::ptr::null() } else { option_ptrs.as_ptr() };
         // SAFETY: a live program; `count` NUL-terminated options (null array for none).
-        let compiled = unsafe {
-            (api.compile)(guard.program, count, if count == 0 { core::ptr::null() } else { option_ptrs.as_ptr() })
-        };
-        let log = self.read(&guard, api.log_size, api.log, "nvrtcGetProgramLog")?;
-        if compiled != SUCCESS {
-            return Err(CompileError { error: self.error("nvrtcCompileProgram", compiled), log });
+        let compiled = call!(unsafe { api.compile(guard.program, count, options) });
+        let log = self.read(&guard, api.log_size, api.log)?;
+        if let Err(error) = self.check(compiled) {
+            return Err(CompileError { error, log });
         }
-        let text = self.read(&guard, api.ptx_size, api.ptx, "nvrtcGetPTX")?;
+        let text = self.read(&guard, api.ptx_size, api.ptx)?;
         Ok(Ptx { text, log })
     }
 
-    /// Reads a NUL-terminated text of the program whose size (NUL included) `size` gives.
-    fn read(
-        &self,
-        guard: &ProgramGuard<'_>,
-        size: unsafe extern "C" fn(Program, *mut usize) -> Status,
-        get: unsafe extern "C" fn(Program, *mut c_char) -> Status,
-        call: &'static str,
-    ) -> Result<String> {
+    /// Reads a NUL-terminated text of the program (`get`) whose size (NUL included) `size` gives.
+    fn read(&self, guard: &ProgramGuard<'_>, size: Function<SizeFn>, get: Function<TextFn>) -> Result<String> {
         let mut n = 0usize;
         // SAFETY: a live program; `n` writable.
-        let status = unsafe { size(guard.program, &mut n) };
-        if status != SUCCESS {
-            return Err(self.error(call, status));
-        }
+        self.check(call!(unsafe { size(guard.program, &mut n) }))?;
         let mut buf = vec![0u8; n.max(1)];
         // SAFETY: `buf` holds the `n` bytes NVRTC said it writes (at least one).
-        let status = unsafe { get(guard.program, buf.as_mut_ptr().cast()) };
-        if status != SUCCESS {
-            return Err(self.error(call, status));
-        }
+        self.check(call!(unsafe { get(guard.program, buf.as_mut_ptr().cast()) }))?;
         let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
         buf.truncate(end);
         Ok(String::from_utf8_lossy(&buf).into_owned())

@@ -35,14 +35,18 @@
 //! counts them ([`drop_error_count`]). Libraries built on ordo report their own `Drop` failures
 //! the same way with [`record_drop_error`] and [`record_drop_error_value`].
 //!
-//! One concept a file: the error types and the check here, the words of an error in [`Text`]
-//! (`text.rs`), the driver's log (`driver_log.rs`), the drop-error queue (`drop_queue.rs`).
+//! One concept a file: the error types and the check here, the call macro [`cuda_call!`](crate::cuda_call)
+//! (`call.rs`), the words of an error in [`Text`] (`text.rs`), the driver's log (`driver_log.rs`), the
+//! drop-error queue (`drop_queue.rs`).
 
+#[macro_use]
+mod call;
 #[cfg(feature = "std")]
 mod driver_log;
 mod drop_queue;
 mod text;
 
+pub use call::check_answers;
 #[cfg(feature = "std")]
 pub use drop_queue::take_drop_errors;
 pub use drop_queue::{

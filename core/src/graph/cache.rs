@@ -17,7 +17,8 @@
 //! the upload would have been.
 //!
 //! Threads: a cache is one value, used by one thread at a time (`&mut self`); several caches run
-//! on several threads at once. Each cache instantiates, uploads (or replays a graph for the first
+//! on several threads at once, and with `std` one `SharedGraphCache` (`graph::shared`) is run by
+//! several threads at once. Each cache instantiates, uploads (or replays a graph for the first
 //! time) and destroys its graphs under a
 //! [`capture_fence`](crate::graph::capture_fence) (with the `std` feature), so that this
 //! capture-unsafe work never overlaps a global-mode capture ordo began on another thread: caches in
@@ -103,15 +104,95 @@ pub fn bucket_index(buckets: &[usize], n: usize) -> Option<usize> {
     (i < buckets.len()).then_some(i)
 }
 
+/// A cache's buckets (strictly increasing, non-zero) and the size-to-bucket lookup.
+pub(super) struct Buckets {
+    sizes: Vec<usize>,
+    /// `table[n]`: the index of `n`'s bucket, for `n` up to the largest bucket (when that is at
+    /// most [`TABLE_MAX`]; empty otherwise).
+    table: Vec<u32>,
+}
+
+impl Buckets {
+    /// `sizes`, checked (non-empty, non-zero, strictly increasing; `call` names the refusal), with
+    /// their table.
+    pub(super) fn new(call: &'static str, sizes: Vec<usize>) -> Result<Buckets> {
+        if sizes.is_empty() {
+            return Err(Error::invalid(call, "no buckets"));
+        }
+        if sizes[0] == 0 || sizes.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(Error::invalid(call, "buckets must be non-zero and strictly increasing"));
+        }
+        let largest = sizes[sizes.len() - 1];
+        let mut table = Vec::new();
+        if largest <= TABLE_MAX && u32::try_from(sizes.len()).is_ok() {
+            table.try_reserve_exact(largest + 1).map_err(|_| Error::invalid(call, "no memory for the bucket table"))?;
+            let mut i = 0;
+            for n in 0..=largest {
+                while sizes[i] < n {
+                    i += 1;
+                }
+                table.push(i as u32);
+            }
+        }
+        Ok(Buckets { sizes, table })
+    }
+
+    /// The buckets.
+    #[inline]
+    pub(super) fn sizes(&self) -> &[usize] {
+        &self.sizes
+    }
+
+    /// The index of `n`'s bucket: a table load, or a binary search over large bucket lists.
+    #[inline]
+    pub(super) fn index(&self, n: usize) -> Option<usize> {
+        if self.table.is_empty() {
+            bucket_index(&self.sizes, n)
+        } else {
+            self.table.get(n).map(|&i| i as usize)
+        }
+    }
+
+    /// The bucket `n` rounds up to, or `None` over the largest.
+    pub(super) fn bucket_for(&self, n: usize) -> Option<usize> {
+        self.index(n).map(|i| self.sizes[i])
+    }
+}
+
+/// Bucket `bucket`'s executable graph: `body` run once eagerly on `stream` first where
+/// [`CacheOptions::warmup`] asks, captured on `stream` in [`CacheOptions::mode`], then, under a
+/// fence (capture-unsafe work, outside every global-mode capture ordo began), instantiated, the
+/// graph destroyed, and the executable graph uploaded where [`CacheOptions::upload`] asks.
+///
+/// # Safety
+/// The capture's contract, as [`GraphCache::with_options`] states it, for every replay of the
+/// executable graph returned.
+pub(super) unsafe fn capture_bucket(
+    stream: StreamRef<'_>,
+    bucket: usize,
+    options: CacheOptions,
+    body: &mut impl FnMut(StreamRef<'_>, usize) -> Result<()>,
+) -> Result<GraphExec> {
+    if options.warmup {
+        body(stream, bucket)?;
+    }
+    // SAFETY: the caller's contract is this capture's.
+    let graph = unsafe { capture(stream, options.mode, |s| body(s, bucket))? };
+    let _fence = fence();
+    let exec = graph.instantiate(options.instantiate)?;
+    drop(graph);
+    if options.upload {
+        exec.upload(stream)?;
+    }
+    Ok(exec)
+}
+
 /// Graphs per bucket of `body`, which enqueues the work for a bucket size on the stream it is
 /// given, over buffers it holds (sized for the largest bucket). Captures happen lazily on first use
 /// of a bucket, or up front with [`capture_all`](Self::capture_all); [`run`](Self::run) replays
 /// them. Making a cache is `unsafe` for that reason: see [`GraphCache::new`].
 pub struct GraphCache<F> {
-    buckets: Vec<usize>,
-    /// `table[n]`: the index of `n`'s bucket, for `n` up to the largest bucket (when that is at
-    /// most [`TABLE_MAX`]; empty otherwise).
-    table: Vec<u32>,
+    buckets: Buckets,
     execs: Vec<Option<GraphExec>>,
     /// `fresh[i]`: bucket `i`'s graph is instantiated but neither uploaded nor replayed yet (its
     /// first replay uploads it, under a fence).
@@ -159,28 +240,10 @@ where
         options: CacheOptions,
         body: F,
     ) -> Result<Self> {
-        const CALL: &str = "GraphCache::new";
-        if buckets.is_empty() {
-            return Err(Error::invalid(CALL, "no buckets"));
-        }
-        if buckets[0] == 0 || buckets.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(Error::invalid(CALL, "buckets must be non-zero and strictly increasing"));
-        }
-        let largest = buckets[buckets.len() - 1];
-        let mut table = Vec::new();
-        if largest <= TABLE_MAX && u32::try_from(buckets.len()).is_ok() {
-            table.try_reserve_exact(largest + 1).map_err(|_| Error::invalid(CALL, "no memory for the bucket table"))?;
-            let mut i = 0;
-            for n in 0..=largest {
-                while buckets[i] < n {
-                    i += 1;
-                }
-                table.push(i as u32);
-            }
-        }
-        let execs = buckets.iter().map(|_| None).collect();
-        let fresh = buckets.iter().map(|_| false).collect();
-        Ok(GraphCache { buckets, table, execs, fresh, body, overflow, options })
+        let buckets = Buckets::new("GraphCache::new", buckets)?;
+        let execs = buckets.sizes().iter().map(|_| None).collect();
+        let fresh = buckets.sizes().iter().map(|_| false).collect();
+        Ok(GraphCache { buckets, execs, fresh, body, overflow, options })
     }
 
     /// The options the cache captures with.
@@ -188,24 +251,14 @@ where
         self.options
     }
 
-    /// The index of `n`'s bucket: a table load, or a binary search over large bucket lists.
-    #[inline]
-    fn index(&self, n: usize) -> Option<usize> {
-        if self.table.is_empty() {
-            bucket_index(&self.buckets, n)
-        } else {
-            self.table.get(n).map(|&i| i as usize)
-        }
-    }
-
     /// The buckets.
     pub fn buckets(&self) -> &[usize] {
-        &self.buckets
+        self.buckets.sizes()
     }
 
     /// The bucket `n` rounds up to, or `None` over the largest.
     pub fn bucket_for(&self, n: usize) -> Option<usize> {
-        self.index(n).map(|i| self.buckets[i])
+        self.buckets.bucket_for(n)
     }
 
     /// How many buckets have a graph.
@@ -216,21 +269,9 @@ where
     /// Captures and instantiates bucket `i`'s graph unless it has one.
     fn ensure(&mut self, i: usize, stream: StreamRef<'_>) -> Result<()> {
         if self.execs[i].is_none() {
-            let bucket = self.buckets[i];
-            let body = &mut self.body;
-            if self.options.warmup {
-                body(stream, bucket)?;
-            }
+            let bucket = self.buckets.sizes()[i];
             // SAFETY: the contract of `GraphCache::new` is this capture's, for every later `run`.
-            let graph = unsafe { capture(stream, self.options.mode, |s| body(s, bucket))? };
-            // Capture-unsafe work, outside every global-mode capture ordo began; the graph is
-            // destroyed inside the fence too.
-            let _fence = fence();
-            let exec = graph.instantiate(self.options.instantiate)?;
-            drop(graph);
-            if self.options.upload {
-                exec.upload(stream)?;
-            }
+            let exec = unsafe { capture_bucket(stream, bucket, self.options, &mut self.body) }?;
             self.fresh[i] = !self.options.upload;
             self.execs[i] = Some(exec);
         }
@@ -240,7 +281,7 @@ where
     /// Captures and instantiates every bucket's graph now, on `stream`, from the largest bucket
     /// to the smallest.
     pub fn capture_all(&mut self, stream: StreamRef<'_>) -> Result<()> {
-        for i in (0..self.buckets.len()).rev() {
+        for i in (0..self.buckets.sizes().len()).rev() {
             self.ensure(i, stream)?;
         }
         Ok(())
@@ -251,9 +292,9 @@ where
     /// fixed buffers on `stream` before this call. Returns the bucket size used; over the largest
     /// bucket, the [`Overflow`] policy decides (an eager run returns `n`).
     pub fn run(&mut self, stream: StreamRef<'_>, n: usize) -> Result<usize> {
-        match self.index(n) {
+        match self.buckets.index(n) {
             Some(i) => {
-                let bucket = self.buckets[i];
+                let bucket = self.buckets.sizes()[i];
                 self.ensure(i, stream)?;
                 let exec =
                     self.execs[i].as_ref().ok_or_else(|| crate::error::null_handle("cudaGraphInstantiateWithFlags"))?;

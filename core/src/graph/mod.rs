@@ -14,6 +14,7 @@
 //! - [`GraphExec`]: an executable graph: launch, update, upload;
 //! - [`Node`], [`KernelNode`], [`MemcpyNode`], [`Edge`]: what a graph holds;
 //! - [`cache`]: [`GraphCache`], a graph per batch-size bucket, as inference engines keep them;
+//!   [`shared`]: [`SharedGraphCache`] (`std`), the same run by several threads at once;
 //! - [`capture_fence`]: the process-wide lock that keeps ordo's global-mode captures apart, and
 //!   capture-unsafe work out of them (the driver crashes otherwise: see [`CaptureMode::Global`]);
 //! - [`Graph::add_conditional_node`], [`ConditionalKind`], [`Bodies`], [`BodyGraph`],
@@ -36,12 +37,16 @@ mod exec;
 #[cfg(feature = "std")]
 mod global_lock;
 mod node;
+#[cfg(feature = "std")]
+pub mod shared;
 mod template;
 #[cfg(feature = "std")]
 pub(crate) mod user_object;
 
 #[cfg(feature = "alloc")]
 pub use cache::{CacheOptions, GraphCache, Overflow};
+#[cfg(feature = "std")]
+pub use shared::SharedGraphCache;
 
 #[cfg(feature = "alloc")]
 pub use capture::capture_into;

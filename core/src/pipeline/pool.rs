@@ -1,12 +1,12 @@
 //! [`PipelinePool`]: pipelines of one setting, shared by threads and kept across captures.
 
 use super::Pipeline;
-use crate::context::ContextTag;
 use crate::device::Device;
 use crate::error::{CudaError, Error, Result};
-use core::mem::ManuallyDrop;
+use crate::in_context::InContext;
+use crate::sync::lock;
 use ordo_cuda_sys as sys;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 use std::vec::Vec;
 
 /// How a pool's pipelines are made: every pipeline of one pool has this setting.
@@ -42,58 +42,43 @@ impl Default for PoolLimits {
     }
 }
 
-/// A pipeline of a pool, and the CUDA context its streams and events belong to: dropped normally
-/// while the context lives, forgotten (never touched, CUDA having freed its handles) once a
-/// `cudaDeviceReset` has destroyed it.
+/// A pipeline of a pool, in the CUDA context its streams and events belong to ([`InContext`]):
+/// dropped normally while the context lives, forgotten (never touched, CUDA having freed its
+/// handles) once a `cudaDeviceReset` has destroyed it.
 pub struct PooledPipeline {
-    context: ContextTag,
-    pipeline: ManuallyDrop<Pipeline>,
+    pipeline: InContext<Pipeline>,
 }
 
 impl PooledPipeline {
     /// The pipeline.
     pub fn pipeline(&mut self) -> &mut Pipeline {
-        &mut self.pipeline
+        self.pipeline.unchecked_mut()
     }
 
     /// The device the pipeline was made on.
     pub fn device(&self) -> Device {
-        self.context.device()
+        self.pipeline.context().device()
     }
 
     /// Whether the pipeline must be kept: its context alive and a worker still part of an open
     /// capture. A pipeline whose state CUDA cannot tell is not kept.
     fn held_by_capture(&mut self) -> bool {
-        self.context.alive() && self.pipeline.in_capture().unwrap_or(false)
-    }
-}
-
-impl Drop for PooledPipeline {
-    fn drop(&mut self) {
-        if self.context.alive() {
-            // SAFETY: dropped once, here.
-            unsafe { ManuallyDrop::drop(&mut self.pipeline) };
-        }
+        self.pipeline.get().is_ok_and(|p| p.in_capture().unwrap_or(false))
     }
 }
 
 impl core::fmt::Debug for PooledPipeline {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("PooledPipeline").field("device", &self.context.device()).finish()
+        f.debug_struct("PooledPipeline").field("device", &self.device()).finish()
     }
 }
 
 /// Pipelines of pools that were dropped while an open capture held them, dropped once it ended.
 static ORPHANS: Mutex<Vec<PooledPipeline>> = Mutex::new(Vec::new());
 
-fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Nothing panics while a list is changed: a poisoned lock is recovered as it is.
-    m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// Drops the orphans whose captures have ended (outside the lock).
 fn sweep_orphans() {
-    let orphans: Vec<PooledPipeline> = core::mem::take(&mut *locked(&ORPHANS));
+    let orphans: Vec<PooledPipeline> = core::mem::take(&mut *lock(&ORPHANS));
     if orphans.is_empty() {
         return;
     }
@@ -103,12 +88,12 @@ fn sweep_orphans() {
             keep.push(p);
         }
     }
-    locked(&ORPHANS).extend(keep);
+    lock(&ORPHANS).extend(keep);
 }
 
 /// How many pipelines of dropped pools are kept for captures still open, in the process.
 pub fn orphaned_pipelines() -> usize {
-    locked(&ORPHANS).len()
+    lock(&ORPHANS).len()
 }
 
 /// A pool of [`Pipeline`]s of one setting, any device, for callers that run pipelines from
@@ -132,7 +117,7 @@ pub fn orphaned_pipelines() -> usize {
 ///
 /// A pipeline whose run failed with a CUDA error is dropped rather than kept; one whose context a
 /// `cudaDeviceReset` destroyed is forgotten without a CUDA call (its handles died with the
-/// context; see [`ContextTag`]), and the next take makes a fresh one.
+/// context; see [`InContext`]), and the next take makes a fresh one.
 pub struct PipelinePool {
     settings: PoolSettings,
     limits: PoolLimits,
@@ -164,7 +149,7 @@ impl PipelinePool {
 
     /// How many pipelines the pool holds now, idle or held by open captures.
     pub fn len(&self) -> usize {
-        locked(&self.pipelines).len()
+        lock(&self.pipelines).len()
     }
 
     /// Whether the pool holds no pipeline.
@@ -181,7 +166,7 @@ impl PipelinePool {
                 None => Pipeline::new(streams)?,
             };
             p.set_stage_timing(stage_timing);
-            Ok(PooledPipeline { context: ContextTag::current()?, pipeline: ManuallyDrop::new(p) })
+            Ok(PooledPipeline { pipeline: InContext::new(p)? })
         })
     }
 
@@ -203,7 +188,7 @@ impl PipelinePool {
     pub fn take(&self, device: Device) -> Result<PooledPipeline> {
         sweep_orphans();
         let mut candidates = {
-            let mut pool = locked(&self.pipelines);
+            let mut pool = lock(&self.pipelines);
             let (mine, others): (Vec<PooledPipeline>, Vec<PooledPipeline>) =
                 pool.drain(..).partition(|p| p.device() == device);
             *pool = others;
@@ -221,11 +206,14 @@ impl PipelinePool {
                 unseen.push(p);
                 continue;
             }
-            if !p.context.alive() {
-                drop(p); // forgotten, never touched
-                continue;
-            }
-            match p.pipeline.in_capture() {
+            let in_capture = match p.pipeline.get() {
+                Ok(pipeline) => pipeline.in_capture(),
+                Err(_) => {
+                    drop(p); // forgotten, never touched
+                    continue;
+                }
+            };
+            match in_capture {
                 Ok(false) if found.is_none() => found = Some(p),
                 Ok(false) => idle.push(p),
                 Ok(true) => held.push(p),
@@ -235,7 +223,7 @@ impl PipelinePool {
         let surplus = idle.split_off(idle.len().min(self.limits.idle));
         let held_count = held.len();
         {
-            let mut pool = locked(&self.pipelines);
+            let mut pool = lock(&self.pipelines);
             pool.extend(held);
             pool.extend(idle);
             pool.extend(unseen);
@@ -258,7 +246,7 @@ impl PipelinePool {
     pub fn give_back(&self, mut p: PooledPipeline) {
         let keep = p.held_by_capture();
         let device = p.device();
-        let mut pool = locked(&self.pipelines);
+        let mut pool = lock(&self.pipelines);
         if keep || pool.iter().filter(|q| q.device() == device).count() < self.limits.idle {
             pool.push(p);
         } else {
@@ -286,14 +274,14 @@ impl Drop for PipelinePool {
     /// Pipelines still held by an open capture go to the orphans (their streams must outlive the
     /// capture); the others are dropped.
     fn drop(&mut self) {
-        let pipelines = core::mem::take(&mut *locked(&self.pipelines));
+        let pipelines = core::mem::take(&mut *lock(&self.pipelines));
         let mut held = Vec::new();
         for mut p in pipelines {
             if p.held_by_capture() {
                 held.push(p);
             }
         }
-        locked(&ORPHANS).extend(held);
+        lock(&ORPHANS).extend(held);
     }
 }
 

@@ -1,8 +1,9 @@
 //! One process driving several devices: a communicator a device from `ncclCommInitAll`.
 
-use super::api::{RawComm, SUCCESS};
-use super::error::nccl_error;
+use super::api::{RawComm, INTERNAL_ERROR};
+use super::error::{check, nccl_error, Success};
 use super::{Communicator, Nccl, ReduceOp};
+use crate::function::call;
 use core::ffi::c_int;
 use ordo_cuda_core::{Device, DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
 
@@ -34,11 +35,10 @@ impl Communicators {
         let n = c_int::try_from(devices.len()).map_err(|_| Error::invalid(CALL, "more devices than an int holds"))?;
         let ordinals: Vec<c_int> = devices.iter().map(|d| d.ordinal()).collect();
         let mut raw: Vec<RawComm> = vec![core::ptr::null_mut(); devices.len()];
+        let api = nccl.api();
         // SAFETY: arrays of `devices.len()` elements.
-        let status = unsafe { (nccl.api().init_all)(raw.as_mut_ptr(), n, ordinals.as_ptr()) };
-        if status != SUCCESS {
-            return Err(nccl_error(nccl.api(), core::ptr::null_mut(), "ncclCommInitAll", status));
-        }
+        let returned = call!(unsafe { api.init_all(raw.as_mut_ptr(), n, ordinals.as_ptr()) });
+        check(api, core::ptr::null_mut(), returned, Success::Done)?;
         let mut comms = Vec::with_capacity(devices.len());
         for (rank, (&c, &d)) in raw.iter().zip(devices).enumerate() {
             // Every one is wrapped (and so destroyed) even if a later one were null.
@@ -47,7 +47,7 @@ impl Communicators {
             }
         }
         if comms.len() != devices.len() {
-            return Err(nccl_error(nccl.api(), core::ptr::null_mut(), "ncclCommInitAll", super::api::INTERNAL_ERROR));
+            return Err(nccl_error(api, core::ptr::null_mut(), returned.call, INTERNAL_ERROR));
         }
         Ok(Communicators { comms, devices: devices.to_vec(), nccl: nccl.clone() })
     }

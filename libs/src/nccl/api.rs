@@ -1,7 +1,9 @@
 //! NCCL's C interface as loaded with `dlopen`: the types and enum values of `nccl.h`, written by
-//! hand (no NCCL headers are needed to build), and the table of function pointers.
+//! hand (no NCCL headers are needed to build), and the table of its functions, each with its name.
 
+use super::version::missing_function;
 use crate::dl::Library;
+use crate::function::{c_name, Function};
 use core::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use ordo_cuda_core::sys::cudaStream_t;
 use ordo_cuda_core::Result;
@@ -99,90 +101,105 @@ impl RawConfig {
 
 type Stream = cudaStream_t;
 
-/// NCCL's functions. The ones every NCCL since the oldest ordo supports has (2.16, see
-/// [`MIN_VERSION`](super::version::MIN_VERSION)) are required; the newer ones are `None` when the
-/// loaded library lacks them, and the calls that need them then return a `NotSupported` error
-/// naming the function.
-pub(crate) struct Api {
-    pub(crate) version: unsafe extern "C" fn(*mut c_int) -> Status,
-    pub(crate) get_unique_id: unsafe extern "C" fn(*mut RawUniqueId) -> Status,
-    pub(crate) init_rank: unsafe extern "C" fn(*mut RawComm, c_int, RawUniqueId, c_int) -> Status,
-    pub(crate) init_all: unsafe extern "C" fn(*mut RawComm, c_int, *const c_int) -> Status,
-    pub(crate) destroy: unsafe extern "C" fn(RawComm) -> Status,
-    pub(crate) abort: unsafe extern "C" fn(RawComm) -> Status,
-    pub(crate) async_error: unsafe extern "C" fn(RawComm, *mut Status) -> Status,
-    pub(crate) count: unsafe extern "C" fn(RawComm, *mut c_int) -> Status,
-    pub(crate) user_rank: unsafe extern "C" fn(RawComm, *mut c_int) -> Status,
-    pub(crate) cu_device: unsafe extern "C" fn(RawComm, *mut c_int) -> Status,
-    pub(crate) all_reduce:
-        unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, RawComm, Stream) -> Status,
-    pub(crate) broadcast:
-        unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, RawComm, Stream) -> Status,
-    pub(crate) reduce:
-        unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, c_int, RawComm, Stream) -> Status,
-    pub(crate) all_gather: unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, RawComm, Stream) -> Status,
-    pub(crate) reduce_scatter:
-        unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, RawComm, Stream) -> Status,
-    pub(crate) group_start: unsafe extern "C" fn() -> Status,
-    pub(crate) group_end: unsafe extern "C" fn() -> Status,
-    /// NCCL 2.7.
-    pub(crate) send: Option<unsafe extern "C" fn(*const c_void, usize, c_int, c_int, RawComm, Stream) -> Status>,
-    /// NCCL 2.7.
-    pub(crate) recv: Option<unsafe extern "C" fn(*mut c_void, usize, c_int, c_int, RawComm, Stream) -> Status>,
-    /// NCCL 2.13.
-    pub(crate) last_error: Option<unsafe extern "C" fn(RawComm) -> *const c_char>,
-    /// NCCL 2.14.
-    pub(crate) init_rank_config:
-        Option<unsafe extern "C" fn(*mut RawComm, c_int, RawUniqueId, c_int, *mut RawConfig) -> Status>,
-    /// NCCL 2.18.
-    pub(crate) split: Option<unsafe extern "C" fn(RawComm, c_int, c_int, *mut RawComm, *mut RawConfig) -> Status>,
-    /// NCCL 2.23.
-    pub(crate) init_rank_scalable:
-        Option<unsafe extern "C" fn(*mut RawComm, c_int, c_int, c_int, *mut RawUniqueId, *mut RawConfig) -> Status>,
+/// `ncclCommCount`, `ncclCommUserRank`, `ncclCommCuDevice`: an int of a communicator.
+pub(crate) type QueryFn = unsafe extern "C" fn(RawComm, *mut c_int) -> Status;
+
+/// A function of newer NCCLs than the oldest ordo supports: `None` where the loaded library lacks
+/// it, with its name and the release that brought it, for the error of the call that needs it.
+pub(crate) struct Optional<F> {
+    pub(crate) f: Option<F>,
+    name: &'static str,
+    since: &'static str,
 }
 
-/// Casts the address of a symbol to a function pointer type `F` (of pointer size).
-///
-/// # Safety
-/// `F` is the symbol's C signature.
-unsafe fn cast<F: Copy>(p: *mut c_void) -> F {
-    const { assert!(core::mem::size_of::<F>() == core::mem::size_of::<*mut c_void>()) };
-    // SAFETY: sizes are equal (checked at compile time); the signature is the caller's promise.
-    unsafe { core::mem::transmute_copy::<*mut c_void, F>(&p) }
+impl<F: Copy> Optional<F> {
+    /// The function `name` (NCCL `since` and later) of `lib`, if it has it.
+    ///
+    /// # Safety
+    /// `F` is the function's C signature.
+    unsafe fn find(lib: &Library, name: &'static CStr, since: &'static str) -> Optional<F> {
+        // SAFETY: the caller's contract.
+        let f = unsafe { Function::<F>::find(lib, name) }.map(|function| function.f);
+        Optional { f, name: c_name(name), since }
+    }
+
+    /// The function, or `NotSupported` from `call` naming it and the release that brought it.
+    pub(crate) fn get(&self, call: &'static str) -> Result<Function<F>> {
+        match self.f {
+            Some(f) => Ok(Function { f, name: self.name }),
+            None => Err(missing_function(call, self.name, self.since)),
+        }
+    }
+}
+
+/// NCCL's functions, each with its C name (see [`call!`](crate::function::call)). The ones every
+/// NCCL since the oldest ordo supports has (2.16, see [`MIN_VERSION`](super::version::MIN_VERSION))
+/// are required; the newer ones are [`Optional`], and the calls that need them then return a
+/// `NotSupported` error naming the function and its release ([`Api::load`] says which).
+pub(crate) struct Api {
+    pub(crate) version: Function<unsafe extern "C" fn(*mut c_int) -> Status>,
+    pub(crate) get_unique_id: Function<unsafe extern "C" fn(*mut RawUniqueId) -> Status>,
+    pub(crate) init_rank: Function<unsafe extern "C" fn(*mut RawComm, c_int, RawUniqueId, c_int) -> Status>,
+    pub(crate) init_all: Function<unsafe extern "C" fn(*mut RawComm, c_int, *const c_int) -> Status>,
+    pub(crate) destroy: Function<unsafe extern "C" fn(RawComm) -> Status>,
+    pub(crate) abort: Function<unsafe extern "C" fn(RawComm) -> Status>,
+    pub(crate) async_error: Function<unsafe extern "C" fn(RawComm, *mut Status) -> Status>,
+    pub(crate) count: Function<QueryFn>,
+    pub(crate) user_rank: Function<QueryFn>,
+    pub(crate) cu_device: Function<QueryFn>,
+    pub(crate) all_reduce:
+        Function<unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, RawComm, Stream) -> Status>,
+    pub(crate) broadcast:
+        Function<unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, RawComm, Stream) -> Status>,
+    pub(crate) reduce: Function<
+        unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, c_int, RawComm, Stream) -> Status,
+    >,
+    pub(crate) all_gather:
+        Function<unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, RawComm, Stream) -> Status>,
+    pub(crate) reduce_scatter:
+        Function<unsafe extern "C" fn(*const c_void, *mut c_void, usize, c_int, c_int, RawComm, Stream) -> Status>,
+    pub(crate) group_start: Function<unsafe extern "C" fn() -> Status>,
+    pub(crate) group_end: Function<unsafe extern "C" fn() -> Status>,
+    pub(crate) send: Optional<unsafe extern "C" fn(*const c_void, usize, c_int, c_int, RawComm, Stream) -> Status>,
+    pub(crate) recv: Optional<unsafe extern "C" fn(*mut c_void, usize, c_int, c_int, RawComm, Stream) -> Status>,
+    pub(crate) last_error: Optional<unsafe extern "C" fn(RawComm) -> *const c_char>,
+    pub(crate) init_rank_config:
+        Optional<unsafe extern "C" fn(*mut RawComm, c_int, RawUniqueId, c_int, *mut RawConfig) -> Status>,
+    pub(crate) split: Optional<unsafe extern "C" fn(RawComm, c_int, c_int, *mut RawComm, *mut RawConfig) -> Status>,
+    pub(crate) init_rank_scalable:
+        Optional<unsafe extern "C" fn(*mut RawComm, c_int, c_int, c_int, *mut RawUniqueId, *mut RawConfig) -> Status>,
 }
 
 impl Api {
     /// Looks NCCL's functions up in `lib`. A required one that is missing is an error naming the
     /// library as too old.
     pub(crate) fn load(lib: &Library) -> Result<Api> {
-        let need = |name: &CStr| lib.symbol(name);
-        let want = |name: &CStr| lib.symbol(name).ok();
-        // SAFETY: each symbol is cast to its C signature in nccl.h.
+        // SAFETY: each function is loaded as its C signature in nccl.h.
         unsafe {
             Ok(Api {
-                version: cast(need(c"ncclGetVersion")?),
-                get_unique_id: cast(need(c"ncclGetUniqueId")?),
-                init_rank: cast(need(c"ncclCommInitRank")?),
-                init_all: cast(need(c"ncclCommInitAll")?),
-                destroy: cast(need(c"ncclCommDestroy")?),
-                abort: cast(need(c"ncclCommAbort")?),
-                async_error: cast(need(c"ncclCommGetAsyncError")?),
-                count: cast(need(c"ncclCommCount")?),
-                user_rank: cast(need(c"ncclCommUserRank")?),
-                cu_device: cast(need(c"ncclCommCuDevice")?),
-                all_reduce: cast(need(c"ncclAllReduce")?),
-                broadcast: cast(need(c"ncclBroadcast")?),
-                reduce: cast(need(c"ncclReduce")?),
-                all_gather: cast(need(c"ncclAllGather")?),
-                reduce_scatter: cast(need(c"ncclReduceScatter")?),
-                group_start: cast(need(c"ncclGroupStart")?),
-                group_end: cast(need(c"ncclGroupEnd")?),
-                send: want(c"ncclSend").map(|p| cast(p)),
-                recv: want(c"ncclRecv").map(|p| cast(p)),
-                last_error: want(c"ncclGetLastError").map(|p| cast(p)),
-                init_rank_config: want(c"ncclCommInitRankConfig").map(|p| cast(p)),
-                split: want(c"ncclCommSplit").map(|p| cast(p)),
-                init_rank_scalable: want(c"ncclCommInitRankScalable").map(|p| cast(p)),
+                version: Function::load(lib, c"ncclGetVersion")?,
+                get_unique_id: Function::load(lib, c"ncclGetUniqueId")?,
+                init_rank: Function::load(lib, c"ncclCommInitRank")?,
+                init_all: Function::load(lib, c"ncclCommInitAll")?,
+                destroy: Function::load(lib, c"ncclCommDestroy")?,
+                abort: Function::load(lib, c"ncclCommAbort")?,
+                async_error: Function::load(lib, c"ncclCommGetAsyncError")?,
+                count: Function::load(lib, c"ncclCommCount")?,
+                user_rank: Function::load(lib, c"ncclCommUserRank")?,
+                cu_device: Function::load(lib, c"ncclCommCuDevice")?,
+                all_reduce: Function::load(lib, c"ncclAllReduce")?,
+                broadcast: Function::load(lib, c"ncclBroadcast")?,
+                reduce: Function::load(lib, c"ncclReduce")?,
+                all_gather: Function::load(lib, c"ncclAllGather")?,
+                reduce_scatter: Function::load(lib, c"ncclReduceScatter")?,
+                group_start: Function::load(lib, c"ncclGroupStart")?,
+                group_end: Function::load(lib, c"ncclGroupEnd")?,
+                send: Optional::find(lib, c"ncclSend", "2.7"),
+                recv: Optional::find(lib, c"ncclRecv", "2.7"),
+                last_error: Optional::find(lib, c"ncclGetLastError", "2.13"),
+                init_rank_config: Optional::find(lib, c"ncclCommInitRankConfig", "2.14"),
+                split: Optional::find(lib, c"ncclCommSplit", "2.18"),
+                init_rank_scalable: Optional::find(lib, c"ncclCommInitRankScalable", "2.23"),
             })
         }
     }

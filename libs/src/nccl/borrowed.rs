@@ -11,10 +11,11 @@
 //! destroying or aborting a borrowed communicator is not refused at run time: it does not
 //! compile (`tests/compile_fail/`).
 
-use super::api::{RawComm, Status, INTERNAL_ERROR, IN_PROGRESS, SUCCESS};
+use super::api::{QueryFn, INTERNAL_ERROR, IN_PROGRESS};
 use super::comm::device_lock;
-use super::error::nccl_error;
+use super::error::{check, nccl_error, Success};
 use super::{Communicator, Nccl};
+use crate::function::{call, Function};
 use core::ffi::{c_int, c_void};
 use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
@@ -58,31 +59,29 @@ impl<'a> BorrowedCommunicator<'a> {
             return Err(Error::invalid(Self::CALL, "a null ncclComm_t"));
         }
         let api = nccl.api();
-        let query = |f: unsafe extern "C" fn(RawComm, *mut c_int) -> Status, call: &'static str| -> Result<usize> {
+        let query = |query: Function<QueryFn>| -> Result<usize> {
             let mut v: c_int = 0;
             // SAFETY: a live communicator (the caller's promise); `v` writable.
-            let status = unsafe { f(raw, &mut v) };
-            if status == IN_PROGRESS {
+            let returned = call!(unsafe { query(raw, &mut v) });
+            if returned.status == IN_PROGRESS {
                 return Err(Error::invalid(
                     Self::CALL,
                     "the communicator is still being made (ncclInProgress): borrow it once it is ready",
                 ));
             }
-            if status != SUCCESS {
-                return Err(nccl_error(api, raw, call, status));
-            }
-            usize::try_from(v).map_err(|_| nccl_error(api, raw, call, INTERNAL_ERROR))
+            check(api, raw, returned, Success::Done)?;
+            usize::try_from(v).map_err(|_| nccl_error(api, raw, query.name, INTERNAL_ERROR))
         };
         // The device is not known before this query, so it runs without the device lock; it reads
         // what NCCL stored when the communicator was made.
-        let ordinal = query(api.cu_device, "ncclCommCuDevice")?;
+        let ordinal = query(api.cu_device)?;
         let device = Device::from_ordinal(c_int::try_from(ordinal).map_err(|_| Error::invalid(Self::CALL, "device"))?);
         let (ranks, rank) = {
             let _lock = device_lock(device);
-            (query(api.count, "ncclCommCount")?, query(api.user_rank, "ncclCommUserRank")?)
+            (query(api.count)?, query(api.user_rank)?)
         };
         if ranks == 0 || rank >= ranks {
-            return Err(nccl_error(api, raw, "ncclCommUserRank", INTERNAL_ERROR));
+            return Err(nccl_error(api, raw, api.user_rank.name, INTERNAL_ERROR));
         }
         let comm = Communicator::from_raw(raw, nccl.clone(), device, rank, ranks)
             .ok_or_else(|| Error::invalid(Self::CALL, "a null ncclComm_t"))?;

@@ -2,22 +2,13 @@
 //!
 //! Their contract: [`crate::nccl`], "Contract of the collectives".
 
-use super::api::{IN_PROGRESS, SUCCESS};
-use super::version::missing_function;
+use super::error::Success;
 use super::{Communicator, NcclType, ReduceOp};
+use crate::function::call;
 use core::ffi::c_int;
 use ordo_cuda_core::{DeviceSlice, DeviceSliceMut, Error, Result, StreamRef};
 
 impl Communicator {
-    #[inline(always)]
-    fn done(&self, call: &'static str, status: c_int) -> Result<()> {
-        if status == SUCCESS || status == IN_PROGRESS {
-            Ok(())
-        } else {
-            Err(self.error(call, status))
-        }
-    }
-
     /// A root or peer rank as NCCL's int, checked against the number of ranks.
     #[inline]
     fn rank_arg(&self, call: &'static str, rank: usize) -> Result<c_int> {
@@ -42,20 +33,20 @@ impl Communicator {
         if send.len() != recv.len() {
             return Err(Error::invalid("Communicator::all_reduce", "send and receive buffers differ in length"));
         }
-        let _lock = super::comm::device_lock(self.device());
         // SAFETY: lengths checked; lifetimes and the other ranks' calls owed by the caller.
-        let status = unsafe {
-            (self.nccl_library().api().all_reduce)(
-                send.as_ptr().cast(),
-                recv.as_mut_ptr().cast(),
-                send.len(),
-                T::DATA_TYPE.raw(),
-                op.raw(),
-                self.as_raw(),
-                stream.as_raw(),
-            )
-        };
-        self.done("ncclAllReduce", status)
+        self.locked(Success::Started, |api, comm| {
+            call!(unsafe {
+                api.all_reduce(
+                    send.as_ptr().cast(),
+                    recv.as_mut_ptr().cast(),
+                    send.len(),
+                    T::DATA_TYPE.raw(),
+                    op.raw(),
+                    comm,
+                    stream.as_raw(),
+                )
+            })
+        })
     }
 
     /// [`all_reduce`](Self::all_reduce) in place: `buf = op over the ranks of buf`.
@@ -69,20 +60,20 @@ impl Communicator {
         stream: StreamRef<'_>,
     ) -> Result<()> {
         let p = buf.as_mut_ptr();
-        let _lock = super::comm::device_lock(self.device());
         // SAFETY: in place, as NCCL allows (send == recv); the rest owed by the caller.
-        let status = unsafe {
-            (self.nccl_library().api().all_reduce)(
-                p.cast_const().cast(),
-                p.cast(),
-                buf.len(),
-                T::DATA_TYPE.raw(),
-                op.raw(),
-                self.as_raw(),
-                stream.as_raw(),
-            )
-        };
-        self.done("ncclAllReduce", status)
+        self.locked(Success::Started, |api, comm| {
+            call!(unsafe {
+                api.all_reduce(
+                    p.cast_const().cast(),
+                    p.cast(),
+                    buf.len(),
+                    T::DATA_TYPE.raw(),
+                    op.raw(),
+                    comm,
+                    stream.as_raw(),
+                )
+            })
+        })
     }
 
     /// Copies `root`'s buffer to every rank's `recv` (`ncclBroadcast`). On the root, `send` is
@@ -104,20 +95,12 @@ impl Communicator {
         }
         let dst = recv.as_mut_ptr();
         let src = send.map_or(dst.cast_const(), |s| s.as_ptr());
-        let _lock = super::comm::device_lock(self.device());
         // SAFETY: lengths and root checked; the rest owed by the caller.
-        let status = unsafe {
-            (self.nccl_library().api().broadcast)(
-                src.cast(),
-                dst.cast(),
-                recv.len(),
-                T::DATA_TYPE.raw(),
-                root,
-                self.as_raw(),
-                stream.as_raw(),
-            )
-        };
-        self.done("ncclBroadcast", status)
+        self.locked(Success::Started, |api, comm| {
+            call!(unsafe {
+                api.broadcast(src.cast(), dst.cast(), recv.len(), T::DATA_TYPE.raw(), root, comm, stream.as_raw())
+            })
+        })
     }
 
     /// Reduces every rank's `send` into `root`'s `recv` (`ncclReduce`). `recv` is needed on the
@@ -142,21 +125,21 @@ impl Communicator {
             return Err(Error::invalid(CALL, "send and receive buffers differ in length"));
         }
         let dst = recv.map_or(core::ptr::null_mut(), |r| r.as_mut_ptr());
-        let _lock = super::comm::device_lock(self.device());
         // SAFETY: lengths and root checked; the rest owed by the caller.
-        let status = unsafe {
-            (self.nccl_library().api().reduce)(
-                send.as_ptr().cast(),
-                dst.cast(),
-                send.len(),
-                T::DATA_TYPE.raw(),
-                op.raw(),
-                root_arg,
-                self.as_raw(),
-                stream.as_raw(),
-            )
-        };
-        self.done("ncclReduce", status)
+        self.locked(Success::Started, |api, comm| {
+            call!(unsafe {
+                api.reduce(
+                    send.as_ptr().cast(),
+                    dst.cast(),
+                    send.len(),
+                    T::DATA_TYPE.raw(),
+                    op.raw(),
+                    root_arg,
+                    comm,
+                    stream.as_raw(),
+                )
+            })
+        })
     }
 
     /// Gathers every rank's `send` into every rank's `recv`, rank `i`'s at `i * send.len()`
@@ -173,19 +156,19 @@ impl Communicator {
         if send.len().checked_mul(self.ranks()) != Some(recv.len()) {
             return Err(Error::invalid("Communicator::all_gather", "the receive buffer must hold ranks x send length"));
         }
-        let _lock = super::comm::device_lock(self.device());
         // SAFETY: lengths checked; the rest owed by the caller.
-        let status = unsafe {
-            (self.nccl_library().api().all_gather)(
-                send.as_ptr().cast(),
-                recv.as_mut_ptr().cast(),
-                send.len(),
-                T::DATA_TYPE.raw(),
-                self.as_raw(),
-                stream.as_raw(),
-            )
-        };
-        self.done("ncclAllGather", status)
+        self.locked(Success::Started, |api, comm| {
+            call!(unsafe {
+                api.all_gather(
+                    send.as_ptr().cast(),
+                    recv.as_mut_ptr().cast(),
+                    send.len(),
+                    T::DATA_TYPE.raw(),
+                    comm,
+                    stream.as_raw(),
+                )
+            })
+        })
     }
 
     /// Reduces every rank's `send` and leaves block `i` of the result in rank `i`'s `recv`
@@ -206,20 +189,20 @@ impl Communicator {
                 "the send buffer must hold ranks x receive length",
             ));
         }
-        let _lock = super::comm::device_lock(self.device());
         // SAFETY: lengths checked; the rest owed by the caller.
-        let status = unsafe {
-            (self.nccl_library().api().reduce_scatter)(
-                send.as_ptr().cast(),
-                recv.as_mut_ptr().cast(),
-                recv.len(),
-                T::DATA_TYPE.raw(),
-                op.raw(),
-                self.as_raw(),
-                stream.as_raw(),
-            )
-        };
-        self.done("ncclReduceScatter", status)
+        self.locked(Success::Started, |api, comm| {
+            call!(unsafe {
+                api.reduce_scatter(
+                    send.as_ptr().cast(),
+                    recv.as_mut_ptr().cast(),
+                    recv.len(),
+                    T::DATA_TYPE.raw(),
+                    op.raw(),
+                    comm,
+                    stream.as_raw(),
+                )
+            })
+        })
     }
 
     /// Sends `buf` to rank `peer` (`ncclSend`, NCCL 2.7 and later), which receives it with
@@ -230,13 +213,11 @@ impl Communicator {
     /// See [the contract of the collectives](crate::nccl#contract-of-the-collectives): `peer` makes the matching `recv` of the same length and type.
     pub unsafe fn send<T: NcclType>(&self, buf: DeviceSlice<'_, T>, peer: usize, stream: StreamRef<'_>) -> Result<()> {
         let peer = self.rank_arg("Communicator::send", peer)?;
-        let send =
-            self.nccl_library().api().send.ok_or_else(|| missing_function("Communicator::send", "ncclSend", "2.7"))?;
-        let _lock = super::comm::device_lock(self.device());
+        let send = self.nccl_library().api().send.get("Communicator::send")?;
         // SAFETY: peer checked; the rest owed by the caller.
-        let status =
-            unsafe { send(buf.as_ptr().cast(), buf.len(), T::DATA_TYPE.raw(), peer, self.as_raw(), stream.as_raw()) };
-        self.done("ncclSend", status)
+        self.locked(Success::Started, |_, comm| {
+            call!(unsafe { send(buf.as_ptr().cast(), buf.len(), T::DATA_TYPE.raw(), peer, comm, stream.as_raw()) })
+        })
     }
 
     /// Receives into `buf` what rank `peer` sends (`ncclRecv`); see [`send`](Self::send).
@@ -250,13 +231,10 @@ impl Communicator {
         stream: StreamRef<'_>,
     ) -> Result<()> {
         let peer = self.rank_arg("Communicator::recv", peer)?;
-        let recv =
-            self.nccl_library().api().recv.ok_or_else(|| missing_function("Communicator::recv", "ncclRecv", "2.7"))?;
-        let _lock = super::comm::device_lock(self.device());
+        let recv = self.nccl_library().api().recv.get("Communicator::recv")?;
         // SAFETY: peer checked; the rest owed by the caller.
-        let status = unsafe {
-            recv(buf.as_mut_ptr().cast(), buf.len(), T::DATA_TYPE.raw(), peer, self.as_raw(), stream.as_raw())
-        };
-        self.done("ncclRecv", status)
+        self.locked(Success::Started, |_, comm| {
+            call!(unsafe { recv(buf.as_mut_ptr().cast(), buf.len(), T::DATA_TYPE.raw(), peer, comm, stream.as_raw()) })
+        })
     }
 }

@@ -2,17 +2,20 @@
 //! (`ncclCommInitRank`, `ncclCommInitRankConfig`, `ncclCommSplit`), its health
 //! (`ncclCommGetAsyncError`) and its end (`ncclCommDestroy`, `ncclCommAbort`).
 
-use super::api::{RawComm, RawConfig, Status, CONFIG_UNDEF_INT, INTERNAL_ERROR, IN_PROGRESS, SPLIT_NOCOLOR, SUCCESS};
-use super::error::nccl_error;
+use super::api::{
+    Api, QueryFn, RawComm, RawConfig, Status, CONFIG_UNDEF_INT, INTERNAL_ERROR, IN_PROGRESS, SPLIT_NOCOLOR, SUCCESS,
+};
+use super::backoff::poll_with_backoff;
+use super::error::{check, failed, nccl_error, Success};
 use super::{Nccl, UniqueId};
+use crate::function::{call, Function, Returned};
 use core::cell::Cell;
 use core::ffi::c_int;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use core::time::Duration;
 use ordo_cuda_core::{Device, Error, Result, StreamRef, StreamStatus};
-use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
+use std::sync::{Mutex, MutexGuard};
 
 /// How a communicator is made (`ncclConfig_t`); `Default` is NCCL's default for every field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,7 +131,32 @@ pub(crate) fn rank_args(call: &'static str, ranks: usize, rank: usize) -> Result
 pub(crate) fn device_lock(device: Device) -> MutexGuard<'static, ()> {
     static LOCKS: [Mutex<()>; 64] = [const { Mutex::new(()) }; 64];
     let i = usize::try_from(device.ordinal()).unwrap_or(0) % LOCKS.len();
-    LOCKS[i].lock().unwrap_or_else(PoisonError::into_inner)
+    ordo_cuda_core::sync::lock(&LOCKS[i])
+}
+
+/// The communicator an init that may return at once made (`ncclCommInitRankConfig`,
+/// `ncclCommInitRankScalable`; `ncclInProgress` is made so far): on a failure, NCCL's error,
+/// after a communicator NCCL handed out anyway is aborted.
+pub(crate) fn made_by_init(
+    nccl: &Nccl,
+    device: Device,
+    raw: RawComm,
+    returned: Returned,
+    rank: usize,
+    ranks: usize,
+) -> Result<Communicator> {
+    let api = nccl.api();
+    if !Success::Started.of(returned) {
+        if let Some(c) = NonNull::new(raw) {
+            let _lock = device_lock(device);
+            // SAFETY: a communicator NCCL handed out before failing; nobody else has it. Its
+            // status is the lesser news.
+            let _aborted = call!(unsafe { api.abort(c.as_ptr()) });
+        }
+        return Err(failed(api, core::ptr::null_mut(), returned));
+    }
+    Communicator::from_raw(raw, nccl.clone(), device, rank, ranks)
+        .ok_or_else(|| nccl_error(api, core::ptr::null_mut(), returned.call, INTERNAL_ERROR))
 }
 
 impl Communicator {
@@ -164,22 +192,36 @@ impl Communicator {
         nccl_error(self.nccl.api(), self.as_raw(), call, status)
     }
 
+    /// One NCCL call on this communicator (`call` gets the table and the communicator), made and
+    /// checked under its device's lock (see [`device_lock`]): `Ok` for the statuses `success`
+    /// counts, NCCL's error with its text otherwise. The calls that wait for other ranks take no
+    /// lock and do not come here.
+    #[inline(always)]
+    pub(crate) fn locked(&self, success: Success, call: impl FnOnce(&Api, RawComm) -> Returned) -> Result<()> {
+        let _lock = device_lock(self.device);
+        let returned = call(self.nccl.api(), self.as_raw());
+        if success.of(returned) {
+            Ok(())
+        } else {
+            Err(self.error(returned.call, returned.status))
+        }
+    }
+
     /// Makes rank `rank` of `ranks` on `device` (`ncclCommInitRank`, with `device` current for
     /// the call), joining the ranks that pass the same `id`. Blocks until every rank has joined:
     /// call it on each rank's own process or thread, or inside a [`Group`](super::Group).
     pub fn init_rank(nccl: &Nccl, device: Device, ranks: usize, id: &UniqueId, rank: usize) -> Result<Communicator> {
         let (n, r) = rank_args("Communicator::init_rank", ranks, rank)?;
+        let api = nccl.api();
         let mut raw: RawComm = core::ptr::null_mut();
-        let status = device.with_current(|| {
+        let returned = device.with_current(|| {
             // No device lock: this blocks until every rank has joined (see `device_lock`).
             // SAFETY: `raw` is writable; the id is passed by value; ranks checked.
-            Ok(unsafe { (nccl.api().init_rank)(&mut raw, n, id.to_raw(), r) })
+            Ok(call!(unsafe { api.init_rank(&mut raw, n, id.to_raw(), r) }))
         })?;
-        if status != SUCCESS {
-            return Err(nccl_error(nccl.api(), raw, "ncclCommInitRank", status));
-        }
+        check(api, raw, returned, Success::Done)?;
         Communicator::from_raw(raw, nccl.clone(), device, rank, ranks)
-            .ok_or_else(|| nccl_error(nccl.api(), raw, "ncclCommInitRank", INTERNAL_ERROR))
+            .ok_or_else(|| nccl_error(api, raw, returned.call, INTERNAL_ERROR))
     }
 
     /// As [`init_rank`](Self::init_rank), with `config` (`ncclCommInitRankConfig`, NCCL 2.14
@@ -193,30 +235,19 @@ impl Communicator {
         rank: usize,
         config: &CommConfig,
     ) -> Result<Communicator> {
-        const CALL: &str = "ncclCommInitRankConfig";
-        let (n, r) = rank_args("Communicator::init_rank_config", ranks, rank)?;
-        let init = nccl.api().init_rank_config.ok_or_else(|| {
-            super::version::missing_function("Communicator::init_rank_config", "ncclCommInitRankConfig", "2.14")
-        })?;
-        config.check(nccl, "Communicator::init_rank_config")?;
+        const CALL: &str = "Communicator::init_rank_config";
+        let (n, r) = rank_args(CALL, ranks, rank)?;
+        let init = nccl.api().init_rank_config.get(CALL)?;
+        config.check(nccl, CALL)?;
         let mut raw_config = config.raw();
         let mut raw: RawComm = core::ptr::null_mut();
-        let status = device.with_current(|| {
+        let returned = device.with_current(|| {
             // No device lock: a blocking config waits for every rank (see `device_lock`).
             // SAFETY: `raw` and `raw_config` are writable and live for the call (NCCL copies the
             // config); the id is passed by value; ranks checked.
-            Ok(unsafe { init(&mut raw, n, id.to_raw(), r, &mut raw_config) })
+            Ok(call!(unsafe { init(&mut raw, n, id.to_raw(), r, &mut raw_config) }))
         })?;
-        if status != SUCCESS && status != IN_PROGRESS {
-            if let Some(c) = NonNull::new(raw) {
-                let _lock = device_lock(device);
-                // SAFETY: a communicator NCCL handed out before failing; nobody else has it.
-                unsafe { (nccl.api().abort)(c.as_ptr()) };
-            }
-            return Err(nccl_error(nccl.api(), core::ptr::null_mut(), CALL, status));
-        }
-        Communicator::from_raw(raw, nccl.clone(), device, rank, ranks)
-            .ok_or_else(|| nccl_error(nccl.api(), core::ptr::null_mut(), CALL, INTERNAL_ERROR))
+        made_by_init(nccl, device, raw, returned, rank, ranks)
     }
 
     /// Splits the communicator (`ncclCommSplit`, NCCL 2.18 and later): every rank calls it; the
@@ -227,12 +258,7 @@ impl Communicator {
     /// the new communicator out only once its split has completed. A usage error, before NCCL is
     /// called, inside an open [`Group`](super::Group) (NCCL would make it only when the group ends).
     pub fn split(&self, color: Option<u32>, key: i32, config: Option<&CommConfig>) -> Result<Option<Communicator>> {
-        const CALL: &str = "ncclCommSplit";
-        let split = self
-            .nccl
-            .api()
-            .split
-            .ok_or_else(|| super::version::missing_function("Communicator::split", "ncclCommSplit", "2.18"))?;
+        let split = self.nccl.api().split.get("Communicator::split")?;
         if let Some(config) = config {
             config.check(&self.nccl, "Communicator::split")?;
         }
@@ -253,20 +279,20 @@ impl Communicator {
         // slot is on the heap, read once NCCL says the split is done, and leaked where that is
         // not known (an error), so that a late write never lands in freed memory.
         let slot: *mut AtomicPtr<core::ffi::c_void> = Box::into_raw(Box::new(AtomicPtr::new(core::ptr::null_mut())));
-        let status = self.device.with_current(|| {
+        let returned = self.device.with_current(|| {
             // No device lock: a split waits for every rank of this communicator (see `device_lock`).
             // SAFETY: a live communicator; `slot` writable, live until NCCL is done with it (see
             // above); the config null or live for the call (NCCL copies it).
-            Ok(unsafe { split(self.as_raw(), color, key, AtomicPtr::as_ptr(&*slot), config_ptr) })
+            Ok(call!(unsafe { split(self.as_raw(), color, key, AtomicPtr::as_ptr(&*slot), config_ptr) }))
         });
         // A split of a non-blocking communicator runs on NCCL's thread, which marks this
         // communicator in progress until the split has completed and written the slot. NCCL
         // returns `ncclSuccess` for it, not `ncclInProgress` (NCCL 2.28: `ncclCommSplit` returns
         // the status of queueing the job), so the wait follows either: on a communicator with
         // nothing in the background it is one `ncclCommGetAsyncError`.
-        let done = match status {
-            Ok(SUCCESS | IN_PROGRESS) => self.wait_done(),
-            Ok(status) => Err(self.error(CALL, status)),
+        let done = match returned {
+            Ok(r) if Success::Started.of(r) => self.wait_done(),
+            Ok(r) => Err(self.error(r.call, r.status)),
             Err(e) => Err(e),
         };
         // On an error the slot is leaked: NCCL may still write it.
@@ -297,27 +323,19 @@ impl Communicator {
     }
 
     fn query_count(&self) -> Result<usize> {
-        let mut v: c_int = 0;
-        let lock = device_lock(self.device);
-        // SAFETY: a live communicator; `v` writable.
-        let status = unsafe { (self.nccl.api().count)(self.as_raw(), &mut v) };
-        drop(lock);
-        if status != SUCCESS {
-            return Err(self.error("ncclCommCount", status));
-        }
-        usize::try_from(v).map_err(|_| self.error("ncclCommCount", INTERNAL_ERROR))
+        self.query(self.nccl.api().count)
     }
 
     fn query_rank(&self) -> Result<usize> {
+        self.query(self.nccl.api().user_rank)
+    }
+
+    /// One of NCCL's int queries of the communicator (`ncclCommCount`, `ncclCommUserRank`).
+    fn query(&self, query: Function<QueryFn>) -> Result<usize> {
         let mut v: c_int = 0;
-        let lock = device_lock(self.device);
         // SAFETY: a live communicator; `v` writable.
-        let status = unsafe { (self.nccl.api().user_rank)(self.as_raw(), &mut v) };
-        drop(lock);
-        if status != SUCCESS {
-            return Err(self.error("ncclCommUserRank", status));
-        }
-        usize::try_from(v).map_err(|_| self.error("ncclCommUserRank", INTERNAL_ERROR))
+        self.locked(Success::Done, |_, comm| call!(unsafe { query(comm, &mut v) }))?;
+        usize::try_from(v).map_err(|_| self.error(query.name, INTERNAL_ERROR))
     }
 
     /// This rank, from 0.
@@ -343,17 +361,12 @@ impl Communicator {
     /// network failure), after which only [`abort`](Self::abort) is left.
     pub fn state(&self) -> Result<CommState> {
         let mut state: Status = SUCCESS;
-        let lock = device_lock(self.device);
         // SAFETY: a live communicator; `state` writable.
-        let status = unsafe { (self.nccl.api().async_error)(self.as_raw(), &mut state) };
-        drop(lock);
-        if status != SUCCESS {
-            return Err(self.error("ncclCommGetAsyncError", status));
-        }
+        self.locked(Success::Done, |api, comm| call!(unsafe { api.async_error(comm, &mut state) }))?;
         match state {
             SUCCESS => Ok(CommState::Ready),
             IN_PROGRESS => Ok(CommState::InProgress),
-            broken => Err(self.error("ncclCommGetAsyncError", broken)),
+            broken => Err(self.error(self.nccl.api().async_error.name, broken)),
         }
     }
 
@@ -391,17 +404,16 @@ impl Communicator {
     /// where dropping it (`ncclCommDestroy`) could wait forever.
     pub fn abort(self) -> Result<()> {
         let this = core::mem::ManuallyDrop::new(self);
-        let lock = device_lock(this.device);
-        // SAFETY: our communicator, not used again (not dropped).
-        let status = unsafe { (this.nccl.api().abort)(this.as_raw()) };
-        drop(lock);
+        let returned = {
+            let api = this.nccl.api();
+            let _lock = device_lock(this.device);
+            // SAFETY: our communicator, not used again (not dropped).
+            call!(unsafe { api.abort(this.as_raw()) })
+        };
         // SAFETY: the library handle is moved out once, the communicator is forgotten.
         let nccl = unsafe { core::ptr::read(&this.nccl) };
-        let result = if status != SUCCESS {
-            Err(nccl_error(nccl.api(), core::ptr::null_mut(), "ncclCommAbort", status))
-        } else {
-            Ok(())
-        };
+        // Not `locked`: the communicator is gone, so NCCL's text is asked of none.
+        let result = check(nccl.api(), core::ptr::null_mut(), returned, Success::Done);
         drop(nccl);
         result
     }
@@ -417,44 +429,16 @@ impl Communicator {
     }
 }
 
-/// Polls `step` until it gives an answer (`Ok(Some(_))`) or fails, sleeping between polls (20 us,
-/// doubling up to 2 ms): the one wait loop of ordo's NCCL code, the C ABI's included. Once
-/// `timeout` has passed since the first poll (`Duration::MAX`: never), `ncclTimeout` naming
-/// `call` (see [`is_timeout`](super::is_timeout)). A step takes whatever lock it needs for its own
-/// poll only, so that other threads' calls (an abort) get in between two polls.
-pub fn poll_with_backoff<T, E: From<Error>>(
-    timeout: Duration,
-    call: &'static str,
-    mut step: impl FnMut() -> core::result::Result<Option<T>, E>,
-) -> core::result::Result<T, E> {
-    let deadline = Instant::now().checked_add(timeout);
-    let mut pause = Duration::from_micros(20);
-    loop {
-        if let Some(answer) = step()? {
-            return Ok(answer);
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(super::error::timeout(call).into());
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(2));
-    }
-}
-
 impl Drop for Communicator {
     /// Waits for the queued collectives (see [`Communicator`]).
     fn drop(&mut self) {
         // No device lock: destroy waits for the queued collectives of every rank (see
         // `device_lock`).
+        let api = self.nccl.api();
         // SAFETY: our communicator; the library stays loaded until `self.nccl` drops after this.
-        let status = unsafe { (self.nccl.api().destroy)(self.as_raw()) };
-        if status != SUCCESS && status != IN_PROGRESS {
-            ordo_cuda_core::error::record_drop_error_value(nccl_error(
-                self.nccl.api(),
-                core::ptr::null_mut(),
-                "ncclCommDestroy",
-                status,
-            ));
+        let returned = call!(unsafe { api.destroy(self.as_raw()) });
+        if let Err(e) = check(api, core::ptr::null_mut(), returned, Success::Started) {
+            ordo_cuda_core::error::record_drop_error_value(e);
         }
     }
 }

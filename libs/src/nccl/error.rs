@@ -5,10 +5,11 @@
 //! [`Text`](ordo_cuda_core::error::Text)). Only failures pay for it: the success path compares one
 //! integer.
 
-use super::api::{Api, RawComm, Status, STATUS_NAMES, TIMEOUT};
+use super::api::{Api, RawComm, Status, IN_PROGRESS, STATUS_NAMES, SUCCESS, TIMEOUT};
+use crate::function::Returned;
 use core::ffi::CStr;
 use ordo_cuda_core::error::{LibraryError, Text};
-use ordo_cuda_core::Error;
+use ordo_cuda_core::{Error, Result};
 
 /// The name of NCCL's status, e.g. `ncclRemoteError`.
 pub fn status_name(status: i32) -> &'static str {
@@ -31,7 +32,7 @@ pub(crate) fn detailed(call: &'static str, status: Status, text: Option<&str>) -
 #[cold]
 #[inline(never)]
 pub(crate) fn nccl_error(api: &Api, comm: RawComm, call: &'static str, status: Status) -> Error {
-    let text = api.last_error.and_then(|last| {
+    let text = api.last_error.f.and_then(|last| {
         // SAFETY: `comm` is null or a live communicator; NCCL returns a NUL-terminated string (in
         // a buffer it owns, read before any other NCCL call on this thread) or null.
         let p = unsafe { last(comm) };
@@ -39,6 +40,41 @@ pub(crate) fn nccl_error(api: &Api, comm: RawComm, call: &'static str, status: S
         (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
     });
     detailed(call, status, text.as_deref())
+}
+
+/// Which statuses of a NCCL call are success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Success {
+    /// `ncclSuccess` only.
+    Done,
+    /// `ncclSuccess` or `ncclInProgress`: a call of a non-blocking communicator may run on in the
+    /// background (a collective, an init with a config, a split, a group's end, a destroy).
+    Started,
+}
+
+impl Success {
+    /// Whether the call `r` succeeded, as `self` counts success.
+    #[inline(always)]
+    pub(crate) fn of(self, r: Returned) -> bool {
+        r.status == SUCCESS || (self == Success::Started && r.status == IN_PROGRESS)
+    }
+}
+
+/// The error of the failed call `r`, with NCCL's text of `comm` (null: none).
+#[cold]
+pub(crate) fn failed(api: &Api, comm: RawComm, r: Returned) -> Error {
+    nccl_error(api, comm, r.call, r.status)
+}
+
+/// `Ok` where the call `r` succeeded as `success` counts; its error, with NCCL's text of `comm`
+/// (null: none), otherwise.
+#[inline(always)]
+pub(crate) fn check(api: &Api, comm: RawComm, r: Returned, success: Success) -> Result<()> {
+    if success.of(r) {
+        Ok(())
+    } else {
+        Err(failed(api, comm, r))
+    }
 }
 
 /// The detail of ordo's own deadline error ([`timeout`]).

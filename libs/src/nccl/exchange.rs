@@ -3,13 +3,13 @@
 //! ([`ClosureStore`]: `put(key, bytes)` / `get(key)`). ordo runs no server.
 //!
 
+use super::backoff::Backoff;
 use super::scalable::first_root_rank;
 use super::UniqueId;
 use core::time::Duration;
 use ordo_cuda_core::error::{LibraryError, Text};
 use ordo_cuda_core::{Error, Result};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 const CALL: &str = "exchange_unique_ids";
 
@@ -209,25 +209,10 @@ fn timed_out(what: String) -> Error {
     })
 }
 
-struct Poll {
-    deadline: Option<Instant>,
-    pause: Duration,
-}
-
-impl Poll {
-    fn new(timeout: Duration) -> Poll {
-        Poll { deadline: Instant::now().checked_add(timeout), pause: Duration::from_millis(1) }
-    }
-
-    /// Sleeps before the next look, or `Err(timed_out(what()))` once the deadline has passed.
-    fn wait(&mut self, what: impl FnOnce() -> String) -> Result<()> {
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(timed_out(what()));
-        }
-        std::thread::sleep(self.pause);
-        self.pause = (self.pause * 2).min(Duration::from_millis(50));
-        Ok(())
-    }
+/// The pauses between the looks of an exchange at the store: 1 ms, doubling up to 50 ms, until
+/// `timeout` has passed.
+fn looks(timeout: Duration) -> Backoff {
+    Backoff::new(timeout, Duration::from_millis(1), Duration::from_millis(50))
 }
 
 /// Ranks listed for an error: the first few and how many.
@@ -310,7 +295,7 @@ impl IdExchange<'_> {
             ack: |r: usize| format!("{prefix}.ack.{r}"),
             root: |i: usize| format!("{prefix}.root.{i}"),
         };
-        let mut poll = Poll::new(timeout);
+        let mut poll = looks(timeout);
         let (session, first) = if rank == 0 {
             lead(store, &keys, ranks, count, &mut poll, make)?
         } else {
@@ -335,8 +320,11 @@ impl IdExchange<'_> {
                 if let Some((_, _, tail)) = fresh {
                     break UniqueId::from_bytes(tail)?;
                 }
-                poll.wait(|| {
-                    format!("rank {} did not publish id {i} at {key}", first_root_rank(i, count, ranks).unwrap_or(0))
+                poll.sleep_or(|| {
+                    timed_out(format!(
+                        "rank {} did not publish id {i} at {key}",
+                        first_root_rank(i, count, ranks).unwrap_or(0)
+                    ))
                 })?;
             };
             ids.push(id);
@@ -358,7 +346,7 @@ fn lead<A: Fn(usize) -> String, R: Fn(usize) -> String>(
     keys: &Keys<A, R>,
     ranks: usize,
     count: usize,
-    poll: &mut Poll,
+    poll: &mut Backoff,
     make: &mut dyn FnMut(usize) -> Result<UniqueId>,
 ) -> Result<(Nonce, UniqueId)> {
     // Tidy what earlier runs of this key left (safe: no other rank acts on this run before `id`).
@@ -392,8 +380,12 @@ fn lead<A: Fn(usize) -> String, R: Fn(usize) -> String>(
         if missing.is_empty() {
             break;
         }
-        poll.wait(|| {
-            format!("rank 0 published its id at {}, but ranks {} did not acknowledge it", keys.id, list(&missing))
+        poll.sleep_or(|| {
+            timed_out(format!(
+                "rank 0 published its id at {}, but ranks {} did not acknowledge it",
+                keys.id,
+                list(&missing)
+            ))
         })?;
     }
     let numbers: Vec<u8> = answers.iter().skip(1).flatten().flatten().copied().collect();
@@ -401,8 +393,7 @@ fn lead<A: Fn(usize) -> String, R: Fn(usize) -> String>(
     store.remove(&keys.id)?;
     // Tidy `go` once every rank has taken it (each removes its acknowledgement); a store that
     // keeps them, or a rank that is slow to look, leaves it for the next run of the key.
-    let tidy_until = Instant::now() + Duration::from_secs(2);
-    let mut pause = Duration::from_millis(1);
+    let mut tidy = looks(Duration::from_secs(2));
     loop {
         let mut left = false;
         for r in 1..ranks {
@@ -416,11 +407,9 @@ fn lead<A: Fn(usize) -> String, R: Fn(usize) -> String>(
             store.remove(&keys.go)?;
             break;
         }
-        if Instant::now() >= tidy_until {
+        if !tidy.sleep() {
             break;
         }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(50));
     }
     Ok((session, id))
 }
@@ -431,7 +420,7 @@ fn follow<A: Fn(usize) -> String, R: Fn(usize) -> String>(
     keys: &Keys<A, R>,
     rank: usize,
     ranks: usize,
-    poll: &mut Poll,
+    poll: &mut Backoff,
 ) -> Result<(Nonce, UniqueId)> {
     let mine = nonce();
     let ack_key = (keys.ack)(rank);
@@ -459,15 +448,17 @@ fn follow<A: Fn(usize) -> String, R: Fn(usize) -> String>(
                 }
             }
         }
-        poll.wait(|| match &taken {
-            None => format!("rank {rank} found no id from rank 0 at {}", keys.id),
-            Some((_, _, theirs)) if *theirs != as_u64(ranks) => format!(
-                "rank {rank} (of {ranks}) acknowledged an id for {theirs} ranks at {}; rank 0 never confirmed it",
-                keys.id
-            ),
-            Some(_) => {
-                format!("rank {rank} acknowledged rank 0's id; rank 0 never confirmed every rank at {}", keys.go)
-            }
+        poll.sleep_or(|| {
+            timed_out(match &taken {
+                None => format!("rank {rank} found no id from rank 0 at {}", keys.id),
+                Some((_, _, theirs)) if *theirs != as_u64(ranks) => format!(
+                    "rank {rank} (of {ranks}) acknowledged an id for {theirs} ranks at {}; rank 0 never confirmed it",
+                    keys.id
+                ),
+                Some(_) => {
+                    format!("rank {rank} acknowledged rank 0's id; rank 0 never confirmed every rank at {}", keys.go)
+                }
+            })
         })?;
     }
 }

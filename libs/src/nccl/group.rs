@@ -1,8 +1,8 @@
 //! NCCL groups: calls made between `ncclGroupStart` and `ncclGroupEnd` are launched together.
 
-use super::api::{IN_PROGRESS, SUCCESS};
-use super::error::nccl_error;
+use super::error::{check, Success};
 use super::Nccl;
+use crate::function::call;
 use core::cell::Cell;
 use core::marker::PhantomData;
 use ordo_cuda_core::Result;
@@ -32,11 +32,9 @@ pub struct Group<'a> {
 
 impl<'a> Group<'a> {
     pub(crate) fn start(nccl: &'a Nccl) -> Result<Group<'a>> {
+        let api = nccl.api();
         // SAFETY: no arguments.
-        let status = unsafe { (nccl.api().group_start)() };
-        if status != SUCCESS {
-            return Err(nccl_error(nccl.api(), core::ptr::null_mut(), "ncclGroupStart", status));
-        }
+        check(api, core::ptr::null_mut(), call!(unsafe { api.group_start() }), Success::Done)?;
         OPEN.with(|o| o.set(o.get().saturating_add(1)));
         Ok(Group { nccl, _per_thread: PhantomData })
     }
@@ -53,12 +51,9 @@ impl<'a> Group<'a> {
 
 fn end(nccl: &Nccl) -> Result<()> {
     OPEN.with(|o| o.set(o.get().saturating_sub(1)));
+    let api = nccl.api();
     // SAFETY: closes the group this value opened.
-    let status = unsafe { (nccl.api().group_end)() };
-    if status != SUCCESS && status != IN_PROGRESS {
-        return Err(nccl_error(nccl.api(), core::ptr::null_mut(), "ncclGroupEnd", status));
-    }
-    Ok(())
+    check(api, core::ptr::null_mut(), call!(unsafe { api.group_end() }), Success::Started)
 }
 
 impl Drop for Group<'_> {

@@ -70,6 +70,7 @@
 
 mod all;
 mod api;
+mod backoff;
 pub mod bandwidth;
 mod borrowed;
 mod collectives;
@@ -86,8 +87,9 @@ mod version;
 
 pub use all::Communicators;
 pub use api::UNIQUE_ID_BYTES;
+pub use backoff::poll_with_backoff;
 pub use borrowed::BorrowedCommunicator;
-pub use comm::{poll_with_backoff, CommConfig, CommState, Communicator};
+pub use comm::{CommConfig, CommState, Communicator};
 pub use error::{is_timeout, status_name, timeout as timeout_error};
 pub use exchange::{ClosureStore, FolderStore, IdExchange, IdStore};
 pub use group::Group;
@@ -99,7 +101,8 @@ pub use types::{Bf16, DataType, ForEachType, NcclType, ReduceOp, F16};
 pub use version::{Version, MIN_VERSION};
 
 use crate::dl::Library;
-use api::{Api, RawUniqueId, SUCCESS};
+use crate::function::call;
+use api::{Api, RawUniqueId};
 use ordo_cuda_core::Result;
 use std::sync::Arc;
 
@@ -165,19 +168,18 @@ impl Nccl {
     /// NCCL's version code (`ncclGetVersion`), e.g. 22703 for 2.27.3.
     pub fn version(&self) -> Result<i32> {
         let mut v = 0;
+        let api = self.api();
         // SAFETY: `v` is writable.
-        let status = unsafe { (self.api().version)(&mut v) };
-        if status != SUCCESS {
-            return Err(error::nccl_error(self.api(), core::ptr::null_mut(), "ncclGetVersion", status));
-        }
+        error::check(api, core::ptr::null_mut(), call!(unsafe { api.version(&mut v) }), error::Success::Done)?;
         Ok(v)
     }
 
     /// NCCL's release ([`version`](Self::version) read as `major.minor.patch`).
     pub fn release(&self) -> Result<Version> {
         let code = self.version()?;
-        Version::from_code(code)
-            .ok_or_else(|| error::detailed("ncclGetVersion", api::INTERNAL_ERROR, Some("a negative version code")))
+        Version::from_code(code).ok_or_else(|| {
+            error::detailed(self.api().version.name, api::INTERNAL_ERROR, Some("a negative version code"))
+        })
     }
 
     /// A new unique id (`ncclGetUniqueId`), made by one rank and carried to the others. Opens the
@@ -187,11 +189,9 @@ impl Nccl {
     /// bootstrap socket at that address.
     pub fn unique_id(&self) -> Result<UniqueId> {
         let mut raw = RawUniqueId { internal: [0; UNIQUE_ID_BYTES] };
+        let api = self.api();
         // SAFETY: `raw` is writable, of NCCL's layout.
-        let status = unsafe { (self.api().get_unique_id)(&mut raw) };
-        if status != SUCCESS {
-            return Err(error::nccl_error(self.api(), core::ptr::null_mut(), "ncclGetUniqueId", status));
-        }
+        error::check(api, core::ptr::null_mut(), call!(unsafe { api.get_unique_id(&mut raw) }), error::Success::Done)?;
         Ok(UniqueId::from_raw(raw))
     }
 

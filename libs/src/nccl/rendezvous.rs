@@ -221,9 +221,7 @@ impl Rendezvous {
         config: &CommConfig,
     ) -> Result<Communicator> {
         const WHAT: &str = "Rendezvous::init_rank_scalable";
-        if nccl.api().init_rank_scalable.is_none() {
-            return Err(super::version::missing_function(WHAT, "ncclCommInitRankScalable", "2.23"));
-        }
+        nccl.api().init_rank_scalable.get(WHAT)?;
         let ids = self.unique_ids(nccl, name, roots)?;
         Communicator::init_rank_scalable(nccl, device, self.launch.ranks(), &ids, self.launch.rank(), config)
     }

@@ -6,13 +6,12 @@
 //! that makes id `i` runs its root, so the ids are best made by the first rank of each block
 //! ([`first_root_rank`]), which is what the [`Rendezvous`](super::Rendezvous) does.
 
-use super::api::{RawComm, RawUniqueId, INTERNAL_ERROR, IN_PROGRESS, SUCCESS};
-use super::comm::{device_lock, rank_args};
-use super::error::nccl_error;
-use super::version::{missing_function, require, Version};
+use super::api::{RawComm, RawUniqueId};
+use super::comm::{made_by_init, rank_args};
+use super::version::{require, Version};
 use super::{CommConfig, Communicator, Nccl, UniqueId};
+use crate::function::call;
 use core::ffi::c_int;
-use core::ptr::NonNull;
 use ordo_cuda_core::{Device, Error, Result};
 
 /// The release that brought `ncclCommInitRankScalable`.
@@ -59,11 +58,10 @@ impl Communicator {
         config: &CommConfig,
     ) -> Result<Communicator> {
         const CALL: &str = "Communicator::init_rank_scalable";
-        const NCCL_CALL: &str = "ncclCommInitRankScalable";
-        let init = nccl.api().init_rank_scalable.ok_or_else(|| missing_function(CALL, NCCL_CALL, "2.23"))?;
+        let init = nccl.api().init_rank_scalable.get(CALL)?;
         // A library with the symbol but an older number would be a build of NCCL's own; the
         // symbol decides, the number is checked for a clear word where both disagree.
-        require(nccl.release()?, SCALABLE_INIT, CALL, NCCL_CALL)?;
+        require(nccl.release()?, SCALABLE_INIT, CALL, init.name)?;
         let (n, r) = rank_args(CALL, ranks, rank)?;
         if ids.is_empty() || ids.len() > ranks {
             return Err(Error::invalid(CALL, "between one id and one id a rank"));
@@ -73,22 +71,13 @@ impl Communicator {
         let mut raw_ids: Vec<RawUniqueId> = ids.iter().map(|id| id.to_raw()).collect();
         let mut raw_config = config.raw();
         let mut raw: RawComm = core::ptr::null_mut();
-        let status = device.with_current(|| {
+        let returned = device.with_current(|| {
             // No device lock: a blocking config waits for every rank (see `device_lock`).
             // SAFETY: `raw`, `raw_ids` (`count` ids) and `raw_config` are writable and live for
             // the call (NCCL copies the ids and the config); ranks checked.
-            Ok(unsafe { init(&mut raw, n, r, count, raw_ids.as_mut_ptr(), &mut raw_config) })
+            Ok(call!(unsafe { init(&mut raw, n, r, count, raw_ids.as_mut_ptr(), &mut raw_config) }))
         })?;
-        if status != SUCCESS && status != IN_PROGRESS {
-            if let Some(c) = NonNull::new(raw) {
-                let _lock = device_lock(device);
-                // SAFETY: a communicator NCCL handed out before failing; nobody else has it.
-                unsafe { (nccl.api().abort)(c.as_ptr()) };
-            }
-            return Err(nccl_error(nccl.api(), core::ptr::null_mut(), NCCL_CALL, status));
-        }
-        Communicator::from_raw(raw, nccl.clone(), device, rank, ranks)
-            .ok_or_else(|| nccl_error(nccl.api(), core::ptr::null_mut(), NCCL_CALL, INTERNAL_ERROR))
+        made_by_init(nccl, device, raw, returned, rank, ranks)
     }
 }
 
