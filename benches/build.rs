@@ -35,9 +35,12 @@ fn main() -> ExitCode {
     // and device-links them, and that link dropped decode.cu's extern "C" kernels (bl_user_step:
     // "cannot be found in library" at run time, with nvcc 13.0 and 13.5). A file alone is compiled
     // whole, as a user's single .cu usually is.
-    for (file, lib) in
-        [("cuda/baseline.cu", "ordo_baseline"), ("cuda/decode.cu", "ordo_decode"), ("cuda/green.cu", "ordo_green")]
-    {
+    for (file, lib) in [
+        ("cuda/baseline.cu", "ordo_baseline"),
+        ("cuda/decode.cu", "ordo_decode"),
+        ("cuda/green.cu", "ordo_green"),
+        ("cuda/streams.cu", "ordo_streams"),
+    ] {
         let mut build = cc::Build::new();
         build.cuda(true).cudart("none").debug(false).opt_level(3).flag("-std=c++17").include(&include).warnings(false);
         for g in &gencode {

@@ -825,7 +825,8 @@ void ordo_sm_stream_destroy(ordo_sm_stream* stream);
  * CUDA: use an ordo_ipc_pool). mem_open: maps it on the device of `stream` (cudaIpcOpenMemHandle,
  * lazy peer access); a size beyond the mapped allocation is refused where the driver can tell. A
  * mapping's close and an import's free synchronise their stream first (the unmap is ordered on no
- * stream); `stream` stays alive until then. CUDA opens no handle of the calling process's own memory.
+ * stream); `stream` stays alive until then. CUDA need not open a handle of the calling process's own
+ * memory (it may fail with CUDA's error).
  * event_create: cudaEventInterprocess | cudaEventDisableTiming on the current device. event_export
  * refuses an event opened from a handle. event_query: ORDO_SUCCESS or ORDO_NOT_READY.
  * pool_create: cudaMemHandleTypePosixFileDescriptor; allocate with cudaMallocFromPoolAsync on

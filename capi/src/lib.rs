@@ -76,6 +76,7 @@ pub mod check;
 pub mod context;
 pub mod graph_cache;
 pub mod handles;
+pub mod ipc;
 pub mod kernels;
 pub mod last_error;
 pub mod launch;
@@ -91,6 +92,8 @@ pub mod version;
 pub use graph_cache::*;
 #[doc(inline)]
 pub use handles::live_handles;
+#[doc(inline)]
+pub use ipc::*;
 #[doc(inline)]
 pub use kernels::*;
 #[doc(inline)]

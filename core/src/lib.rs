@@ -98,6 +98,9 @@ pub mod host_fn;
 #[cfg(feature = "std")]
 #[cfg_attr(ordo_doc_cfg, doc(cfg(feature = "std")))]
 pub mod in_context;
+#[cfg(all(feature = "std", unix))]
+#[cfg_attr(ordo_doc_cfg, doc(cfg(all(feature = "std", unix))))]
+pub mod ipc;
 pub mod launch;
 #[cfg(all(feature = "alloc", cuda_library_api))]
 #[cfg_attr(ordo_doc_cfg, doc(cfg(feature = "alloc")))]

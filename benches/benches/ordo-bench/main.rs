@@ -23,6 +23,7 @@ mod output;
 mod pdl;
 mod pipeline;
 mod small_ops;
+mod streams;
 mod svg;
 
 use ordo_cuda_core::*;
@@ -184,6 +185,7 @@ fn main() -> ExitCode {
         ("green", green::green_group),
         ("hostpool", host_pool::host_pool_group),
         ("batch", batch_copy::batch_copy_group),
+        ("streams", streams::streams_group),
     ];
     if let Some(unknown) = options
         .only
