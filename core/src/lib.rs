@@ -86,6 +86,9 @@ pub mod device;
 pub mod docs;
 mod driver_calls;
 pub mod event;
+#[cfg(feature = "async")]
+#[cfg_attr(ordo_doc_cfg, doc(cfg(feature = "async")))]
+pub mod future;
 pub mod graph;
 /// The graph bucket cache, at its former path (it lives in [`graph::cache`]).
 #[cfg(feature = "alloc")]

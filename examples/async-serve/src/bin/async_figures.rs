@@ -1,0 +1,185 @@
+//! The figures of ordo's futures under tokio, printed:
+//! 1. wake latency (the GPU's completion, seen by a watcher thread spinning on pinned memory, to
+//!    the waiting code running again) of `completion().await` in tokio's current-thread and
+//!    multi-threaded runtimes, against `cudaStreamSynchronize` and a `cudaEventQuery` loop;
+//! 2. throughput with 1,000 futures in flight on one executor thread, against 64 threads that
+//!    each block in `cudaStreamSynchronize`;
+//! 3. the CPU time of the waiting side (the process but the watcher thread) for each.
+//!
+//! `cargo run --release -p ordo-example-async --bin async-figures`. Without a GPU it fails at
+//! once, with CUDA's error.
+use ordo_cuda::{future::Notifier, Event, EventStatus, Stream};
+use ordo_example_async::{cpu_ns_except, percentiles, Watcher};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+const ROUNDS: usize = 2000;
+const WARM_UP: usize = 100;
+const IN_FLIGHT: usize = 1000;
+const STREAMS: usize = 64;
+const ROUNDS_EACH: usize = 50;
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("async-figures: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A stream and a small buffer on it.
+type Lane = (Arc<Stream>, std::sync::Mutex<ordo_cuda::SharedStreamBuffer<u8>>);
+
+/// Enqueues a 4 KiB memset on lane `i % STREAMS`; its stream.
+fn memset(lanes: &[Lane], i: usize) -> ordo_cuda::Result<&Stream> {
+    let (stream, buffer) = &lanes[i % STREAMS];
+    let mut buffer = buffer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    // SAFETY: the buffer is freed on its stream, after the memset.
+    unsafe { ordo_cuda::memory::copy::memset_async(buffer.as_mut_slice(), i as u8, stream.as_stream())? };
+    Ok(stream)
+}
+
+type Fallible<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// Wake latencies (us) and CPU time a wait (us) of `wait`, run `ROUNDS` times after a warm-up.
+async fn measure<W, F>(watcher: &mut Watcher, mut wait: W) -> Fallible<(Vec<f64>, Option<f64>)>
+where
+    W: FnMut() -> F,
+    F: std::future::Future<Output = ordo_cuda::Result<()>>,
+{
+    let mut latencies = Vec::with_capacity(ROUNDS);
+    let mut cpu_before = None;
+    for round in 0..WARM_UP + ROUNDS {
+        if round == WARM_UP {
+            cpu_before = cpu_ns_except(watcher.tid);
+        }
+        watcher.enqueue_round()?;
+        wait().await?;
+        let latency = watcher.latency_us(watcher.now());
+        if round >= WARM_UP {
+            latencies.push(latency);
+        }
+    }
+    let cpu = cpu_before.zip(cpu_ns_except(watcher.tid)).map(|(b, a)| (a - b) as f64 / 1e3 / ROUNDS as f64);
+    Ok((latencies, cpu))
+}
+
+fn row(name: &str, mut latencies: Vec<f64>, cpu: Option<f64>) -> f64 {
+    let (p50, p90, p99) = percentiles(&mut latencies);
+    let cpu = cpu.map_or("n/a".to_string(), |c| format!("{c:.1}"));
+    println!("{name:<58} {p50:>9.1}us {p90:>8.1}us {p99:>8.1}us {cpu:>12}");
+    p50
+}
+
+fn run() -> Fallible<()> {
+    let stream = Arc::new(Stream::new()?);
+    let mut watcher = Watcher::new(&stream)?;
+    let event = Arc::new(Event::new()?);
+    let s = stream.as_stream();
+    println!("1. wake latency, {ROUNDS} rounds each (128 MiB memset, then a 1-byte copy the watcher sees)");
+    println!("{:<58} {:>11} {:>10} {:>10} {:>12}", "way to wait", "p50", "p90", "p99", "CPU us/wait");
+    let current = tokio::runtime::Builder::new_current_thread().build()?;
+    let (l, c) = current.block_on(measure(&mut watcher, || async { s.synchronize() }))?;
+    let sync = row("cudaStreamSynchronize (blocks the thread)", l, c);
+    let (l, c) = current.block_on(measure(&mut watcher, || async {
+        event.record(s)?;
+        while event.query()? == EventStatus::Pending {}
+        Ok(())
+    }))?;
+    row("cudaEventQuery loop (spins the thread)", l, c);
+    let (l, c) = current.block_on(measure(&mut watcher, || async { s.completion()?.await }))?;
+    let ours = row("completion().await, tokio current-thread runtime", l, c);
+    let (l, c) = current.block_on(measure(&mut watcher, || async { s.completion_via(Notifier::HostFunc)?.await }))?;
+    row("completion_via(HostFunc).await, current-thread", l, c);
+    let (l, c) = current.block_on(measure(&mut watcher, || async {
+        event.record(s)?;
+        event.completion()?.await
+    }))?;
+    row("Event::completion().await (poller), current-thread", l, c);
+    let multi = tokio::runtime::Builder::new_multi_thread().worker_threads(4).build()?;
+    let (l, c, w) = multi.block_on(async {
+        let stream = stream.clone();
+        tokio::spawn(async move {
+            let s = stream.as_stream();
+            let r = measure(&mut watcher, || async { s.completion()?.await }).await;
+            r.map(|(l, c)| (l, c, watcher))
+        })
+        .await?
+    })?;
+    watcher = w;
+    row("completion().await, a task on a multi-threaded runtime", l, c);
+    println!(
+        "target: median wake latency at most 1.5x a blocking synchronize's: {:.2}x ({})",
+        ours / sync,
+        if ours / sync <= 1.5 { "met" } else { "MISSED" }
+    );
+    drop(watcher);
+
+    println!("\n2. {IN_FLIGHT} waits in flight on one executor thread ({STREAMS} streams, {ROUNDS_EACH} rounds a task: a 4 KiB memset, then completion().await)");
+    let lanes: Arc<Vec<Lane>> = Arc::new(
+        (0..STREAMS)
+            .map(|_| {
+                let stream = Arc::new(Stream::new()?);
+                let buffer = ordo_cuda::SharedStreamBuffer::<u8>::alloc_async(4096, &stream)?;
+                Ok((stream, std::sync::Mutex::new(buffer)))
+            })
+            .collect::<ordo_cuda::Result<_>>()?,
+    );
+    let cpu_before = cpu_ns_except(0);
+    let t = Instant::now();
+    current.block_on(async {
+        // Spawned on the current-thread runtime: every task runs on this one thread.
+        let tasks: Vec<_> = (0..IN_FLIGHT)
+            .map(|i| {
+                let lanes = lanes.clone();
+                tokio::spawn(async move {
+                    for _ in 0..ROUNDS_EACH {
+                        memset(&lanes, i)?.as_stream().completion()?.await?;
+                    }
+                    Ok::<_, ordo_cuda::Error>(())
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await??;
+        }
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+    })?;
+    let elapsed = t.elapsed();
+    let cpu = cpu_ns_except(0).zip(cpu_before).map(|(a, b)| (a - b) as f64 / 1e3);
+    let waits = (IN_FLIGHT * ROUNDS_EACH) as f64;
+    println!(
+        "futures, one executor thread: {:.0} waits/s, CPU {} us a wait",
+        waits / elapsed.as_secs_f64(),
+        cpu.map_or("n/a".into(), |c| format!("{:.1}", c / waits))
+    );
+    let cpu_before = cpu_ns_except(0);
+    let t = Instant::now();
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..STREAMS)
+            .map(|lane| {
+                let lanes = &lanes;
+                scope.spawn(move || -> ordo_cuda::Result<()> {
+                    for round in 0..IN_FLIGHT * ROUNDS_EACH / STREAMS {
+                        memset(lanes, lane + round * STREAMS)?.synchronize()?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .try_for_each(|t| t.join().unwrap_or_else(|_| Err(ordo_cuda::Error::invalid("thread", "panicked"))))
+    })?;
+    let elapsed = t.elapsed();
+    let cpu = cpu_ns_except(0).zip(cpu_before).map(|(a, b)| (a - b) as f64 / 1e3);
+    println!(
+        "{STREAMS} threads blocking in cudaStreamSynchronize: {:.0} waits/s, CPU {} us a wait",
+        waits / elapsed.as_secs_f64(),
+        cpu.map_or("n/a".into(), |c| format!("{:.1}", c / waits))
+    );
+    Ok(())
+}
