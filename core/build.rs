@@ -41,9 +41,14 @@ fn main() {
     let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
     println!("cargo::metadata=include={root}/include");
     println!("cargo::metadata=cuda_include={include}");
-    for (from, to) in
-        [("NVCC", "nvcc"), ("GENCODE", "gencode"), ("VERSION", "cuda_version"), ("HAS_DEVICE", "has_device"), ("CFGS", "cfgs"), ("CHECK_CFGS", "check_cfgs")]
-    {
+    for (from, to) in [
+        ("NVCC", "nvcc"),
+        ("GENCODE", "gencode"),
+        ("VERSION", "cuda_version"),
+        ("HAS_DEVICE", "has_device"),
+        ("CFGS", "cfgs"),
+        ("CHECK_CFGS", "check_cfgs"),
+    ] {
         if let Some(value) = sys(from) {
             println!("cargo::metadata={to}={value}");
         }
