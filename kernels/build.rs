@@ -47,7 +47,8 @@ fn main() -> ExitCode {
         .flag("-std=c++17")
         .flag("-Xptxas=-O3")
         .warnings(false)
-        .file("cuda/kernels.cu");
+        .file("cuda/kernels.cu")
+        .file("cuda/decoder.cu");
     // The targets ordo-cuda-sys publishes for every crate (sm_80, sm_90, compute_90 PTX).
     for flag in core("GENCODE").unwrap_or_default().to_string_lossy().split_whitespace() {
         build.flag(flag);

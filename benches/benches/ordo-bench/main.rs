@@ -18,6 +18,7 @@ mod graph;
 mod green;
 mod host_pool;
 mod launch;
+mod llama;
 mod multi;
 mod output;
 mod pdl;
@@ -186,6 +187,7 @@ fn main() -> ExitCode {
         ("hostpool", host_pool::host_pool_group),
         ("batch", batch_copy::batch_copy_group),
         ("streams", streams::streams_group),
+        ("llama", llama::llama_group),
     ];
     if let Some(unknown) = options
         .only
