@@ -431,6 +431,73 @@ fn graphs_keep_the_partition_they_were_captured_on() {
     plain.synchronize().unwrap();
 }
 
+/// A partition stream that joined a capture and is dropped inside the capture's function, with
+/// the partition's last handle, still leaves the graph holding the partition: in relaxed mode (where
+/// the event synchronise of the green context's drop is allowed inside the capture) the capture
+/// forks onto the partition's stream, adds there, joins back, drops the stream and the partition,
+/// and ends; the graph replays three times after, the data match the CPU's, and no drop destroyed
+/// or waited on the green context (the drop of its last handle records an event on it and
+/// synchronises). Before, the stream left the list at its drop, the capture's end found no
+/// partition stream, and the partition's drop destroyed the green context under the captured
+/// kernel (`cuGreenCtxDestroy`, or an error recorded on the way).
+#[cfg(cuda_library_api)]
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn a_partition_stream_dropped_inside_the_capture_is_still_held() {
+    let device = Device::current().unwrap();
+    let (a, _rest) = SmSplit::new(device, 16).unwrap().one_and_rest().unwrap();
+    let joined = a.stream().unwrap();
+    let plain = Stream::new().unwrap();
+    let p = plain.as_stream();
+    let n = 100_003usize;
+    let data: Vec<f32> = random::random_u32(n, 91).iter().map(|&v| (v % 4096) as f32 * 0.25 - 511.5).collect();
+    let mut y = DeviceBuffer::<f32>::alloc_async(n, p).unwrap();
+    copy::h2d_blocking(y.as_mut_slice(), &data, p).unwrap();
+    plain.synchronize().unwrap();
+    let config = launch::LaunchConfig::for_elements(n, 256).unwrap();
+    let yp = y.as_mut_ptr();
+    let origin = Stream::new().unwrap();
+    let (fork, join) = (Event::new().unwrap(), Event::new().unwrap());
+    let (fork, join) = (&fork, &join);
+    let green_ctx_calls = |e: &Error| e.call().starts_with("cuGreenCtx") || e.call() == "cudaEventSynchronize";
+    let before: Vec<Error> = error::take_drop_errors();
+    assert!(!before.iter().any(green_ctx_calls), "{before:?}");
+    // SAFETY: `y` outlives every launch (synchronised below before it drops); the joined stream is
+    // used by this function alone, and dropped in it after joining back.
+    let graph = unsafe {
+        capture(origin.as_stream(), CaptureMode::Relaxed, move |cs| {
+            fork.record(cs)?;
+            joined.as_stream().wait_event(fork)?;
+            add_const().launch(joined.as_stream(), &config, (yp, 2.5, n as i32))?;
+            join.record(joined.as_stream())?;
+            cs.wait_event(join)?;
+            drop(joined); // leaves the list before the capture's end looks for partition streams
+            drop(a); // the last handle of the green context outside the graph
+            Ok(())
+        })
+    };
+    let graph = match graph {
+        Ok(graph) => graph,
+        Err(e) => panic!("the capture failed: {e} (did CUDA refuse the joined stream's destroy inside it?)"),
+    };
+    let dropped = error::take_drop_errors();
+    assert!(!dropped.iter().any(green_ctx_calls), "the partition's drop reached its green context: {dropped:?}");
+    let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
+    drop(graph);
+    for _ in 0..3 {
+        exec.launch(p).unwrap();
+    }
+    plain.synchronize().unwrap();
+    let mut got = vec![0f32; n];
+    copy::d2h_blocking(&mut got, y.as_slice(), p).unwrap();
+    let want: Vec<f32> = data.iter().map(|v| v + 2.5 + 2.5 + 2.5).collect();
+    assert!(got == want, "the replays of a graph whose partition stream was dropped inside the capture");
+    drop(exec);
+    plain.synchronize().unwrap();
+    drop(y);
+    plain.synchronize().unwrap();
+}
+
 /// Streams of one partition made and used from many threads at once (CUDA lets one thread at a
 /// time use a green context's handle; ordo serialises that use), and a priority outside the
 /// device's range refused before CUDA is called.

@@ -242,26 +242,43 @@ impl Log for Driver {
     }
 
     fn dump(&self, at: Option<&mut u32>) -> Option<String> {
-        // The offer exceeds the driver's whole log (READ_OFFERED): every line since `at` comes
-        // back, this failure's included however much other threads wrote meanwhile, and the
-        // driver's too-small-buffer path is never taken. A failure is the cold path: the buffer is
-        // on the heap.
-        let mut buf = alloc::vec![CANARY; READ_OFFERED + MARGIN];
-        let mut size = READ_OFFERED;
         let at = at.map_or(core::ptr::null_mut(), |at| at as *mut u32);
-        // SAFETY: `at` is null (every buffered line) or writable; `size` is writable and `buf`
-        // holds `size` bytes and a margin after them.
-        let code = unsafe { (self.dump)(at, buf.as_mut_ptr().cast(), &mut size, 0) };
-        // Past the offer only its NUL may be written.
-        if buf.get(READ_OFFERED + 1..).is_some_and(|after| after.iter().any(|&b| b != CANARY)) {
-            OVERRAN.store(true, Ordering::Relaxed);
-            return None;
-        }
-        if code != 0 {
-            return None;
-        }
-        Some(String::from_utf8_lossy(buf.get(..size.min(READ_OFFERED))?).into_owned())
+        guarded_dump(&OVERRAN, |buf, size| {
+            // SAFETY: `at` is null (every buffered line) or writable; `size` is writable and `buf`
+            // holds `*size` bytes and a margin after them (`guarded_dump`).
+            unsafe { (self.dump)(at, buf.cast(), size, 0) }
+        })
     }
+}
+
+/// One dump of the log through `dump` (given a buffer and the size offered, which it sets to the
+/// size written; its status back), unless `overran` is set: a driver once caught writing past an
+/// offer is not read again, by any reader, whichever path of [`Reader::read`] asks. Sets `overran`
+/// when this dump wrote past the offer's NUL.
+///
+/// The offer exceeds the driver's whole log (`READ_OFFERED`): every line since the position comes
+/// back, the failure's included however much other threads wrote meanwhile, and the driver's
+/// too-small-buffer path is never taken. A failure is the cold path: the buffer is on the heap.
+#[cfg(cuda_12_8)]
+fn guarded_dump(
+    overran: &core::sync::atomic::AtomicBool,
+    dump: impl FnOnce(*mut u8, &mut usize) -> core::ffi::c_int,
+) -> Option<String> {
+    if overran.load(Ordering::Relaxed) {
+        return None;
+    }
+    let mut buf = alloc::vec![CANARY; READ_OFFERED + MARGIN];
+    let mut size = READ_OFFERED;
+    let code = dump(buf.as_mut_ptr(), &mut size);
+    // Past the offer only its NUL may be written.
+    if buf.get(READ_OFFERED + 1..).is_some_and(|after| after.iter().any(|&b| b != CANARY)) {
+        overran.store(true, Ordering::Relaxed);
+        return None;
+    }
+    if code != 0 {
+        return None;
+    }
+    Some(String::from_utf8_lossy(buf.get(..size.min(READ_OFFERED))?).into_owned())
 }
 
 /// One thread's reads of the log.
@@ -683,6 +700,60 @@ some note the driver adds when older lines were dropped
         // A refused position at the log's end: nothing new, not the whole log.
         log.first.set(4);
         assert!(reader.read(&log).is_none());
+    }
+
+    /// A log whose dumps go through [`guarded_dump`] with a canary flag of its own (not the
+    /// process's), written by a driver that writes past every offer; counts its dumps.
+    #[cfg(cuda_12_8)]
+    struct OverrunningLog {
+        overran: core::sync::atomic::AtomicBool,
+        dumps: core::cell::Cell<usize>,
+    }
+
+    #[cfg(cuda_12_8)]
+    impl Log for OverrunningLog {
+        fn end(&self) -> Option<u32> {
+            Some(7) // never where a reader's position is: a refused read falls back to the whole log
+        }
+        fn dump(&self, _at: Option<&mut u32>) -> Option<String> {
+            guarded_dump(&self.overran, |buf, size| {
+                self.dumps.set(self.dumps.get() + 1);
+                // SAFETY: `buf` holds `*size` bytes and a margin after them; this writes within
+                // the margin, as the driver of CB-27 did past its offer.
+                unsafe { buf.add(*size + 100).write(b'x') };
+                0
+            })
+        }
+    }
+
+    /// A driver caught writing past a read's offer is not read again: the read that caught it
+    /// fails, and its fallback to the whole log (a refused position whose log has moved) makes no
+    /// second dump; nor does any later read. Before, the fallback dumped the whole log again into
+    /// a driver known to overrun.
+    #[cfg(cuda_12_8)]
+    #[test]
+    fn a_driver_caught_overrunning_is_not_dumped_again() {
+        let log = OverrunningLog { overran: core::sync::atomic::AtomicBool::new(false), dumps: Default::default() };
+        let reader = Reader { ids: [1, 2], cursor: core::cell::Cell::new(Some(3)) };
+        assert!(reader.read(&log).is_none());
+        assert!(log.overran.load(Ordering::Relaxed), "the overrun is caught");
+        assert_eq!(log.dumps.get(), 1, "dumped again after the overrun was caught");
+        // A reader with no position, and a later read, dump nothing either.
+        assert!(Reader { ids: [3, 4], cursor: core::cell::Cell::new(None) }.read(&log).is_none());
+        assert!(reader.read(&log).is_none());
+        assert_eq!(log.dumps.get(), 1);
+        // A driver that writes within its offer is read as before.
+        let fine = core::sync::atomic::AtomicBool::new(false);
+        let text = guarded_dump(&fine, |buf, size| {
+            // SAFETY: `buf` holds `*size` bytes; three are written, and the size written.
+            unsafe { core::ptr::copy_nonoverlapping(b"abc".as_ptr(), buf, 3) };
+            *size = 3;
+            0
+        });
+        assert_eq!(text.as_deref(), Some("abc"));
+        assert!(!fine.load(Ordering::Relaxed));
+        assert!(guarded_dump(&fine, |_, _| 1).is_none(), "a refused dump");
+        assert!(!fine.load(Ordering::Relaxed), "a refusal is no overrun");
     }
 
     #[cfg(cuda_12_8)]

@@ -54,14 +54,16 @@
 //! [`StreamRef::end_capture`], a [`GraphCache`](crate::graph::GraphCache), the C ABI's graph cache)
 //! whose capture began on a partition's stream, or was joined by one (an event recorded in the
 //! capture and waited on by the partition's stream), holds that partition's green context (a CUDA
-//! user object), and so does every graph copied, instantiated or updated from it: drop the
-//! partition and its streams whenever suits, and a replay still runs on the partition's SMs, never
-//! on a destroyed green context. When a graph is the last holder, CUDA releases its hold on a
-//! thread of its own, where no CUDA call may be made: the context is then destroyed by the next
-//! [`free_deferred`](crate::staging::free_deferred) (also called by [`SmSplit::new`] and by the
-//! creation of a staging ring), or left to the process. A graph captured outside ordo (a
-//! `cudaStreamBeginCapture` of the program's own on [`PartitionStream::as_raw`]) holds nothing:
-//! keep the partition alive while such a graph may launch.
+//! user object; a partition stream dropped inside a capture it joined gives the hold at its drop),
+//! and so does every graph copied, instantiated or updated from it: drop the partition and its
+//! streams whenever suits, and a replay still runs on the partition's SMs, never on a destroyed
+//! green context. When a graph is the last holder, CUDA releases its hold on a thread of its own,
+//! where no CUDA call may be made: the context is then destroyed by the next
+//! [`free_deferred`](crate::staging::free_deferred) (also called by [`SmSplit::new`] when no
+//! capture ordo began is open, and by the creation of a staging ring), or left to the process. A
+//! graph captured outside ordo (a `cudaStreamBeginCapture` of the program's own on
+//! [`PartitionStream::as_raw`]) holds nothing: keep the partition alive while such a graph may
+//! launch.
 //!
 //! # Versions
 //! The driver's calls are reached through the entry-point query in their CUDA 12.4 form (stream
@@ -134,9 +136,20 @@ impl SmSplit {
     /// Splits `device`'s SMs once into as many groups of at least `min_sms` SMs as the driver
     /// makes (rounded up to the device's granularity), and the SMs left over. Zero `min_sms` or
     /// more than the device has is a usage error, before the split.
+    ///
+    /// First it frees what graphs let go of on CUDA's threads
+    /// ([`free_deferred`](crate::staging::free_deferred): green contexts, whose destruction
+    /// synchronises an event, and staging memory), unless a capture ordo began is open on any
+    /// thread: then that waits for the next chance (the next call here with no capture open, a
+    /// staging ring's creation or drop, a direct call), so that a call inside a capture does not
+    /// invalidate it. A capture begun outside ordo (`cudaStreamBeginCapture` of the program's own)
+    /// is not seen: call this outside such captures.
     pub fn new(device: Device, min_sms: u32) -> Result<SmSplit> {
-        // Green contexts (and staging memory) whose last holder, a graph, let go on a CUDA thread.
-        crate::callback::free_deferred();
+        // Green contexts (and staging memory) whose last holder, a graph, let go on a CUDA thread:
+        // their drops synchronise, which a capture refuses (or, relaxed, would not expect).
+        if !crate::graph::captures_open() {
+            crate::callback::free_deferred();
+        }
         let dev = raw::driver_device(device)?;
         let all = raw::device_sms(dev)?;
         plan::check_min_sms(min_sms, all.sm.sm_count)?;
@@ -291,8 +304,16 @@ impl PartitionStream {
 
 impl Drop for PartitionStream {
     fn drop(&mut self) {
-        // Off the list first: a capture that reads the list asks only live streams.
-        graph_hold::unlist(self.stream.as_raw());
+        // Inside a capture it joined (dropped by the capture's function after joining back), the
+        // stream gives the capture's graph its hold now: the capture's end will not find it.
+        if let Err(e) = graph_hold::hold_while_capturing(self.stream.as_raw(), &self.ctx) {
+            // The graph may hold nothing: the green context is left to the process rather than
+            // risk its destruction under the graph's replays.
+            core::mem::forget(Arc::clone(&self.ctx));
+            crate::error::record_drop_error_value(e);
+        }
+        // Off the list before the destroy: a capture that reads the list asks only live streams.
+        graph_hold::unlist(self.stream.as_raw(), &self.ctx);
         // SAFETY: our stream, destroyed once, here; its green context lives until `ctx` drops,
         // after this.
         let code = unsafe { sys::cudaStreamDestroy(self.stream.as_raw()) };
