@@ -75,6 +75,18 @@ fn finish<'d, P: Send + 'static>(
     }
 }
 
+/// A refused copy's pinned buffer: dropped here, unless `stream` captures (or cannot say), where
+/// its `cudaFreeHost` would invalidate the capture (thread-local and global modes): then it is
+/// released on the poller thread, as a cancelled copy's is.
+fn refused<T: DeviceCopy>(e: Error, buffer: PinnedBuffer<T>, stream: StreamRef<'_>) -> Error {
+    if matches!(stream.capture_status(), Ok(crate::graph::CaptureStatus::None)) {
+        drop(buffer);
+    } else {
+        super::in_flight::release(buffer);
+    }
+    e
+}
+
 /// Copies `src` to `dst` on `stream` (`cudaMemcpyAsync`); the future gives `src` back once the
 /// copy has completed.
 pub fn h2d<'d, T: DeviceCopy>(
@@ -83,8 +95,9 @@ pub fn h2d<'d, T: DeviceCopy>(
     stream: StreamRef<'_>,
 ) -> Result<InFlight<'d, PinnedBuffer<T>>> {
     const CALL: &str = "future::copy::h2d";
-    same_len(dst.len(), src.len(), CALL)?;
-    refuse_capture(stream, CALL)?;
+    if let Err(e) = same_len(dst.len(), src.len(), CALL).and_then(|()| refuse_capture(stream, CALL)) {
+        return Err(refused(e, src, stream));
+    }
     let origin = dst.origin();
     order::after_origin(origin, stream)?;
     // SAFETY: `src` is owned by the InFlight (or, on failure, kept until the stream is idle)
@@ -102,8 +115,9 @@ pub fn d2h<'d, T: DeviceCopy>(
     stream: StreamRef<'_>,
 ) -> Result<InFlight<'d, PinnedBuffer<T>>> {
     const CALL: &str = "future::copy::d2h";
-    same_len(dst.len(), src.len(), CALL)?;
-    refuse_capture(stream, CALL)?;
+    if let Err(e) = same_len(dst.len(), src.len(), CALL).and_then(|()| refuse_capture(stream, CALL)) {
+        return Err(refused(e, dst, stream));
+    }
     let origin = src.origin();
     order::after_origin(origin, stream)?;
     // SAFETY: as for `h2d`.

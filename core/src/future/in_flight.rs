@@ -110,7 +110,7 @@ impl<P: Send + 'static> Future for InFlight<'_, P> {
 }
 
 /// Releases `payload` (whose work is over) on the poller thread.
-fn release<P: Send + 'static>(payload: P) {
+pub(super) fn release<P: Send + 'static>(payload: P) {
     if poller::ensure_started() {
         poller::release_later(alloc::boxed::Box::new(payload));
     } else {

@@ -99,8 +99,13 @@ fn run() {
         // panic (a payload's drop, a waker) must not end the thread: the rest of the round goes
         // on at the next one (a slot whose waker panicked is let go there).
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            garbage.clear();
-            crate::callback::free_deferred();
+            if !garbage.is_empty() {
+                // Frees are capture-unsafe: kept out of ordo's global-mode captures on other
+                // threads (CB-02: such a call during one crashes the driver).
+                let _fence = crate::graph::capture_fence();
+                garbage.clear();
+                crate::callback::free_deferred();
+            }
             pending.retain(|slot| !slot.poll_event());
         }));
         if pending.len() < before {
