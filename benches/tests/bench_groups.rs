@@ -4,7 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 /// This package's folder: at run time where the runner says (a GPU host runs the binaries built
 /// elsewhere from its own checkout), else where it was built.

@@ -5,7 +5,7 @@
 //! may read its siblings; ordo-cuda-core's tests/version_gates.rs checks the cfgs themselves.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// This package's folder: at run time where the runner says (a GPU host runs the binaries built
 /// elsewhere from its own checkout), else where it was built.
