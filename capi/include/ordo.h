@@ -431,28 +431,49 @@ ordo_status ordo_pdl_plan_launch(const void* plain, const void* pdl, int device,
 /* ordo_launch_kernel and ordo_pdl_plan_launch with the caller's cudaGetKernel (resolver; NULL for
  * none), for a program with its own copy of the CUDA runtime (LINKING AND YOUR OWN KERNELS, at the
  * top). A call of ordo_launch_kernel or ordo_pdl_plan_launch from a file that includes the CUDA
- * runtime's header first comes here by itself, with ordo_kernel_resolver_here below; call these
- * directly only to pass another resolver. ordo asks resolver for a kernel's handle where it holds
- * none for that address yet (the kernel's first launch or plan; again only while the table of
- * kernels has no room left for it, or another thread is entering it), keeps the handle for the
- * process (later calls without a resolver use it too) and launches it; where resolver fails,
- * ordo's own runtime resolves the kernel, as without one. Built against CUDA before 12.8, resolver
- * is not called. The caller's contract, which ordo cannot check: resolver does what cudaGetKernel
- * does (on success it writes the cudaKernel_t of the kernel whose host stub is `entry` and returns
- * 0; otherwise it returns non-zero), returns (no C++ exception, no longjmp), and its handle stays
- * valid while the kernel's code stays loaded (the copy of the CUDA runtime that made it is not
- * unloaded: a shared library with its own static runtime is not dlclose'd). A handle of another
- * kernel, or a forged one, is launched in that kernel's place from then on, by every call.
+ * runtime's header (CUDA 12.0 or later) first comes here by itself, with ordo_kernel_resolver_here
+ * below; call these directly only to pass another resolver. Built against CUDA before 12.8,
+ * resolver is never called. Otherwise ordo asks resolver for a kernel's handle only where its table
+ * of kernels holds no handle for that address:
+ * - at the kernel's first launch or plan;
+ * - after resolver failed there, where ordo's own runtime said the address is none of its kernels
+ *   too (a cudaKernel_t of the caller's, a stub of another copy of the runtime), only with another
+ *   resolver than the last one that failed for that address (resolvers are told apart by their
+ *   function pointer; ordo_kernel_resolver_here is a function of each file that includes ordo.h,
+ *   so a call from another file asks its own). So a kernel first launched from a file whose
+ *   runtime does not know it (a library with its own static runtime handing its kernel to the
+ *   program) still resolves when the library's own file launches it, and from then on everywhere;
+ * - at each call while the table has no room left for the address (or for more addresses that
+ *   are none of ordo's runtime's kernels: a quarter of it), while another thread is entering it,
+ *   or while ordo's own runtime could not answer (no driver, a sticky error).
+ * A handle resolver gives is kept for the process (later calls without a resolver use it too) and
+ * launched; where resolver fails, ordo's own runtime resolves the kernel, as without one. The
+ * caller's contract, which ordo cannot check: resolver does what cudaGetKernel does (on success it
+ * writes the cudaKernel_t of the kernel whose host stub is `entry` and returns 0; otherwise it
+ * returns non-zero), returns (no C++ exception, no longjmp), and its handle stays valid while the
+ * kernel's code stays loaded (the copy of the CUDA runtime that made it is not unloaded: a shared
+ * library with its own static runtime is not dlclose'd). A handle of another kernel, or a forged
+ * one, is launched in that kernel's place from then on, by every call.
  * Define ORDO_NO_KERNEL_RESOLVER before including ordo.h to keep the plain calls (a file that must
- * not reference cudaGetKernel); (ordo_launch_kernel)(...), in parentheses, calls the plain export. */
+ * not reference cudaGetKernel); (ordo_launch_kernel)(...), in parentheses, calls the plain export,
+ * and so does every use of the name that is not a call: &ordo_launch_kernel, or
+ * ordo_launch_kernel passed or stored as a function pointer, is the plain export, silently (the
+ * routing is a function-like macro); pass ordo_launch_kernel_resolved with a resolver instead. The
+ * same holds for ordo_pdl_plan_launch. */
 struct CUkern_st;
 typedef int (*ordo_kernel_resolver_fn)(struct CUkern_st** kernel, const void* entry);
 ordo_status ordo_launch_kernel_resolved(struct CUstream_st* stream, const void* kernel, void** args, const ordo_launch_config* config, ordo_kernel_resolver_fn resolver);
 ordo_status ordo_pdl_plan_launch_resolved(const void* plain, const void* pdl, int device, size_t n, unsigned int block, int mode, ordo_pdl_plan* out, ordo_kernel_resolver_fn resolver);
-#if defined(CUDART_VERSION) && !defined(ORDO_NO_KERNEL_RESOLVER)
-/* cudaGetKernel of the CUDA runtime this file is linked with. Its failure (an address that is no
- * kernel of this runtime, such as a cudaKernel_t) is not left as that runtime's last error, unless
- * an error was pending there already. */
+#if defined(CUDART_VERSION) && !defined(ORDO_NO_KERNEL_RESOLVER) && CUDART_VERSION >= 12000
+/* cudaGetKernel of the CUDA runtime this file is linked with (CUDA 12.0 and later have it; before,
+ * the calls stay plain). Its failure (an address that is no kernel of this runtime, such as a
+ * cudaKernel_t) is cleared from that runtime's last error when no error was pending there before
+ * the call. When one was, the call leaves it pending but cannot keep its code: cudaGetKernel's
+ * failure overwrites the runtime's last error, and the runtime has no call to put the earlier one
+ * back, so cudaGetLastError then returns cudaErrorInvalidDeviceFunction instead of it (an error is
+ * still reported; ordo's own query of its runtime keeps that too). This happens only on the calls
+ * that ask the resolver and where it fails (above); read cudaGetLastError before such a first
+ * launch where its code matters. */
 static inline int ordo_kernel_resolver_here(struct CUkern_st** kernel, const void* entry) {
     cudaError_t pending = cudaPeekAtLastError();
     cudaError_t status = cudaGetKernel(kernel, entry);

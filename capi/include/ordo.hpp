@@ -146,8 +146,13 @@ struct same {
 // The two templates that take the program's own kernels have internal linkage (an unnamed
 // namespace): each file's copy calls ordo_launch_kernel and ordo_pdl_plan_launch as ordo.h routes
 // them in that file, with the cudaGetKernel of the CUDA runtime that file is linked with where it
-// included the runtime's header first (ordo.h, LINKING AND YOUR OWN KERNELS), and no copy made
-// in another file, or in another library with its own CUDA runtime, stands in for it.
+// included the runtime's header first (CUDA 12.0 or later; ordo.h, LINKING AND YOUR OWN KERNELS),
+// and no copy made in another file, or in another library with its own CUDA runtime, stands in
+// for it. The routing is ordo.h's function-like macro, so it applies to calls only: the name
+// ordo_launch_kernel (or ordo_pdl_plan_launch) used as a value, &ordo_launch_kernel, or passed to
+// a std::function or a callback, is the plain export, silently. Pass these templates (a pointer to
+// one of their instantiations routes as its file does) or ordo_launch_kernel_resolved with a
+// resolver instead.
 namespace {
 
 // Launches the program's own kernel with ordo's checked configuration: the arguments are typed by

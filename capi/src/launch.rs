@@ -8,8 +8,10 @@
 //! ([`OrdoKernelResolverFn`]), which ordo.h passes in every file that includes the CUDA runtime's
 //! header: a program linked with its own copy of the CUDA runtime (nvcc's static one by default)
 //! beside the shared ordo registers its kernels there, where ordo's runtime cannot see them. The
-//! caller's runtime is asked once for a kernel's handle, which ordo keeps
-//! (`ordo_cuda_core::launch::kernel_handle_with`) and launches from then on.
+//! caller's runtime is asked for a kernel's handle at its first launch, which ordo keeps
+//! (`ordo_cuda_core::launch::kernel_handle_with`) and launches from then on; a resolver that
+//! fails is not asked again for that kernel, another resolver is (the function pointer is the
+//! resolver's key).
 
 use super::check::stream_ref;
 use super::status::{guard, invalid, Failure, OrdoStatus, Outcome};
@@ -195,8 +197,9 @@ unsafe fn resolved(kernel: *const c_void, resolver: OrdoKernelResolverFn) -> *co
         }
     };
     // SAFETY: the C contract: what the resolver writes is the handle of the kernel at `kernel`,
-    // whose code stays loaded there.
-    match unsafe { launch::kernel_handle_with(kernel, ask) } {
+    // whose code stays loaded there. The function is the resolver's key: one that failed for
+    // `kernel` is not asked again, another (another file's, another runtime's) is.
+    match unsafe { launch::kernel_handle_with(kernel, resolver as *const c_void, ask) } {
         Some(handle) => handle.as_ptr().cast_const(),
         None => kernel,
     }
@@ -237,7 +240,8 @@ pub unsafe extern "C" fn ordo_launch_kernel(
 /// [`ordo_launch_kernel`], with `resolver` (the caller's `cudaGetKernel`; NULL for none) asked for
 /// the kernel's handle where ordo has none yet: at its first launch, not per launch. The handle is
 /// kept for the process and launched from then on, also by [`ordo_launch_kernel`]. Where the
-/// resolver fails, the kernel is resolved by ordo's runtime, as without it.
+/// resolver fails, the kernel is resolved by ordo's runtime, as without it; where that fails too,
+/// this resolver is not asked about the kernel again, but another one is (ordo.h says when).
 ///
 /// # Safety
 /// The C contract of [`ordo_launch_kernel`], and: `resolver` is NULL or a function that does what

@@ -6,7 +6,7 @@
 //! CUDA; and the grid-stride loop that `pdl.cuh` documents stays in bounds for every grid a plan
 //! returns. Their `_resolved` forms (the caller's `cudaGetKernel`, for a program with its own copy
 //! of the CUDA runtime) refuse what the plain ones refuse without asking the resolver, and ask it
-//! once a kernel.
+//! once a kernel; a resolver that fails for a kernel does not stop another from being asked.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use core::ffi::{c_int, c_void};
@@ -340,6 +340,87 @@ fn gpu_resolved_launches_ask_the_resolver_once_and_run() {
         );
     }
     assert!(PLANS_ASKED.load(Ordering::Relaxed) <= 2, "asked once a form at most");
+}
+
+extern "C" {
+    /// `__global__ void ordok_scale_add(float* x, float a, float b, int n)`: x[i] = x[i] * a + b.
+    /// Launched by no other test of this binary, so that its handle is in ordo's table only as
+    /// this test enters it.
+    fn ordok_scale_add(x: *mut f32, a: f32, b: f32, n: i32);
+}
+
+static REFUSING_ASKED: AtomicUsize = AtomicUsize::new(0);
+
+/// The runtime of a file that does not know the kernel (the program's, for a library's kernel
+/// registered with the library's own static runtime): `cudaErrorInvalidDeviceFunction`.
+unsafe extern "C" fn refusing_resolver(_kernel: *mut sys::cudaKernel_t, _entry: *const c_void) -> c_int {
+    REFUSING_ASKED.fetch_add(1, Ordering::Relaxed);
+    sys::cudaError::cudaErrorInvalidDeviceFunction.0 as c_int
+}
+
+static KNOWING_ASKED: AtomicUsize = AtomicUsize::new(0);
+
+/// The runtime of the library's own file, which knows the kernel: its handle (here `entry` is the
+/// kernel's `cudaKernel_t`, which is its own handle).
+unsafe extern "C" fn knowing_resolver(kernel: *mut sys::cudaKernel_t, entry: *const c_void) -> c_int {
+    KNOWING_ASKED.fetch_add(1, Ordering::Relaxed);
+    unsafe { kernel.write(entry.cast_mut().cast()) };
+    0
+}
+
+/// A kernel that neither ordo's runtime nor the first file's resolver knows (a `cudaKernel_t`
+/// ordo has not seen, which ordo's runtime says is none of its kernels' stubs), launched first
+/// from that file: its resolver is asked once, and the launches run through the runtime. A launch
+/// from another file, whose resolver knows the kernel, then asks that one, once, and every launch
+/// from then on, the first file's included, gets its handle. Before, the first resolver's failure stopped every
+/// other from being asked for the address: in a process of two runtimes, where the runtime's
+/// launch fails too (400), the kernel failed for the rest of the process.
+#[test]
+#[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
+fn gpu_a_resolver_that_failed_does_not_stop_another() {
+    let _gpu = ordo_ffi_tests::gpu_lock();
+    let stub = ordok_scale_add as unsafe extern "C" fn(*mut f32, f32, f32, i32) as *const c_void;
+    let mut handle: sys::cudaKernel_t = null_mut();
+    assert_eq!(unsafe { sys::cudaGetKernel(&mut handle, stub) }, sys::cudaError::cudaSuccess);
+    let kernel = handle.cast::<c_void>().cast_const();
+    // Whether ordo's runtime knows the handle as a kernel's address (it did not: a handle is no
+    // stub); where it does, the handle is ordo's at the first launch and no resolver is asked
+    // after it.
+    let mut again: sys::cudaKernel_t = null_mut();
+    let runtime_knows_it = unsafe { sys::cudaGetKernel(&mut again, kernel) } == sys::cudaError::cudaSuccess;
+    unsafe { sys::cudaGetLastError() };
+    let x = DeviceFloats::upload(&vec![1.0; 1000]);
+    let mut c = config(FULL);
+    c.grid = [4, 1, 1];
+    c.block = [256, 1, 1];
+    let (mut xp, mut a, mut b, mut n) = (x.ptr, 1.0f32, 1.0f32, x.n as i32);
+    let mut args = [
+        (&raw mut xp).cast::<c_void>(),
+        (&raw mut a).cast::<c_void>(),
+        (&raw mut b).cast::<c_void>(),
+        (&raw mut n).cast::<c_void>(),
+    ];
+    let legacy = sys::cudaStreamLegacy();
+    let mut launch = |resolver: OrdoKernelResolverFn| unsafe {
+        ordo_launch_kernel_resolved(legacy, kernel, args.as_mut_ptr(), &c, resolver)
+    };
+    for i in 0..3 {
+        assert_eq!(launch(Some(refusing_resolver)), ORDO_SUCCESS, "from the first file, {i}");
+    }
+    for i in 0..3 {
+        assert_eq!(launch(Some(knowing_resolver)), ORDO_SUCCESS, "from the library's file, {i}");
+    }
+    assert_eq!(launch(Some(refusing_resolver)), ORDO_SUCCESS, "from the first file again");
+    assert_eq!(unsafe { ordo_launch_kernel(legacy, kernel, args.as_mut_ptr(), &c) }, ORDO_SUCCESS, "plain");
+    assert_eq!(x.download(), vec![9.0; 1000], "eight launches ran");
+    let asked = (REFUSING_ASKED.load(Ordering::Relaxed), KNOWING_ASKED.load(Ordering::Relaxed));
+    if !cfg!(cuda_12_8) {
+        assert_eq!(asked, (0, 0), "no table of kernels: no resolver is asked");
+    } else if runtime_knows_it {
+        assert_eq!(asked, (1, 0), "ordo's runtime resolved it at the first launch");
+    } else {
+        assert_eq!(asked, (1, 1), "each resolver once: the failing one is not asked again, the other is");
+    }
 }
 
 /// `n` floats of device memory, freed on drop.

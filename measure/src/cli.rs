@@ -6,7 +6,7 @@ use crate::runner::Settings;
 use crate::spec::args::ArgSpec;
 use crate::spec::axes::Axis;
 use crate::spec::expr::Expr;
-use crate::spec::{Dims, KernelSpec, SpecError};
+use crate::spec::{Dims, KernelSpec, SpecError, MAX_SWEEP_TERMS};
 use crate::stopping::{StdRelParams, Stopping};
 use ordo_cuda_core::Error;
 use std::collections::BTreeSet;
@@ -379,7 +379,18 @@ fn parse_run(args: impl Iterator<Item = String>) -> Result<RunSpec, SpecError> {
         spec.check(&axis_names, &known)?;
         out.push(spec);
     }
-    for point in crate::spec::axes::points(&axes)? {
+    let points = crate::spec::axes::points(&axes)?;
+    let terms: usize = out.iter().map(KernelSpec::terms).sum();
+    if points.len().saturating_mul(terms) > MAX_SWEEP_TERMS {
+        return Err(SpecError::new(format!(
+            "a sweep too large to check: {} points of {terms} terms (the kernels' expressions and arguments) \
+             are more than {MAX_SWEEP_TERMS} evaluations: fewer points, fewer arguments or shorter expressions",
+            points.len()
+        )));
+    }
+    // Every expression at every point, so that nothing runs before the whole sweep is known to be
+    // right; the messages are written only for an error.
+    for point in points {
         let var = |name: &str| point.iter().find(|(n, _)| n == name).map(|(_, v)| *v);
         for k in &out {
             k.evaluate_at(&var).map_err(|e| match point_label(&axes, &point) {

@@ -10,7 +10,7 @@ mod support;
 use ordo_cuda_core::error::{Error, UsageKind};
 use ordo_cuda_measure::cli::{self, Command, Measures};
 use ordo_cuda_measure::spec::args::ArgSpec;
-use ordo_cuda_measure::spec::expr::MAX_DEPTH;
+use ordo_cuda_measure::spec::expr::{MAX_DEPTH, MAX_LEN};
 use ordo_cuda_measure::stopping::Stopping;
 use std::process::Command as Process;
 
@@ -185,12 +185,19 @@ fn nested(levels: usize) -> String {
     format!("{}1{}", "(".repeat(levels), ")".repeat(levels))
 }
 
-/// Each option that takes an expression, with 60,000 levels of nesting (a 120 KB argument, under
-/// Linux's 128 KiB for one argument), and a sum of 60,000 terms (parsed in a loop, but a tree as
-/// deep as it is long, evaluated and dropped by recursion).
-fn deep_command_lines() -> Vec<Vec<String>> {
-    let deep = nested(60_000);
-    let long = vec!["1"; 60_000].join("+");
+/// Each option that takes an expression, with `levels` levels of nesting, and a sum of `levels`
+/// terms (parsed in a loop, but a tree as deep as it is long, evaluated and dropped by recursion),
+/// and what the error says: 2,000 levels fit in [`MAX_LEN`] and are refused by their depth; 60,000
+/// (a 120 KB argument, under Linux's 128 KiB for one argument, which overflowed the stack before
+/// the depth limit) by their length.
+fn deep_command_lines(levels: usize) -> (Vec<Vec<String>>, String) {
+    let deep = nested(levels);
+    let long = vec!["1"; levels].join("+");
+    let says = if deep.len() <= MAX_LEN {
+        format!("expression nested deeper than {MAX_DEPTH}")
+    } else {
+        format!("expression longer than {MAX_LEN} bytes")
+    };
     let base = ["run", "k.ptx", "--kernel", "k"].map(String::from).to_vec();
     let with = |extra: &[String]| [base.clone(), extra.to_vec()].concat();
     let mut lines = Vec::new();
@@ -206,34 +213,96 @@ fn deep_command_lines() -> Vec<Vec<String>> {
         lines.push(with(&["-a".into(), format!("n=[1:{e}]")]));
         lines.push(with(&["-a".into(), format!("n=2^[{e}]")]));
     }
-    lines
+    (lines, says)
 }
 
 #[test]
 fn expressions_nested_60000_deep_are_refused_by_the_parser() {
-    for line in deep_command_lines() {
-        let e = cli::parse(line.clone()).unwrap_err().to_string();
-        assert!(e.contains(&format!("expression nested deeper than {MAX_DEPTH}")), "{}: {e}", line[4]);
-        assert!(e.len() < 400, "{}: the error quotes an excerpt, not the argument: {e}", line[4]);
+    for levels in [2_000, 60_000] {
+        let (lines, says) = deep_command_lines(levels);
+        for line in lines {
+            let e = cli::parse(line.clone()).unwrap_err().to_string();
+            assert!(e.contains(&says), "{levels} {}: {e}", line[4]);
+            assert!(e.len() < 400, "{}: the error quotes an excerpt, not the argument: {e}", line[4]);
+        }
     }
 }
 
 #[test]
 fn expressions_nested_60000_deep_are_refused_by_the_command_without_a_stack_overflow() {
-    for line in deep_command_lines() {
-        let args: Vec<&str> = line.iter().map(String::as_str).collect();
-        let (code, stderr) = ordo_measure(&args);
-        assert_eq!(
-            code,
-            Some(2),
-            "{} {}: ended by {code:?} (134 or a signal: the stack overflowed): {stderr}",
-            line[4],
-            &line[5][..8]
-        );
-        assert!(stderr.contains(&format!("expression nested deeper than {MAX_DEPTH}")), "{stderr}");
-        assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(stderr.len() < 400, "{} bytes of error", stderr.len());
+    for levels in [2_000, 60_000] {
+        let (lines, says) = deep_command_lines(levels);
+        for line in lines {
+            let args: Vec<&str> = line.iter().map(String::as_str).collect();
+            let (code, stderr) = ordo_measure(&args);
+            assert_eq!(
+                code,
+                Some(2),
+                "{levels} {} {}: ended by {code:?} (134 or a signal: the stack overflowed): {stderr}",
+                line[4],
+                &line[5][..8]
+            );
+            assert!(stderr.contains(&says), "{stderr}");
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            assert!(stderr.len() < 400, "{} bytes of error", stderr.len());
+        }
     }
+}
+
+/// A balanced sum of `leaves` names: as shallow as a tree of that many terms can be.
+fn balanced(leaves: usize) -> String {
+    if leaves == 1 {
+        return "n".into();
+    }
+    format!("({}+{})", balanced(leaves / 2), balanced(leaves - leaves / 2))
+}
+
+/// An 80 KB expression 16 deep (20,000 terms) passed the depth limit, and the command evaluated
+/// and wrote it at each of the sweep's points: 10,000 points took 10 s to parse, 100,000 over
+/// 300 s. It is refused by its length now, at once, in each option that takes an expression.
+#[test]
+fn an_80_kb_expression_is_refused_at_once() {
+    let e = balanced(20_000);
+    assert!(e.len() > 79_000, "{}", e.len());
+    let sweep = "-a n=[1:100000]";
+    for option in [
+        format!("--arg f32[{e}]"),
+        format!("--arg u8[n]={e}"),
+        format!("--arg i32={e}"),
+        format!("--grid {e}"),
+        format!("--block 1,{e}"),
+        format!("--smem {e}"),
+    ] {
+        let started = std::time::Instant::now();
+        let err = parse(&format!("run k.ptx -k k {sweep} {option}")).unwrap_err();
+        let took = started.elapsed();
+        assert!(err.contains(&format!("expression longer than {MAX_LEN} bytes")), "{}: {err}", &option[..12]);
+        assert!(err.len() < 400, "{err}");
+        assert!(took.as_secs_f64() < 1.0, "{}: {took:?}", &option[..12]);
+    }
+}
+
+/// A sweep of 100,000 points (the most there may be) with written expressions is checked whole,
+/// every expression at every point, in well under a second (5 s allowed: a debug build, a loaded
+/// machine); and the check still finds a point that is wrong.
+#[test]
+fn a_sweep_of_100000_points_parses_in_well_under_a_second() {
+    let words = "run k.ptx -k k --grid (n+255)/256 --block 256 --smem 4*n%1K --arg x:f32[n]=rand \
+                 --arg f32[2*n+1]=0.5 --arg u8[n]=7 --arg i32=n --arg u64=n*n --arg stamps \
+                 --then -k b --arg @x --arg i32=n/2 -a n=[1:100000]";
+    let started = std::time::Instant::now();
+    let r = run(words);
+    let took = started.elapsed();
+    assert_eq!(r.axes[0].values.len(), 100_000);
+    assert!(took.as_secs_f64() < 5.0, "{took:?}");
+    let started = std::time::Instant::now();
+    let e = parse(&words.replace("[1:100000]", "[0:99999]")).unwrap_err();
+    assert!(e.starts_with("at n=0: kernel k, argument 0 (f32[n]): a buffer of 0 elements"), "{e}");
+    let e = parse(&words.replace("u8[n]=7", "u8[n-99999]=7")).unwrap_err();
+    assert!(e.starts_with("at n=1: kernel k, argument 2 (u8[n-99999])"), "{e}");
+    let e = parse(&words.replace("u8[n]=7", "u8[99999-n]=7")).unwrap_err();
+    assert!(e.starts_with("at n=99999: kernel k, argument 2 (u8[99999-n]): a buffer of 0 elements"), "{e}");
+    assert!(started.elapsed().as_secs_f64() < 15.0, "{:?}", started.elapsed());
 }
 
 #[test]
@@ -276,6 +345,22 @@ fn buffer_sizes_past_64_bits_are_refused_before_the_gpu_is_touched() {
     }
     // 160 GiB is a size: whether it fits is the device's to say (tests/gpu.rs).
     assert!(parse("run k.ptx -k k -a n=40G --arg f32[n]=rand").is_ok());
+}
+
+/// Short expressions, but many of them: 1,000 `--arg`s (12 KB of command line) over 100,000
+/// points were 100 million evaluations to check, and 10,000 of them a billion. Past
+/// `MAX_SWEEP_TERMS` the sweep is refused before any is made; the same arguments over fewer points
+/// are checked.
+#[test]
+fn a_sweep_with_more_terms_than_the_bound_is_refused_before_it_is_checked() {
+    let args = " --arg i32=n".repeat(1_000);
+    let started = std::time::Instant::now();
+    let e = parse(&format!("run k.ptx -k k -a n=[1:100000]{args}")).unwrap_err();
+    assert!(started.elapsed().as_secs_f64() < 1.0, "{:?}", started.elapsed());
+    assert!(e.starts_with("a sweep too large to check: 100000 points of 1007 terms"), "{e}");
+    assert!(e.contains(&format!("more than {} evaluations", ordo_cuda_measure::spec::MAX_SWEEP_TERMS)), "{e}");
+    let r = run(&format!("run k.ptx -k k -a n=[1:1000]{args}"));
+    assert_eq!((r.kernels[0].args.len(), r.kernels[0].terms()), (1_000, 1_007));
 }
 
 #[test]

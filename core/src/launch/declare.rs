@@ -80,6 +80,22 @@
 /// A launch relies on the second promise ([`Kernel::launch`](crate::launch::Kernel::launch) lists
 /// it first) and stays `unsafe` for what no declaration can state: what the kernel does with its
 /// pointers.
+///
+/// The `unsafe` before `extern "C"` is a marker that the macro cannot enforce. A `macro_rules!`
+/// macro matches it as a token and its expansion holds no `unsafe` of the caller's, so the block
+/// compiles in a crate under `#![forbid(unsafe_code)]` and in safe code; and `__declare_kernel!`,
+/// which this macro expands to and which is exported for that reason (hidden from the docs, not
+/// for use), takes a declaration with no `unsafe` at all. Neither is unsound: the constructors
+/// only make a typed address, as the safe [`Kernel::new`](crate::launch::Kernel::new) does, and
+/// every use that relies on the declared parameters is `unsafe` and states the promise again
+/// in its `# Safety`, where the caller makes it: [`Kernel::launch`](crate::launch::Kernel::launch)
+/// and `launch_runtime`, `DriverKernel::launch`, a graph's `add_kernel_node` and
+/// `GraphExec::set_kernel_node_args`. The keyword says to the reader what the launch's contract
+/// says to the compiler.
+///
+/// A kernel may carry any number of attributes (doc lines count, one attribute each): runs of
+/// doc lines are sorted 32 at a time, so that a kernel with a few thousand of them stays within
+/// the default recursion limit (128).
 #[macro_export]
 macro_rules! declare_kernels {
     (unsafe extern "C" {
@@ -102,8 +118,12 @@ macro_rules! declare_kernels {
 }
 
 /// One kernel of [`declare_kernels!`]: `[attributes for the constructor] [link_name] attributes
-/// left; signature`, the attributes sorted one at a time (a kernel's own, so that the recursion is
-/// as deep as one kernel has attributes, doc lines included).
+/// left; signature`. The attributes are sorted from the front: `#[link_name]` to the stub, a run
+/// of 32 doc lines at once, any other attribute one at a time; so the recursion is as deep as one
+/// kernel's attributes are many, divided by 32 where they are doc lines (a `macro_rules!` matcher
+/// cannot take the attributes in one repetition and pick `#[link_name]` out of it: the two would
+/// be ambiguous to it). Not for use outside [`declare_kernels!`]: it takes the declaration
+/// without the `unsafe` marker (see the macro's `# Safety`).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __declare_kernel {
@@ -126,6 +146,25 @@ macro_rules! __declare_kernel {
     };
     ([$($attribute:tt)*] [$first:literal] #[link_name = $symbol:literal] $($rest:tt)*) => {
         ::core::compile_error! { "a kernel has one `#[link_name]`" }
+    };
+    ([$($attribute:tt)*] [$($symbol:literal)?]
+        #[doc = $d0:tt] #[doc = $d1:tt] #[doc = $d2:tt] #[doc = $d3:tt] #[doc = $d4:tt] #[doc = $d5:tt]
+        #[doc = $d6:tt] #[doc = $d7:tt] #[doc = $d8:tt] #[doc = $d9:tt] #[doc = $d10:tt] #[doc = $d11:tt]
+        #[doc = $d12:tt] #[doc = $d13:tt] #[doc = $d14:tt] #[doc = $d15:tt] #[doc = $d16:tt] #[doc = $d17:tt]
+        #[doc = $d18:tt] #[doc = $d19:tt] #[doc = $d20:tt] #[doc = $d21:tt] #[doc = $d22:tt] #[doc = $d23:tt]
+        #[doc = $d24:tt] #[doc = $d25:tt] #[doc = $d26:tt] #[doc = $d27:tt] #[doc = $d28:tt] #[doc = $d29:tt]
+        #[doc = $d30:tt] #[doc = $d31:tt]
+        $($rest:tt)*
+    ) => {
+        $crate::__declare_kernel! {
+            [$($attribute)*
+                #[doc = $d0] #[doc = $d1] #[doc = $d2] #[doc = $d3] #[doc = $d4] #[doc = $d5] #[doc = $d6]
+                #[doc = $d7] #[doc = $d8] #[doc = $d9] #[doc = $d10] #[doc = $d11] #[doc = $d12] #[doc = $d13]
+                #[doc = $d14] #[doc = $d15] #[doc = $d16] #[doc = $d17] #[doc = $d18] #[doc = $d19] #[doc = $d20]
+                #[doc = $d21] #[doc = $d22] #[doc = $d23] #[doc = $d24] #[doc = $d25] #[doc = $d26] #[doc = $d27]
+                #[doc = $d28] #[doc = $d29] #[doc = $d30] #[doc = $d31]]
+            [$($symbol)?] $($rest)*
+        }
     };
     ([$($attribute:tt)*] [$($symbol:literal)?] #[$($other:tt)*] $($rest:tt)*) => {
         $crate::__declare_kernel! { [$($attribute)* #[$($other)*]] [$($symbol)?] $($rest)* }
@@ -170,6 +209,39 @@ mod tests {
         }
     }
 
+    /// 30 copies of the doc lines given, `#[link_name]` and a `#[cfg]` among them: a kernel of 300
+    /// doc lines (the attributes were sorted one a recursion, and about 120 reached the default
+    /// recursion limit).
+    macro_rules! declare_with_many_docs {
+        ($($doc:tt)*) => {
+            crate::declare_kernels! {
+                unsafe extern "C" {
+                    $($doc)* $($doc)* $($doc)* $($doc)* $($doc)* $($doc)* $($doc)* $($doc)* $($doc)* $($doc)*
+                    $($doc)* $($doc)* $($doc)* $($doc)* $($doc)*
+                    #[link_name = "ordo_test_declared_saxpy"]
+                    #[cfg(all())]
+                    $($doc)* $($doc)* $($doc)* $($doc)* $($doc)*
+                    #[allow(clippy::doc_markdown)]
+                    $($doc)* $($doc)* $($doc)* $($doc)* $($doc)* $($doc)* $($doc)* $($doc)* $($doc)* $($doc)*
+                    pub(super) fn with_many_docs(y: *mut f32, x: *const f32, a: f32, n: i32);
+                }
+            }
+        };
+    }
+
+    declare_with_many_docs! {
+        /// One of ten doc lines, each given 30 times.
+        /// Two.
+        /// Three.
+        /// Four.
+        /// Five.
+        /// Six.
+        /// Seven.
+        /// Eight.
+        /// Nine.
+        /// Ten.
+    }
+
     fn same_type<T>(_: T, _: T) {}
 
     #[test]
@@ -189,6 +261,12 @@ mod tests {
         same_type(cast, declared);
         assert_eq!(declared.as_raw(), cast.as_raw());
         assert_eq!(declared.as_raw(), stubs::scale as *const c_void);
+    }
+
+    #[test]
+    fn a_kernel_with_300_doc_lines_is_declared() {
+        let declared: Kernel<(*mut f32, *const f32, f32, i32)> = with_many_docs();
+        assert_eq!(declared.as_raw(), stubs::ordo_test_declared_saxpy as *const c_void, "its link_name");
     }
 
     #[test]

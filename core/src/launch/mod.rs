@@ -78,11 +78,16 @@ pub(crate) fn resolved_kernel(func: *const core::ffi::c_void) -> Option<core::pt
 /// The driver handle (`cudaKernel_t`) of the kernel at `func` (its host stub, or a handle), for a
 /// caller that can ask the CUDA runtime that registered the stub, which may be another copy than
 /// ordo's (a program linked with the static CUDA runtime beside a shared ordo): `resolve` is that
-/// runtime's `cudaGetKernel` of `func`, `None` where it fails. It is called where ordo's table of
-/// kernels holds no handle for `func` (its first launch), not per launch; its handle is entered
-/// under `func` and under itself, so that every later launch of either finds it. `None`: launch
-/// `func` as it is (which ordo's runtime then resolves or refuses). Built against CUDA before 12.8
-/// (no table, no driver launch), always `None`, and `resolve` is not called.
+/// runtime's `cudaGetKernel` of `func`, `None` where it fails, and `key` names it (the same for
+/// every call that passes the same resolver: the address of the function it calls, for one). It
+/// is called where ordo's table of kernels holds no handle for `func` (its first launch), not per
+/// launch; its handle is entered under `func` and under itself, so that every later launch of
+/// either finds it. Where it fails and ordo's runtime says `func` is none of its kernels either,
+/// `key` is remembered for `func` (the last key that failed there) and its resolver not asked
+/// again, while a call with another key is (another copy of the runtime, which may know the
+/// stub); a null `key` is never remembered. `None`:
+/// launch `func` as it is (which ordo's runtime then resolves or refuses). Built against CUDA
+/// before 12.8 (no table, no driver launch), always `None`, and `resolve` is not called.
 ///
 /// # Safety
 /// - What `resolve` returns is the `CUkernel` of the kernel whose stub (or handle) is `func`, and
@@ -91,14 +96,15 @@ pub(crate) fn resolved_kernel(func: *const core::ffi::c_void) -> Option<core::pt
 #[inline(always)]
 pub unsafe fn kernel_handle_with(
     func: *const core::ffi::c_void,
+    key: *const core::ffi::c_void,
     resolve: impl FnOnce() -> Option<core::ptr::NonNull<core::ffi::c_void>>,
 ) -> Option<core::ptr::NonNull<core::ffi::c_void>> {
     #[cfg(cuda_12_8)]
     // SAFETY: the caller's contract.
-    return unsafe { resolved::kernel_handle_with(func, resolve) };
+    return unsafe { resolved::kernel_handle_with(func, key, resolve) };
     #[cfg(not(cuda_12_8))]
     {
-        let _ = (func, resolve);
+        let _ = (func, key, resolve);
         None
     }
 }

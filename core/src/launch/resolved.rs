@@ -10,8 +10,8 @@
 //!   its first launch there, as it does for the runtime's own launches. A failed resolution
 //!   sends the launch through the runtime, which reports its own error for an address that is no
 //!   kernel. An address the runtime says is none of its stubs (a caller's own `cudaKernel_t`) is
-//!   entered as such ([`RUNTIME`], at most a quarter of the table) and not asked about again; any
-//!   other failure (no driver, a sticky error) is not remembered.
+//!   entered as such ([`RUNTIME`], at most a quarter of the table) and not asked about again by a
+//!   plain lookup; any other failure (no driver, a sticky error) is not remembered.
 //! - **Kernels of a [`Library`](crate::library::Library)** are `CUkernel`s already: they are
 //!   entered as themselves when taken from their library, so that their launches never ask.
 //! - **Another copy of the CUDA runtime** ([`kernel_handle_with`]): a program linked with the
@@ -19,7 +19,11 @@
 //!   stubs with its own runtime, which ordo's does not see. Its `cudaGetKernel`, passed in by the
 //!   caller (ordo.h does it in every file that includes the CUDA runtime's header), is asked at
 //!   the kernel's first launch, and the answer entered under the stub's address (and under the
-//!   handle itself): later launches find it, whichever runtime registered the stub.
+//!   handle itself): later launches find it, whichever runtime registered the stub. A resolver
+//!   that fails (the address is no kernel of its runtime either) is remembered for the address
+//!   ([`REFUSED`], by the key the caller gives it) and not asked again; a call with another
+//!   resolver is: the stub of a library with its own static runtime, launched first from a file
+//!   of the program (whose runtime does not know it), still resolves from the library's file.
 //! - **Full**: [`SLOTS`] entries, [`PROBES`] places tried for each; a kernel that finds no place
 //!   is launched through the runtime, as before the table existed.
 //! - **For the life of the process**: entries are never removed. A `CUkernel` stays valid while
@@ -33,7 +37,7 @@
 
 use core::ffi::c_void;
 use core::ptr::{null_mut, NonNull};
-use core::sync::atomic::{AtomicPtr, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use ordo_cuda_sys as sys;
 
 /// Entries in the table (a power of two).
@@ -96,20 +100,27 @@ fn find(address: *const c_void) -> Found {
 #[inline(always)]
 pub(crate) fn kernel_handle(address: *const c_void) -> Option<NonNull<c_void>> {
     match find(address) {
-        Found::Handle(handle) if is_runtime_marker(handle) => None,
+        Found::Handle(handle) if handle == RUNTIME => None,
         Found::Handle(handle) => Some(handle),
         Found::Pending => None,
-        Found::Absent(room) => resolve(address, room, RUNTIME),
+        Found::Absent(room) => resolve(address, room, query),
     }
 }
 
 /// As [`kernel_handle`], for a caller that can also ask the CUDA runtime that registered the stub
 /// at `address`, which may be another copy than ordo's (`resolver`: that runtime's `cudaGetKernel`
-/// of `address`, `None` when it fails). `resolver` is called only where the table has no handle
-/// for `address` and no earlier resolver has failed for it: at a kernel's first launch (and, where
-/// the table has no room left for `address`, or another thread is entering it at that moment, at
-/// those launches). Its handle is entered under `address` and under itself; where it fails,
-/// ordo's own runtime is asked, as [`kernel_handle`] does.
+/// of `address`, `None` when it fails; `key`: which resolver it is, the same for every call that
+/// passes the same one, such as the address of the function it calls).
+///
+/// `resolver` is called only where the table has no handle for `address`: at a kernel's first
+/// launch; then, where it failed there, only by a call whose `key` is not the one of the last
+/// resolver that failed for `address` (a null `key` is never remembered: asked each time); and
+/// where the table has no room left for `address`, another thread is entering it at that moment,
+/// or ordo's own runtime could not answer (no driver, a sticky error), at those launches. Its
+/// handle is entered under `address` and under itself; where it fails, ordo's own runtime is
+/// asked, as [`kernel_handle`] does, and where that says `address` is none of its kernels, the
+/// address is entered as launched through the runtime ([`RUNTIME`]) and `key` remembered for it
+/// ([`REFUSED`]).
 ///
 /// # Safety
 /// - What `resolver` returns is the `CUkernel` of the kernel whose host stub (or handle) is
@@ -118,23 +129,39 @@ pub(crate) fn kernel_handle(address: *const c_void) -> Option<NonNull<c_void>> {
 #[inline(always)]
 pub(crate) unsafe fn kernel_handle_with(
     address: *const c_void,
+    key: *const c_void,
     resolver: impl FnOnce() -> Option<NonNull<c_void>>,
 ) -> Option<NonNull<c_void>> {
+    // SAFETY: the caller's contract.
+    unsafe { handle_with(address, key, resolver, query) }
+}
+
+/// [`kernel_handle_with`], with `runtime` as ordo's own runtime's `cudaGetKernel` ([`query`];
+/// the tests pass their own, to stand for a runtime that answers without a driver).
+///
+/// # Safety
+/// As [`kernel_handle_with`].
+#[inline(always)]
+unsafe fn handle_with(
+    address: *const c_void,
+    key: *const c_void,
+    resolver: impl FnOnce() -> Option<NonNull<c_void>>,
+    runtime: impl FnOnce(*const c_void) -> Result<NonNull<c_void>, sys::cudaError_t>,
+) -> Option<NonNull<c_void>> {
     match find(address) {
-        Found::Handle(handle) if handle == RUNTIME_ASKED => None,
         // SAFETY: the caller's contract on `resolver`.
-        Found::Handle(handle) if handle == RUNTIME => unsafe { ask_after_runtime(address, resolver) },
+        Found::Handle(handle) if handle == RUNTIME => unsafe { ask_after_runtime(address, key, resolver) },
         Found::Handle(handle) => Some(handle),
-        // Another thread is entering `address` (its handle, or a marker): ask, enter nothing.
+        // Another thread is entering `address` (its handle, or the marker): ask, enter nothing.
         Found::Pending => ask(resolver),
         // SAFETY: as above.
-        Found::Absent(room) => unsafe { ask_first(address, room, resolver) },
+        Found::Absent(room) => unsafe { ask_first(address, key, room, resolver, runtime) },
     }
 }
 
 /// [`kernel_handle_with`] for an address the table does not hold: `resolver` first, then ordo's
-/// own runtime; a handle is entered, and an address neither knows as a kernel is marked
-/// [`RUNTIME_ASKED`].
+/// own runtime (`runtime`); a handle is entered, and an address neither knows as a kernel is
+/// marked [`RUNTIME`], with `key` as the resolver that failed for it.
 ///
 /// # Safety
 /// As [`kernel_handle_with`].
@@ -142,8 +169,10 @@ pub(crate) unsafe fn kernel_handle_with(
 #[inline(never)]
 unsafe fn ask_first(
     address: *const c_void,
+    key: *const c_void,
     room: bool,
     resolver: impl FnOnce() -> Option<NonNull<c_void>>,
+    runtime: impl FnOnce(*const c_void) -> Result<NonNull<c_void>, sys::cudaError_t>,
 ) -> Option<NonNull<c_void>> {
     match ask(resolver) {
         Some(handle) => {
@@ -153,13 +182,19 @@ unsafe fn ask_first(
             remember(handle);
             Some(handle)
         }
-        None => resolve(address, room, RUNTIME_ASKED),
+        None => {
+            let handle = resolve(address, room, runtime);
+            if handle.is_none() {
+                refused(address, key);
+            }
+            handle
+        }
     }
 }
 
 /// [`kernel_handle_with`] for an address ordo's runtime said is none of its kernels' stubs
-/// ([`RUNTIME`]), with no resolver asked yet: asked now, once; the entry becomes the handle, or
-/// [`RUNTIME_ASKED`].
+/// ([`RUNTIME`]): `resolver` is asked unless `key` is the last resolver that failed for
+/// `address`; the entry becomes its handle, or `key` is remembered as failing.
 ///
 /// # Safety
 /// As [`kernel_handle_with`].
@@ -167,14 +202,36 @@ unsafe fn ask_first(
 #[inline(never)]
 unsafe fn ask_after_runtime(
     address: *const c_void,
+    key: *const c_void,
     resolver: impl FnOnce() -> Option<NonNull<c_void>>,
 ) -> Option<NonNull<c_void>> {
+    let slot = slot_of(address);
+    if !key.is_null() && slot.is_some_and(|s| REFUSED[s].load(Ordering::Relaxed) == key as usize) {
+        return None;
+    }
     let handle = ask(resolver);
-    upgrade(address, handle.unwrap_or(RUNTIME_ASKED));
-    if let Some(handle) = handle {
-        remember(handle);
+    match handle {
+        Some(handle) => {
+            upgrade(address, handle);
+            remember(handle);
+        }
+        None => refused(address, key),
     }
     handle
+}
+
+/// Remembers `key` as the last resolver that failed for `address`, where the table holds
+/// `address` as launched through the runtime ([`RUNTIME`]); otherwise (not entered, or a handle)
+/// nothing.
+fn refused(address: *const c_void, key: *const c_void) {
+    if key.is_null() {
+        return;
+    }
+    if let Some(slot) = slot_of(address) {
+        if TABLE[slot].handle.load(Ordering::Acquire) == RUNTIME.as_ptr() {
+            REFUSED[slot].store(key as usize, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Calls `resolver` with the calling thread's capture mode relaxed (as [`query`] is made).
@@ -184,35 +241,37 @@ fn ask(resolver: impl FnOnce() -> Option<NonNull<c_void>>) -> Option<NonNull<c_v
     relaxed(resolver)
 }
 
-/// Whether `handle` is one of the markers of an address launched through the runtime.
-#[inline(always)]
-fn is_runtime_marker(handle: NonNull<c_void>) -> bool {
-    handle == RUNTIME || handle == RUNTIME_ASKED
-}
-
 /// The handle entered for an address the runtime said is none of its kernels' stubs
 /// (`cudaErrorInvalidDeviceFunction`): launched through the runtime from then on, without asking
-/// again. A `cudaKernel_t` that did not come through [`remember`] (the C ABI's caller's own, from
-/// `cudaLibraryGetKernel`) is such an address: the runtime launches it, and the query was made
-/// again at every launch (`ordo-measure` launching such handles measured 1.08x
-/// `cudaLaunchKernelEx`). Never a real handle: no object lives at address 1.
+/// ordo's runtime again. A `cudaKernel_t` that did not come through [`remember`] (the C ABI's
+/// caller's own, from `cudaLibraryGetKernel`) is such an address: the runtime launches it, and the
+/// query was made again at every launch (`ordo-measure` launching such handles measured 1.08x
+/// `cudaLaunchKernelEx`). A caller's resolver is still asked about it ([`kernel_handle_with`]),
+/// except the last one that failed for it ([`REFUSED`]). Never a real handle: no object lives at
+/// address 1.
 const RUNTIME: NonNull<c_void> = NonNull::<u8>::dangling().cast();
 
-/// As [`RUNTIME`], for an address that the caller's resolver ([`kernel_handle_with`]) did not know
-/// either: not asked about again by anyone. Address 2, no object's either.
-const RUNTIME_ASKED: NonNull<c_void> = NonNull::<u16>::dangling().cast();
+/// For each entry of [`TABLE`] that holds [`RUNTIME`], the key of the last resolver that failed
+/// for its address ([`kernel_handle_with`]; 0 for none), which is not asked about it again. Read
+/// and written off the hot path only (where the entry is [`RUNTIME`]); a stale read costs one more
+/// question to a resolver, nothing else.
+static REFUSED: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
 
-/// Asks the runtime for the `CUkernel` of `address` and enters it, or enters `marker` (one of
-/// [`RUNTIME`], [`RUNTIME_ASKED`]) when the runtime knows no kernel there. Other failures (no
-/// driver, a sticky error) are not entered.
+/// Asks `runtime` (ordo's runtime's `cudaGetKernel`: [`query`]) for the `CUkernel` of `address`
+/// and enters it, or enters [`RUNTIME`] when the runtime knows no kernel there. Other failures
+/// (no driver, a sticky error) are not entered.
 #[cold]
 #[inline(never)]
-fn resolve(address: *const c_void, room: bool, marker: NonNull<c_void>) -> Option<NonNull<c_void>> {
-    let handle = query(address);
+fn resolve(
+    address: *const c_void,
+    room: bool,
+    runtime: impl FnOnce(*const c_void) -> Result<NonNull<c_void>, sys::cudaError_t>,
+) -> Option<NonNull<c_void>> {
+    let handle = runtime(address);
     if room {
         match handle {
             Ok(handle) => enter(address, handle),
-            Err(sys::cudaError::cudaErrorInvalidDeviceFunction) if claim_runtime_entry() => enter(address, marker),
+            Err(sys::cudaError::cudaErrorInvalidDeviceFunction) if claim_runtime_entry() => enter(address, RUNTIME),
             Err(_) => {}
         }
     }
@@ -224,14 +283,17 @@ fn resolve(address: *const c_void, room: bool, marker: NonNull<c_void>) -> Optio
 /// from the kernels that have a handle.
 const RUNTIME_ENTRIES: usize = SLOTS / 4;
 
-static RUNTIME_ENTERED: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+static RUNTIME_ENTERED: AtomicUsize = AtomicUsize::new(0);
 
 /// Takes one of the [`RUNTIME_ENTRIES`]; `false` when none is left (the address is then asked
 /// about at each launch, as before it could be entered).
 fn claim_runtime_entry() -> bool {
-    RUNTIME_ENTERED
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < RUNTIME_ENTRIES).then_some(n + 1))
-        .is_ok()
+    claim(&RUNTIME_ENTERED)
+}
+
+/// Takes one of the [`RUNTIME_ENTRIES`] that `entered` counts.
+fn claim(entered: &AtomicUsize) -> bool {
+    entered.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < RUNTIME_ENTRIES).then_some(n + 1)).is_ok()
 }
 
 /// `f()` with the calling thread's capture mode relaxed, then put back.
@@ -248,14 +310,19 @@ fn relaxed<T>(f: impl FnOnce() -> T) -> T {
 }
 
 /// `cudaGetKernel(address)`, with the calling thread's capture mode relaxed for the query; a
-/// failure's error is not left as the thread's last error unless it is sticky.
+/// failure's error is not left as the thread's last error unless it is sticky, or an error was
+/// pending there before the query: the failure has then replaced it (the runtime has no call to
+/// put it back), and clearing it would leave the caller's error unreported (ordo.h's resolver,
+/// asked before this query in a process of one runtime, keeps it pending so too).
 fn query(address: *const c_void) -> Result<NonNull<c_void>, sys::cudaError_t> {
     let mut kernel: sys::cudaKernel_t = null_mut();
+    // SAFETY: no arguments; reads the thread's last error without clearing it.
+    let pending = unsafe { sys::cudaPeekAtLastError() };
     // SAFETY: `kernel` is writable; the runtime looks `address` up among the kernels it knows and
     // refuses one it does not (`cudaErrorInvalidDeviceFunction`).
     let code = relaxed(|| unsafe { sys::cudaGetKernel(&mut kernel, address) });
     if code != sys::cudaError::cudaSuccess {
-        if !crate::error::is_sticky_code(code) {
+        if !crate::error::is_sticky_code(code) && pending == sys::cudaError::cudaSuccess {
             // SAFETY: no arguments; clears the non-sticky error this query left.
             unsafe { sys::cudaGetLastError() };
         }
@@ -292,30 +359,25 @@ pub(crate) fn remember(kernel: NonNull<c_void>) {
         Found::Absent(true) => enter(kernel.as_ptr(), kernel),
         // Launched before as an address the runtime does not know as a stub (a caller's own
         // `cudaKernel_t`): it is this kernel, which is its own handle.
-        Found::Handle(handle) if is_runtime_marker(handle) => upgrade(kernel.as_ptr(), kernel),
+        Found::Handle(handle) if handle == RUNTIME => upgrade(kernel.as_ptr(), kernel),
         _ => {}
     }
 }
 
-/// Replaces the marker ([`RUNTIME`] or [`RUNTIME_ASKED`]) entered for `address` by `handle` (a
-/// handle, or [`RUNTIME_ASKED`]). An entry that holds a handle is left as it is.
-fn upgrade(address: *const c_void, handle: NonNull<c_void>) {
+/// The index in [`TABLE`] of the entry that holds `address`, if one does.
+fn slot_of(address: *const c_void) -> Option<usize> {
     let start = home(address);
-    for i in 0..PROBES {
-        let entry = &TABLE[(start + i) & (SLOTS - 1)];
-        if entry.address.load(Ordering::Acquire).cast_const() == address {
-            for marker in [RUNTIME, RUNTIME_ASKED] {
-                if marker != handle
-                    && entry
-                        .handle
-                        .compare_exchange(marker.as_ptr(), handle.as_ptr(), Ordering::AcqRel, Ordering::Acquire)
-                        .is_ok()
-                {
-                    return;
-                }
-            }
-            return;
-        }
+    (0..PROBES)
+        .map(|i| (start + i) & (SLOTS - 1))
+        .find(|&slot| TABLE[slot].address.load(Ordering::Acquire).cast_const() == address)
+}
+
+/// Replaces the marker ([`RUNTIME`]) entered for `address` by `handle`. An entry that holds a
+/// handle is left as it is.
+fn upgrade(address: *const c_void, handle: NonNull<c_void>) {
+    if let Some(slot) = slot_of(address) {
+        let _ =
+            TABLE[slot].handle.compare_exchange(RUNTIME.as_ptr(), handle.as_ptr(), Ordering::AcqRel, Ordering::Acquire);
     }
 }
 
@@ -326,6 +388,15 @@ mod tests {
     /// Addresses no real kernel has (the table is shared with the rest of the tests).
     fn fake(n: usize) -> NonNull<c_void> {
         NonNull::new((0x7000_0000_0000_usize + n * 0x1000) as *mut c_void).unwrap()
+    }
+
+    /// Keys of two resolvers (any distinct non-null addresses).
+    const KEY_A: *const c_void = 0xA0 as *const c_void;
+    const KEY_B: *const c_void = 0xB0 as *const c_void;
+
+    /// Ordo's runtime where it answers (a driver is there) that an address is none of its kernels.
+    fn not_ours(_: *const c_void) -> Result<NonNull<c_void>, sys::cudaError_t> {
+        Err(sys::cudaError::cudaErrorInvalidDeviceFunction)
     }
 
     #[test]
@@ -374,7 +445,6 @@ mod tests {
     #[test]
     fn the_runtime_marker_is_never_a_handle() {
         assert_eq!(RUNTIME.as_ptr() as usize, 1);
-        assert_eq!(RUNTIME_ASKED.as_ptr() as usize, 2);
         remember(fake(900));
         assert_eq!(kernel_handle(fake(900).as_ptr()), Some(fake(900)));
         enter(fake(901).as_ptr(), RUNTIME);
@@ -392,7 +462,7 @@ mod tests {
         for _ in 0..3 {
             // SAFETY: fake addresses, never launched.
             let got = unsafe {
-                kernel_handle_with(stub.as_ptr(), || {
+                kernel_handle_with(stub.as_ptr(), KEY_A, || {
                     asked += 1;
                     Some(handle)
                 })
@@ -405,15 +475,15 @@ mod tests {
     }
 
     /// An address ordo's runtime marked as none of its stubs ([`RUNTIME`], a plain launch before)
-    /// is asked about once more, with the resolver: its handle replaces the marker; a resolver that
-    /// fails leaves [`RUNTIME_ASKED`], which no resolver is asked about again.
+    /// is asked about with a resolver: its handle replaces the marker; a resolver that fails is
+    /// remembered and not asked again, and the plain lookup still launches it through the runtime.
     #[test]
     fn a_runtime_marker_is_asked_about_once_with_a_resolver() {
         let (stub, handle) = (fake(920), fake(921));
         enter(stub.as_ptr(), RUNTIME);
         assert_eq!(kernel_handle(stub.as_ptr()), None);
         // SAFETY: fake addresses, never launched.
-        assert_eq!(unsafe { kernel_handle_with(stub.as_ptr(), || Some(handle)) }, Some(handle));
+        assert_eq!(unsafe { kernel_handle_with(stub.as_ptr(), KEY_A, || Some(handle)) }, Some(handle));
         assert_eq!(kernel_handle(stub.as_ptr()), Some(handle));
 
         let refused = fake(922);
@@ -422,7 +492,7 @@ mod tests {
         for _ in 0..3 {
             // SAFETY: as above.
             let got = unsafe {
-                kernel_handle_with(refused.as_ptr(), || {
+                kernel_handle_with(refused.as_ptr(), KEY_A, || {
                     asked += 1;
                     None
                 })
@@ -430,15 +500,100 @@ mod tests {
             assert_eq!(got, None);
         }
         assert_eq!(asked, 1);
-        assert!(matches!(find(refused.as_ptr()), Found::Handle(h) if h == RUNTIME_ASKED));
+        assert!(matches!(find(refused.as_ptr()), Found::Handle(h) if h == RUNTIME));
         assert_eq!(kernel_handle(refused.as_ptr()), None, "launched through the runtime");
+        // A null key is not remembered: asked at each call.
+        for _ in 0..2 {
+            // SAFETY: as above.
+            let got = unsafe {
+                kernel_handle_with(refused.as_ptr(), core::ptr::null(), || {
+                    asked += 1;
+                    None
+                })
+            };
+            assert_eq!(got, None);
+        }
+        assert_eq!(asked, 3);
+        // SAFETY: as above.
+        assert_eq!(unsafe { kernel_handle_with(refused.as_ptr(), KEY_A, || panic!("asked again")) }, None);
         // A library's handle entered later is its own, marker or not.
         remember(refused);
         assert_eq!(kernel_handle(refused.as_ptr()), Some(refused));
     }
 
+    /// A stub of a library with its own static runtime, launched first from a file of the program
+    /// (whose runtime, resolver A, does not know it, nor does ordo's): resolver A is not asked
+    /// again, but the library's own file (resolver B) resolves it, and every launch from then on,
+    /// A's and plain ones included, gets B's handle. Before, A's failure marked the address for
+    /// every resolver, and each of its launches failed for the rest of the process.
+    #[test]
+    fn a_resolver_that_failed_does_not_stop_another() {
+        for (stub, handle, first_launch) in [(fake(940), fake(941), true), (fake(942), fake(943), false)] {
+            if !first_launch {
+                // The same after a plain launch marked it.
+                enter(stub.as_ptr(), RUNTIME);
+            }
+            let mut asked_a = 0;
+            for _ in 0..3 {
+                // SAFETY: fake addresses, never launched.
+                let got = unsafe {
+                    handle_with(
+                        stub.as_ptr(),
+                        KEY_A,
+                        || {
+                            asked_a += 1;
+                            None
+                        },
+                        not_ours,
+                    )
+                };
+                assert_eq!(got, None, "A knows no kernel there");
+            }
+            assert_eq!(asked_a, 1, "A is asked once");
+            assert!(matches!(find(stub.as_ptr()), Found::Handle(h) if h == RUNTIME));
+            assert_eq!(kernel_handle(stub.as_ptr()), None, "a plain launch: the runtime's, not asked");
+            let mut asked_b = 0;
+            // SAFETY: as above.
+            let got = unsafe {
+                handle_with(
+                    stub.as_ptr(),
+                    KEY_B,
+                    || {
+                        asked_b += 1;
+                        Some(handle)
+                    },
+                    not_ours,
+                )
+            };
+            assert_eq!((got, asked_b), (Some(handle), 1), "B is asked, and its handle launched");
+            // SAFETY: as above.
+            let from_a = unsafe { handle_with(stub.as_ptr(), KEY_A, || panic!("A asked again"), not_ours) };
+            assert_eq!(from_a, Some(handle), "A's file launches B's handle");
+            assert_eq!(kernel_handle(stub.as_ptr()), Some(handle), "and so does a plain launch");
+            assert_eq!(kernel_handle(handle.as_ptr()), Some(handle), "and the handle, as its own");
+        }
+    }
+
+    /// Two resolvers that both fail: each is asked again only after the other failed in between
+    /// (one is remembered, the last).
+    #[test]
+    fn the_last_failing_resolver_is_remembered() {
+        let stub = fake(950);
+        let asked = core::cell::Cell::new(0);
+        let fail = || {
+            asked.set(asked.get() + 1);
+            None
+        };
+        for (key, asks) in [(KEY_A, 1), (KEY_A, 1), (KEY_B, 2), (KEY_B, 2), (KEY_A, 3), (KEY_A, 3)] {
+            // SAFETY: a fake address, never launched.
+            assert_eq!(unsafe { handle_with(stub.as_ptr(), key, fail, not_ours) }, None);
+            assert_eq!(asked.get(), asks);
+        }
+    }
+
     /// A resolver that fails for an address that is no kernel: `None`, and where ordo's runtime
-    /// answered (a driver is there) the address is marked, so that no one asks again.
+    /// answered (a driver is there) the address is marked, so that this resolver is not asked
+    /// again.
     #[test]
     fn a_failing_resolver_falls_back_to_ordos_runtime() {
         static NOT_A_KERNEL: u8 = 0;
@@ -447,7 +602,7 @@ mod tests {
         for _ in 0..3 {
             // SAFETY: a resolver that finds nothing; nothing is launched.
             let got = unsafe {
-                kernel_handle_with(address, || {
+                kernel_handle_with(address, KEY_A, || {
                     asked += 1;
                     None
                 })
@@ -457,7 +612,7 @@ mod tests {
         match find(address) {
             // No driver here: nothing entered, asked at each call (every launch fails anyway).
             Found::Absent(true) => assert_eq!(asked, 3),
-            Found::Handle(h) => assert!(h == RUNTIME_ASKED && asked == 1, "{h:?} after {asked} asks"),
+            Found::Handle(h) => assert!(h == RUNTIME && asked == 1, "{h:?} after {asked} asks"),
             _ => panic!("neither absent nor marked"),
         }
     }
@@ -475,22 +630,26 @@ mod tests {
             })
             .unwrap();
         // SAFETY: fake addresses, never launched.
-        assert_eq!(unsafe { kernel_handle_with(stub.as_ptr(), || Some(handle)) }, Some(handle));
+        assert_eq!(unsafe { kernel_handle_with(stub.as_ptr(), KEY_A, || Some(handle)) }, Some(handle));
         assert!(slot.handle.load(Ordering::Acquire).is_null(), "the claimant's entry is left to it");
         slot.handle.store(handle.as_ptr(), Ordering::Release);
         // SAFETY: as above.
-        assert_eq!(unsafe { kernel_handle_with(stub.as_ptr(), || panic!("asked again")) }, Some(handle));
+        assert_eq!(unsafe { kernel_handle_with(stub.as_ptr(), KEY_A, || panic!("asked again")) }, Some(handle));
     }
 
     /// Runtime entries are capped: the kernels with a handle keep three quarters of the table.
+    /// (Counted on a counter of its own: the table's is left to the other tests, which enter
+    /// markers.)
     #[test]
     fn runtime_entries_are_capped() {
+        let entered = AtomicUsize::new(0);
         let mut claimed = 0;
-        while claim_runtime_entry() {
+        while claim(&entered) {
             claimed += 1;
             assert!(claimed <= RUNTIME_ENTRIES);
         }
-        assert!(!claim_runtime_entry());
-        assert!(RUNTIME_ENTERED.load(Ordering::Relaxed) <= RUNTIME_ENTRIES);
+        assert_eq!(claimed, RUNTIME_ENTRIES);
+        assert!(!claim(&entered));
+        assert_eq!(entered.load(Ordering::Relaxed), RUNTIME_ENTRIES);
     }
 }

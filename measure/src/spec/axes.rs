@@ -28,6 +28,14 @@ pub struct Axis {
 /// The most points a sweep may have.
 pub const MAX_POINTS: usize = 100_000;
 
+/// The most axes a sweep may have. Each point of the sweep holds every axis's name and value
+/// ([`points`]), and each name an expression uses is looked up among them: 10,000 axes of one
+/// value beside one of 100,000 made a billion names to copy.
+pub const MAX_AXES: usize = 16;
+
+/// The longest an axis's name may be, in bytes (each of up to [`MAX_POINTS`] points holds a copy).
+pub const MAX_NAME_LEN: usize = 64;
+
 impl Axis {
     /// Parses `NAME=VALUES` (see the [module docs](self)).
     pub fn parse(text: &str) -> Result<Axis, SpecError> {
@@ -43,6 +51,9 @@ impl Axis {
             || name.as_bytes()[0].is_ascii_digit()
         {
             return Err(bad("an axis name is letters, digits and '_', not starting with a digit"));
+        }
+        if name.len() > MAX_NAME_LEN {
+            return Err(bad(&format!("an axis name is at most {MAX_NAME_LEN} bytes")));
         }
         let mut rhs = rhs.trim();
         if let Some(rest) = rhs.strip_prefix("2^") {
@@ -120,9 +131,12 @@ fn range(inner: &str) -> Result<Vec<i64>, SpecError> {
 }
 
 /// The points of the cartesian product of `axes` (the last varies fastest), each a list of
-/// (name, value); one empty point when there is no axis. An error for two axes of one name or
-/// more than [`MAX_POINTS`] points.
+/// (name, value); one empty point when there is no axis. An error for two axes of one name, more
+/// than [`MAX_AXES`] axes or more than [`MAX_POINTS`] points.
 pub fn points(axes: &[Axis]) -> Result<Vec<Vec<(String, i64)>>, SpecError> {
+    if axes.len() > MAX_AXES {
+        return Err(SpecError::new(format!("{} axes: a sweep has at most {MAX_AXES}", axes.len())));
+    }
     for (i, a) in axes.iter().enumerate() {
         if axes[..i].iter().any(|b| b.name == a.name) {
             return Err(SpecError::new(format!("axis {:?} given twice", a.name)));
@@ -201,5 +215,18 @@ mod tests {
         assert!(points(&[a[0].clone(), a[0].clone()]).is_err());
         let big = Axis::parse("x=[1:1000]").unwrap();
         assert!(points(&[big.clone(), big.clone()]).is_err());
+    }
+
+    /// Names and axes are bounded: every point holds a copy of each axis's name.
+    #[test]
+    fn axis_names_and_axes_are_bounded() {
+        let longest = "n".repeat(MAX_NAME_LEN);
+        assert_eq!(Axis::parse(&format!("{longest}=4")).unwrap().name, longest);
+        let e = Axis::parse(&format!("{longest}x=[1:100000]")).unwrap_err().to_string();
+        assert!(e.contains(&format!("an axis name is at most {MAX_NAME_LEN} bytes")) && e.len() < 200, "{e}");
+        let axes: Vec<Axis> = (0..=MAX_AXES).map(|i| Axis::parse(&format!("a{i}=1")).unwrap()).collect();
+        assert_eq!(points(&axes[..MAX_AXES]).unwrap().len(), 1);
+        let e = points(&axes).unwrap_err().to_string();
+        assert_eq!(e, format!("{} axes: a sweep has at most {MAX_AXES}", MAX_AXES + 1));
     }
 }

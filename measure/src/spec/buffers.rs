@@ -5,6 +5,7 @@
 //! point allocates.
 
 use super::args::{ArgSpec, ElemType};
+use super::expr::Expr;
 use super::{KernelSpec, SpecError};
 
 /// The most bytes a buffer may have: a size that fits in `isize`, as Rust's and CUDA's pointer
@@ -52,30 +53,65 @@ impl PlannedBuffer {
 }
 
 /// The buffers `kernels` allocate at the point whose axis values `var` gives, in order (a `@name`
-/// allocates nothing).
+/// allocates nothing). Each is written with its size's text ([`PlannedBuffer::len`]), for the
+/// messages that name it: for the engine, which calls this once for each point it checks or
+/// measures; the command line's check of every point is [`check_at`], which writes nothing.
 pub fn at_point(kernels: &[KernelSpec], var: &dyn Fn(&str) -> Option<i64>) -> Result<Vec<PlannedBuffer>, SpecError> {
     let mut out = Vec::new();
-    for k in kernels {
-        for (argument, a) in k.args.iter().enumerate() {
+    each_buffer(kernels, var, |b| {
+        out.push(PlannedBuffer {
+            kernel: b.kernel.name.clone(),
+            argument: b.argument,
+            name: b.name.clone(),
+            ty: b.ty,
+            len: b.len.to_string(),
+            elements: b.elements,
+            bytes: b.bytes,
+        });
+    })?;
+    Ok(out)
+}
+
+/// Whether the buffers of `kernels` have sizes at the point whose axis values `var` gives: the
+/// checks of [`at_point`] (a count of at least one, a size below [`MAX_BYTES`], an expression that
+/// evaluates), with no list made and no text written but an error's, so that checking a sweep of
+/// 100,000 points costs the evaluations alone.
+pub fn check_at(kernels: &[KernelSpec], var: &dyn Fn(&str) -> Option<i64>) -> Result<(), SpecError> {
+    each_buffer(kernels, var, |_| {})
+}
+
+/// One buffer of a kernel at a point, as [`each_buffer`] finds it.
+struct Found<'k> {
+    kernel: &'k KernelSpec,
+    argument: usize,
+    name: &'k Option<String>,
+    ty: ElemType,
+    len: &'k Expr,
+    elements: u64,
+    bytes: u64,
+}
+
+/// Calls `each` with every buffer of `kernels` at the point, in order; the first buffer whose size
+/// is wrong is the error, which names it (`kernel step, argument 1 (f32[n/2]): ...`, written only
+/// then).
+fn each_buffer<'k>(
+    kernels: &'k [KernelSpec],
+    var: &dyn Fn(&str) -> Option<i64>,
+    mut each: impl FnMut(Found<'k>),
+) -> Result<(), SpecError> {
+    for kernel in kernels {
+        for (argument, a) in kernel.args.iter().enumerate() {
             if let ArgSpec::Buffer { name, ty, len, .. } = a {
                 let at = |e: SpecError| {
-                    SpecError::new(format!("kernel {}, argument {argument} ({}[{len}]): {e}", k.name, ty.name()))
+                    SpecError::new(format!("kernel {}, argument {argument} ({}[{len}]): {e}", kernel.name, ty.name()))
                 };
                 let elements = len.eval(var).map_err(at)?;
                 let bytes = buffer_bytes(*ty, elements).map_err(at)?;
-                out.push(PlannedBuffer {
-                    kernel: k.name.clone(),
-                    argument,
-                    name: name.clone(),
-                    ty: *ty,
-                    len: len.to_string(),
-                    elements: elements.unsigned_abs(),
-                    bytes,
-                });
+                each(Found { kernel, argument, name, ty: *ty, len, elements: elements.unsigned_abs(), bytes });
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// `bytes` for a message: `160.0 GiB (171798691840 bytes)`.
@@ -208,6 +244,19 @@ mod tests {
         // Sums past 64 bits do not wrap into something that fits.
         let huge = at(&[kernel(&["u8[n]", "u8[n]", "u8[n]"])], i64::MAX).unwrap();
         assert!(check_fits(&huge, u64::MAX, u64::MAX).is_err());
+    }
+
+    /// The command line's check finds what `at_point` finds, with the same message.
+    #[test]
+    fn check_at_agrees_with_at_point() {
+        let ks = [kernel(&["i32=n", "x:f32[n*4]", "u8[n-3]"])];
+        for n in [1, 3, 4, 1 << 62] {
+            let var = |v: &str| (v == "n").then_some(n);
+            let (planned, checked) = (at_point(&ks, &var), check_at(&ks, &var));
+            assert_eq!(planned.as_ref().err(), checked.as_ref().err(), "n={n}");
+            assert_eq!(planned.is_ok(), checked.is_ok(), "n={n}");
+        }
+        assert!(check_at(&ks, &|v| (v == "n").then_some(3)).unwrap_err().to_string().contains("argument 2 (u8[n-3])"));
     }
 
     #[test]

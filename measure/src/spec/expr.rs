@@ -11,9 +11,17 @@
 //! Every operation is checked: overflow, division by zero and a negative exponent are errors,
 //! never a panic or a wrapped value. Nesting is bounded ([`MAX_DEPTH`]): the parser, the
 //! evaluation and the drop of an expression recurse over its tree, so a text nested 60,000 deep
-//! (a 120 KB argument is legal on Linux) is refused rather than overflowing the stack.
+//! (a 120 KB argument is legal on Linux) is refused rather than overflowing the stack. So is
+//! length ([`MAX_LEN`]): the command evaluates each expression at every point of its sweep (up to
+//! 100,000), so a balanced tree of 20,000 terms, shallow enough to pass the depth limit, took
+//! minutes to check.
 
 use super::{shown, SpecError};
+
+/// The longest an expression's text may be, in bytes (spaces included). Written expressions are
+/// a few dozen bytes; this bounds an expression to about 2,000 terms, and the check of a sweep
+/// (every expression at every point) to a fraction of a second.
+pub const MAX_LEN: usize = 4096;
 
 /// The deepest an expression may nest: parentheses, signs and operators, each operand of an
 /// operator one level below it (`1+1+...+1` of 300 terms nests 300 deep). Written expressions
@@ -111,9 +119,12 @@ impl Expr {
         Ok(())
     }
 
-    /// Parses `text`; an error says where and what, and refuses an expression nested deeper than
-    /// [`MAX_DEPTH`].
+    /// Parses `text`; an error says where and what, and refuses an expression longer than
+    /// [`MAX_LEN`] bytes (before reading it) or nested deeper than [`MAX_DEPTH`].
     pub fn parse(text: &str) -> Result<Expr, SpecError> {
+        if text.len() > MAX_LEN {
+            return Err(SpecError::new(format!("expression longer than {MAX_LEN} bytes: {}", shown(text))));
+        }
         let mut p = Parser { s: text.as_bytes(), pos: 0, text, depth: 0 };
         let (e, _) = p.expr(0)?;
         p.skip_ws();
@@ -121,6 +132,16 @@ impl Expr {
             return Err(p.error("unexpected text"));
         }
         Ok(e)
+    }
+
+    /// How many numbers, names, signs and operators the expression holds: what one evaluation
+    /// costs.
+    pub fn terms(&self) -> usize {
+        match self {
+            Expr::Num(_) | Expr::Var(_) => 1,
+            Expr::Neg(e) => 1 + e.terms(),
+            Expr::Bin(_, a, b) => 1 + a.terms() + b.terms(),
+        }
     }
 
     /// The axis names the expression uses.
@@ -418,13 +439,52 @@ mod tests {
 
     #[test]
     fn nesting_past_the_limit_is_an_error_not_a_stack_overflow() {
-        for text in deep_texts(60_000) {
+        // 2,000 levels: within the length limit, far past the depth limit.
+        for text in deep_texts(2_000) {
+            assert!(text.len() <= MAX_LEN, "{}", text.len());
             let e = Expr::parse(&text).unwrap_err().to_string();
             assert!(e.contains(&format!("expression nested deeper than {MAX_DEPTH}")), "{}: {e}", &text[..20]);
+            assert!(e.len() < 200, "the message quotes an excerpt: {} bytes", e.len());
+        }
+        // 60,000 levels: refused by their length before they are read.
+        for text in deep_texts(60_000) {
+            let e = Expr::parse(&text).unwrap_err().to_string();
+            assert!(e.contains(&format!("expression longer than {MAX_LEN} bytes")), "{}: {e}", &text[..20]);
             assert!(e.len() < 200, "the message quotes an excerpt, not 120 KB: {} bytes", e.len());
         }
         // A run of plus signs nests nothing.
-        assert_eq!(eval(&format!("{}7", "+".repeat(60_000)), 0).unwrap(), 7);
+        assert_eq!(eval(&format!("{}7", "+".repeat(MAX_LEN - 1)), 0).unwrap(), 7);
+    }
+
+    /// A balanced sum of `leaves` names: as shallow as a tree can be, as long as it has terms.
+    fn balanced(leaves: usize) -> String {
+        if leaves == 1 {
+            return "n".into();
+        }
+        format!("({}+{})", balanced(leaves / 2), balanced(leaves - leaves / 2))
+    }
+
+    /// An expression within the depth limit but longer than [`MAX_LEN`] (80 KB: 20,000 terms 16
+    /// deep, which made a sweep's check take minutes) is refused, at once; one of the longest
+    /// accepted parses and evaluates, and counts its terms.
+    #[test]
+    fn expressions_longer_than_the_limit_are_refused() {
+        let long = balanced(20_000);
+        assert!(long.len() > 79_000, "{}", long.len());
+        let started = std::time::Instant::now();
+        let e = Expr::parse(&long).unwrap_err().to_string();
+        assert!(started.elapsed().as_secs_f64() < 0.5, "{:?}", started.elapsed());
+        assert!(e.starts_with(&format!("expression longer than {MAX_LEN} bytes: \"((((")), "{e}");
+        assert!(e.contains(&format!("({} bytes)", long.len())) && e.len() < 200, "{e}");
+        let fits = balanced(1_000);
+        assert!(fits.len() <= MAX_LEN, "{}", fits.len());
+        let parsed = Expr::parse(&fits).unwrap();
+        assert_eq!(parsed.terms(), 1_999);
+        assert_eq!(parsed.eval(&|v| (v == "n").then_some(3)).unwrap(), 3_000);
+        let exactly = format!("{}n", " ".repeat(MAX_LEN - 1));
+        assert!(Expr::parse(&exactly).is_ok(), "{MAX_LEN} bytes are accepted");
+        assert!(Expr::parse(&format!(" {exactly}")).is_err(), "one more is not");
+        assert_eq!(Expr::parse("-(n+1)*2").unwrap().terms(), 6);
     }
 
     #[test]

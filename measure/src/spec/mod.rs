@@ -9,8 +9,16 @@ pub mod axes;
 pub mod buffers;
 pub mod expr;
 
-use args::{ArgSpec, Fill};
+use args::{ArgSpec, Fill, Number};
 use expr::Expr;
+
+/// The most evaluations the check of a sweep may make: its points times its kernels' terms
+/// ([`KernelSpec::terms`]), 100,000 points of 1,000 terms. The command checks every expression at
+/// every point before it measures anything; with no bound, a few thousand `--arg`s over 100,000
+/// points (a few hundred kilobytes of command line) kept it busy for minutes. A debug build checks
+/// 4 million in a quarter of a second (about 50 ns a term): this many take seconds there, and
+/// less in a release build.
+pub const MAX_SWEEP_TERMS: usize = 100_000_000;
 
 /// Something wrong in what the command line says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,12 +197,34 @@ impl KernelSpec {
                 _ => None,
             };
             if let Some((ty, value)) = value {
-                let what = format!("argument {i}");
-                ty.encode(value.eval(var).map_err(|e| err(&what, e))?).map_err(|e| err(&what, e))?;
+                // The message is written only for an error: this runs at every point of a sweep.
+                let at = |e| err(&format!("argument {i}"), e);
+                ty.encode(value.eval(var).map_err(at)?).map_err(at)?;
             }
         }
-        buffers::at_point(core::slice::from_ref(self), var)?;
-        Ok(())
+        buffers::check_at(core::slice::from_ref(self), var)
+    }
+
+    /// How many terms (numbers, names, signs, operators) the expressions of its launch hold: what
+    /// [`evaluate_at`](Self::evaluate_at) evaluates at each point.
+    pub fn terms(&self) -> usize {
+        let number = |n: &Number| match n {
+            Number::Int(e) => e.terms(),
+            Number::Float(_) => 1,
+        };
+        let dims = |d: &Dims| d.0.iter().map(Expr::terms).sum::<usize>();
+        let args: usize = self
+            .args
+            .iter()
+            .map(|a| match a {
+                ArgSpec::Scalar { value, .. } => number(value),
+                ArgSpec::Buffer { len, fill: Fill::Value(value), .. } => len.terms() + number(value),
+                ArgSpec::Buffer { len, .. } => len.terms(),
+                // Nothing evaluated, but each argument is looked at.
+                _ => 1,
+            })
+            .sum();
+        dims(&self.grid) + dims(&self.block) + self.smem.terms() + args
     }
 
     /// Whether the kernel writes its own stamps.
