@@ -32,8 +32,10 @@ tools=("$@")
 [ ${#tools[@]} -eq 0 ] && tools=(memcheck racecheck synccheck initcheck)
 logs=${SANITIZE_LOGS:-$(mktemp -d)}
 mkdir -p "$logs"
-gpu_tests="core:gpu core:no_alloc core:memory_ordering core:errors core:captures core:staging core:graph_lifetimes kernels:gpu kernels:graphs kernels:conditional kernels:pipeline kernels:no_alloc kernels:threads kernels:multi_gpu kernels:temporaries kernels:temporaries_lifecycle libs:nvrtc ffi-tests:programs ffi-tests:random_calls ffi-tests:launch ffi-tests:last_error ffi-tests:pipeline_handle ffi-tests:alloc_options ffi-tests:temporaries ffi-tests:two_gpus ffi-tests:device_reset cuda-sys:no_driver core:batch_copy core:driver_log core:host_pool core:library_images core:partition ffi-tests:graph_cache ffi-tests:sm_partitions kernels:kernel_node_attributes kernels:launch_after_reset kernels:launch_paths measure:gpu measure:check_gpu core:shared_graph_cache core:async_wait core:ipc ffi-tests:ipc"
-# Not here: kernels:sticky (it makes a kernel fault on purpose, which memcheck reports), and
+gpu_tests="core:gpu core:no_alloc core:memory_ordering core:errors core:captures core:staging core:graph_lifetimes kernels:gpu kernels:graphs kernels:conditional kernels:pipeline kernels:no_alloc kernels:threads kernels:multi_gpu kernels:temporaries kernels:temporaries_lifecycle libs:nvrtc ffi-tests:programs ffi-tests:random_calls ffi-tests:launch ffi-tests:last_error ffi-tests:pipeline_handle ffi-tests:alloc_options ffi-tests:temporaries ffi-tests:two_gpus ffi-tests:device_reset cuda-sys:no_driver core:batch_copy core:driver_log core:host_pool core:library_images core:partition ffi-tests:graph_cache ffi-tests:sm_partitions kernels:kernel_node_attributes kernels:launch_after_reset kernels:launch_paths measure:gpu core:shared_graph_cache core:async_wait core:ipc ffi-tests:ipc"
+# Not here: measure:check_gpu (its dynamic check must see seeded PDL races happen, and under the
+# sanitizer kernels do not overlap, so no race shows: 4 of its 6 tests fail there with 0 errors),
+# kernels:sticky (it makes a kernel fault on purpose, which memcheck reports), and
 # ffi-tests:capture_modes (its plain C++ reproducers crash child processes on purpose, CB-01..03).
 [ -n "${SANITIZE_ONLY:-}" ] && gpu_tests=$SANITIZE_ONLY
 # Test binaries every test of which needs two GPUs (they name them two_gpus_*).

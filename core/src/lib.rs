@@ -50,6 +50,9 @@
 //! | [`host_fn`] | (`std`) Rust closures run on a stream (`cudaLaunchHostFunc`) |
 //! | [`staging`] | (`std`) a ring of pinned slots that a loader thread fills and copies to the device |
 //! | [`partition`] | (`std`) SM partitions (green contexts), each with its own streams |
+//! | `ipc` | (`std`, Unix) memory, events and pools shared between processes (CUDA IPC, file descriptors over Unix sockets) |
+//! | `future` | (`async`) a stream's or an event's completion as a future; buffers owned by work in flight |
+//! | [`in_context`] | (`std`) a value tied to the CUDA context it was made in, refused once a device reset destroyed it |
 //! | [`context`] | (`std`) the CUDA context each object belongs to, to tell when `cudaDeviceReset` destroyed it |
 //! | [`pipeline`] | (`alloc`) a chunked copy-in, compute, copy-out pipeline over several streams |
 //! | [`library`] | (`alloc`, CUDA 12.8 headers or later) kernels loaded at run time from PTX, cubin or fatbin |
@@ -57,9 +60,9 @@
 //! | [`docs`] | the design, the [safety model](docs::safety), [compiling your own CUDA C](docs::user_kernels) (and documenting it on docs.rs) |
 //!
 //! The types used most are re-exported at the crate root (listed below). Features: `std` (the
-//! default, implies `alloc`) and `alloc` add the modules marked so; with neither, the crate needs
-//! no allocator. `bindgen` generates the bindings from the toolkit's headers instead of taking the
-//! checked-in ones.
+//! default, implies `alloc`) and `alloc` add the modules marked so, `async` (implies `std`) adds
+//! `future`; with neither `std` nor `alloc`, the crate needs no allocator. `bindgen` generates the
+//! bindings from the toolkit's headers instead of taking the checked-in ones.
 #![no_std]
 #![warn(missing_docs)]
 // docs.rs (nightly rustdoc, `--cfg ordo_doc_cfg` from [package.metadata.docs.rs]): feature badges.
