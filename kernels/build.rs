@@ -47,8 +47,9 @@ fn main() -> ExitCode {
         .flag("-std=c++17")
         .flag("-Xptxas=-O3")
         .warnings(false)
-        .file("cuda/kernels.cu")
-        .file("cuda/decoder.cu");
+        // One translation unit: the C/C++ archive merges its objects into one, and nvcc cannot
+        // device-link an object holding two CUDA modules (docs/cuda-behaviours.md, CB-32).
+        .file("cuda/kernels.cu");
     // The targets ordo-cuda-sys publishes for every crate (sm_80, sm_90, compute_90 PTX).
     for flag in core("GENCODE").unwrap_or_default().to_string_lossy().split_whitespace() {
         build.flag(flag);

@@ -71,7 +71,6 @@ pub mod chain;
 #[cfg(feature = "cublas")]
 #[cfg_attr(ordo_doc_cfg, doc(cfg(feature = "cublas")))]
 pub mod cublas;
-pub mod decoder;
 mod frame;
 mod gemv;
 

@@ -99,7 +99,7 @@ fn gpu_time_us(dec: &mut Decoder<'_>, s: StreamRef<'_>, batch: usize) -> Result<
     let mut total = 0.0;
     for l in 0..=LAYERS {
         // SAFETY: the spin kernel takes no pointer.
-        unsafe { ordo_cuda_kernels::decoder::spin().launch(s, &LaunchConfig::new(1, 1), (1_000_000,))? };
+        unsafe { ordo_decode::kernels::spin().launch(s, &LaunchConfig::new(1, 1), (1_000_000,))? };
         start.record(s)?;
         if l < LAYERS {
             dec.layer(s, batch, l, false, &mut |_| Ok(()))?;

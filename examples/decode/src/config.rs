@@ -1,7 +1,7 @@
 //! The model's shapes and the step's plan, with no GPU: the layer shapes, the limits the buffers are
 //! sized for, the GEMMs of a step and the buffers it uses.
 
-use ordo_cuda::kernels::decoder::{HEAD_DIM, MAX_CHUNK, MAX_GROUP};
+use crate::kernels::{HEAD_DIM, MAX_CHUNK, MAX_GROUP};
 use ordo_cuda::{Error, Result};
 
 /// A Llama-style decoder stack: pre-norm attention with grouped KV heads and rotary embeddings,

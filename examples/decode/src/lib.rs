@@ -12,7 +12,7 @@
 //! A layer of a step ([`Decoder::step`]) is four cuBLAS GEMMs (fused QKV, output, fused gate and
 //! up, down; fp16 with fp32 compute under cuBLAS's default math mode, as PyTorch calls them; the
 //! residual added by the output and down GEMMs' `beta = 1`) and six of ordo's kernels
-//! (`ordo_cuda::kernels::decoder`): RMSNorm, rotary embedding with the KV-cache write, attention
+//! (`kernels`, compiled from `cuda/decoder.cu` by the build script): RMSNorm, rotary embedding with the KV-cache write, attention
 //! over chunks of the cache and their combination, RMSNorm, the SiLU gate. ordo's kernels are
 //! launched by ordo's PDL plan. The positions live on the device, so one graph a batch size
 //! serves every context: the bucket graph cache replays them ([`ordo_cuda::graph_cache`]).
@@ -30,6 +30,7 @@
 pub mod config;
 pub mod cublas_path;
 pub mod formula;
+pub mod kernels;
 pub mod model;
 pub mod reference;
 

@@ -1,6 +1,6 @@
 //! Timing a step, and the per-operation profile.
 
-use ordo_cuda::kernels::decoder;
+use ordo_decode::kernels as decoder;
 use ordo_cuda::launch::LaunchConfig;
 use ordo_cuda::{Result, StreamRef, TimingEvent};
 use ordo_decode::{Decoder, Op};

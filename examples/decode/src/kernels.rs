@@ -9,7 +9,7 @@
 //! is fp32. The shapes are the caller's to check (`examples/decode` checks them once, when it
 //! plans the step): the kernels index what the arguments say.
 
-use ordo_cuda_core::launch::PdlKernel;
+use ordo_cuda::launch::PdlKernel;
 
 /// The head dimension the rotary and attention kernels take.
 pub const HEAD_DIM: usize = 128;
@@ -40,7 +40,7 @@ pub struct AttnShape {
     pub scale: f32,
 }
 
-ordo_cuda_core::declare_kernels! {
+ordo_cuda::declare_kernels! {
     unsafe extern "C" {
         #[link_name = "ordok_dec_rmsnorm"]
         fn rmsnorm_plain(x: *const u16, copy: *mut u16, w: *const u16, out: *mut u16, rows: i32, cols: i32, eps: f32);
