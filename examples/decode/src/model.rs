@@ -4,8 +4,8 @@
 
 use crate::config::{BufferSizes, GemmShape, Limits, ModelConfig, FORMULA_POSITIONS};
 use crate::formula::{final_norm_formula, input_formula, layer_formula, Formula, Tensor};
-use ordo_cuda::cublas::{ComputeType, Cublas, DataType, GemmAlgo, GemmEx, MathMode, Operand, Operation};
 use crate::kernels::{self as decoder, AttnShape, ATTN_THREADS};
+use ordo_cuda::cublas::{ComputeType, Cublas, DataType, GemmAlgo, GemmEx, MathMode, Operand, Operation};
 use ordo_cuda::launch::{BeyondOneWave, KernelArgs, LaunchConfig, PdlKernel, PdlMode, PdlPlan};
 use ordo_cuda::memory::copy;
 use ordo_cuda::{Device, DeviceBuffer, Error, Result, StreamRef};

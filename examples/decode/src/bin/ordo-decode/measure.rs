@@ -1,8 +1,8 @@
 //! Timing a step, and the per-operation profile.
 
-use ordo_decode::kernels as decoder;
 use ordo_cuda::launch::LaunchConfig;
 use ordo_cuda::{Result, StreamRef, TimingEvent};
+use ordo_decode::kernels as decoder;
 use ordo_decode::{Decoder, Op};
 use std::time::Instant;
 
