@@ -547,9 +547,13 @@ fn gpu_a_captured_launch_keeps_the_domain_and_the_preferred_cluster_on_its_node(
     let mode = sys::cudaStreamCaptureMode::cudaStreamCaptureModeThreadLocal;
     assert_eq!(unsafe { sys::cudaStreamBeginCapture(stream, mode) }, sys::cudaError::cudaSuccess);
     let st = add_one(stream, &x, c);
+    let detail = if st == ORDO_SUCCESS { String::new() } else { last_error_text() };
+    let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
+    unsafe { sys::cudaStreamIsCapturing(stream, &mut status) };
     let mut graph: sys::cudaGraph_t = null_mut();
-    assert_eq!(unsafe { sys::cudaStreamEndCapture(stream, &mut graph) }, sys::cudaError::cudaSuccess);
-    assert_eq!(st, ORDO_SUCCESS, "the captured launch");
+    let end = unsafe { sys::cudaStreamEndCapture(stream, &mut graph) };
+    assert_eq!(st, ORDO_SUCCESS, "the captured launch: {detail}");
+    assert_eq!(end, sys::cudaError::cudaSuccess, "the capture's end (its status after the launch: {status:?})");
     let mut node: sys::cudaGraphNode_t = null_mut();
     let mut count = 1usize;
     assert_eq!(unsafe { sys::cudaGraphGetNodes(graph, &mut node, &mut count) }, sys::cudaError::cudaSuccess);
@@ -588,4 +592,12 @@ fn gpu_a_captured_launch_keeps_the_domain_and_the_preferred_cluster_on_its_node(
         sys::cudaStreamDestroy(stream);
     }
     assert!(got == host.iter().map(|v| v + 2.0).collect::<Vec<_>>(), "two replays, one add each");
+}
+
+/// The calling thread's last error, as `ordo_last_error_message` writes it.
+fn last_error_text() -> String {
+    let mut buf = vec![0u8; 1024];
+    let n = unsafe { ordo_last_error_message(buf.as_mut_ptr().cast(), buf.len()) };
+    buf.truncate(n.min(buf.len()));
+    String::from_utf8_lossy(&buf).trim_end_matches('\0').to_string()
 }
