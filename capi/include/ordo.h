@@ -853,7 +853,10 @@ void ordo_sm_stream_destroy(ordo_sm_stream* stream);
  * pool_create: cudaMemHandleTypePosixFileDescriptor; allocate with cudaMallocFromPoolAsync on
  * ordo_ipc_pool_handle's pool. pool_export_fd gives a new descriptor, the caller's to send and
  * close; pool_import_fd leaves `fd` the caller's and grants `device` read-write access. An imported
- * pool allocates nothing: it imports the exporter's allocations (pool_import_pointer). */
+ * pool allocates nothing: it imports the exporter's allocations (pool_import_pointer).
+ * mem_open and pool_import_pointer keep their stream past the call (the close or free is ordered on
+ * it, maybe from another thread): cudaStreamPerThread, a different stream on each thread, is refused
+ * there with ORDO_ERROR_INVALID_ARGUMENT. */
 #define ORDO_IPC_HANDLE_BYTES 80
 typedef struct OrdoIpcMapping ordo_ipc_mapping;
 typedef struct OrdoIpcEvent ordo_ipc_event;

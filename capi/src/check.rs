@@ -95,6 +95,19 @@ pub(crate) fn stream_ref<'a>(raw: sys::cudaStream_t) -> Outcome<StreamRef<'a>> {
     })
 }
 
+/// As [`stream_ref`], for a stream that ordo keeps past the call (an IPC mapping or import frees
+/// on it later, maybe from another thread): `cudaStreamPerThread` is refused, since it names
+/// another stream on every thread that uses it.
+pub(crate) fn kept_stream_ref<'a>(raw: sys::cudaStream_t) -> Outcome<StreamRef<'a>> {
+    if raw == sys::cudaStreamPerThread() {
+        return Err(invalid(
+            "stream",
+            "cudaStreamPerThread is a different stream on each thread, and this stream is kept past the call: pass a stream of your own (or cudaStreamLegacy)",
+        ));
+    }
+    stream_ref(raw)
+}
+
 /// Whether `s` is capturing (or holds an invalidated capture not yet ended), asked the one way
 /// that is legal during a capture (`cudaStreamGetCaptureInfo`).
 pub(crate) fn capturing(s: StreamRef<'_>) -> Outcome<bool> {

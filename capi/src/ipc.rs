@@ -3,7 +3,7 @@
 //! socket, a pipe, shared memory); a pool's descriptor crosses with [`ordo_ipc_send_fd`] and
 //! [`ordo_ipc_recv_fd`]. What the exporting process owes is the Rust API's (ordo.h says it too).
 
-use super::check::{non_null, stream_ref, write_out};
+use super::check::{kept_stream_ref, non_null, stream_ref, write_out};
 use super::context::InContext;
 use super::handles;
 use super::status::{guard, guard_void, invalid, Failure, OrdoStatus, Outcome, ORDO_NOT_READY};
@@ -135,11 +135,12 @@ pub unsafe extern "C" fn ordo_ipc_mem_open(
 ) -> OrdoStatus {
     guard("ordo_ipc_mem_open", || {
         non_null(out.cast_const(), "out")?;
+        let stream = kept_stream_ref(stream)?;
         // SAFETY: the C contract.
         let bytes = unsafe { read_handle(handle, handle_len, "handle") }?;
         // SAFETY: the exporter's obligations are the caller's (the C contract).
         let handle = unsafe { IpcMemHandle::from_bytes(bytes) }?;
-        let mapping = InContext::new(IpcMapping::<u8>::open(&handle, stream_ref(stream)?)?)?;
+        let mapping = InContext::new(IpcMapping::<u8>::open(&handle, stream)?)?;
         write_out(out, handles::register(mapping)?, "out")
     })
 }
@@ -403,7 +404,7 @@ pub unsafe extern "C" fn ordo_ipc_pool_import_pointer(
         let bytes = unsafe { read_handle(handle, handle_len, "handle") }?;
         // SAFETY: the exporter's obligations are the caller's (the C contract).
         let handle = unsafe { PoolPointerHandle::from_bytes(bytes) }?;
-        let import = InContext::new(imported.import_pointer::<u8>(&handle, stream_ref(stream)?)?)?;
+        let import = InContext::new(imported.import_pointer::<u8>(&handle, kept_stream_ref(stream)?)?)?;
         write_out(out, handles::register(import)?, "out")
     })
 }
@@ -539,6 +540,15 @@ mod tests {
             assert_eq!(ordo_ipc_mem_export(core::ptr::null(), 4, wire.as_mut_ptr(), 64), ORDO_ERROR_INVALID_ARGUMENT);
         }
         assert!(out.is_null());
+        // A stream kept past the call: cudaStreamPerThread is refused (another stream on each thread).
+        // SAFETY: as above.
+        let st = unsafe { ordo_ipc_mem_open(junk.as_ptr(), 80, sys::cudaStreamPerThread(), &mut out) };
+        assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT);
+        let mut text = [0u8; 512];
+        // SAFETY: a writable buffer of its length.
+        let n = unsafe { super::super::last_error::ordo_last_error_message(text.as_mut_ptr().cast(), text.len()) };
+        let text = String::from_utf8_lossy(&text[..n.min(text.len())]);
+        assert!(text.contains("cudaStreamPerThread"), "{text}");
         assert_eq!(ordo_ipc_event_query(core::ptr::null_mut()), ORDO_ERROR_INVALID_HANDLE);
         ordo_ipc_mapping_close(core::ptr::null_mut());
         ordo_ipc_import_free(0x51b as *mut OrdoIpcImport);

@@ -200,11 +200,16 @@ impl WakeSlot {
                 drop(inner);
                 drop(event);
                 if let Some(waker) = waker {
-                    waker.wake();
+                    // The poller is done with the slot whatever the waker does: a panic here must
+                    // not leave the slot in the poller's list, where a later round could free it
+                    // after its owner let it go and it was armed again (for another future).
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| waker.wake()));
                 }
                 true
             }
-            (SlotState::Abandoned, _) => {
+            // Only a slot of the poller's own (it still holds its event: a stream callback's slot
+            // never has one) is freed here.
+            (SlotState::Abandoned, Some(_)) => {
                 let payload = inner.payload.take();
                 free(self, inner);
                 drop(payload);

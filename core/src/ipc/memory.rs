@@ -39,6 +39,16 @@ pub(crate) fn free_after_stream(
     device: Device,
     free: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
+    // A capturing stream cannot be synchronised (nor waited for by queries), so nothing would
+    // order the free after the work queued before the capture: the memory is left allocated
+    // (leaked) and the refusal returned, rather than freed under that work.
+    if !matches!(stream.capture_status(), Ok(crate::graph::CaptureStatus::None)) {
+        return Err(crate::error::Error::usage(
+            crate::error::UsageKind::InvalidArgument,
+            "ipc free",
+            "the stream is capturing: the memory is left allocated (freed under queued work otherwise); free it outside captures",
+        ));
+    }
     let synchronised = stream.synchronize_or_wait_idle();
     let freed = device.with_current(free);
     synchronised.and(freed)
@@ -50,7 +60,9 @@ pub(crate) fn free_after_stream(
 ///
 /// Its views carry `stream` as their [`origin`](DeviceSlice::origin). `cudaFree` is ordered on no
 /// stream, so the drop **synchronises `stream`** and then frees: work this process queued on
-/// `stream` (or ordered before it) has completed by then. Drop it outside hot loops. Other
+/// `stream` (or ordered before it) has completed by then. Drop it outside hot loops, and outside
+/// captures of `stream`: there nothing can wait for that work, so the memory is left allocated
+/// and the refusal kept as a drop error. Other
 /// processes' mappings are not this type's to know of: see [what the exporter owes](super#across-processes-what-the-exporter-owes).
 /// A failure in the drop is kept for [`take_drop_errors`](crate::error::take_drop_errors);
 /// [`free`](Self::free) returns it.
