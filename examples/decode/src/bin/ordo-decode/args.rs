@@ -8,6 +8,7 @@ the bucket graph cache), eager and replayed, with a correctness pass and a per-o
 
 usage: ordo-decode [--layers N] [--check-layers N] [--batches 1,8,32] [--contexts 512,2048]
                    [--steps N] [--warmup N] [--chunk N] [--no-pdl] [--no-reference] [--out DIR]
+       ordo-decode --serve SECONDS [--barrier DIR] [--layers N] [--batches B] [--contexts C]
 
   --layers N        layers timed (default 32)
   --check-layers N  layers of the correctness pass whose outputs torch_decode.py compares (default 2)
@@ -19,6 +20,12 @@ usage: ordo-decode [--layers N] [--check-layers N] [--batches 1,8,32] [--context
   --no-pdl          launch ordo's kernels in their plain forms, without PDL
   --no-reference    skip the CPU reference check (2 layers at batch 1, the first context)
   --out DIR         where ordo.json and the check outputs go (default decode-run)
+  --serve SECONDS   throughput mode, for several processes at once (scripts/mps-bench.sh): the
+                    first batch and context only, replayed, each step synchronised, for SECONDS;
+                    one JSON line on stdout (steps, steps/s, median and p99 ms)
+  --barrier DIR     with --serve: once warm, create DIR/ready.PID, then wait (at most 10 minutes)
+                    for DIR/go, which holds the wall-clock time (Unix ms) the timed steps start
+                    at: processes started one after the other time the same window
 
 cuBLAS: ORDO_CUBLAS names the library; unset, the one PyTorch's wheel ships (asked of python3) is
 tried first, then the loader's libcublas.so.13/.12.";
@@ -36,6 +43,10 @@ pub struct Args {
     pub pdl: bool,
     pub reference: bool,
     pub out: PathBuf,
+    /// `--serve`: seconds of replayed steps.
+    pub serve_s: Option<f64>,
+    /// `--barrier`: the folder where served processes meet before their timed steps.
+    pub barrier: Option<PathBuf>,
 }
 
 impl Default for Args {
@@ -51,6 +62,8 @@ impl Default for Args {
             pdl: true,
             reference: true,
             out: PathBuf::from("decode-run"),
+            serve_s: None,
+            barrier: None,
         }
     }
 }
@@ -87,6 +100,14 @@ pub fn parse(mut it: impl Iterator<Item = String>) -> Result<Option<Args>, Strin
             "--no-pdl" => a.pdl = false,
             "--no-reference" => a.reference = false,
             "--out" => a.out = PathBuf::from(it.next().ok_or("--out needs a value")?),
+            "--serve" => {
+                let v = it.next().ok_or("--serve needs a value")?;
+                match v.parse::<f64>() {
+                    Ok(s) if s.is_finite() && s > 0.0 && s <= 3600.0 => a.serve_s = Some(s),
+                    _ => return Err(format!("--serve: seconds in (0, 3600]: {v}")),
+                }
+            }
+            "--barrier" => a.barrier = Some(PathBuf::from(it.next().ok_or("--barrier needs a value")?)),
             "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -95,4 +116,30 @@ pub fn parse(mut it: impl Iterator<Item = String>) -> Result<Option<Args>, Strin
         return Err("--layers, --check-layers (at most --layers) and --steps must be positive".into());
     }
     Ok(Some(a))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    fn args(line: &str) -> Result<Option<super::Args>, String> {
+        parse(line.split_whitespace().map(str::to_owned))
+    }
+
+    #[test]
+    fn serve_takes_seconds_and_a_barrier() {
+        let a = args("--serve 2.5 --barrier /tmp/b --batches 8").ok().flatten();
+        let a = a.as_ref();
+        assert_eq!(a.and_then(|a| a.serve_s), Some(2.5));
+        assert_eq!(a.and_then(|a| a.barrier.clone()), Some(std::path::PathBuf::from("/tmp/b")));
+        assert_eq!(a.map(|a| a.batches.clone()), Some(vec![8]));
+        assert_eq!(args("").ok().flatten().and_then(|a| a.serve_s), None);
+    }
+
+    #[test]
+    fn serve_refuses_what_is_not_a_duration() {
+        for bad in ["--serve 0", "--serve -1", "--serve nan", "--serve inf", "--serve 1e9", "--serve", "--barrier"] {
+            assert!(args(bad).is_err(), "{bad}");
+        }
+    }
 }

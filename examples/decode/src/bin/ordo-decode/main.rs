@@ -37,7 +37,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(&args) {
+    let outcome = match args.serve_s {
+        Some(seconds) => serve(&args, seconds),
+        None => run(&args),
+    };
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
             eprintln!("ordo-decode: a correctness check failed (see above); the figures were still written");
@@ -250,6 +254,86 @@ fn run(args: &args::Args) -> Result<bool> {
     drop(check_graphs);
     drop(graphs);
     Ok(ok)
+}
+
+/// `--serve`: the first batch and context, replayed from a one-bucket graph cache, each step
+/// synchronised, for `seconds` from `--start-at-ms` (at once without it); one JSON line on stdout.
+/// For several processes at once (`scripts/mps-bench.sh`: with and without MPS).
+fn serve(args: &args::Args, seconds: f64) -> Result<bool> {
+    if device::count()? == 0 {
+        return Err(Error::invalid("ordo-decode", "no CUDA device"));
+    }
+    cublas_path::choose()?;
+    let (batch, context) = (args.batches[0], args.contexts[0]);
+    let stream = Stream::new()?;
+    let s = stream.as_stream();
+    let limits = Limits::new(batch, context, args.chunk)?;
+    let dec = RefCell::new(Decoder::new(s, ModelConfig::llama3_8b(args.layers), limits, args.pdl)?);
+    let layers = args.layers;
+    let options = CacheOptions { warmup: true, ..CacheOptions::default() };
+    // SAFETY: the body enqueues the decoder's step on the capturing stream, over the decoder's
+    // buffers; `dec` is declared before the cache and outlives it; nothing else uses `s`.
+    let mut graphs = unsafe {
+        GraphCache::with_options(vec![batch], Overflow::Error, options, |cs, b| dec.borrow_mut().step(cs, b, layers))
+    }?;
+    graphs.capture_all(s)?;
+    setup(&dec, s, batch, context)?;
+    for _ in 0..args.warmup {
+        graphs.run(s, batch)?;
+        s.synchronize()?;
+    }
+    let late_ms = match &args.barrier {
+        Some(dir) => meet(dir)?,
+        None => 0.0,
+    };
+    let mut wall = Vec::new();
+    let t0 = Instant::now();
+    while t0.elapsed().as_secs_f64() < seconds {
+        let t = Instant::now();
+        graphs.run(s, batch)?;
+        s.synchronize()?;
+        wall.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let elapsed = t0.elapsed().as_secs_f64();
+    let out = dec.borrow().read_output(batch)?;
+    let finite = out.iter().all(|&b| half::f16::from_bits(b).to_f32().is_finite());
+    let st = stats(wall.iter().copied());
+    let line = json!({
+        "pid": std::process::id(), "batch": batch, "context": context, "layers": layers, "pdl": args.pdl,
+        "steps": wall.len(), "seconds": elapsed, "steps_per_s": wall.len() as f64 / elapsed,
+        "median_ms": st.median, "p99_ms": st.p99, "late_ms": late_ms, "finite": finite,
+        "mps_active_thread_percentage": std::env::var("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE").ok(),
+    });
+    println!("{line}");
+    drop(graphs);
+    Ok(finite)
+}
+
+/// `--barrier DIR`: announces this process (`DIR/ready.PID`), waits for `DIR/go` and then for the
+/// wall-clock time (Unix ms) it holds; how late this process was for that time (ms).
+fn meet(dir: &std::path::Path) -> Result<f64> {
+    let now_ms =
+        || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1e3);
+    let ready = dir.join(format!("ready.{}", std::process::id()));
+    std::fs::write(&ready, b"").map_err(|e| io_error("writing the barrier's ready file", e))?;
+    let go = dir.join("go");
+    let deadline = Instant::now() + std::time::Duration::from_secs(600);
+    let at = loop {
+        if let Ok(text) = std::fs::read_to_string(&go) {
+            if let Ok(at) = text.trim().parse::<f64>() {
+                break at;
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(Error::invalid("ordo-decode --barrier", "no go file within 10 minutes"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
+    let late = (now_ms() - at).max(0.0);
+    while now_ms() < at {
+        std::hint::spin_loop();
+    }
+    Ok(late)
 }
 
 /// Pre-fills the caches for `context` tokens, sets every position to `context` and the input from
