@@ -4,7 +4,9 @@
 //!    multi-threaded runtimes, against `cudaStreamSynchronize` and a `cudaEventQuery` loop;
 //! 2. throughput with 1,000 futures in flight on one executor thread, against 64 threads that
 //!    each block in `cudaStreamSynchronize`;
-//! 3. the CPU time of the waiting side (the process but the watcher thread) for each.
+//! 3. the CPU time of the waiting side (the process but the watcher thread) for each;
+//! 4. the floor of every future that leaves its executor free: another thread's `wake()` of a task
+//!    parked in the runtime, to the task running again, with no GPU in the way.
 //!
 //! `cargo run --release -p ordo-example-async --bin async-figures`. Without a GPU it fails at
 //! once, with CUDA's error.
@@ -74,6 +76,78 @@ fn row(name: &str, mut latencies: Vec<f64>, cpu: Option<f64>) -> f64 {
     p50
 }
 
+/// A task parked in a runtime and woken by another thread, as a GPU notifier wakes it: the wake
+/// stamps the time just before `wake()`; the task reads the clock when it runs again.
+struct Ping {
+    fired: std::sync::atomic::AtomicBool,
+    waker: std::sync::Mutex<Option<std::task::Waker>>,
+    stamp: std::sync::Mutex<Option<Instant>>,
+}
+
+impl Ping {
+    fn new() -> Ping {
+        Ping { fired: false.into(), waker: std::sync::Mutex::new(None), stamp: std::sync::Mutex::new(None) }
+    }
+
+    /// The other thread's side: stamps and wakes.
+    fn fire(&self) {
+        let waker = self.waker.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        *self.stamp.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now());
+        self.fired.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    /// The task's side: resolves once fired.
+    fn wait(&self) -> impl std::future::Future<Output = ()> + '_ {
+        std::future::poll_fn(move |cx| {
+            if self.fired.load(std::sync::atomic::Ordering::Acquire) {
+                return std::task::Poll::Ready(());
+            }
+            *self.waker.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(cx.waker().clone());
+            if self.fired.load(std::sync::atomic::Ordering::Acquire) {
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+    }
+}
+
+/// Wake latencies (us) of a task in `runtime` woken by another thread 100 us after it parked.
+fn wake_floor(runtime: &tokio::runtime::Runtime) -> Vec<f64> {
+    let ping = Arc::new(Ping::new());
+    let (go, rounds) = std::sync::mpsc::channel::<()>();
+    let waking = {
+        let ping = ping.clone();
+        std::thread::spawn(move || {
+            while rounds.recv().is_ok() {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+                ping.fire();
+            }
+        })
+    };
+    let mut latencies = Vec::with_capacity(ROUNDS);
+    for round in 0..WARM_UP + ROUNDS {
+        ping.fired.store(false, std::sync::atomic::Ordering::Release);
+        if go.send(()).is_err() {
+            break;
+        }
+        let latency = runtime.block_on(async {
+            ping.wait().await;
+            let stamp = *ping.stamp.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            stamp.map_or(f64::NAN, |t| t.elapsed().as_secs_f64() * 1e6)
+        });
+        if round >= WARM_UP {
+            latencies.push(latency);
+        }
+    }
+    drop(go);
+    let _ = waking.join();
+    latencies
+}
+
 fn run() -> Fallible<()> {
     let stream = Arc::new(Stream::new()?);
     let mut watcher = Watcher::new(&stream)?;
@@ -117,6 +191,12 @@ fn run() -> Fallible<()> {
         if ours / sync <= 1.5 { "met" } else { "MISSED" }
     );
     drop(watcher);
+    let floor = wake_floor(&current);
+    let floor_p50 = row("floor: another thread's wake() of the parked task (no GPU)", floor, None);
+    println!(
+        "the floor against a blocking synchronize: {:.2}x (a future that leaves its executor free cannot wake sooner than the floor plus the notifier's own detection)",
+        floor_p50 / sync
+    );
 
     println!("\n2. {IN_FLIGHT} waits in flight on one executor thread ({STREAMS} streams, {ROUNDS_EACH} rounds a task: a 4 KiB memset, then completion().await)");
     let lanes: Arc<Vec<Lane>> = Arc::new(
