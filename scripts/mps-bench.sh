@@ -45,6 +45,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+trap "exit 143" INT TERM
 
 start_mps() {
     mkdir -p "$pipe" "$log"
