@@ -198,6 +198,8 @@ fn run(r: &mut Report, rounds: usize, side: &Side, cpp: *mut c_void) -> Result<(
         r.progress(&format!("streams: matmul {n}^3 over 1..16 streams"));
         let mut ops = Operands::new(n, s)?;
         curves.push(scaling(r, if n > 1024 { rounds.min(7) } else { rounds }, side, cpp, &mut ops, what)?);
+        r.progress(&format!("streams: cuBLAS SGEMM {n}^3 over 1..16 streams"));
+        cublas_scaling(r, if n > 1024 { rounds.min(7) } else { rounds }, side, &mut ops, what)?;
         r.progress(&format!("streams: two streams' kernels, {n}^3"));
         overlap(r, rounds.min(9), side, cpp, &mut ops)?;
     }
@@ -297,6 +299,93 @@ fn scaling(
         );
     }
     Ok((n, curve))
+}
+
+/// (a) with cuBLAS (ordo's run-time loader; one handle a stream, as an engine keeps them): the
+/// same row chunks, each one `cublasGemmEx` (fp32, `CUBLAS_COMPUTE_32F_PEDANTIC`: no tensor-core
+/// shortcut, so that the CPU check holds), over 1..16 streams; throughput against one stream. No
+/// C++ side: both would make the same cuBLAS call, and cuBLAS is not there at build time. Rows
+/// say why they are missing where cuBLAS does not load.
+fn cublas_scaling(r: &mut Report, rounds: usize, side: &Side, ops: &mut Operands<'_>, what: &str) -> Result<()> {
+    use ordo_cuda_libs::cublas::{ComputeType, Cublas, DataType, GemmAlgo, GemmEx, Operand, Operation};
+    let n = ops.n;
+    let rows = n / CHUNKS;
+    // PyTorch's cuBLAS where the loader does not know one (the GPU host's case).
+    ordo_decode::cublas_path::choose()?;
+    let mut handles = Vec::new();
+    for _ in 0..STREAM_COUNTS[STREAM_COUNTS.len() - 1] {
+        match Cublas::new() {
+            Ok(h) => handles.push(RefCell::new(h)),
+            Err(e) => {
+                r.add(
+                    "streams",
+                    format!("cuBLAS SGEMM {n}^3 over streams"),
+                    "",
+                    f64::NAN,
+                    None,
+                    format!("cuBLAS did not load: {e}"),
+                );
+                return Ok(());
+            }
+        }
+    }
+    let (a, b, c) = ops.ptrs();
+    // Row-major C[rows chunk] = A[rows chunk] B is, column-major, C_chunk^T = B^T A_chunk^T: B's
+    // memory as the first operand, the chunk of A's rows as the second, both n apart.
+    let gemm = |chunk: usize| GemmEx {
+        transa: Operation::None,
+        transb: Operation::None,
+        m: n as i32,
+        n: rows as i32,
+        k: n as i32,
+        alpha: 1.0,
+        a: Operand { ptr: b.cast(), ty: DataType::F32, ld: n as i32 },
+        b: Operand { ptr: a.wrapping_add(chunk * rows * n).cast(), ty: DataType::F32, ld: n as i32 },
+        beta: 0.0,
+        c: Operand { ptr: c.wrapping_add(chunk * rows * n).cast(), ty: DataType::F32, ld: n as i32 },
+        compute: ComputeType::F32Pedantic,
+        algo: GemmAlgo::Default,
+    };
+    let submits = RefCell::new(vec![Vec::new(); STREAM_COUNTS.len()]);
+    let round = |count: usize, slot: usize| -> Result<f64> {
+        side.gate(count)?;
+        let t0 = Instant::now();
+        for chunk in 0..CHUNKS {
+            let st = side.streams[chunk % count].as_stream();
+            // SAFETY: rows [chunk * rows, +rows) of n x n operands that outlive the work
+            // (synchronised below); C's chunks do not overlap A or B.
+            unsafe { handles[chunk % count].borrow_mut().gemm_ex(st, &gemm(chunk)) }?;
+        }
+        submits.borrow_mut()[slot].push(t0.elapsed().as_secs_f64() * 1e6 / CHUNKS as f64);
+        side.join(count)?;
+        Ok(f64::from(side.end.elapsed_ms_since(&side.start)?))
+    };
+    let round = &round;
+    let mut variants: Vec<Box<dyn FnMut() -> Result<f64> + '_>> = Vec::new();
+    for (i, &count) in STREAM_COUNTS.iter().enumerate() {
+        variants.push(Box::new(move || round(count, i)));
+    }
+    let mut refs: Vec<&mut dyn FnMut() -> Result<f64>> =
+        variants.iter_mut().map(|v| &mut **v as &mut dyn FnMut() -> Result<f64>).collect();
+    let ms = interleave(rounds, &mut refs)?;
+    drop(refs);
+    drop(variants);
+    ops.check_and_clear("cuBLAS", n, side.root.as_stream())?;
+    let gflops = |ms: f64| 2.0 * (n as f64).powi(3) / (ms * 1e-3) / 1e9;
+    let one = gflops(ms[0]);
+    let submits = submits.into_inner();
+    for (i, &count) in STREAM_COUNTS.iter().enumerate() {
+        let g = gflops(ms[i]);
+        r.add(
+            "streams",
+            format!("cuBLAS SGEMM {n}^3 in {CHUNKS} chunks over {count} streams"),
+            "GFLOP/s",
+            g,
+            None,
+            format!("{:.2}x one stream; host submit {:.1} us a GEMM; {what}", g / one, median(&submits[i])),
+        );
+    }
+    Ok(())
 }
 
 /// The span (first start, last end) of one kernel's blocks from their stamps.
