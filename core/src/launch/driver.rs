@@ -28,59 +28,33 @@ use super::{Kernel, KernelArgs, LaunchConfig};
 use crate::error::{Error, Result};
 use crate::stream::StreamRef;
 use crate::Device;
-use core::ffi::{c_int, c_uint, c_void};
+use core::ffi::{c_uint, c_void};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use ordo_cuda_sys as sys;
 
-/// `CUlaunchConfig` (cuda.h), which the runtime's headers do not declare.
-#[repr(C)]
-pub(super) struct CuLaunchConfig {
-    grid: [c_uint; 3],
-    block: [c_uint; 3],
-    shared_mem_bytes: c_uint,
-    stream: sys::cudaStream_t,
-    // `CUlaunchAttribute` has the layout of the runtime's `cudaLaunchAttribute`.
+/// `config` on `stream` as the driver's `CUlaunchConfig`, with the attribute array `attrs` of
+/// `num_attrs` (null for none; it must outlive the launch).
+#[inline(always)]
+fn driver_config(
+    config: &LaunchConfig,
+    stream: StreamRef<'_>,
     attrs: *mut sys::cudaLaunchAttribute,
     num_attrs: c_uint,
-}
-
-#[cfg(target_pointer_width = "64")]
-const _: () = {
-    assert!(core::mem::size_of::<CuLaunchConfig>() == 56);
-    assert!(core::mem::offset_of!(CuLaunchConfig, stream) == 32);
-    assert!(core::mem::offset_of!(CuLaunchConfig, attrs) == 40);
-    assert!(core::mem::offset_of!(CuLaunchConfig, num_attrs) == 48);
-    // `CUlaunchAttribute`: the id, 4 bytes of padding, the 64-byte value at offset 8.
-    assert!(core::mem::size_of::<sys::cudaLaunchAttribute>() == 72);
-    assert!(core::mem::offset_of!(sys::cudaLaunchAttribute, val) == 8);
-};
-
-impl CuLaunchConfig {
-    /// `config` on `stream` with the attribute array `attrs` of `num_attrs` (null for none; it
-    /// must outlive the launch).
-    #[inline(always)]
-    fn new(
-        config: &LaunchConfig,
-        stream: StreamRef<'_>,
-        attrs: *mut sys::cudaLaunchAttribute,
-        num_attrs: c_uint,
-    ) -> CuLaunchConfig {
-        CuLaunchConfig {
-            grid: [config.grid.x, config.grid.y, config.grid.z],
-            block: [config.block.x, config.block.y, config.block.z],
-            shared_mem_bytes: config.shared_mem_bytes,
-            stream: stream.as_raw(),
-            attrs,
-            num_attrs,
-        }
+) -> sys::CuLaunchConfig {
+    sys::CuLaunchConfig {
+        grid: [config.grid.x, config.grid.y, config.grid.z],
+        block: [config.block.x, config.block.y, config.block.z],
+        shared_mem_bytes: config.shared_mem_bytes,
+        stream: stream.as_raw(),
+        attrs,
+        num_attrs,
     }
 }
 
-/// `cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void** params, void** extra)`.
-type LaunchFn =
-    unsafe extern "C" fn(*const CuLaunchConfig, sys::cudaFunction_t, *mut *mut c_void, *mut *mut c_void) -> c_int;
+/// `cuLaunchKernelEx`, as the entry-point query gives it.
+type LaunchFn = sys::CuLaunchKernelExFn;
 
 /// Not resolved yet.
 const UNRESOLVED: *mut c_void = core::ptr::null_mut();
@@ -154,7 +128,7 @@ unsafe fn launch_with(
     let (Some(launch), Some(kernel)) = (entry(), super::resolved::kernel_handle(func)) else {
         return false;
     };
-    let raw = CuLaunchConfig::new(config, stream, attrs, num_attrs);
+    let raw = driver_config(config, stream, attrs, num_attrs);
     // SAFETY: `raw` and the attribute array it points to live across the call; `kernel` is the
     // `CUkernel` of `func` (a `CUfunction` argument may be a `CUkernel`: cuda.h); the caller owes
     // the arguments and what they point to.
@@ -271,7 +245,7 @@ impl<Args: KernelArgs> DriverKernel<Args> {
         let mut ptrs = args.arg_ptrs();
         let ptrs = ptrs.as_mut();
         let params = if ptrs.is_empty() { core::ptr::null_mut() } else { ptrs.as_mut_ptr() };
-        let raw = CuLaunchConfig::new(config, stream, attrs.as_mut_ptr(), attrs.len());
+        let raw = driver_config(config, stream, attrs.as_mut_ptr(), attrs.len());
         // SAFETY: `raw`, the attributes and the argument addresses live across the call; the
         // function and the arguments' validity are the caller's contract.
         let code = unsafe { (self.launch)(&raw, self.func.as_ptr(), params, core::ptr::null_mut()) };
