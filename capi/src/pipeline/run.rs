@@ -2,7 +2,8 @@
 //! callback or ordo's kernel), the buffers checked and viewed, and the run on a pipeline of a pool.
 
 use super::checks::{element_align, same_or_disjoint};
-use crate::check::{byte_len, in_caller_mode, require_device_on, require_pinned};
+use crate::capture_mode::in_caller_mode;
+use crate::check::{byte_len, require_device_on, require_pinned};
 use crate::check::{non_null_aligned, stream_device, stream_ref};
 use crate::status::{callback_error, invalid, OrdoStatus, Outcome, ORDO_SUCCESS};
 use core::ffi::c_void;

@@ -5,7 +5,7 @@ use super::checks::{element_align, stencil_bytes, stencil_disjoint};
 use super::handle::PipelineObject;
 use super::run::{on_pool, Pointers};
 use super::{OrdoPipeline, OrdoStencilFn};
-use crate::check::in_caller_mode;
+use crate::capture_mode::in_caller_mode;
 use crate::check::stream_ref;
 use crate::handles;
 use crate::status::{callback_error, guard, invalid, OrdoStatus, ORDO_SUCCESS};
