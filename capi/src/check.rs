@@ -10,7 +10,8 @@
 //! caller's capture, so every export runs with the calling thread's capture mode exchanged to
 //! relaxed (`RelaxedCaptureMode`, as CCCL does; `cudaThreadExchangeStreamCaptureMode`), restored
 //! on the way out. The caller's callbacks run in the caller's own mode again
-//! (`in_caller_mode`), so CUDA checks what *they* do as the caller asked.
+//! (`in_caller_mode`), so CUDA checks what *they* do as the caller asked. Both are in
+//! `capture_mode.rs`.
 //!
 //! What no mode makes legal is any query of the capturing stream itself: `cudaStreamGetDevice`,
 //! `cudaStreamGetFlags` and `cudaStreamGetId` on a capturing stream fail and invalidate the
@@ -20,69 +21,9 @@
 //! is legal inside captures (CB-05) and runs in every case.
 
 use super::status::{invalid, refused, Outcome, ORDO_ERROR_PAGEABLE_MEMORY};
-use core::cell::Cell;
 use core::ffi::c_void;
 use ordo_cuda_core::graph::CaptureStatus;
 use ordo_cuda_core::{sys, Device, MemPoolRef, PoolAccess, StreamRef};
-
-thread_local! {
-    /// The capture mode the calling thread had when the outermost running export entered, while
-    /// the export runs with it relaxed; `None` outside exports (or when the exchange failed).
-    static CALLER_MODE: Cell<Option<sys::cudaStreamCaptureMode>> = const { Cell::new(None) };
-}
-
-/// Exchanges the thread's capture mode (`cudaThreadExchangeStreamCaptureMode`): sets `mode` and
-/// returns the previous one, or `None` if CUDA refused (then nothing changed).
-fn exchange(mode: sys::cudaStreamCaptureMode) -> Option<sys::cudaStreamCaptureMode> {
-    let mut m = mode;
-    // SAFETY: `m` is writable; the call only swaps a per-thread setting.
-    let code = unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut m) };
-    (code == sys::cudaError::cudaSuccess).then_some(m)
-}
-
-/// The calling thread's capture mode relaxed for the scope's lifetime, restored when it drops
-/// (also during a panic's unwinding). Without a driver the exchange fails: nothing is changed then,
-/// and the export's first real CUDA call returns CUDA's status as usual.
-pub(crate) struct RelaxedCaptureMode {
-    previous: Option<sys::cudaStreamCaptureMode>,
-    outer: Option<sys::cudaStreamCaptureMode>,
-}
-
-impl RelaxedCaptureMode {
-    pub(crate) fn enter() -> RelaxedCaptureMode {
-        let previous = exchange(sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed);
-        let outer = CALLER_MODE.with(|c| c.replace(previous));
-        RelaxedCaptureMode { previous, outer }
-    }
-}
-
-impl Drop for RelaxedCaptureMode {
-    fn drop(&mut self) {
-        if let Some(mode) = self.previous {
-            let _ = exchange(mode);
-        }
-        CALLER_MODE.with(|c| c.set(self.outer));
-    }
-}
-
-/// Runs a caller's callback with the capture mode the caller had when it called ordo (relaxed
-/// again afterwards), so that CUDA refuses in the callback what it would refuse in the caller.
-pub(crate) fn in_caller_mode<R>(f: impl FnOnce() -> R) -> R {
-    struct BackToRelaxed(bool);
-    impl Drop for BackToRelaxed {
-        fn drop(&mut self) {
-            if self.0 {
-                let _ = exchange(sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed);
-            }
-        }
-    }
-    let restored = match CALLER_MODE.with(Cell::get) {
-        Some(mode) => exchange(mode).is_some(),
-        None => false,
-    };
-    let _back = BackToRelaxed(restored);
-    f()
-}
 
 /// The caller's stream (the export's argument `stream`). NULL is refused: pass
 /// `cudaStreamLegacy` or `cudaStreamPerThread` to mean a default stream, so that it is never used
@@ -238,21 +179,5 @@ mod tests {
         assert!(non_null(core::ptr::null::<u32>(), "x").is_err());
         assert!(non_null(x.as_ptr(), "x").is_ok());
         assert!(stream_ref(core::ptr::null_mut()).is_err());
-    }
-
-    #[test]
-    fn callbacks_run_in_the_callers_mode_and_the_scope_restores_it() {
-        // Without a driver the exchange fails and nothing is recorded; with one, the scope records
-        // the caller's mode and restores it. Either way the thread's state after equals before.
-        let before = CALLER_MODE.with(Cell::get);
-        {
-            let _scope = RelaxedCaptureMode::enter();
-            let inner = CALLER_MODE.with(Cell::get);
-            in_caller_mode(|| {
-                let _nested = RelaxedCaptureMode::enter();
-            });
-            assert_eq!(CALLER_MODE.with(Cell::get), inner);
-        }
-        assert_eq!(CALLER_MODE.with(Cell::get), before);
     }
 }

@@ -30,7 +30,8 @@
 //! buckets 1.7 times the hand-written loop where the Rust cache's default took 1.04 times
 //! (`ordo-bench` group `decode`, the two capture rows).
 
-use super::check::{capturing, in_caller_mode, non_null, stream_ref};
+use super::capture_mode::in_caller_mode;
+use super::check::{capturing, non_null, stream_ref};
 use super::handles::{self, enter_call};
 use super::status::{
     callback_error, guard, guard_void, invalid, refused, Failure, OrdoStatus, Outcome, ORDO_ERROR_INVALID_HANDLE,

@@ -39,7 +39,7 @@
 //!
 //! | module | what |
 //! | --- | --- |
-//! | [`status`] | the codes, the conversion of ordo's errors, and the guard every export runs in (panics caught, the thread's capture mode relaxed for ordo's own calls, a failure recorded as the thread's [`last_error`]) |
+//! | [`status`] | the codes, the conversion of ordo's errors, and the guard every export runs in (panics caught, the thread's capture mode relaxed for ordo's own calls by `capture_mode.rs`, a failure recorded as the thread's [`last_error`]) |
 //! | [`handles`] | the registry of live handles (tokens, never dereferenced; stale, foreign and wrong-kind handles give `ORDO_ERROR_INVALID_HANDLE`) |
 //! | [`check`] | the capture-aware checks of streams, pointers and sizes |
 //! | [`context`] | the CUDA context each object was made in, so that nothing of a context destroyed by `cudaDeviceReset` is touched again |
@@ -72,6 +72,7 @@
 // docs.rs (nightly rustdoc, `--cfg ordo_doc_cfg` from [package.metadata.docs.rs]): feature badges.
 #![cfg_attr(ordo_doc_cfg, feature(doc_cfg))]
 
+mod capture_mode;
 pub mod check;
 pub mod context;
 pub mod graph_cache;

@@ -2,7 +2,7 @@
 //! it catches panics, relaxes the calling thread's capture mode for ordo's own CUDA calls (see
 //! [`check`](super::check)) and turns the outcome into a status.
 
-use super::check::RelaxedCaptureMode;
+use super::capture_mode::RelaxedCaptureMode;
 use core::ffi::{c_char, c_int};
 use ordo_cuda_core::{sys, Error, UsageKind};
 use std::panic::{catch_unwind, AssertUnwindSafe};

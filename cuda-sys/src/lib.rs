@@ -22,6 +22,7 @@
 //! | [`consts`] | the few items bindgen cannot see: macros such as `cudaStreamLegacy` (re-exported at the root) |
 //! | [`compat`] | the calls whose prototypes differ between releases, under CUDA's names with one prototype on all of them: `compat::cudaStreamGetCaptureInfo` is the 13.x form on 12.x too |
 //! | [`structs`] | constructors of the structs whose shape differs between releases (re-exported at the root) |
+//! | [`driver`] | the driver's launch types the runtime's headers do not declare: `CUlaunchConfig`, `cuLaunchKernelEx`'s signature (re-exported at the root) |
 //!
 //! The build reads `CUDART_VERSION` from the headers, refuses a toolkit older than 12.3, and sets
 //! `cfg(cuda_13)` (and the thresholds `cuda_12_5`, `cuda_12_8`) for the gated calls. [`CUDA_VERSION`] is the version
@@ -59,11 +60,13 @@ mod built_with;
 pub mod compat;
 #[allow(non_snake_case, non_upper_case_globals)]
 pub mod consts;
+pub mod driver;
 pub mod structs;
 
 pub use bindings::*;
 pub use built_with::{BuiltWith, FoundBy};
 pub use consts::*;
+pub use driver::{CuLaunchConfig, CuLaunchKernelExFn};
 pub use structs::*;
 
 /// `CUDART_VERSION` of the headers found (1000 * major + 10 * minor): the runtime library linked,

@@ -2,7 +2,8 @@
 //! query (`cudaGetDriverEntryPointByVersion`, so nothing links to `libcuda`) and resolved once.
 //! Built against CUDA 12.8 or later headers (`cudaGetDriverEntryPointByVersion` came in 12.5).
 //!
-//! - [`Kernel::launch`] and [`launch_raw`](super::launch_raw) launch this way by default: the
+//! - [`Kernel::launch`] and [`launch_raw`](super::launch_raw) launch this way by default
+//!   (`launch/driver_path.rs`): the
 //!   kernel's `CUkernel`, resolved once for the process (a lock-free table from kernel address to handle), launched
 //!   in the context of the stream (one handle serves every device). Where the driver path is not
 //!   there (no `cuLaunchKernelEx`, a kernel that cannot be resolved) or the driver refuses the
@@ -23,167 +24,15 @@
 //! same interleaved rounds); see BENCHMARKS.md.
 
 use super::attributes::Attributes;
+use super::driver_path::{driver_config, entry};
 use super::kernel::{check_co_resident, launch_runtime_checked};
 use super::{Kernel, KernelArgs, LaunchConfig};
 use crate::error::{Error, Result};
 use crate::stream::StreamRef;
 use crate::Device;
-use core::ffi::{c_int, c_uint, c_void};
 use core::marker::PhantomData;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, Ordering};
 use ordo_cuda_sys as sys;
-
-/// `CUlaunchConfig` (cuda.h), which the runtime's headers do not declare.
-#[repr(C)]
-pub(super) struct CuLaunchConfig {
-    grid: [c_uint; 3],
-    block: [c_uint; 3],
-    shared_mem_bytes: c_uint,
-    stream: sys::cudaStream_t,
-    // `CUlaunchAttribute` has the layout of the runtime's `cudaLaunchAttribute`.
-    attrs: *mut sys::cudaLaunchAttribute,
-    num_attrs: c_uint,
-}
-
-#[cfg(target_pointer_width = "64")]
-const _: () = {
-    assert!(core::mem::size_of::<CuLaunchConfig>() == 56);
-    assert!(core::mem::offset_of!(CuLaunchConfig, stream) == 32);
-    assert!(core::mem::offset_of!(CuLaunchConfig, attrs) == 40);
-    assert!(core::mem::offset_of!(CuLaunchConfig, num_attrs) == 48);
-    // `CUlaunchAttribute`: the id, 4 bytes of padding, the 64-byte value at offset 8.
-    assert!(core::mem::size_of::<sys::cudaLaunchAttribute>() == 72);
-    assert!(core::mem::offset_of!(sys::cudaLaunchAttribute, val) == 8);
-};
-
-impl CuLaunchConfig {
-    /// `config` on `stream` with the attribute array `attrs` of `num_attrs` (null for none; it
-    /// must outlive the launch).
-    #[inline(always)]
-    fn new(
-        config: &LaunchConfig,
-        stream: StreamRef<'_>,
-        attrs: *mut sys::cudaLaunchAttribute,
-        num_attrs: c_uint,
-    ) -> CuLaunchConfig {
-        CuLaunchConfig {
-            grid: [config.grid.x, config.grid.y, config.grid.z],
-            block: [config.block.x, config.block.y, config.block.z],
-            shared_mem_bytes: config.shared_mem_bytes,
-            stream: stream.as_raw(),
-            attrs,
-            num_attrs,
-        }
-    }
-}
-
-/// `cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void** params, void** extra)`.
-type LaunchFn =
-    unsafe extern "C" fn(*const CuLaunchConfig, sys::cudaFunction_t, *mut *mut c_void, *mut *mut c_void) -> c_int;
-
-/// Not resolved yet.
-const UNRESOLVED: *mut c_void = core::ptr::null_mut();
-
-/// Resolved and absent: the address of this marker, which no driver function has.
-static ABSENT_MARK: u8 = 0;
-
-#[inline(always)]
-fn absent() -> *mut c_void {
-    core::ptr::addr_of!(ABSENT_MARK).cast_mut().cast()
-}
-
-/// `cuLaunchKernelEx`, [`UNRESOLVED`] or [`absent`].
-static ENTRY: AtomicPtr<c_void> = AtomicPtr::new(UNRESOLVED);
-
-/// `cuLaunchKernelEx` (CUDA 12.0 and later drivers), where the driver has it.
-#[inline(always)]
-fn entry() -> Option<LaunchFn> {
-    let mut p = ENTRY.load(Ordering::Acquire);
-    if p == UNRESOLVED {
-        p = resolve_entry();
-    }
-    // SAFETY: the address of `cuLaunchKernelEx` as of CUDA 12.0, whose signature `LaunchFn` is.
-    (p != absent()).then(|| unsafe { core::mem::transmute::<*mut c_void, LaunchFn>(p) })
-}
-
-#[cold]
-#[inline(never)]
-fn resolve_entry() -> *mut c_void {
-    let p = crate::driver_calls::query(c"cuLaunchKernelEx").1.unwrap_or_else(absent);
-    ENTRY.store(p, Ordering::Release);
-    p
-}
-
-/// Launches `func` on `stream` through the driver, its `CUkernel` from the table; `false` when
-/// nothing was launched (no driver entry, no handle for `func`, or the driver refused: the
-/// caller launches through the runtime).
-///
-/// # Safety
-/// - `config` was checked ([`LaunchConfig::validate`], and the cooperative check);
-/// - `attrs` are `config`'s attributes;
-/// - `func` and `args` are as [`launch_raw`](super::launch_raw) requires, and the rest of its
-///   contract holds.
-#[inline(always)]
-pub(super) unsafe fn try_launch(
-    func: *const c_void,
-    stream: StreamRef<'_>,
-    config: &LaunchConfig,
-    attrs: &mut Attributes,
-    args: *mut *mut c_void,
-) -> bool {
-    // SAFETY: the attribute array is `attrs`', which outlives the call; the caller's contract.
-    unsafe { launch_with(func, stream, config, attrs.as_mut_ptr(), attrs.len(), args) }
-}
-
-/// `cuLaunchKernelEx` of `func`'s `CUkernel` with `config` and the attribute array `attrs`
-/// (`num_attrs` of them; null for none); `false` when nothing was launched.
-///
-/// # Safety
-/// - as [`try_launch`]; `attrs` points to `num_attrs` attributes of `config`, alive across the
-///   call.
-#[inline(always)]
-unsafe fn launch_with(
-    func: *const c_void,
-    stream: StreamRef<'_>,
-    config: &LaunchConfig,
-    attrs: *mut sys::cudaLaunchAttribute,
-    num_attrs: c_uint,
-    args: *mut *mut c_void,
-) -> bool {
-    let (Some(launch), Some(kernel)) = (entry(), super::resolved::kernel_handle(func)) else {
-        return false;
-    };
-    let raw = CuLaunchConfig::new(config, stream, attrs, num_attrs);
-    // SAFETY: `raw` and the attribute array it points to live across the call; `kernel` is the
-    // `CUkernel` of `func` (a `CUfunction` argument may be a `CUkernel`: cuda.h); the caller owes
-    // the arguments and what they point to.
-    unsafe { launch(&raw, kernel.as_ptr().cast(), args, core::ptr::null_mut()) == 0 }
-}
-
-/// As [`try_launch`] for a plain configuration (no attributes, not cooperative): no attribute
-/// array is built or passed.
-///
-/// # Safety
-/// - `config` was checked ([`LaunchConfig::validate`] accepts it) and sets no attribute;
-/// - `func` and `args` are as [`launch_raw`](super::launch_raw) requires, and the rest of its
-///   contract holds.
-#[inline(always)]
-pub(super) unsafe fn try_launch_plain(
-    func: *const c_void,
-    stream: StreamRef<'_>,
-    config: &LaunchConfig,
-    args: *mut *mut c_void,
-) -> bool {
-    // SAFETY: no attributes; the caller's contract.
-    unsafe { launch_with(func, stream, config, core::ptr::null_mut(), 0, args) }
-}
-
-/// Whether a launch of `func` now would go through the driver (its entry present and `func`
-/// resolved, resolving it if needed).
-pub(super) fn available_for(func: *const c_void) -> bool {
-    entry().is_some() && super::resolved::kernel_handle(func).is_some()
-}
 
 /// A kernel resolved for one device's driver launch: its `CUfunction` in that device's primary
 /// context, and `cuLaunchKernelEx`. Made by [`Kernel::for_driver`]; `Copy`, owns nothing.
@@ -193,7 +42,7 @@ pub(super) fn available_for(func: *const c_void) -> bool {
 pub struct DriverKernel<Args> {
     kernel: Kernel<Args>,
     func: NonNull<sys::CUfunc_st>,
-    launch: LaunchFn,
+    launch: sys::CuLaunchKernelExFn,
     device: Device,
     _args: PhantomData<fn(Args)>,
 }
@@ -271,7 +120,7 @@ impl<Args: KernelArgs> DriverKernel<Args> {
         let mut ptrs = args.arg_ptrs();
         let ptrs = ptrs.as_mut();
         let params = if ptrs.is_empty() { core::ptr::null_mut() } else { ptrs.as_mut_ptr() };
-        let raw = CuLaunchConfig::new(config, stream, attrs.as_mut_ptr(), attrs.len());
+        let raw = driver_config(config, stream, attrs.as_mut_ptr(), attrs.len());
         // SAFETY: `raw`, the attributes and the argument addresses live across the call; the
         // function and the arguments' validity are the caller's contract.
         let code = unsafe { (self.launch)(&raw, self.func.as_ptr(), params, core::ptr::null_mut()) };

@@ -235,7 +235,7 @@ pub unsafe fn launch_raw(
         );
         // SAFETY: `config` is one `validate` accepts, with no attributes and not cooperative; the
         // caller's contract.
-        if unsafe { super::driver::try_launch_plain(func, stream, config, args) } {
+        if unsafe { super::driver_path::try_launch_plain(func, stream, config, args) } {
             return Ok(());
         }
         // SAFETY: as above; nothing was launched.
@@ -263,7 +263,7 @@ unsafe fn launch_raw_general(
     #[cfg(cuda_12_8)]
     {
         // SAFETY: checked above; `attrs` are `config`'s; the caller's contract.
-        if unsafe { super::driver::try_launch(func, stream, config, &mut attrs, args) } {
+        if unsafe { super::driver_path::try_launch(func, stream, config, &mut attrs, args) } {
             return Ok(());
         }
         // SAFETY: as above; nothing was launched.
@@ -316,7 +316,7 @@ pub unsafe fn launch_raw_runtime(
 /// Which call a launch of `func` makes now.
 pub(super) fn path_for(func: *const c_void) -> LaunchPath {
     #[cfg(cuda_12_8)]
-    if super::driver::available_for(func) {
+    if super::driver_path::available_for(func) {
         return LaunchPath::Driver;
     }
     let _ = func;

@@ -52,6 +52,8 @@ mod config;
 mod declare;
 #[cfg(cuda_12_8)]
 pub mod driver;
+#[cfg(cuda_12_8)]
+mod driver_path;
 mod kernel;
 pub mod pdl;
 #[cfg(cuda_12_8)]

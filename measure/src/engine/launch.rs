@@ -11,7 +11,7 @@
 use ordo_cuda_core::launch::{KernelArgs, LaunchConfig};
 use ordo_cuda_core::library::{Library, LibraryKernel};
 use ordo_cuda_core::{sys, Device, Error, Kernel, Result, StreamRef};
-use std::ffi::{c_int, c_uint, c_void, CStr};
+use std::ffi::{c_void, CStr};
 
 /// The call a launch is made with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -121,27 +121,8 @@ impl Func {
     }
 }
 
-/// `cuLaunchKernelEx`'s `CUlaunchConfig` (cuda.h), which the runtime's headers do not declare.
-#[repr(C)]
-pub(crate) struct CuLaunchConfig {
-    grid: [c_uint; 3],
-    block: [c_uint; 3],
-    shared_mem_bytes: c_uint,
-    stream: sys::cudaStream_t,
-    attrs: *mut sys::cudaLaunchAttribute,
-    num_attrs: c_uint,
-}
-
-#[cfg(target_pointer_width = "64")]
-const _: () = {
-    assert!(core::mem::size_of::<CuLaunchConfig>() == 56);
-    assert!(core::mem::offset_of!(CuLaunchConfig, stream) == 32);
-    assert!(core::mem::offset_of!(CuLaunchConfig, num_attrs) == 48);
-};
-
-/// `cuLaunchKernelEx(const CUlaunchConfig*, CUfunction, void** params, void** extra)`.
-pub(crate) type CuLaunchKernelExFn =
-    unsafe extern "C" fn(*const CuLaunchConfig, sys::cudaFunction_t, *mut *mut c_void, *mut *mut c_void) -> c_int;
+/// `cuLaunchKernelEx`'s signature and `CUlaunchConfig`: ordo-cuda-sys declares both (`sys::driver`).
+pub(crate) use sys::CuLaunchKernelExFn;
 
 /// `cuLaunchKernelEx` through the runtime's entry-point query (CUDA 12.0 form).
 pub(crate) fn driver_launch_fn() -> Result<CuLaunchKernelExFn> {
@@ -238,7 +219,7 @@ pub(crate) unsafe fn launch_path(
         }
         Path::Driver => {
             let launch = driver.ok_or_else(|| Error::invalid("cuLaunchKernelEx", "not resolved"))?;
-            let raw = CuLaunchConfig {
+            let raw = sys::CuLaunchConfig {
                 grid: [config.grid.x, config.grid.y, config.grid.z],
                 block: [config.block.x, config.block.y, config.block.z],
                 shared_mem_bytes: config.shared_mem_bytes,
