@@ -23,6 +23,9 @@ usage: ordo-decode [--layers N] [--check-layers N] [--batches 1,8,32] [--context
   --serve SECONDS   throughput mode, for several processes at once (scripts/mps-bench.sh): the
                     first batch and context only, replayed, each step synchronised, for SECONDS;
                     one JSON line on stdout (steps, steps/s, median and p99 ms)
+  --profile-step    with --serve: one replayed step between cudaProfilerStart and cudaProfilerStop
+                    before the timed steps (for `ncu --profile-from-start off`: the kernels of
+                    one step; scripts/decode-kernel-sum.sh)
   --barrier DIR     with --serve: once warm, create DIR/ready.PID, then wait (at most 10 minutes)
                     for DIR/go, which holds the wall-clock time (Unix ms) the timed steps start
                     at: processes started one after the other time the same window
@@ -45,6 +48,8 @@ pub struct Args {
     pub out: PathBuf,
     /// `--serve`: seconds of replayed steps.
     pub serve_s: Option<f64>,
+    /// `--profile-step`: one step between the profiler's start and stop.
+    pub profile_step: bool,
     /// `--barrier`: the folder where served processes meet before their timed steps.
     pub barrier: Option<PathBuf>,
 }
@@ -64,6 +69,7 @@ impl Default for Args {
             out: PathBuf::from("decode-run"),
             serve_s: None,
             barrier: None,
+            profile_step: false,
         }
     }
 }
@@ -107,6 +113,7 @@ pub fn parse(mut it: impl Iterator<Item = String>) -> Result<Option<Args>, Strin
                     _ => return Err(format!("--serve: seconds in (0, 3600]: {v}")),
                 }
             }
+            "--profile-step" => a.profile_step = true,
             "--barrier" => a.barrier = Some(PathBuf::from(it.next().ok_or("--barrier needs a value")?)),
             "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument {other}")),
@@ -128,11 +135,12 @@ mod tests {
 
     #[test]
     fn serve_takes_seconds_and_a_barrier() {
-        let a = args("--serve 2.5 --barrier /tmp/b --batches 8").ok().flatten();
+        let a = args("--serve 2.5 --barrier /tmp/b --batches 8 --profile-step").ok().flatten();
         let a = a.as_ref();
         assert_eq!(a.and_then(|a| a.serve_s), Some(2.5));
         assert_eq!(a.and_then(|a| a.barrier.clone()), Some(std::path::PathBuf::from("/tmp/b")));
         assert_eq!(a.map(|a| a.batches.clone()), Some(vec![8]));
+        assert_eq!(a.map(|a| a.profile_step), Some(true));
         assert_eq!(args("").ok().flatten().and_then(|a| a.serve_s), None);
     }
 
