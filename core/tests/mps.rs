@@ -5,7 +5,8 @@
 //! Each child checks that CUDA sees MPS (`cudaDevAttrMpsEnabled`), runs a small ordo workload
 //! (stream-ordered buffers, copies, three launches of a kernel loaded from PTX, checked against the
 //! CPU), and probes the features that MPS might change: a captured graph replayed twice, a chain of
-//! PDL launches (compute capability 9.0 and later), an SM partition (green context) with a kernel
+//! PDL launches (compute capability 9.0 and later), a stream-ordered host pool's buffer through the
+//! device and back, an SM partition (green context) with a kernel
 //! on its stream, and IPC between the two clients (memory and an event, the parent relaying the
 //! handles). The workload and graphs must work; the other probes' results are printed as a table
 //! (the record of what works under MPS on the machine), and fail the test only where a probe
@@ -226,6 +227,28 @@ $L__BB0_2:
         check("partitions", &got, &[9]).map(|ok| format!("{ok} ({} + {} SMs)", a.sm_count(), b.sm_count()))
     }
 
+    /// A buffer of a stream-ordered host pool (`cudaMemPoolCreate` of pinned host memory, CUDA 13)
+    /// through the device and back: filled on the host, copied in, stepped, copied out.
+    fn host_pool(step: Step, s: StreamRef<'_>) -> Result<String> {
+        use ordo_cuda_core::memory::{HostPool, HostPoolBuffer};
+        let pool = match HostPool::new(Device::current()?) {
+            Err(Error::Usage(u)) if u.kind == UsageKind::NotSupported => return Ok(format!("skipped: {}", u.what)),
+            pool => pool?,
+        };
+        let mut h = HostPoolBuffer::<u32>::alloc_async(N, &pool, s)?;
+        h.host_mut_blocking()?.copy_from_slice(&input());
+        let mut x = DeviceBuffer::<u32>::alloc_async(N, s)?;
+        // SAFETY: `h` and `x` are freed on `s`, after the copies and the step; `h` is read on the
+        // host only through `host_blocking`, which waits for `s`.
+        unsafe {
+            copy::h2d_async(x.as_mut_slice(), h.pinned(), s)?;
+            step.launch(s, &LaunchConfig::for_elements(N, 256)?, (x.as_mut_ptr(), N as u32, 10))?;
+            copy::d2h_async(h.pinned_mut(), x.as_slice(), s)?;
+        }
+        let got = h.host_blocking()?.to_vec();
+        check("host pool", &got, &[10])
+    }
+
     fn report(socket: &mut UnixStream, feature: &str, result: Result<String>) {
         let text = match result {
             Ok(detail) => format!("report {feature} {detail}"),
@@ -243,6 +266,7 @@ $L__BB0_2:
         report(&mut socket, "workload", step.clone().and_then(|k| workload(k, s)));
         report(&mut socket, "graph", step.clone().and_then(|k| graph(k, s)));
         report(&mut socket, "pdl", pdl(s));
+        report(&mut socket, "host-pool", step.clone().and_then(|k| host_pool(k, s)));
         match role {
             "mps-exporter" => export(&mut socket, step.clone().unwrap(), s),
             "mps-importer" => import(&mut socket, s),
