@@ -153,11 +153,13 @@ pub fn pool_for<'p>(given: Option<MemPoolRef<'p>>, stream: StreamRef<'_>) -> Res
     let mut device: core::ffi::c_int = 0;
     // SAFETY: a live stream, not capturing (a query of a capturing stream would invalidate its
     // capture); `device` is writable.
-    let code = unsafe { sys::compat::cudaStreamGetDevice(stream.as_raw(), &mut device) };
-    if code == sys::cudaError::cudaErrorNotSupported {
+    let status = cuda_call!(
+        unsafe { sys::compat::cudaStreamGetDevice(stream.as_raw(), &mut device) },
+        answers: cudaErrorNotSupported
+    )?;
+    if status == sys::cudaError::cudaErrorNotSupported {
         return Ok(None);
     }
-    crate::error::check(code, "cudaStreamGetDevice")?;
     pool(Device::from_ordinal(device)).map(Some)
 }
 
