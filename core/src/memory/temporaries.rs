@@ -60,7 +60,7 @@ use alloc::boxed::Box;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use ordo_cuda_sys as sys;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 /// The default cap of ordo's pool on a device, as a divisor of the device's memory: an eighth.
 pub const KEEP_DIVISOR: u64 = 8;
@@ -183,7 +183,7 @@ fn make(device: Device) -> Result<MemPoolRef<'static>> {
             device.set_current()?;
             context = ContextTag::current()?;
         }
-        let _making = MAKING.lock().unwrap_or_else(PoisonError::into_inner);
+        let _making = crate::sync::lock(&MAKING);
         if let Some(pool) = find(&context) {
             return Ok(pool);
         }
