@@ -16,10 +16,11 @@
 //! panic while holding the lock, and a poisoned lock is recovered (the map stays consistent).
 
 use super::status::{Failure, Outcome, ORDO_ERROR_HANDLE_BUSY, ORDO_ERROR_INVALID_HANDLE};
+use ordo_cuda_core::sync::lock;
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 type Object = Arc<dyn Any + Send + Sync>;
 
@@ -31,14 +32,7 @@ const TAG_BITS: u32 = 4;
 const TAG: usize = 0b1011;
 
 fn table() -> MutexGuard<'static, BTreeMap<usize, Object>> {
-    locked(&TABLE)
-}
-
-/// Locks one of the C ABI's tables (live handles, a cache's graphs, a communicator, a pipeline's
-/// shelf). Their operations do not panic half-way through a change, so a lock poisoned by a panic
-/// elsewhere is recovered as it is.
-pub(crate) fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+    lock(&TABLE)
 }
 
 fn invalid_handle() -> Failure {

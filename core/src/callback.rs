@@ -20,7 +20,7 @@ use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::cell::Cell;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 std::thread_local! {
     /// Set while this thread runs ordo code called by CUDA (a host function, a user object's
@@ -69,7 +69,7 @@ static PENDING: AtomicBool = AtomicBool::new(false);
 /// [`free_deferred`]. Either way a resource of a context that is gone is forgotten, not dropped.
 pub(crate) fn drop_outside_callbacks(context: ContextTag, resource: Box<dyn Send>) {
     if in_cuda_callback() {
-        let mut list = DEFERRED.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut list = crate::sync::lock(&DEFERRED);
         list.push((context, resource));
         PENDING.store(true, Ordering::Release);
     } else {
@@ -100,7 +100,7 @@ pub fn free_deferred() -> usize {
     if in_cuda_callback() || !PENDING.swap(false, Ordering::Acquire) {
         return 0;
     }
-    let list = core::mem::take(&mut *DEFERRED.lock().unwrap_or_else(PoisonError::into_inner));
+    let list = core::mem::take(&mut *crate::sync::lock(&DEFERRED));
     list.into_iter().map(|(context, resource)| drop_in(context, resource)).filter(|&freed| freed).count()
 }
 

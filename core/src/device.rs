@@ -1,7 +1,7 @@
 //! Devices: count, current device, attributes (through `cudaDeviceGetAttribute`, which has one form
 //! in CUDA 12 and 13), versions, and peer access.
 
-use crate::error::{check, Error, Result, UsageKind};
+use crate::error::{Error, Result, UsageKind};
 use core::ffi::c_int;
 use ordo_cuda_sys as sys;
 use sys::cudaDeviceAttr as Attr;
@@ -253,14 +253,16 @@ impl Device {
         }
         self.with_current(|| {
             // SAFETY: plain values.
-            let code = unsafe { sys::cudaDeviceEnablePeerAccess(peer.0, 0) };
-            if code == sys::cudaError::cudaErrorPeerAccessAlreadyEnabled {
+            let status = cuda_call!(
+                unsafe { sys::cudaDeviceEnablePeerAccess(peer.0, 0) },
+                answers: cudaErrorPeerAccessAlreadyEnabled
+            )?;
+            if status == sys::cudaError::cudaErrorPeerAccessAlreadyEnabled {
                 // Clear the error the runtime also keeps in its last-error slot.
                 // SAFETY: no arguments.
                 unsafe { sys::cudaGetLastError() };
-                return Ok(());
             }
-            check(code, "cudaDeviceEnablePeerAccess")
+            Ok(())
         })
     }
 

@@ -2,7 +2,7 @@
 //! elapsed time. Elapsed time exists only between two `TimingEvent`s, so asking it of an event made
 //! without timing is a compile error rather than a runtime one.
 
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::stream::StreamRef;
 use core::ffi::c_uint;
 use core::ops::Deref;
@@ -95,11 +95,8 @@ impl Event {
     #[inline]
     pub fn query(&self) -> Result<EventStatus> {
         // SAFETY: a live event.
-        let code = unsafe { sys::cudaEventQuery(self.as_raw()) };
-        if code == sys::cudaError::cudaErrorNotReady {
-            return Ok(EventStatus::Pending);
-        }
-        check(code, "cudaEventQuery").map(|()| EventStatus::Complete)
+        let status = cuda_call!(unsafe { sys::cudaEventQuery(self.as_raw()) }, answers: cudaErrorNotReady)?;
+        Ok(if status == sys::cudaError::cudaErrorNotReady { EventStatus::Pending } else { EventStatus::Complete })
     }
 
     /// Blocks until the recorded work has completed (`cudaEventSynchronize`): the caller's explicit choice.
@@ -133,8 +130,11 @@ impl TimingEvent {
     pub fn elapsed_ms_since(&self, start: &TimingEvent) -> Result<f32> {
         let mut ms = 0f32;
         // SAFETY: live events; `ms` is writable.
-        let code = unsafe { sys::cudaEventElapsedTime(&mut ms, start.as_raw(), self.as_raw()) };
-        if code == sys::cudaError::cudaErrorInvalidResourceHandle {
+        let status = cuda_call!(
+            unsafe { sys::cudaEventElapsedTime(&mut ms, start.as_raw(), self.as_raw()) },
+            answers: cudaErrorInvalidResourceHandle
+        )?;
+        if status == sys::cudaError::cudaErrorInvalidResourceHandle {
             // Both events have timing by type, so CUDA's other reasons are a missing record and
             // events of two devices.
             return Err(Error::invalid(
@@ -142,7 +142,6 @@ impl TimingEvent {
                 "an event was never recorded, or the two belong to different devices (cudaEventElapsedTime: cudaErrorInvalidResourceHandle)",
             ));
         }
-        check(code, "cudaEventElapsedTime")?;
         Ok(ms)
     }
 }

@@ -22,7 +22,7 @@
 //! tail (`ordo-bench` group `hostfn`: BENCHMARKS.md).
 
 use crate::callback::run_callback;
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::graph::{capture_target, invalidated, CaptureTarget};
 use crate::stream::StreamRef;
 use alloc::boxed::Box;
@@ -117,8 +117,7 @@ where
 pub(crate) fn launch_once<C: HostCall>(stream: StreamRef<'_>, c: C) -> core::result::Result<(), (Error, C)> {
     let data = Box::into_raw(Box::new(c));
     // SAFETY: a live stream; `call_once::<C>` takes back ownership of `data` when CUDA runs it.
-    let code = unsafe { sys::cudaLaunchHostFunc(stream.as_raw(), Some(call_once::<C>), data.cast()) };
-    match check(code, "cudaLaunchHostFunc") {
+    match cuda_call!(unsafe { sys::cudaLaunchHostFunc(stream.as_raw(), Some(call_once::<C>), data.cast()) }) {
         Ok(()) => Ok(()),
         // SAFETY: CUDA did not take `data`: it is still the box made above.
         Err(e) => Err((e, *unsafe { Box::from_raw(data) })),

@@ -12,7 +12,7 @@
 //! ```
 
 use crate::device::Device;
-use crate::error::{check, Error, Result, UsageKind};
+use crate::error::{Error, Result, UsageKind};
 use crate::event::Event;
 use core::ffi::{c_int, c_uint};
 use core::marker::PhantomData;
@@ -135,11 +135,8 @@ impl<'a> StreamRef<'a> {
     #[inline]
     pub fn query(self) -> Result<StreamStatus> {
         // SAFETY: a live stream, by construction.
-        let code = unsafe { sys::cudaStreamQuery(self.as_raw()) };
-        if code == sys::cudaError::cudaErrorNotReady {
-            return Ok(StreamStatus::NotReady);
-        }
-        check(code, "cudaStreamQuery").map(|()| StreamStatus::Ready)
+        let status = cuda_call!(unsafe { sys::cudaStreamQuery(self.as_raw()) }, answers: cudaErrorNotReady)?;
+        Ok(if status == sys::cudaError::cudaErrorNotReady { StreamStatus::NotReady } else { StreamStatus::Ready })
     }
 
     /// Blocks the calling thread until the stream's work has completed (`cudaStreamSynchronize`).

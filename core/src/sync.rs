@@ -1,10 +1,12 @@
-//! Locks of ordo's crates whose poisoning is recovered (`PoisonError::into_inner`), written once.
+//! Locks of ordo's crates whose poisoning is recovered (`PoisonError::into_inner`), written once:
+//! taking a lock, and waiting on a condition variable with it.
 //!
 //! Every lock of ordo's guards state that nothing leaves half-changed when it panics: lists that are
 //! pushed to or taken whole, flags, handles. So a lock that a panicking thread held is taken as it
 //! is, rather than the panic spreading to every later caller.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use core::time::Duration;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, WaitTimeoutResult};
 
 /// Locks `m`, recovering it when a thread panicked while holding it.
 #[inline]
@@ -17,6 +19,23 @@ pub fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[inline]
 pub fn get_mut<T: ?Sized>(m: &mut Mutex<T>) -> &mut T {
     m.get_mut().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Waits on `cv` ([`Condvar::wait`]), the lock recovered when a thread panicked while holding it.
+#[inline]
+pub fn wait<'a, T>(cv: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    cv.wait(guard).unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Waits on `cv` for at most `timeout` ([`Condvar::wait_timeout`]), the lock recovered when a
+/// thread panicked while holding it.
+#[inline]
+pub fn wait_timeout<'a, T>(
+    cv: &Condvar,
+    guard: MutexGuard<'a, T>,
+    timeout: Duration,
+) -> (MutexGuard<'a, T>, WaitTimeoutResult) {
+    cv.wait_timeout(guard, timeout).unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -39,5 +58,8 @@ mod tests {
         assert_eq!(*lock(&m), [1, 2]);
         get_mut(&mut m).push(3);
         assert_eq!(*lock(&m), [1, 2, 3]);
+        let (held, waited) = wait_timeout(&Condvar::new(), lock(&m), Duration::from_millis(1));
+        assert!(waited.timed_out());
+        assert_eq!(*held, [1, 2, 3]);
     }
 }

@@ -224,11 +224,10 @@ pub(crate) fn guard_and_opcode(instruction: &str) -> (&str, &str) {
     }
 }
 
-/// The stamp slot address of this block, into `%__ordo_a` (clobbers `%__ordo_b`, `%__ordo_c`,
-/// `%__ordo_u`, `%__ordo_v`).
-const SLOT: &str = "
-\tld.param.u64 \t%__ordo_a, [__ordo_stamps];
-\tcvta.to.global.u64 \t%__ordo_a, %__ordo_a;
+/// The literal of [`BLOCK_INDEX`], for `concat!`.
+macro_rules! block_index {
+    () => {
+        "
 \tmov.u32 \t%__ordo_u, %ctaid.z;
 \tmov.u32 \t%__ordo_v, %nctaid.y;
 \tmul.wide.u32 \t%__ordo_b, %__ordo_u, %__ordo_v;
@@ -240,9 +239,25 @@ const SLOT: &str = "
 \tmul.lo.u64 \t%__ordo_b, %__ordo_b, %__ordo_c;
 \tmov.u32 \t%__ordo_u, %ctaid.x;
 \tcvt.u64.u32 \t%__ordo_c, %__ordo_u;
-\tadd.u64 \t%__ordo_b, %__ordo_b, %__ordo_c;
+\tadd.u64 \t%__ordo_b, %__ordo_b, %__ordo_c;"
+    };
+}
+
+/// The linear index of this block (x fastest), into `%__ordo_b` (clobbers `%__ordo_c`,
+/// `%__ordo_u`, `%__ordo_v`): the stamps' slot and the dynamic check's delayed blocks.
+pub(crate) const BLOCK_INDEX: &str = block_index!();
+
+/// The stamp slot address of this block, into `%__ordo_a` (clobbers `%__ordo_b`, `%__ordo_c`,
+/// `%__ordo_u`, `%__ordo_v`).
+const SLOT: &str = concat!(
+    "
+\tld.param.u64 \t%__ordo_a, [__ordo_stamps];
+\tcvta.to.global.u64 \t%__ordo_a, %__ordo_a;",
+    block_index!(),
+    "
 \tmul.lo.u64 \t%__ordo_b, %__ordo_b, 24;
-\tadd.u64 \t%__ordo_a, %__ordo_a, %__ordo_b;";
+\tadd.u64 \t%__ordo_a, %__ordo_a, %__ordo_b;"
+);
 
 /// `%__ordo_p` true in the lowest active lane of the warp.
 const ELECT: &str = "

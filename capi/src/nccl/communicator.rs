@@ -107,13 +107,14 @@ pub unsafe extern "C" fn ordo_nccl_comm_wait(
 pub(super) mod imp {
     use crate::check::write_out;
     use crate::check::{capturing, non_null, stream_ref};
-    use crate::handles::{self, locked};
+    use crate::handles;
     use crate::nccl::OrdoNcclComm;
     use crate::status::{
         guard, invalid, Failure, OrdoStatus, Outcome, ORDO_ERROR_INVALID_HANDLE, ORDO_ERROR_STREAM_CAPTURING,
     };
     use core::ffi::{c_int, c_void};
     use core::time::Duration;
+    use ordo_cuda_core::sync::lock;
     use ordo_cuda_core::{sys, Device};
     use ordo_cuda_libs::nccl::{is_timeout, poll_with_backoff, BorrowedCommunicator, Communicator, Nccl, UniqueId};
     use std::sync::Mutex;
@@ -144,7 +145,7 @@ pub(super) mod imp {
     /// `ordo_nccl_comm_release` ends); the handle stays valid.
     fn refuse_borrowed(comm: *mut OrdoNcclComm, what: &'static str) -> Outcome {
         if let Ok(c) = handles::get::<CommObject, _>(comm) {
-            if matches!(locked(&c).as_ref(), Some(Held::Borrowed(_))) {
+            if matches!(lock(&c).as_ref(), Some(Held::Borrowed(_))) {
                 return Err(invalid("comm", what));
             }
         }
@@ -159,7 +160,7 @@ pub(super) mod imp {
         f: impl FnOnce(&Communicator) -> Outcome<R>,
     ) -> Outcome<R> {
         let c = handles::get::<CommObject, _>(comm)?;
-        let held = locked(&c);
+        let held = lock(&c);
         let comm = held.as_deref().ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
         f(comm)
     }
@@ -236,11 +237,11 @@ pub(super) mod imp {
     pub(super) fn comm_release(comm: *mut OrdoNcclComm) -> OrdoStatus {
         guard("ordo_nccl_comm_release", || {
             let c = handles::get::<CommObject, _>(comm)?;
-            if !matches!(locked(&c).as_ref(), Some(Held::Borrowed(_))) {
+            if !matches!(lock(&c).as_ref(), Some(Held::Borrowed(_))) {
                 return Err(invalid("comm", "not a borrowed communicator: destroy or abort it"));
             }
             let c = handles::remove::<CommObject, _>(comm).ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
-            let taken = locked(&c).take();
+            let taken = lock(&c).take();
             drop(taken);
             Ok(())
         })
@@ -251,7 +252,7 @@ pub(super) mod imp {
         let _ = guard("ordo_nccl_comm_destroy", || {
             refuse_borrowed(comm, "a borrowed communicator: release it with ordo_nccl_comm_release")?;
             if let Some(c) = handles::remove::<CommObject, _>(comm) {
-                let taken = locked(&c).take();
+                let taken = lock(&c).take();
                 drop(taken);
             }
             Ok(())
@@ -262,7 +263,7 @@ pub(super) mod imp {
         guard("ordo_nccl_comm_abort", || {
             refuse_borrowed(comm, "a borrowed communicator: release it with ordo_nccl_comm_release")?;
             let c = handles::remove::<CommObject, _>(comm).ok_or(Failure(ORDO_ERROR_INVALID_HANDLE))?;
-            let taken = locked(&c).take();
+            let taken = lock(&c).take();
             match taken {
                 Some(Held::Owned(comm)) => Ok(comm.abort()?),
                 Some(Held::Borrowed(_)) | None => Err(Failure(ORDO_ERROR_INVALID_HANDLE)),

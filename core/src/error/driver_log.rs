@@ -33,12 +33,13 @@
 //! error stays plain data. The last [`KEPT`] texts are kept; [`lookup`] finds one by its number.
 
 use super::Text;
+use crate::sync::lock;
 use alloc::collections::VecDeque;
 use alloc::string::String;
 use alloc::sync::Arc;
 use core::num::NonZeroU32;
 use core::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 
 /// How many failures' lines are kept.
 pub(crate) const KEPT: usize = 256;
@@ -104,11 +105,6 @@ fn store(text: Arc<str>) -> NonZeroU32 {
     }
     store.push_back((id, text));
     id
-}
-
-/// A lock that a panic elsewhere did not poison for good: what it guards stays consistent.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// This failure's lines, `; `-separated, or `None`.

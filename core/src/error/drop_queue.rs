@@ -40,7 +40,7 @@ pub fn record_drop_error_value(error: Error) {
     DROP_ERRORS_SEEN.fetch_add(1, Ordering::Relaxed);
     #[cfg(feature = "std")]
     {
-        let mut queue = DROP_ERRORS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut queue = crate::sync::lock(&DROP_ERRORS);
         if queue.len() < DROP_ERROR_CAPACITY {
             queue.push_back(error);
             return;
@@ -56,7 +56,7 @@ pub fn record_drop_error_value(error: Error) {
 /// of every thread land in the same queue.
 #[cfg(feature = "std")]
 pub fn take_drop_errors() -> alloc::vec::Vec<Error> {
-    let mut queue = DROP_ERRORS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut queue = crate::sync::lock(&DROP_ERRORS);
     queue.drain(..).collect()
 }
 

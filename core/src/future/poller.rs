@@ -17,7 +17,7 @@ use super::slot::{Payload, WakeSlot};
 use alloc::vec::Vec;
 use core::time::Duration;
 use ordo_cuda_sys as sys;
-use std::sync::{Condvar, Mutex, MutexGuard, Once, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard, Once};
 
 /// The longest the poller sleeps between two rounds of queries while events are pending: the
 /// worst wake latency of an event completion once the poller has backed off.
@@ -46,7 +46,7 @@ static START: Once = Once::new();
 static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 fn lock() -> MutexGuard<'static, Queue> {
-    POLLER.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    crate::sync::lock(&POLLER.queue)
 }
 
 /// Starts the poller thread if it is not running; whether it runs. Called on threads where
@@ -89,7 +89,7 @@ fn run() {
             let mut queue = lock();
             while pending.is_empty() && queue.new.is_empty() && queue.garbage.is_empty() {
                 quiet_rounds = 0;
-                queue = POLLER.work.wait(queue).unwrap_or_else(PoisonError::into_inner);
+                queue = crate::sync::wait(&POLLER.work, queue);
             }
             pending.append(&mut queue.new);
             garbage.append(&mut queue.garbage);
@@ -125,7 +125,7 @@ fn run() {
             let sleep = Duration::from_micros(1 << shift).min(MAX_POLL_SLEEP);
             let queue = lock();
             if queue.new.is_empty() && queue.garbage.is_empty() {
-                drop(POLLER.work.wait_timeout(queue, sleep).unwrap_or_else(PoisonError::into_inner));
+                drop(crate::sync::wait_timeout(&POLLER.work, queue, sleep));
             }
         }
     }

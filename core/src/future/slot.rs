@@ -17,7 +17,7 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::task::{Poll, Waker};
 use ordo_cuda_sys as sys;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 /// Where a slot is in its life. Each transition is made under the slot's lock by the side named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,7 +78,7 @@ impl WakeSlot {
     /// The slot's lock. A panic while it was held (a waker's `clone` or `will_wake`) leaves it
     /// usable: every change under it is one assignment.
     fn lock(&self) -> MutexGuard<'_, SlotInner> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.inner)
     }
 
     /// The state now (for tests).
@@ -249,7 +249,7 @@ struct Slab {
 static SLAB: Mutex<Slab> = Mutex::new(Slab { free: Vec::new(), total: 0 });
 
 fn lock_slab() -> MutexGuard<'static, Slab> {
-    SLAB.lock().unwrap_or_else(PoisonError::into_inner)
+    crate::sync::lock(&SLAB)
 }
 
 /// A free slot, armed (held by the caller's future and by the notifier it is about to give it

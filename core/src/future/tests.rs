@@ -56,7 +56,7 @@ static GLOBAL: Counting = Counting;
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    crate::sync::lock(&SERIAL)
 }
 
 /// A waker that counts its wakes.

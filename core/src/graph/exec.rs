@@ -4,7 +4,7 @@
 
 use super::node::{exec_kernel_node_params, KernelNode, MemcpyNode, MemsetParams, Node};
 use super::Graph;
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::launch::{KernelArgs, LaunchConfig};
 use crate::memory::DeviceCopy;
 use crate::stream::StreamRef;
@@ -194,8 +194,11 @@ impl GraphExec {
             errorFromNode: core::ptr::null_mut(),
         };
         // SAFETY: live handles; `info` is writable.
-        let code = unsafe { sys::cudaGraphExecUpdate(self.as_raw(), graph.as_raw(), &mut info) };
-        if code == sys::cudaError::cudaErrorGraphExecUpdateFailure {
+        let status = cuda_call!(
+            unsafe { sys::cudaGraphExecUpdate(self.as_raw(), graph.as_raw(), &mut info) },
+            answers: cudaErrorGraphExecUpdateFailure
+        )?;
+        if status == sys::cudaError::cudaErrorGraphExecUpdateFailure {
             // SAFETY: clears the error the failed update left in the last-error slot.
             unsafe { sys::cudaGetLastError() };
             return Ok(match UpdateOutcome::from_info(&info) {
@@ -207,7 +210,6 @@ impl GraphExec {
                 outcome => outcome,
             });
         }
-        check(code, "cudaGraphExecUpdate")?;
         Ok(UpdateOutcome::Updated)
     }
 

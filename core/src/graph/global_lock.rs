@@ -30,7 +30,7 @@
 use crate::error::{Error, Result};
 use core::cell::{Cell, RefCell};
 use core::marker::PhantomData;
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
 use std::vec::Vec;
 
@@ -63,11 +63,11 @@ std::thread_local! {
 
 fn state() -> MutexGuard<'static, State> {
     // Nothing panics while the state is changed: a poisoned lock is recovered as it is.
-    STATE.lock().unwrap_or_else(PoisonError::into_inner)
+    crate::sync::lock(&STATE)
 }
 
 fn wait(s: MutexGuard<'static, State>) -> MutexGuard<'static, State> {
-    CHANGED.wait(s).unwrap_or_else(PoisonError::into_inner)
+    crate::sync::wait(&CHANGED, s)
 }
 
 /// The lock held exclusively for one global-mode capture; released when dropped. Not `Send`: it

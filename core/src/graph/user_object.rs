@@ -3,7 +3,7 @@
 //! destroyed and their launches have completed. CUDA drops it on a thread of its own, as CUDA
 //! callback code ([`callback`](crate::callback)).
 
-use crate::error::{check, Result};
+use crate::error::Result;
 use alloc::boxed::Box;
 use core::ffi::c_void;
 use core::ptr::NonNull;
@@ -29,7 +29,7 @@ pub(crate) unsafe fn give_to_graph<T: Send + 'static>(
     let data = Box::into_raw(value);
     let mut object: sys::cudaUserObject_t = core::ptr::null_mut();
     // SAFETY: `object` is writable; `destroy::<T>` takes back the box `data` came from, once.
-    let code = unsafe {
+    let created = cuda_call!(unsafe {
         sys::cudaUserObjectCreate(
             &mut object,
             data.cast(),
@@ -37,22 +37,22 @@ pub(crate) unsafe fn give_to_graph<T: Send + 'static>(
             1,
             sys::cudaUserObjectFlags::cudaUserObjectNoDestructorSync.0,
         )
-    };
-    if let Err(e) = check(code, "cudaUserObjectCreate") {
+    });
+    if let Err(e) = created {
         // SAFETY: CUDA did not take `data`: it is still this function's box.
         drop(unsafe { Box::from_raw(data) });
         return Err(e);
     }
     // SAFETY: live handles; the calling thread's one reference moves to the graph.
-    let code = unsafe {
+    let retained = cuda_call!(unsafe {
         sys::cudaGraphRetainUserObject(
             graph.as_ptr(),
             object,
             1,
             sys::cudaUserObjectRetainFlags::cudaGraphUserObjectMove.0,
         )
-    };
-    if let Err(e) = check(code, "cudaGraphRetainUserObject") {
+    });
+    if let Err(e) = retained {
         // SAFETY: the calling thread still holds its one reference; releasing it runs `destroy`.
         let code = unsafe { sys::cudaUserObjectRelease(object, 1) };
         crate::error::record_drop_error(code, "cudaUserObjectRelease");

@@ -239,23 +239,26 @@ impl<'a, const N: usize> CopyBatch<'a, N> {
         }
         // SAFETY: `len` copies in the arrays (checked when added), `attr_count` runs starting at
         // 0, increasing, each below `len`; the memory is the caller's contract.
-        let code = unsafe {
-            sys::compat::cudaMemcpyBatchAsync(
-                self.dsts.as_ptr(),
-                self.srcs.as_ptr(),
-                self.sizes.as_ptr(),
-                self.len,
-                self.attrs.as_mut_ptr(),
-                self.attr_starts.as_mut_ptr(),
-                self.attr_count,
-                stream.as_raw(),
-            )
-        };
-        if code == sys::cudaError::cudaErrorStreamCaptureUnsupported {
+        let status = cuda_call!(
+            unsafe {
+                sys::compat::cudaMemcpyBatchAsync(
+                    self.dsts.as_ptr(),
+                    self.srcs.as_ptr(),
+                    self.sizes.as_ptr(),
+                    self.len,
+                    self.attrs.as_mut_ptr(),
+                    self.attr_starts.as_mut_ptr(),
+                    self.attr_count,
+                    stream.as_raw(),
+                )
+            },
+            answers: cudaErrorStreamCaptureUnsupported
+        )?;
+        if status == sys::cudaError::cudaErrorStreamCaptureUnsupported {
             // SAFETY: forwarded contract.
             return unsafe { self.enqueue_one_by_one(stream) };
         }
-        crate::error::check(code, "cudaMemcpyBatchAsync")
+        Ok(())
     }
 
     /// The copies one `cudaMemcpyAsync` each, in order: what a capture records. Clears the

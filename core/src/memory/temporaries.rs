@@ -60,7 +60,7 @@ use alloc::boxed::Box;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, Ordering};
 use ordo_cuda_sys as sys;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 /// The default cap of ordo's pool on a device, as a divisor of the device's memory: an eighth.
 pub const KEEP_DIVISOR: u64 = 8;
@@ -153,11 +153,13 @@ pub fn pool_for<'p>(given: Option<MemPoolRef<'p>>, stream: StreamRef<'_>) -> Res
     let mut device: core::ffi::c_int = 0;
     // SAFETY: a live stream, not capturing (a query of a capturing stream would invalidate its
     // capture); `device` is writable.
-    let code = unsafe { sys::compat::cudaStreamGetDevice(stream.as_raw(), &mut device) };
-    if code == sys::cudaError::cudaErrorNotSupported {
+    let status = cuda_call!(
+        unsafe { sys::compat::cudaStreamGetDevice(stream.as_raw(), &mut device) },
+        answers: cudaErrorNotSupported
+    )?;
+    if status == sys::cudaError::cudaErrorNotSupported {
         return Ok(None);
     }
-    crate::error::check(code, "cudaStreamGetDevice")?;
     pool(Device::from_ordinal(device)).map(Some)
 }
 
@@ -181,7 +183,7 @@ fn make(device: Device) -> Result<MemPoolRef<'static>> {
             device.set_current()?;
             context = ContextTag::current()?;
         }
-        let _making = MAKING.lock().unwrap_or_else(PoisonError::into_inner);
+        let _making = crate::sync::lock(&MAKING);
         if let Some(pool) = find(&context) {
             return Ok(pool);
         }

@@ -37,7 +37,7 @@ use core::ffi::c_ulonglong;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use ordo_cuda_sys as sys;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 /// The list of partition streams: raw handles (as addresses) and contexts. Its operations are over
 /// plain values (`C`: a green context here, anything in the tests); the CUDA calls they need come
@@ -112,7 +112,7 @@ static LISTED: AtomicUsize = AtomicUsize::new(0);
 
 fn streams() -> MutexGuard<'static, Listed<Arc<GreenCtx>>> {
     // Nothing panics while the list is changed: a poisoned lock is recovered as it is.
-    STREAMS.lock().unwrap_or_else(PoisonError::into_inner)
+    crate::sync::lock(&STREAMS)
 }
 
 /// Whether a green context's device context still exists, asked once a context in `seen`.

@@ -9,7 +9,7 @@ use crate::event::Event;
 use core::ffi::{c_int, c_uint, c_void};
 use core::ptr::NonNull;
 use ordo_cuda_sys as sys;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 /// `CU_DEV_RESOURCE_TYPE_SM`.
 pub(crate) const RESOURCE_TYPE_SM: c_uint = 1;
@@ -253,7 +253,7 @@ impl GreenCtx {
     }
 
     fn handle(&self) -> MutexGuard<'_, NonNull<c_void>> {
-        self.handle.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.handle)
     }
 
     /// A new non-blocking stream of the green context at `priority` (`cuGreenCtxStreamCreate`).
@@ -283,7 +283,7 @@ impl GreenCtx {
 
 impl Drop for GreenCtx {
     fn drop(&mut self) {
-        let handle = *self.handle.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let handle = *crate::sync::get_mut(&mut self.handle);
         // Work of the partition's streams may still run (destroying a stream does not wait):
         // destroy the context only after it. If that cannot be waited for, the context is leaked,
         // which is safe; destroying it under running work may not be.

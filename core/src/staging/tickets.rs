@@ -5,7 +5,7 @@
 
 use alloc::collections::BTreeMap;
 use core::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 /// A slot held under a number rather than a [`Slot`](super::Slot) value: see
 /// [`StagingRing::acquire_ticket`](super::StagingRing::acquire_ticket). Tickets are never reused,
@@ -57,7 +57,7 @@ impl Tickets {
     /// The registry, locked (a panic while it was held leaves it usable: each change is one map
     /// operation).
     pub(super) fn lock(&self) -> Held<'_> {
-        Held(self.0.lock().unwrap_or_else(PoisonError::into_inner))
+        Held(crate::sync::lock(&self.0))
     }
 }
 

@@ -16,7 +16,7 @@
 
 use super::access;
 use super::body::KernelBody;
-use crate::ptx::{blank_comments, entries, guard_and_opcode, statements};
+use crate::ptx::{blank_comments, entries, guard_and_opcode, statements, BLOCK_INDEX};
 use crate::spec::SpecError;
 
 /// The delayed copy of kernel `k` is named `k` followed by this.
@@ -61,19 +61,7 @@ __ordo_no_trigger:"
     format!(
         "
 \t// ordo-measure check: which blocks delay, and the early trigger
-\tld.param.u64 \t%__ordo_dl, [__ordo_delay_ns];
-\tmov.u32 \t%__ordo_u, %ctaid.z;
-\tmov.u32 \t%__ordo_v, %nctaid.y;
-\tmul.wide.u32 \t%__ordo_b, %__ordo_u, %__ordo_v;
-\tmov.u32 \t%__ordo_u, %ctaid.y;
-\tcvt.u64.u32 \t%__ordo_c, %__ordo_u;
-\tadd.u64 \t%__ordo_b, %__ordo_b, %__ordo_c;
-\tmov.u32 \t%__ordo_v, %nctaid.x;
-\tcvt.u64.u32 \t%__ordo_c, %__ordo_v;
-\tmul.lo.u64 \t%__ordo_b, %__ordo_b, %__ordo_c;
-\tmov.u32 \t%__ordo_u, %ctaid.x;
-\tcvt.u64.u32 \t%__ordo_c, %__ordo_u;
-\tadd.u64 \t%__ordo_b, %__ordo_b, %__ordo_c;
+\tld.param.u64 \t%__ordo_dl, [__ordo_delay_ns];{BLOCK_INDEX}
 \tld.param.u32 \t%__ordo_u, [__ordo_delay_from];
 \tcvt.u64.u32 \t%__ordo_c, %__ordo_u;
 \tsetp.ge.u64 \t%__ordo_dp, %__ordo_b, %__ordo_c;

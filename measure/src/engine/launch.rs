@@ -10,7 +10,7 @@
 
 use ordo_cuda_core::launch::{KernelArgs, LaunchConfig};
 use ordo_cuda_core::library::{Library, LibraryKernel};
-use ordo_cuda_core::{sys, Device, Error, Kernel, Result, StreamRef};
+use ordo_cuda_core::{cuda_call, sys, Device, Error, Kernel, Result, StreamRef};
 use std::ffi::{c_void, CStr};
 
 /// The call a launch is made with.
@@ -67,8 +67,7 @@ impl Func {
         let mut f: sys::cudaFunction_t = core::ptr::null_mut();
         device.with_current(|| {
             // SAFETY: `f` writable; the stub of a kernel of this program (Kernel's invariant).
-            let code = unsafe { sys::cudaGetFuncBySymbol(&mut f, kernel.as_raw()) };
-            ordo_cuda_core::error::check(code, "cudaGetFuncBySymbol")
+            cuda_call!(unsafe { sys::cudaGetFuncBySymbol(&mut f, kernel.as_raw()) })
         })?;
         Ok(Func { runtime: kernel.as_raw(), driver: f, library: None })
     }
@@ -126,11 +125,10 @@ pub(crate) use sys::CuLaunchKernelExFn;
 
 /// `cuLaunchKernelEx` through the runtime's entry-point query (CUDA 12.0 form).
 pub(crate) fn driver_launch_fn() -> Result<CuLaunchKernelExFn> {
-    const CALL: &str = "cudaGetDriverEntryPointByVersion";
     let mut p: *mut c_void = core::ptr::null_mut();
     let mut status = sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess;
     // SAFETY: a NUL-terminated name; `p` and `status` writable.
-    let code = unsafe {
+    cuda_call!(unsafe {
         sys::cudaGetDriverEntryPointByVersion(
             c"cuLaunchKernelEx".as_ptr(),
             &mut p,
@@ -138,10 +136,9 @@ pub(crate) fn driver_launch_fn() -> Result<CuLaunchKernelExFn> {
             sys::cudaGetDriverEntryPointFlags::cudaEnableDefault.0 as u64,
             &mut status,
         )
-    };
-    ordo_cuda_core::error::check(code, CALL)?;
+    })?;
     if p.is_null() || status != sys::cudaDriverEntryPointQueryResult::cudaDriverEntryPointSuccess {
-        return Err(Error::invalid(CALL, "the driver has no cuLaunchKernelEx"));
+        return Err(Error::invalid("cudaGetDriverEntryPointByVersion", "the driver has no cuLaunchKernelEx"));
     }
     // SAFETY: the address of cuLaunchKernelEx as of CUDA 12.0, whose signature the type is.
     Ok(unsafe { core::mem::transmute::<*mut c_void, CuLaunchKernelExFn>(p) })

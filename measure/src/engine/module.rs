@@ -18,7 +18,7 @@ use crate::spec::{axes, buffers, KernelSpec, SpecError};
 use ordo_cuda_core::launch::LaunchConfig;
 use ordo_cuda_core::library::Library;
 use ordo_cuda_core::memory::copy;
-use ordo_cuda_core::{sys, Device, Error, Result, SharedStreamBuffer, Stream};
+use ordo_cuda_core::{cuda_call, sys, Device, Error, Result, SharedStreamBuffer, Stream};
 use std::ffi::CString;
 use std::sync::Arc;
 
@@ -358,7 +358,7 @@ fn fill_device(
         // SAFETY: `[0, n)` and `[filled, filled + n)` lie within the buffer (n <= filled and
         // filled + n <= bytes) and do not overlap; the buffer lives on `stream`, where the copy
         // is queued.
-        let code = unsafe {
+        cuda_call!(unsafe {
             sys::cudaMemcpyAsync(
                 base.add(filled).cast(),
                 base.cast_const().cast(),
@@ -366,8 +366,7 @@ fn fill_device(
                 sys::cudaMemcpyKind::cudaMemcpyDeviceToDevice,
                 stream.as_stream().as_raw(),
             )
-        };
-        ordo_cuda_core::error::check(code, "cudaMemcpyAsync")?;
+        })?;
         filled += n;
     }
     Ok(())

@@ -10,7 +10,7 @@ use crate::cli::RunSpec;
 use crate::spec::axes::{self, Axis};
 use ordo_cuda_core::launch::LaunchConfig;
 use ordo_cuda_core::memory::copy;
-use ordo_cuda_core::{sys, Result, SharedStreamBuffer, Stream, StreamRef};
+use ordo_cuda_core::{cuda_call, sys, Result, SharedStreamBuffer, Stream, StreamRef};
 
 /// How many trials, from which seed, with delays up to how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -287,7 +287,7 @@ pub(crate) fn shown_point(axes: &[Axis], point: &[(String, i64)]) -> Vec<(String
 /// - both stay allocated until the copy has run on `stream`.
 unsafe fn d2d(dst: *mut u8, src: *const u8, bytes: usize, stream: StreamRef<'_>) -> Result<()> {
     // SAFETY: the caller's contract.
-    let code = unsafe {
+    cuda_call!(unsafe {
         sys::cudaMemcpyAsync(
             dst.cast(),
             src.cast(),
@@ -295,6 +295,5 @@ unsafe fn d2d(dst: *mut u8, src: *const u8, bytes: usize, stream: StreamRef<'_>)
             sys::cudaMemcpyKind::cudaMemcpyDeviceToDevice,
             stream.as_raw(),
         )
-    };
-    ordo_cuda_core::error::check(code, "cudaMemcpyAsync")
+    })
 }

@@ -9,7 +9,7 @@ use crate::runner::{self, Measure, Sample, Series};
 use crate::stamps::{self, KernelTimes, Sequence};
 use ordo_cuda_core::graph::{capture, CaptureMode, GraphExec, InstantiateFlags};
 use ordo_cuda_core::memory::copy;
-use ordo_cuda_core::{sys, Result, SharedStreamBuffer, StreamRef};
+use ordo_cuda_core::{cuda_call, sys, Result, SharedStreamBuffer, StreamRef};
 
 /// How a gap sequence is launched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,8 +101,7 @@ impl Gaps<'_> {
         let release = self.stamps.as_mut_ptr().wrapping_add(1);
         // SAFETY: every third word from the second: `blocks` rows of 8 bytes at a 24-byte pitch,
         // within the buffer.
-        let code = unsafe { sys::cudaMemset2DAsync(release.cast(), 24, 0xff, 8, blocks, s.as_raw()) };
-        ordo_cuda_core::error::check(code, "cudaMemset2DAsync")
+        cuda_call!(unsafe { sys::cudaMemset2DAsync(release.cast(), 24, 0xff, 8, blocks, s.as_raw()) })
     }
 
     /// The metrics a variant gives, in order.

@@ -33,7 +33,7 @@ use super::launch::{CuLaunchKernelExFn, LaunchSlot, Path, Target};
 use super::{invalid, Engine};
 use crate::report::Row;
 use crate::runner::Series;
-use ordo_cuda_core::{sys, Result, SharedStreamBuffer, StreamRef, TimingEvent};
+use ordo_cuda_core::{cuda_call, sys, Result, SharedStreamBuffer, StreamRef, TimingEvent};
 
 /// What every measure uses of the engine.
 #[derive(Clone, Copy)]
@@ -52,8 +52,7 @@ impl Bench<'_> {
     fn flush_l2(&self) -> Result<()> {
         if let Some((p, bytes)) = self.l2 {
             // SAFETY: the engine's buffer of `bytes`, alive while the engine is.
-            let code = unsafe { sys::cudaMemsetAsync(p.cast(), 0, bytes, self.stream.as_raw()) };
-            ordo_cuda_core::error::check(code, "cudaMemsetAsync")?;
+            cuda_call!(unsafe { sys::cudaMemsetAsync(p.cast(), 0, bytes, self.stream.as_raw()) })?;
         }
         Ok(())
     }
