@@ -219,7 +219,7 @@ impl StreamRef<'_> {
 impl Event {
     /// The completion of the event's last record as a future ([`Completion`]), for events
     /// recorded elsewhere (another library's, another stream's): ordo's one poller thread queries
-    /// it (`cudaEventQuery`), yielding between rounds while completions come, backing off to
+    /// it (`cudaEventQuery`), yielding between rounds for [`SPIN_WINDOW`](super::SPIN_WINDOW) after the last completion, backing off to
     /// sleeps of up to [`MAX_POLL_SLEEP`](super::MAX_POLL_SLEEP) while none do. A stream's own
     /// [`completion`](StreamRef::completion) wakes sooner and costs no polling.
     ///

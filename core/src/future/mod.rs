@@ -72,7 +72,7 @@ mod slot;
 
 pub use completion::{Completion, Notifier};
 pub use in_flight::InFlight;
-pub use poller::MAX_POLL_SLEEP;
+pub use poller::{MAX_POLL_SLEEP, SPIN_WINDOW};
 pub use slot::MAX_WAITS_IN_FLIGHT;
 
 #[cfg(test)]

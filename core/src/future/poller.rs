@@ -1,9 +1,10 @@
 //! The one thread ordo's futures share, started at first need and kept for the process:
 //!
 //! - it polls the events of [`Event::completion`](crate::Event::completion) futures
-//!   (`cudaEventQuery`), with back-off: it yields between rounds while completions keep coming,
-//!   then sleeps longer and longer (up to [`MAX_POLL_SLEEP`]) while none do, and parks when no
-//!   future waits on it;
+//!   (`cudaEventQuery`), with back-off: it yields between rounds for [`SPIN_WINDOW`] after the
+//!   last completion or registration, then sleeps longer and longer (up to [`MAX_POLL_SLEEP`])
+//!   while none come, and parks when no future waits on it. On Linux its timer slack is 1 us, so
+//!   that a sleep of a few microseconds is not stretched to the default 50;
 //! - it releases what futures dropped before their work completed left behind (an [`InFlight`]'s
 //!   buffers), once that work has completed: a stream callback may not call CUDA, and an executor
 //!   thread should not wait on one.
@@ -23,8 +24,10 @@ use std::sync::{Condvar, Mutex, MutexGuard, Once};
 /// worst wake latency of an event completion once the poller has backed off.
 pub const MAX_POLL_SLEEP: Duration = Duration::from_micros(200);
 
-/// Rounds of queries with only a yield between them after the last completion, before sleeping.
-const SPIN_ROUNDS: u32 = 200;
+/// How long the poller keeps querying with only a yield between rounds after the last completion
+/// or registration, before it backs off to sleeps: a wait shorter than this is seen within a
+/// round (a query and a yield), a longer one within the back-off's sleep.
+pub const SPIN_WINDOW: Duration = Duration::from_millis(1);
 
 struct Queue {
     /// Slots registered since the poller last took them.
@@ -81,15 +84,26 @@ fn run() {
     let mut mode = sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed;
     // SAFETY: `mode` is writable. The thread keeps the relaxed mode for its life.
     unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) };
+    // The back-off's sleeps are microseconds: without this, Linux stretches each to 50 us.
+    // SAFETY: PR_SET_TIMERSLACK takes a number of nanoseconds and applies to this thread only.
+    #[cfg(target_os = "linux")]
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong)
+    };
     let mut pending: Vec<&'static WakeSlot> = Vec::new();
     let mut garbage: Vec<Payload> = Vec::new();
     let mut quiet_rounds: u32 = 0;
+    let mut progress = std::time::Instant::now();
     loop {
         {
             let mut queue = lock();
             while pending.is_empty() && queue.new.is_empty() && queue.garbage.is_empty() {
                 quiet_rounds = 0;
                 queue = crate::sync::wait(&POLLER.work, queue);
+                progress = std::time::Instant::now();
+            }
+            if !queue.new.is_empty() {
+                progress = std::time::Instant::now();
             }
             pending.append(&mut queue.new);
             garbage.append(&mut queue.garbage);
@@ -109,19 +123,19 @@ fn run() {
             pending.retain(|slot| !slot.poll_event());
         }));
         if pending.len() < before {
-            quiet_rounds = 0;
-        } else {
-            quiet_rounds = quiet_rounds.saturating_add(1);
+            progress = std::time::Instant::now();
         }
         if pending.is_empty() {
             continue;
         }
-        if quiet_rounds < SPIN_ROUNDS {
+        if progress.elapsed() < SPIN_WINDOW {
+            quiet_rounds = 0;
             std::thread::yield_now();
         } else {
             // 1, 2, 4, ... microseconds, up to MAX_POLL_SLEEP; a registration or a payload cuts
             // the sleep short.
-            let shift = (quiet_rounds - SPIN_ROUNDS).min(16);
+            let shift = quiet_rounds.min(16);
+            quiet_rounds = quiet_rounds.saturating_add(1);
             let sleep = Duration::from_micros(1 << shift).min(MAX_POLL_SLEEP);
             let queue = lock();
             if queue.new.is_empty() && queue.garbage.is_empty() {
