@@ -219,9 +219,12 @@ impl StreamRef<'_> {
 impl Event {
     /// The completion of the event's last record as a future ([`Completion`]), for events
     /// recorded elsewhere (another library's, another stream's): ordo's one poller thread queries
-    /// it (`cudaEventQuery`), yielding between rounds for [`SPIN_WINDOW`](super::SPIN_WINDOW) after the last completion, backing off to
-    /// sleeps of up to [`MAX_POLL_SLEEP`](super::MAX_POLL_SLEEP) while none do. A stream's own
-    /// [`completion`](StreamRef::completion) wakes sooner and costs no polling.
+    /// it (`cudaEventQuery`), yielding between rounds for [`SPIN_WINDOW`](super::SPIN_WINDOW)
+    /// after the last completion, backing off to sleeps of up to
+    /// [`MAX_POLL_SLEEP`](super::MAX_POLL_SLEEP) while none come. A stream's own
+    /// [`completion`](StreamRef::completion) costs no polling but wakes later (CUDA runs its
+    /// stream callback some microseconds after the work: BENCHMARKS.md, "Async waits"): for the
+    /// lowest latency, record an event on the stream and await this.
     ///
     /// The event is shared (`Arc`): the future keeps a reference to it while the poller may query
     /// it, so that neither dropping nor forgetting the future can leave the poller a destroyed
