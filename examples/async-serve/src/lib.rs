@@ -245,6 +245,8 @@ pub struct Watcher {
     seen_at: Arc<std::sync::atomic::AtomicU64>,
     base: std::time::Instant,
     round: usize,
+    /// 128 MiB memsets a round (1 unless set).
+    memsets: usize,
     /// The watcher thread's id: its CPU time is not the waiting side's.
     pub tid: u64,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -292,10 +294,29 @@ impl Watcher {
         }
         let tid = tid.load(Ordering::SeqCst);
         let stream = stream.clone();
-        Ok(Watcher { stream, scratch, values, flag, armed, seen_at, base, round: 0, tid, thread: Some(thread) })
+        Ok(Watcher {
+            stream,
+            scratch,
+            values,
+            flag,
+            armed,
+            seen_at,
+            base,
+            round: 0,
+            memsets: 1,
+            tid,
+            thread: Some(thread),
+        })
     }
 
-    /// Enqueues a round: 128 MiB of memset, then the copy of one byte the watcher waits for.
+    /// Sets how many 128 MiB memsets a round makes (at least 1): the length of the GPU work a
+    /// wait waits for.
+    pub fn set_memsets(&mut self, memsets: usize) {
+        self.memsets = memsets.max(1);
+    }
+
+    /// Enqueues a round: 128 MiB of memset (times [`set_memsets`](Self::set_memsets)), then the
+    /// copy of one byte the watcher waits for.
     pub fn enqueue_round(&mut self) -> Result<()> {
         use std::sync::atomic::Ordering;
         self.round += 1;
@@ -307,7 +328,9 @@ impl Watcher {
         // SAFETY: the buffers outlive every round (the watcher owns them and is dropped only
         // after the last round's wait, which the caller makes before the next round).
         unsafe {
-            ordo_cuda::memory::copy::memset_async(self.scratch.as_mut_slice(), value, s)?;
+            for _ in 0..self.memsets {
+                ordo_cuda::memory::copy::memset_async(self.scratch.as_mut_slice(), value, s)?;
+            }
             ordo_cuda::memory::copy::d2h_async(self.flag.pinned_mut(), self.values.slice(v..v + 1)?, s)?;
         }
         Ok(())

@@ -17,6 +17,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 const ROUNDS: usize = 2000;
+/// Rounds of the long waits, and their memsets of 128 MiB a round (about 2 ms of GPU work).
+const LONG_ROUNDS: usize = 300;
+const LONG_MEMSETS: usize = 64;
 const WARM_UP: usize = 100;
 const IN_FLIGHT: usize = 1000;
 const STREAMS: usize = 64;
@@ -47,14 +50,23 @@ fn memset(lanes: &[Lane], i: usize) -> ordo_cuda::Result<&Stream> {
 type Fallible<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// Wake latencies (us) and CPU time a wait (us) of `wait`, run `ROUNDS` times after a warm-up.
-async fn measure<W, F>(watcher: &mut Watcher, mut wait: W) -> Fallible<(Vec<f64>, Option<f64>)>
+async fn measure<W, F>(watcher: &mut Watcher, wait: W) -> Fallible<(Vec<f64>, Option<f64>)>
 where
     W: FnMut() -> F,
     F: std::future::Future<Output = ordo_cuda::Result<()>>,
 {
-    let mut latencies = Vec::with_capacity(ROUNDS);
+    measure_n(watcher, ROUNDS, wait).await
+}
+
+/// [`measure`] for `rounds` rounds.
+async fn measure_n<W, F>(watcher: &mut Watcher, rounds: usize, mut wait: W) -> Fallible<(Vec<f64>, Option<f64>)>
+where
+    W: FnMut() -> F,
+    F: std::future::Future<Output = ordo_cuda::Result<()>>,
+{
+    let mut latencies = Vec::with_capacity(rounds);
     let mut cpu_before = None;
-    for round in 0..WARM_UP + ROUNDS {
+    for round in 0..WARM_UP + rounds {
         if round == WARM_UP {
             cpu_before = cpu_ns_except(watcher.tid);
         }
@@ -65,7 +77,7 @@ where
             latencies.push(latency);
         }
     }
-    let cpu = cpu_before.zip(cpu_ns_except(watcher.tid)).map(|(b, a)| (a - b) as f64 / 1e3 / ROUNDS as f64);
+    let cpu = cpu_before.zip(cpu_ns_except(watcher.tid)).map(|(b, a)| (a - b) as f64 / 1e3 / rounds as f64);
     Ok((latencies, cpu))
 }
 
@@ -190,6 +202,19 @@ fn run() -> Fallible<()> {
         ours / sync,
         if ours / sync <= 1.5 { "met" } else { "MISSED" }
     );
+    // Long waits: the poller has backed off to sleeps by the time the work completes.
+    watcher.set_memsets(LONG_MEMSETS);
+    println!("\n1b. long waits, {LONG_ROUNDS} rounds each ({LONG_MEMSETS} memsets of 128 MiB, then the 1-byte copy)");
+    let (l, c) = current.block_on(measure_n(&mut watcher, LONG_ROUNDS, || async { s.synchronize() }))?;
+    row("cudaStreamSynchronize (blocks the thread)", l, c);
+    let (l, c) = current.block_on(measure_n(&mut watcher, LONG_ROUNDS, || async { s.completion()?.await }))?;
+    row("completion().await (stream callback), current-thread", l, c);
+    let (l, c) = current.block_on(measure_n(&mut watcher, LONG_ROUNDS, || async {
+        event.record(s)?;
+        event.completion()?.await
+    }))?;
+    row("Event::completion().await (poller), current-thread", l, c);
+    watcher.set_memsets(1);
     drop(watcher);
     let floor = wake_floor(&current);
     let floor_p50 = row("floor: another thread's wake() of the parked task (no GPU)", floor, None);
