@@ -8,6 +8,7 @@
 
 use crate::failure::{fail, Context, Result};
 use crate::fill::Fill;
+use crate::host_calls;
 use crate::link::{ConsumerLink, Link};
 use crate::pass::{self, Consume, Produce};
 use ordo_cuda::ipc::{ImportedEvent, IpcBuffer, IpcEvent, IpcEventHandle, IpcMapping, IpcMemHandle};
@@ -32,13 +33,13 @@ impl Produce for Producer<'_, '_> {
         let s = self.stream;
         if self.used[slot] {
             // The consumer recorded `free[slot]` before its Free message, which has been received.
-            s.wait_event(&self.free[slot])?;
+            host_calls::WAIT_IMPORTED.time(|| s.wait_event(&self.free[slot]))?;
         }
         let buffer = &mut self.slots[slot];
         let words = buffer.len();
         // SAFETY: the slot's `words` words, freed only after `s` has drained (IpcBuffer's drop).
-        unsafe { self.fill.launch(s, buffer.as_mut_ptr(), words, index) }?;
-        self.ready[slot].record(s)?;
+        host_calls::FILL.time(|| unsafe { self.fill.launch(s, buffer.as_mut_ptr(), words, index) })?;
+        host_calls::RECORD_IPC.time(|| self.ready[slot].record(s))?;
         self.used[slot] = true;
         Ok(())
     }
@@ -101,6 +102,7 @@ fn exchange_and_run<'s>(
         .context("opening a free event")?;
     let mut side = Producer { fill, stream: s, slots, ready, free: &free, used: vec![false; args.slots] };
     let row = pass::produce_passes(link, &mut side, args, "ipc", mib)?;
+    host_calls::print_and_reset(&format!("producer, {mib} MiB"));
     link.send(&Message::Teardown)?;
     link.expect(&Message::TornDown)?;
     // Every wait on them has been enqueued; the waits hold on after the events' destruction.
@@ -121,10 +123,11 @@ struct Consumer<'a, 's> {
 impl Consume for Consumer<'_, '_> {
     fn consume(&mut self, slot: usize, seq: usize) -> Result<()> {
         let s = self.stream;
-        s.wait_event(&self.ready[slot])?;
+        host_calls::WAIT_IMPORTED.time(|| s.wait_event(&self.ready[slot]))?;
         // SAFETY: the mapping is closed, and `keep` freed, only after `s` has drained.
-        unsafe { copy::d2d_async(self.keep.as_mut_slice(), self.slots[slot].as_slice(), s) }?;
-        self.free[slot].record(s)?;
+        host_calls::COPY_OUT
+            .time(|| unsafe { copy::d2d_async(self.keep.as_mut_slice(), self.slots[slot].as_slice(), s) })?;
+        host_calls::RECORD_IPC.time(|| self.free[slot].record(s))?;
         sample(s, &self.keep, &mut self.samples, seq)
     }
     fn stream(&self) -> StreamRef<'_> {
@@ -200,6 +203,7 @@ pub fn consume(link: &mut ConsumerLink, setup: Setup) -> Result<()> {
     link.send(&Message::Ready)?;
     let mut side = Consumer { stream: s, slots: &mappings, ready: &ready, free: &free, keep, samples };
     pass::consume_passes(link, &mut side, slots, words)?;
+    host_calls::print_and_reset(&format!("consumer, {} MiB", (words * 4) >> 20));
     drop(side);
     // Each close synchronises `s` first.
     for m in mappings {

@@ -41,6 +41,7 @@
 mod consumer;
 mod failure;
 mod fill;
+mod host_calls;
 mod ipc_mode;
 mod link;
 mod pass;
