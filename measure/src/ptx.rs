@@ -5,7 +5,8 @@
 //! `u64` of `%globaltimer` at `slots[3 * block + 0 / 1 / 2]`:
 //! - entry: thread (0, 0, 0) of the block, first thing after the kernel's declarations (a store);
 //! - release: after each `griddepcontrol.wait`, one lane of each warp (`red.min`); slots left at
-//!   their initial `u64::MAX` mean the kernel has no wait;
+//!   their initial `u64::MAX` mean the kernel has no wait. Another warp may pass its wait before
+//!   thread 0 stamps entry, so release may precede entry by the warps' start skew;
 //! - end: at every `ret` and `exit`, one lane of each warp (`red.max`), so the block's last warp to
 //!   leave gives its end.
 //!

@@ -254,7 +254,10 @@ fn measure_engine_the_stamped_copy_computes_what_the_kernel_computes() {
     let mut stamps = vec![0u64; 3 * blocks as usize];
     copy::d2h_blocking(&mut stamps, st.as_slice(), s).unwrap();
     for (blk, w) in stamps.chunks(3).enumerate() {
-        assert!(w[0] > 0 && w[1] >= w[0] && w[2] >= w[1], "block {blk}: entry {} release {} end {}", w[0], w[1], w[2]);
+        // Entry is thread 0's stamp; another warp of the block may pass its wait (release) a
+        // few nanoseconds before thread 0 stamps entry (seen under racecheck): only the end
+        // bounds both.
+        assert!(w[0] > 0 && w[2] >= w[0] && w[2] >= w[1], "block {blk}: entry {} release {} end {}", w[0], w[1], w[2]);
     }
 }
 
