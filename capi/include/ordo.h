@@ -831,7 +831,9 @@ void ordo_sm_stream_destroy(ordo_sm_stream* stream);
  * itself (a socket, a pipe, shared memory): CUDA's 64 bytes, the allocation's size, and a tag of
  * the handle's kind, so that a handle of another kind (or other bytes) is ORDO_ERROR_INVALID_ARGUMENT.
  * A pool's descriptor crosses a connected Unix-domain socket with ordo_ipc_send_fd / ordo_ipc_recv_fd
- * (SCM_RIGHTS; an OS failure is ORDO_ERROR_LIBRARY with errno as the last error's library_status).
+ * (SCM_RIGHTS; an OS failure is ORDO_ERROR_LIBRARY with errno as the last error's library_status;
+ * a payload_len of 0 is ORDO_ERROR_INVALID_ARGUMENT on both sides: the descriptor travels with the
+ * payload's bytes).
  * What the EXPORTING process owes, none of which ordo can check across processes:
  *   - exported memory stays allocated until every importer has closed its mapping
  *     (ordo_ipc_mapping_close) or freed its import (ordo_ipc_import_free): CUDA makes a free before

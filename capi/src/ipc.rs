@@ -470,6 +470,9 @@ pub unsafe extern "C" fn ordo_ipc_send_fd(
 ) -> OrdoStatus {
     guard("ordo_ipc_send_fd", || {
         non_null(payload, "payload")?;
+        if payload_len == 0 {
+            return Err(invalid("payload_len", "zero: a descriptor travels with at least one payload byte"));
+        }
         if socket_fd < 0 || fd < 0 {
             return Err(invalid(if socket_fd < 0 { "socket_fd" } else { "fd" }, "negative"));
         }
@@ -488,7 +491,7 @@ pub unsafe extern "C" fn ordo_ipc_send_fd(
 /// Receives into `payload` until it is full or the peer closed the socket, and the descriptor that
 /// came with the bytes (`recvmsg`, close-on-exec): `*received` bytes, `*fd_out` the descriptor,
 /// the caller's to close, or -1 when none came. More than one descriptor is `ORDO_ERROR_LIBRARY`
-/// (each is closed).
+/// (each is closed); `payload_len` 0 is `ORDO_ERROR_INVALID_ARGUMENT`, before anything is read.
 ///
 /// # Safety
 /// The C contract: `socket_fd` is an open descriptor; `payload` holds `payload_len` writable bytes;
@@ -505,6 +508,9 @@ pub unsafe extern "C" fn ordo_ipc_recv_fd(
         non_null(payload.cast_const(), "payload")?;
         non_null(received.cast_const(), "received")?;
         non_null(fd_out.cast_const(), "fd_out")?;
+        if payload_len == 0 {
+            return Err(invalid("payload_len", "zero: a descriptor travels with at least one payload byte"));
+        }
         if socket_fd < 0 {
             return Err(invalid("socket_fd", "negative"));
         }

@@ -99,8 +99,13 @@ fn send_all(socket: RawFd, mut bytes: &[u8]) -> io::Result<()> {
 /// stream; 0 when the peer had closed it) and the descriptor, `None` when none came.
 ///
 /// More than one descriptor, or a control message the kernel had to cut short, is an error
-/// (`InvalidData`); every descriptor that did arrive is closed then.
+/// (`InvalidData`); every descriptor that did arrive is closed then. An empty `payload` is refused
+/// (`InvalidInput`) before anything is read: a descriptor travels with payload bytes
+/// ([`send_fd`] sends at least one), so nothing could be received into it.
 pub fn recv_fd(socket: impl AsFd, payload: &mut [u8]) -> io::Result<(usize, Option<OwnedFd>)> {
+    if payload.is_empty() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "recv_fd: the payload buffer is empty"));
+    }
     let socket = socket.as_fd().as_raw_fd();
     let mut filled = 0;
     let mut received: Option<OwnedFd> = None;
@@ -206,6 +211,8 @@ mod tests {
         let file = tempfile();
         assert_eq!(send_fd(&a, &file, b"").unwrap_err().kind(), io::ErrorKind::InvalidInput);
         send_fd(&a, &file, b"1").unwrap();
+        // An empty buffer is refused without reading: the descriptor stays in the socket.
+        assert_eq!(recv_fd(&b, &mut []).unwrap_err().kind(), io::ErrorKind::InvalidInput);
         send_fd(&a, &file, b"2").unwrap();
         let mut payload = [0u8; 2];
         assert_eq!(recv_fd(&b, &mut payload).unwrap_err().kind(), io::ErrorKind::InvalidData);
