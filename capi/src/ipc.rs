@@ -572,6 +572,8 @@ mod tests {
             assert_eq!(ordo_ipc_recv_fd(b.as_raw_fd(), payload.as_mut_ptr(), 3, &mut received, &mut fd), ORDO_SUCCESS);
             assert_eq!(ordo_ipc_send_fd(a.as_raw_fd(), file.as_raw_fd(), b"".as_ptr(), 0), ORDO_ERROR_INVALID_ARGUMENT);
             assert_eq!(ordo_ipc_send_fd(-1, file.as_raw_fd(), b"x".as_ptr(), 1), ORDO_ERROR_INVALID_ARGUMENT);
+            let st = ordo_ipc_recv_fd(b.as_raw_fd(), payload.as_mut_ptr(), 0, &mut received, &mut fd);
+            assert_eq!(st, ORDO_ERROR_INVALID_ARGUMENT, "an empty payload buffer");
         }
         assert_eq!((received, &payload), (3, b"abc"));
         assert!(fd >= 0);
