@@ -1,10 +1,13 @@
 //! The chunked pipeline from C: `ordo_pipeline` handles made with options
 //! (`ordo_pipeline_create`, `ordo_pipeline_run_on`, `ordo_pipeline_run_stencil`,
 //! `ordo_pipeline_destroy`), and `ordo_pipeline_run`, which runs on one hidden default pool
-//! (floats, the chunk count given). A handle is a Rust [`PipelinePool`] (its retention across
+//! (floats, the chunk count given). A handle is a Rust
+//! [`PipelinePool`](ordo_cuda_core::pipeline::PipelinePool) (its retention across
 //! captures, its limits, the take and give-back of its pipelines are the Rust API's) and the
-//! options each run uses; the runs are [`Pipeline::run_with`] (cut at element boundaries, the
-//! temporaries allocated) and [`Pipeline::run_stencil`] (rows and halos). This folder converts:
+//! options each run uses; the runs are
+//! [`Pipeline::run_with`](ordo_cuda_core::pipeline::Pipeline::run_with) (cut at element boundaries, the
+//! temporaries allocated) and
+//! [`Pipeline::run_stencil`](ordo_cuda_core::pipeline::Pipeline::run_stencil) (rows and halos). This folder converts:
 //! options, pointers, sizes, callbacks and statuses: the C types here, the checks made before CUDA
 //! in `checks.rs`, the path every run shares in `run.rs`, `ordo_pipeline_run` and its pool in
 //! `default_pool.rs`, the handle's exports in `handle.rs`, the stencil run in `stencil.rs`.
@@ -64,7 +67,7 @@ pub type OrdoStencilFn = Option<
     ) -> OrdoStatus,
 >;
 
-/// The C handle type of a pipeline: opaque, never dereferenced (see [`handles`]).
+/// The C handle type of a pipeline: opaque, never dereferenced (see [`handles`](crate::handles)).
 #[repr(C)]
 pub struct OrdoPipeline {
     _opaque: [u8; 0],

@@ -43,8 +43,8 @@ impl LinearCopy {
 }
 
 /// A copy node whose work is one [`LinearCopy`], so that an executable graph can point it at other
-/// memory ([`GraphExec::set_memcpy_node`](super::GraphExec::set_memcpy_node)). Found with
-/// [`Graph::memcpy_nodes`] or [`Node::memcpy`].
+/// memory ([`GraphExec::set_memcpy_node`](crate::graph::GraphExec::set_memcpy_node)). Found with
+/// [`Graph::memcpy_nodes`](crate::graph::Graph::memcpy_nodes) or [`Node::memcpy`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemcpyNode<'g> {
     pub(crate) node: Node<'g>,

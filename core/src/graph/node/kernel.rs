@@ -260,14 +260,14 @@ impl Graph {
     /// (priority, cluster and preferred cluster dimensions, cooperative, memory-synchronisation
     /// domain), after the checks [`Kernel::launch`] makes (a cooperative grid must fit the calling
     /// thread's current device at once); PDL and the programmatic and launch-completion events
-    /// are refused with a usage error naming them (see the [`graph`](super) module). The argument
+    /// are refused with a usage error naming them (see the [`graph`](crate::graph) module). The argument
     /// values are copied during the call, and nothing allocates. Unlike a capture, this works on
     /// a graph that already holds conditional nodes or handles.
     ///
     /// # Safety
     /// - The kernel runs at every launch of every executable graph made from (or updated with)
     ///   this graph, not at this call; for each, the caller owes what
-    ///   [`BodyGraph::add_kernel_node`](super::BodyGraph::add_kernel_node) states.
+    ///   [`BodyGraph::add_kernel_node`](crate::graph::BodyGraph::add_kernel_node) states.
     pub unsafe fn add_kernel_node<'g, Args: KernelArgs>(
         &'g self,
         dependencies: &[Node<'g>],
