@@ -28,6 +28,7 @@ use super::raw::GreenCtx;
 use crate::callback::drop_outside_callbacks;
 use crate::context::ContextTag;
 use crate::error::Result;
+use crate::graph::capture_info;
 use crate::graph::user_object::give_to_graph;
 use crate::stream::StreamRef;
 use alloc::boxed::Box;
@@ -162,24 +163,10 @@ impl Drop for PartitionHold {
 /// The capture `stream` is in: its id and graph, or `None` when it is not capturing (or its
 /// capture was invalidated: its end fails, and nothing is kept).
 fn capture_of(stream: sys::cudaStream_t) -> Result<Option<(c_ulonglong, NonNull<sys::CUgraph_st>)>> {
-    let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
-    let mut id: c_ulonglong = 0;
-    let mut graph: sys::cudaGraph_t = core::ptr::null_mut();
     // SAFETY: a live stream (the capturing caller's, a partition stream being dropped by its
     // owner, or one listed with a live context, whose drop waits for the list's lock held by the
-    // caller); the outputs asked for are writable, the others not asked. The capture's own query,
-    // which CUDA allows during captures (CB-05).
-    cuda_call!(unsafe {
-        sys::compat::cudaStreamGetCaptureInfo(
-            stream,
-            &mut status,
-            &mut id,
-            &mut graph,
-            core::ptr::null_mut(),
-            core::ptr::null_mut(),
-            core::ptr::null_mut(),
-        )
-    })?;
+    // caller). The capture's own query, which CUDA allows during captures (CB-05).
+    let (status, id, graph) = unsafe { capture_info(stream) }?;
     Ok(match status {
         sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => NonNull::new(graph).map(|g| (id, g)),
         _ => None,
