@@ -230,7 +230,19 @@ mod tests {
     use crate::memory::{copy, DeviceBuffer};
     use crate::partition::SmSplit;
     use crate::{Device, Event, Stream};
+    use alloc::sync::Weak;
     use core::cell::RefCell;
+
+    /// Frees what graphs let go of (`free_deferred`) until the green context behind `weak` is
+    /// gone, for 20 s at most, and asserts that it went (`message` otherwise).
+    fn assert_freed(weak: &Weak<GreenCtx>, message: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while weak.strong_count() > 0 && std::time::Instant::now() < deadline {
+            crate::callback::free_deferred();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(weak.strong_count(), 0, "{message}");
+    }
 
     /// After `cudaDeviceReset` the C ABI forgets a partition stream: its entry `(h, old)` stays,
     /// and a new stream may get the handle `h`. The drop of the new one takes out its own entry, not
@@ -340,12 +352,7 @@ mod tests {
         copy::d2h_blocking(&mut back, x.as_slice(), p).unwrap();
         assert!(back.iter().all(|&v| v == 0x5a), "the replay after the partition's drop");
         drop(exec);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while weak.strong_count() > 0 && std::time::Instant::now() < deadline {
-            crate::callback::free_deferred();
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        assert_eq!(weak.strong_count(), 0, "the green context outlived its last graph");
+        assert_freed(&weak, "the green context outlived its last graph");
         drop(x);
         plain.synchronize().unwrap();
     }
@@ -400,12 +407,7 @@ mod tests {
         copy::d2h_blocking(&mut back, x.as_slice(), p).unwrap();
         assert!(back.iter().all(|&v| v == 0x5a), "the replays after the partition's drop");
         drop(exec);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while weak.strong_count() > 0 && std::time::Instant::now() < deadline {
-            crate::callback::free_deferred();
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        assert_eq!(weak.strong_count(), 0, "the green context outlived its last graph");
+        assert_freed(&weak, "the green context outlived its last graph");
         drop(x);
         plain.synchronize().unwrap();
     }
@@ -453,12 +455,7 @@ mod tests {
             (false, _) => std::println!("another test's free_deferred took the green context first: nothing to check"),
             (true, after) => assert!(after, "SmSplit::new freed the deferred green context inside the capture"),
         }
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while weak.strong_count() > 0 && std::time::Instant::now() < deadline {
-            crate::callback::free_deferred();
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        assert_eq!(weak.strong_count(), 0, "the green context was never freed after the capture");
+        assert_freed(&weak, "the green context was never freed after the capture");
         drop(x);
         plain.synchronize().unwrap();
     }
