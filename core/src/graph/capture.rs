@@ -15,6 +15,7 @@ use crate::error::{check, Result};
 #[cfg(feature = "alloc")]
 use crate::error::{CudaError, Error};
 use crate::stream::StreamRef;
+use core::ffi::c_ulonglong;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use ordo_cuda_sys as sys;
@@ -163,24 +164,39 @@ pub(crate) enum CaptureTarget {
     Invalidated,
 }
 
-/// Where work enqueued on `stream` goes now. A stream that joined another stream's capture (by
-/// waiting on an event recorded in it) reports that capture's graph.
-#[cfg(feature = "std")]
-pub(crate) fn capture_target(stream: StreamRef<'_>) -> Result<CaptureTarget> {
+/// The capture state of `stream` (`cudaStreamGetCaptureInfo`): its status, and its capture's id
+/// and graph (zero and null when it is not capturing). The dependency outputs are not asked.
+///
+/// # Safety
+/// `stream` is a live stream.
+pub(crate) unsafe fn capture_info(
+    stream: sys::cudaStream_t,
+) -> Result<(sys::cudaStreamCaptureStatus, c_ulonglong, sys::cudaGraph_t)> {
     let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
+    let mut id: c_ulonglong = 0;
     let mut graph: sys::cudaGraph_t = core::ptr::null_mut();
-    // SAFETY: a live stream; `status` and `graph` are writable; the other outputs are not asked.
+    // SAFETY: `stream` is live (the caller's contract); the outputs asked for are writable, the
+    // others not asked.
     cuda_call!(unsafe {
         sys::compat::cudaStreamGetCaptureInfo(
-            stream.as_raw(),
+            stream,
             &mut status,
-            core::ptr::null_mut(),
+            &mut id,
             &mut graph,
             core::ptr::null_mut(),
             core::ptr::null_mut(),
             core::ptr::null_mut(),
         )
     })?;
+    Ok((status, id, graph))
+}
+
+/// Where work enqueued on `stream` goes now. A stream that joined another stream's capture (by
+/// waiting on an event recorded in it) reports that capture's graph.
+#[cfg(feature = "std")]
+pub(crate) fn capture_target(stream: StreamRef<'_>) -> Result<CaptureTarget> {
+    // SAFETY: a live stream.
+    let (status, _, graph) = unsafe { capture_info(stream.as_raw()) }?;
     Ok(match status {
         sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => match NonNull::new(graph) {
             Some(graph) => CaptureTarget::Active(graph),
@@ -250,19 +266,8 @@ impl<'a> StreamRef<'a> {
 
     /// Whether the stream is capturing (`cudaStreamGetCaptureInfo`).
     pub fn capture_status(self) -> Result<CaptureStatus> {
-        let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
-        // SAFETY: a live stream; `status` is writable; the other outputs are not asked.
-        cuda_call!(unsafe {
-            sys::compat::cudaStreamGetCaptureInfo(
-                self.as_raw(),
-                &mut status,
-                core::ptr::null_mut(),
-                core::ptr::null_mut(),
-                core::ptr::null_mut(),
-                core::ptr::null_mut(),
-                core::ptr::null_mut(),
-            )
-        })?;
+        // SAFETY: a live stream.
+        let (status, _, _) = unsafe { capture_info(self.as_raw()) }?;
         Ok(match status {
             sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => CaptureStatus::Active,
             sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusInvalidated => CaptureStatus::Invalidated,

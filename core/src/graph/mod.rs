@@ -53,7 +53,7 @@ pub use capture::capture_into;
 pub(crate) use capture::captures_open;
 pub use capture::{capture, CaptureMode, CaptureStatus};
 #[cfg(feature = "std")]
-pub(crate) use capture::{capture_target, invalidated, CaptureTarget};
+pub(crate) use capture::{capture_info, capture_target, invalidated, CaptureTarget};
 pub use conditional::{Bodies, BodyGraph, BodyIter, ConditionalHandle, ConditionalKind};
 pub use exec::{GraphExec, InstantiateFlags, UpdateNodes, UpdateOutcome};
 #[cfg(feature = "std")]

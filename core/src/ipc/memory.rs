@@ -5,7 +5,7 @@
 use super::handle::{decode, elements, encode, from_c_chars, to_c_chars, HandleKind, CUDA_BYTES, HANDLE_BYTES};
 use crate::device::Device;
 use crate::error::{null_handle, Error, Result};
-use crate::memory::{byte_len, DeviceCopy, DeviceSlice, DeviceSliceMut};
+use crate::memory::{byte_len, DeviceCopy};
 use crate::stream::StreamRef;
 use core::ffi::{c_int, c_void};
 use core::marker::PhantomData;
@@ -58,7 +58,7 @@ pub(crate) fn free_after_stream(
 /// `stream` (CUDA's IPC memory handles work on `cudaMalloc` memory only, not on pool memory: for
 /// that see [`IpcPool`](super::IpcPool)).
 ///
-/// Its views carry `stream` as their [`origin`](DeviceSlice::origin). `cudaFree` is ordered on no
+/// Its views carry `stream` as their [`origin`](crate::DeviceSlice::origin). `cudaFree` is ordered on no
 /// stream, so the drop **synchronises `stream`** and then frees: work this process queued on
 /// `stream` (or ordered before it) has completed by then. Drop it outside hot loops, and outside
 /// captures of `stream`: there nothing can wait for that work, so the memory is left allocated
@@ -110,54 +110,12 @@ impl<'s, T: DeviceCopy> IpcBuffer<'s, T> {
         Ok(IpcMemHandle { data: from_c_chars(&raw.reserved), size: self.byte_len(), _memory: PhantomData })
     }
 
-    /// The device address, for kernel arguments.
-    #[inline(always)]
-    pub fn as_ptr(&self) -> *const T {
-        self.ptr.as_ptr()
-    }
-
-    /// The device address, for kernel arguments that write.
-    #[inline(always)]
-    pub fn as_mut_ptr(&mut self) -> *mut T {
-        self.ptr.as_ptr()
-    }
-
-    /// Number of elements.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Always false: a buffer has at least one element.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes (checked at allocation: it cannot overflow).
-    #[inline(always)]
-    pub fn byte_len(&self) -> usize {
-        self.len.saturating_mul(core::mem::size_of::<T>())
-    }
+    crate::memory::accessors::device_memory_methods!();
 
     /// The stream the drop synchronises before it frees.
     #[inline(always)]
     pub fn stream(&self) -> StreamRef<'s> {
         self.stream
-    }
-
-    /// A shared view; its [`origin`](DeviceSlice::origin) is the buffer's stream.
-    #[inline(always)]
-    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: our allocation, shared for the borrow; freed only after the stream has drained.
-        unsafe { DeviceSlice::from_raw_parts_on(self.ptr.as_ptr(), self.len, self.stream) }
-    }
-
-    /// An exclusive view; its [`origin`](DeviceSliceMut::origin) is the buffer's stream.
-    #[inline(always)]
-    pub fn as_mut_slice(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: our allocation, borrowed exclusively; freed only after the stream has drained.
-        unsafe { DeviceSliceMut::from_raw_parts_on(self.ptr.as_ptr(), self.len, self.stream) }
     }
 
     /// Synchronises the buffer's stream and frees the buffer (`cudaFree`), reporting the result.
@@ -251,7 +209,7 @@ impl IpcMemHandle<'_> {
 /// Another process's [`IpcBuffer`], mapped into this one (`cudaIpcOpenMemHandle`) on the device of
 /// the stream it was opened with, and unmapped on drop (`cudaIpcCloseMemHandle`).
 ///
-/// Its views carry that stream as their [`origin`](DeviceSlice::origin). The unmap is ordered on no
+/// Its views carry that stream as their [`origin`](crate::DeviceSlice::origin). The unmap is ordered on no
 /// stream, so the drop **synchronises the stream** and then closes. A failure in the drop is kept
 /// for [`take_drop_errors`](crate::error::take_drop_errors); [`close`](Self::close) returns it.
 /// CUDA does not promise to map a handle of this process's own memory: opening one may fail with
@@ -299,54 +257,12 @@ impl<'a, T: DeviceCopy> IpcMapping<'a, T> {
         Ok(mapping)
     }
 
-    /// The device address, for kernel arguments.
-    #[inline(always)]
-    pub fn as_ptr(&self) -> *const T {
-        self.ptr.as_ptr()
-    }
-
-    /// The device address, for kernel arguments that write.
-    #[inline(always)]
-    pub fn as_mut_ptr(&mut self) -> *mut T {
-        self.ptr.as_ptr()
-    }
-
-    /// Number of elements.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Always false: a mapping has at least one element.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    #[inline(always)]
-    pub fn byte_len(&self) -> usize {
-        self.len.saturating_mul(core::mem::size_of::<T>())
-    }
+    crate::memory::accessors::device_memory_methods!();
 
     /// The stream the drop synchronises before it unmaps.
     #[inline(always)]
     pub fn stream(&self) -> StreamRef<'a> {
         self.stream
-    }
-
-    /// A shared view; its [`origin`](DeviceSlice::origin) is the mapping's stream.
-    #[inline(always)]
-    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: mapped memory, shared for the borrow; unmapped only after the stream has drained.
-        unsafe { DeviceSlice::from_raw_parts_on(self.ptr.as_ptr(), self.len, self.stream) }
-    }
-
-    /// An exclusive view; its [`origin`](DeviceSliceMut::origin) is the mapping's stream.
-    #[inline(always)]
-    pub fn as_mut_slice(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: mapped memory, borrowed exclusively; unmapped only after the stream has drained.
-        unsafe { DeviceSliceMut::from_raw_parts_on(self.ptr.as_ptr(), self.len, self.stream) }
     }
 
     /// Synchronises the mapping's stream and unmaps (`cudaIpcCloseMemHandle`), reporting the result.

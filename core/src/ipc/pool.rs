@@ -10,7 +10,7 @@ use super::handle::{decode, elements, encode, HandleKind, CUDA_BYTES, HANDLE_BYT
 use super::memory::allocation_bytes;
 use crate::device::Device;
 use crate::error::{null_handle, Error, Result};
-use crate::memory::{order, DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut, MemPool, MemPoolRef, PoolAccess};
+use crate::memory::{order, DeviceBuffer, DeviceCopy, MemPool, MemPoolRef, PoolAccess};
 use crate::stream::StreamRef;
 use core::ffi::c_void;
 use core::marker::PhantomData;
@@ -225,7 +225,7 @@ impl PoolPointerHandle<'_> {
 
 /// Another process's allocation of an [`IpcPool`], imported into this one
 /// ([`ImportedPool::import_pointer`]). Its views carry its stream as their
-/// [`origin`](DeviceSlice::origin).
+/// [`origin`](crate::DeviceSlice::origin).
 ///
 /// Dropped, it is freed on its stream (`cudaFreeAsync`) and the drop **synchronises the stream**:
 /// CUDA requires an importer's free to have completed before the exporter frees the allocation, so
@@ -247,54 +247,12 @@ unsafe impl<T: DeviceCopy + Send> Send for PoolImport<'_, T> {}
 unsafe impl<T: DeviceCopy + Sync> Sync for PoolImport<'_, T> {}
 
 impl<'a, T: DeviceCopy> PoolImport<'a, T> {
-    /// The device address, for kernel arguments.
-    #[inline(always)]
-    pub fn as_ptr(&self) -> *const T {
-        self.ptr.as_ptr()
-    }
-
-    /// The device address, for kernel arguments that write.
-    #[inline(always)]
-    pub fn as_mut_ptr(&mut self) -> *mut T {
-        self.ptr.as_ptr()
-    }
-
-    /// Number of elements.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Always false: an import has at least one element.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    #[inline(always)]
-    pub fn byte_len(&self) -> usize {
-        self.len.saturating_mul(core::mem::size_of::<T>())
-    }
+    crate::memory::accessors::device_memory_methods!();
 
     /// The stream the import is freed on.
     #[inline(always)]
     pub fn stream(&self) -> StreamRef<'a> {
         self.stream
-    }
-
-    /// A shared view; its [`origin`](DeviceSlice::origin) is the import's stream.
-    #[inline(always)]
-    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: imported memory, shared for the borrow, freed only on `self.stream`.
-        unsafe { DeviceSlice::from_raw_parts_on(self.ptr.as_ptr(), self.len, self.stream) }
-    }
-
-    /// An exclusive view; its [`origin`](DeviceSliceMut::origin) is the import's stream.
-    #[inline(always)]
-    pub fn as_mut_slice(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: imported memory, borrowed exclusively, freed only on `self.stream`.
-        unsafe { DeviceSliceMut::from_raw_parts_on(self.ptr.as_ptr(), self.len, self.stream) }
     }
 
     /// Frees the import on its stream and waits for the free (`cudaFreeAsync`, then

@@ -116,57 +116,12 @@ impl<'s, T: DeviceCopy> DeviceBuffer<'s, T> {
         DeviceBuffer { ptr, len, stream }
     }
 
-    /// The device address, for kernel arguments.
-    #[inline(always)]
-    pub fn as_ptr(&self) -> *const T {
-        self.ptr.as_ptr()
-    }
-
-    /// The device address, for kernel arguments that write.
-    #[inline(always)]
-    pub fn as_mut_ptr(&mut self) -> *mut T {
-        self.ptr.as_ptr()
-    }
-
-    /// Number of elements.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Always false: a buffer has at least one element.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    #[inline(always)]
-    pub fn byte_len(&self) -> usize {
-        // Cannot overflow: an allocation of this many bytes exists (checked by `byte_len` at
-        // allocation; owed by `from_raw_parts`'s contract).
-        self.len.saturating_mul(core::mem::size_of::<T>())
-    }
+    super::accessors::device_memory_methods!();
 
     /// The stream the buffer will be freed on.
     #[inline(always)]
     pub fn stream(&self) -> StreamRef<'s> {
         self.stream
-    }
-
-    /// A shared view of the whole buffer; its [`origin`](DeviceSlice::origin) is the buffer's stream.
-    #[inline(always)]
-    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: our allocation, shared for the borrow, freed only on `self.stream`.
-        unsafe { DeviceSlice::from_raw_parts_on(self.ptr.as_ptr(), self.len, self.stream) }
-    }
-
-    /// An exclusive view of the whole buffer; its [`origin`](DeviceSliceMut::origin) is the
-    /// buffer's stream.
-    #[inline(always)]
-    pub fn as_mut_slice(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: our allocation, borrowed exclusively, freed only on `self.stream`.
-        unsafe { DeviceSliceMut::from_raw_parts_on(self.ptr.as_ptr(), self.len, self.stream) }
     }
 
     /// A shared view of `range`, with a clear error when it does not fit.

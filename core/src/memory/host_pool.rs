@@ -24,12 +24,11 @@
 //! pool's memory was (zeros from the OS, or a freed buffer's bytes): [`DeviceCopy`] types have no
 //! invalid bit patterns; [`zeroed_async`](HostPoolBuffer::zeroed_async) zeroes them on the stream.
 
-use super::{byte_len, DeviceCopy, MemPoolRef, PinnedSlice, PinnedSliceMut, PoolAccess};
+use super::{byte_len, DeviceCopy, MemPoolRef, PoolAccess};
 use crate::device::Device;
 use crate::error::{Error, Result, UsageKind};
 use crate::stream::StreamRef;
 use core::ffi::c_void;
-use core::ops::RangeBounds;
 use core::ptr::NonNull;
 use ordo_cuda_sys as sys;
 
@@ -213,24 +212,10 @@ impl<'s, T: DeviceCopy> HostPoolBuffer<'s, T> {
         Ok(buf)
     }
 
-    /// Number of elements.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Always false: a buffer has at least one element.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    #[inline(always)]
-    pub fn byte_len(&self) -> usize {
-        // Cannot overflow: checked by `byte_len` at allocation.
-        self.len.saturating_mul(core::mem::size_of::<T>())
-    }
+    super::accessors::len_methods!(
+        is_empty: "Always false: a buffer has at least one element.",
+        byte_len: "Size in bytes."
+    );
 
     /// The stream the buffer was allocated on and is freed on.
     #[inline(always)]
@@ -280,32 +265,8 @@ impl<'s, T: DeviceCopy> HostPoolBuffer<'s, T> {
         // SAFETY: our allocation, given up here; freed in the order of its stream.
         cuda_call!(unsafe { sys::cudaFreeAsync(ptr.cast(), stream.as_raw()) })
     }
-}
 
-impl<'s, T: DeviceCopy> HostPoolBuffer<'s, T> {
-    /// A view for asynchronous copies.
-    #[inline(always)]
-    pub fn pinned(&self) -> PinnedSlice<'_, T> {
-        // SAFETY: our page-locked allocation, shared for the borrow.
-        unsafe { PinnedSlice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-
-    /// An exclusive view for asynchronous copies into this memory.
-    #[inline(always)]
-    pub fn pinned_mut(&mut self) -> PinnedSliceMut<'_, T> {
-        // SAFETY: our page-locked allocation, borrowed exclusively.
-        unsafe { PinnedSliceMut::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-
-    /// A view of `range`, with a clear error when it does not fit.
-    pub fn pinned_range(&self, range: impl RangeBounds<usize>) -> Result<PinnedSlice<'_, T>> {
-        self.pinned().slice(range)
-    }
-
-    /// An exclusive view of `range`, with a clear error when it does not fit.
-    pub fn pinned_range_mut(&mut self, range: impl RangeBounds<usize>) -> Result<PinnedSliceMut<'_, T>> {
-        self.pinned_mut().slice_mut(range)
-    }
+    super::accessors::pinned_views!();
 }
 
 impl<T: DeviceCopy> Drop for HostPoolBuffer<'_, T> {

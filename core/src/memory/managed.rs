@@ -95,29 +95,9 @@ impl<T: DeviceCopy> ManagedBuffer<T> {
         Ok(buf)
     }
 
-    /// The address, valid on host and device.
-    #[inline(always)]
-    pub fn as_ptr(&self) -> *const T {
-        self.ptr.as_ptr()
-    }
+    super::accessors::ptr_methods!("The address, valid on host and device.", "The address, valid on host and device.");
 
-    /// The address, valid on host and device.
-    #[inline(always)]
-    pub fn as_mut_ptr(&mut self) -> *mut T {
-        self.ptr.as_ptr()
-    }
-
-    /// Number of elements.
-    #[inline(always)]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Always false.
-    #[inline(always)]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
+    super::accessors::len_methods!(is_empty: "Always false.");
 
     /// The memory as a host slice.
     ///

@@ -10,6 +10,7 @@
 //! the copy: `docs/cuda-behaviours.md`, CB-15). Pageable copies have their own, plainly named,
 //! blocking functions in [`copy`].
 
+pub(crate) mod accessors;
 #[cfg(cuda_12_8)]
 pub mod batch;
 pub mod copy;

@@ -4,7 +4,7 @@
 use super::{byte_len, DeviceCopy, PinnedSlice, PinnedSliceMut};
 use crate::error::Result;
 use core::ffi::c_uint;
-use core::ops::{Deref, DerefMut, RangeBounds};
+use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 use ordo_cuda_sys as sys;
 
@@ -83,29 +83,7 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
         Ok(raw.into_buffer(len))
     }
 
-    /// A view for asynchronous copies.
-    #[inline(always)]
-    pub fn pinned(&self) -> PinnedSlice<'_, T> {
-        // SAFETY: our pinned allocation, shared for the borrow.
-        unsafe { PinnedSlice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-
-    /// An exclusive view for asynchronous copies into this memory.
-    #[inline(always)]
-    pub fn pinned_mut(&mut self) -> PinnedSliceMut<'_, T> {
-        // SAFETY: our pinned allocation, borrowed exclusively.
-        unsafe { PinnedSliceMut::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-
-    /// A view of `range`, with a clear error when it does not fit.
-    pub fn pinned_range(&self, range: impl RangeBounds<usize>) -> Result<PinnedSlice<'_, T>> {
-        self.pinned().slice(range)
-    }
-
-    /// An exclusive view of `range`, with a clear error when it does not fit.
-    pub fn pinned_range_mut(&mut self, range: impl RangeBounds<usize>) -> Result<PinnedSliceMut<'_, T>> {
-        self.pinned_mut().slice_mut(range)
-    }
+    super::accessors::pinned_views!();
 }
 
 impl<T: DeviceCopy> Deref for PinnedBuffer<T> {

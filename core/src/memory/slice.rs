@@ -51,24 +51,11 @@ macro_rules! view {
                 self.ptr
             }
 
-            /// Number of elements.
-            #[inline(always)]
-            pub fn len(&self) -> usize {
-                self.len
-            }
-
-            /// Whether the view has no elements.
-            #[inline(always)]
-            pub fn is_empty(&self) -> bool {
-                self.len == 0
-            }
-
-            /// Size in bytes. Cannot overflow: the view lies inside one allocation (the
-            /// constructors' contract), whose size fits in an `isize`.
-            #[inline(always)]
-            pub fn byte_len(&self) -> usize {
-                self.len.saturating_mul(core::mem::size_of::<T>())
-            }
+            super::accessors::len_methods!(
+                is_empty: "Whether the view has no elements.",
+                byte_len: "Size in bytes. Cannot overflow: the view lies inside one allocation (the \
+                           constructors' contract), whose size fits in an `isize`."
+            );
         }
     };
 }

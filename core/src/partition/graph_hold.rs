@@ -28,6 +28,7 @@ use super::raw::GreenCtx;
 use crate::callback::drop_outside_callbacks;
 use crate::context::ContextTag;
 use crate::error::Result;
+use crate::graph::capture_info;
 use crate::graph::user_object::give_to_graph;
 use crate::stream::StreamRef;
 use alloc::boxed::Box;
@@ -162,24 +163,10 @@ impl Drop for PartitionHold {
 /// The capture `stream` is in: its id and graph, or `None` when it is not capturing (or its
 /// capture was invalidated: its end fails, and nothing is kept).
 fn capture_of(stream: sys::cudaStream_t) -> Result<Option<(c_ulonglong, NonNull<sys::CUgraph_st>)>> {
-    let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
-    let mut id: c_ulonglong = 0;
-    let mut graph: sys::cudaGraph_t = core::ptr::null_mut();
     // SAFETY: a live stream (the capturing caller's, a partition stream being dropped by its
     // owner, or one listed with a live context, whose drop waits for the list's lock held by the
-    // caller); the outputs asked for are writable, the others not asked. The capture's own query,
-    // which CUDA allows during captures (CB-05).
-    cuda_call!(unsafe {
-        sys::compat::cudaStreamGetCaptureInfo(
-            stream,
-            &mut status,
-            &mut id,
-            &mut graph,
-            core::ptr::null_mut(),
-            core::ptr::null_mut(),
-            core::ptr::null_mut(),
-        )
-    })?;
+    // caller). The capture's own query, which CUDA allows during captures (CB-05).
+    let (status, id, graph) = unsafe { capture_info(stream) }?;
     Ok(match status {
         sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => NonNull::new(graph).map(|g| (id, g)),
         _ => None,
@@ -243,7 +230,19 @@ mod tests {
     use crate::memory::{copy, DeviceBuffer};
     use crate::partition::SmSplit;
     use crate::{Device, Event, Stream};
+    use alloc::sync::Weak;
     use core::cell::RefCell;
+
+    /// Frees what graphs let go of (`free_deferred`) until the green context behind `weak` is
+    /// gone, for 20 s at most, and asserts that it went (`message` otherwise).
+    fn assert_freed(weak: &Weak<GreenCtx>, message: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while weak.strong_count() > 0 && std::time::Instant::now() < deadline {
+            crate::callback::free_deferred();
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(weak.strong_count(), 0, "{message}");
+    }
 
     /// After `cudaDeviceReset` the C ABI forgets a partition stream: its entry `(h, old)` stays,
     /// and a new stream may get the handle `h`. The drop of the new one takes out its own entry, not
@@ -353,12 +352,7 @@ mod tests {
         copy::d2h_blocking(&mut back, x.as_slice(), p).unwrap();
         assert!(back.iter().all(|&v| v == 0x5a), "the replay after the partition's drop");
         drop(exec);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while weak.strong_count() > 0 && std::time::Instant::now() < deadline {
-            crate::callback::free_deferred();
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        assert_eq!(weak.strong_count(), 0, "the green context outlived its last graph");
+        assert_freed(&weak, "the green context outlived its last graph");
         drop(x);
         plain.synchronize().unwrap();
     }
@@ -413,12 +407,7 @@ mod tests {
         copy::d2h_blocking(&mut back, x.as_slice(), p).unwrap();
         assert!(back.iter().all(|&v| v == 0x5a), "the replays after the partition's drop");
         drop(exec);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while weak.strong_count() > 0 && std::time::Instant::now() < deadline {
-            crate::callback::free_deferred();
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        assert_eq!(weak.strong_count(), 0, "the green context outlived its last graph");
+        assert_freed(&weak, "the green context outlived its last graph");
         drop(x);
         plain.synchronize().unwrap();
     }
@@ -466,12 +455,7 @@ mod tests {
             (false, _) => std::println!("another test's free_deferred took the green context first: nothing to check"),
             (true, after) => assert!(after, "SmSplit::new freed the deferred green context inside the capture"),
         }
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while weak.strong_count() > 0 && std::time::Instant::now() < deadline {
-            crate::callback::free_deferred();
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        assert_eq!(weak.strong_count(), 0, "the green context was never freed after the capture");
+        assert_freed(&weak, "the green context was never freed after the capture");
         drop(x);
         plain.synchronize().unwrap();
     }
