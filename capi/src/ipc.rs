@@ -444,9 +444,10 @@ pub extern "C" fn ordo_ipc_pool_destroy(pool: *mut OrdoIpcPool) {
 }
 
 /// An OS error of `call` as ordo's error: a library error of "libc" with `errno` as its status,
-/// or an invalid argument for ordo's own refusals.
+/// or an invalid argument for ordo's own refusals (which carry no `errno`: an `EINVAL` of the OS
+/// stays the OS's, a library error).
 fn os_error(e: std::io::Error, call: &'static str) -> Failure {
-    if e.kind() == std::io::ErrorKind::InvalidInput {
+    if e.raw_os_error().is_none() && e.kind() == std::io::ErrorKind::InvalidInput {
         return invalid("payload_len", "a descriptor needs at least one payload byte");
     }
     let status = e.raw_os_error().unwrap_or(0);

@@ -85,7 +85,8 @@ fn run() {
     // SAFETY: `mode` is writable. The thread keeps the relaxed mode for its life.
     unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) };
     // The back-off's sleeps are microseconds: without this, Linux stretches each to 50 us.
-    // SAFETY: PR_SET_TIMERSLACK takes a number of nanoseconds and applies to this thread only.
+    // SAFETY: PR_SET_TIMERSLACK takes a number of nanoseconds (an unsigned long) and sets this
+    // thread's slack (threads it creates inherit it; none is made here).
     #[cfg(target_os = "linux")]
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong)

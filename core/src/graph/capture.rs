@@ -165,7 +165,7 @@ pub(crate) enum CaptureTarget {
 }
 
 /// The capture state of `stream` (`cudaStreamGetCaptureInfo`): its status, and its capture's id
-/// and graph (zero and null when it is not capturing). The dependency outputs are not asked.
+/// and graph (meaningful only when the status is Active). The dependency outputs are not asked.
 ///
 /// # Safety
 /// `stream` is a live stream.
