@@ -526,7 +526,9 @@ pub unsafe extern "C" fn ordo_ipc_recv_fd(
 
 #[cfg(test)]
 mod tests {
-    use super::super::status::{ORDO_ERROR_INVALID_ARGUMENT, ORDO_ERROR_INVALID_HANDLE, ORDO_SUCCESS};
+    use super::super::status::{
+        ORDO_ERROR_INVALID_ARGUMENT, ORDO_ERROR_INVALID_HANDLE, ORDO_ERROR_LIBRARY, ORDO_SUCCESS,
+    };
     use super::*;
     use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
@@ -559,6 +561,15 @@ mod tests {
         assert_eq!(ordo_ipc_event_query(core::ptr::null_mut()), ORDO_ERROR_INVALID_HANDLE);
         ordo_ipc_mapping_close(core::ptr::null_mut());
         ordo_ipc_import_free(0x51b as *mut OrdoIpcImport);
+    }
+
+    #[test]
+    fn an_os_einval_stays_a_library_error_and_only_ordos_refusal_is_an_invalid_argument() {
+        // EINVAL (22 on Linux) from the OS: ORDO_ERROR_LIBRARY, as ordo.h promises for OS failures.
+        let os = super::os_error(std::io::Error::from_raw_os_error(22), "sendmsg");
+        assert_eq!(os.0, ORDO_ERROR_LIBRARY);
+        let own = super::os_error(std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty"), "sendmsg");
+        assert_eq!(own.0, ORDO_ERROR_INVALID_ARGUMENT);
     }
 
     #[test]
