@@ -81,7 +81,7 @@ impl Completion {
     }
 
     /// Lets go of the slot, leaving `payload` to be released once the work has completed (at
-    /// once, on the poller thread, if it has).
+    /// once, on the releaser thread, if it has).
     pub(super) fn abandon<P: Send + 'static>(&mut self, payload: Option<P>) {
         if let Some(slot) = self.slot.take() {
             slot.abandon(payload);
@@ -247,7 +247,11 @@ impl Event {
             return Ok(Completion::ready(sys::cudaError::cudaSuccess, "cudaEventQuery"));
         }
         if !poller::ensure_started() {
-            return Err(Error::usage(UsageKind::NotSupported, CALL, "the poller thread could not be started"));
+            return Err(Error::usage(
+                UsageKind::NotSupported,
+                CALL,
+                "the poller and releaser threads could not be started",
+            ));
         }
         let slot = slot::acquire().ok_or_else(|| too_many(CALL))?;
         slot.set_event(Arc::clone(self));

@@ -77,7 +77,7 @@ fn finish<'d, P: Send + 'static>(
 
 /// A refused copy's pinned buffer: dropped here, unless `stream` captures (or cannot say), where
 /// its `cudaFreeHost` would invalidate the capture (thread-local and global modes): then it is
-/// released on the poller thread, as a cancelled copy's is.
+/// released on ordo's releaser thread, as a cancelled copy's is.
 fn refused<T: DeviceCopy>(e: Error, buffer: PinnedBuffer<T>, stream: StreamRef<'_>) -> Error {
     if matches!(stream.capture_status(), Ok(crate::graph::CaptureStatus::None)) {
         drop(buffer);

@@ -18,14 +18,14 @@ use core::task::{Context, Poll};
 /// **Cancellation.** Dropping it before completion (a task cancelled, a `select!` that took
 /// another branch, a panic, a runtime shut down) never frees the payload early and never
 /// blocks: the payload is handed to the wake slot the stream callback holds, and released once
-/// the work has completed, on ordo's poller thread (a stream callback may not call CUDA, and
+/// the work has completed, on ordo's releaser thread (a stream callback may not call CUDA, and
 /// dropping a pinned buffer does). That costs one allocation (the payload, boxed), on the
 /// cancelling path only. The borrow `'d` ends with the drop: the device memory is then freed, if
 /// its owner drops it, by a free that its stream orders after the work (ordo's copies here order
 /// a buffer's own stream after work on another, as [`order::origin_after`] does).
 ///
 /// When the work fails (a sticky error: the context is lost and none of its work runs any
-/// more), the future resolves to the error, and the payload is released on the poller thread.
+/// more), the future resolves to the error, and the payload is released on the releaser thread.
 ///
 /// [`order::origin_after`]: crate::memory::order::origin_after
 #[must_use = "dropping an InFlight keeps its payload until the work completes, then releases it"]
@@ -109,7 +109,7 @@ impl<P: Send + 'static> Future for InFlight<'_, P> {
     }
 }
 
-/// Releases `payload` (whose work is over) on the poller thread.
+/// Releases `payload` (whose work is over) on the releaser thread.
 pub(super) fn release<P: Send + 'static>(payload: P) {
     if poller::ensure_started() {
         poller::release_later(alloc::boxed::Box::new(payload));

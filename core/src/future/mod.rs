@@ -42,7 +42,7 @@
 //! - A [`Completion`] dropped at any point (before it was polled, while pending, after its work
 //!   completed) lets go of its slot without blocking or calling CUDA.
 //! - An [`InFlight`] dropped before its work completed hands its payload to the slot; the
-//!   callback hands it to the poller thread, which drops it (a payload's drop may call CUDA:
+//!   callback hands it to ordo's releaser thread, which drops it (a payload's drop may call CUDA:
 //!   `cudaFreeHost`). Never earlier than the work's completion, never on the dropping thread.
 //!   Its device memory is borrowed: the borrow ends with the drop, and a buffer dropped then is
 //!   freed by its stream after the work (stream order).

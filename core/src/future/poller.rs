@@ -1,16 +1,17 @@
-//! The one thread ordo's futures share, started at first need and kept for the process:
+//! The two threads ordo's futures share, started at first need and kept for the process:
 //!
-//! - it polls the events of [`Event::completion`](crate::Event::completion) futures
+//! - the poller polls the events of [`Event::completion`](crate::Event::completion) futures
 //!   (`cudaEventQuery`), with back-off: it yields between rounds for [`SPIN_WINDOW`] after the
 //!   last completion or registration, then sleeps longer and longer (up to [`MAX_POLL_SLEEP`])
 //!   while none come, and parks when no future waits on it. On Linux its timer slack is 1 us, so
 //!   that a sleep of a few microseconds is not stretched to the default 50;
-//! - it releases what futures dropped before their work completed left behind (an [`InFlight`]'s
-//!   buffers), once that work has completed: a stream callback may not call CUDA, and an executor
-//!   thread should not wait on one.
+//! - the releaser releases what futures dropped before their work completed left behind (an
+//!   [`InFlight`]'s buffers), once that work has completed: a stream callback may not call CUDA,
+//!   and an executor thread should not wait on one. It is a thread of its own because a release
+//!   may block (`cudaFreeHost` waits for the device): the poller's wakes go on meanwhile.
 //!
-//! The thread relaxes its capture mode (`cudaThreadExchangeStreamCaptureMode`), so that its
-//! queries neither fail nor invalidate another thread's capture in global mode.
+//! Both relax their capture mode (`cudaThreadExchangeStreamCaptureMode`), so that their calls
+//! neither fail nor invalidate another thread's capture in global mode.
 //!
 //! [`InFlight`]: super::InFlight
 
@@ -29,46 +30,55 @@ pub const MAX_POLL_SLEEP: Duration = Duration::from_micros(200);
 /// round (a query and a yield), a longer one within the back-off's sleep.
 pub const SPIN_WINDOW: Duration = Duration::from_millis(1);
 
-struct Queue {
-    /// Slots registered since the poller last took them.
-    new: Vec<&'static WakeSlot>,
-    /// Payloads to release on the poller thread.
-    garbage: Vec<Payload>,
-}
-
-struct Poller {
-    queue: Mutex<Queue>,
+/// A queue and the condition variable its thread waits on.
+struct Queue<T> {
+    items: Mutex<Vec<T>>,
     work: Condvar,
 }
 
-static POLLER: Poller =
-    Poller { queue: Mutex::new(Queue { new: Vec::new(), garbage: Vec::new() }), work: Condvar::new() };
+impl<T> Queue<T> {
+    const fn new() -> Self {
+        Queue { items: Mutex::new(Vec::new()), work: Condvar::new() }
+    }
 
-static START: Once = Once::new();
-/// Set once the thread runs; read to tell whether payloads can be released.
-static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    fn lock(&self) -> MutexGuard<'_, Vec<T>> {
+        crate::sync::lock(&self.items)
+    }
 
-fn lock() -> MutexGuard<'static, Queue> {
-    crate::sync::lock(&POLLER.queue)
+    /// Adds `item` and wakes the thread. Allocates only while the queue grows.
+    fn push(&self, item: T) {
+        self.lock().push(item);
+        self.work.notify_one();
+    }
 }
 
-/// Starts the poller thread if it is not running; whether it runs. Called on threads where
-/// spawning is fine (never from a CUDA callback).
+/// Slots registered since the poller last took them.
+static POLLER: Queue<&'static WakeSlot> = Queue::new();
+/// Payloads to release on the releaser thread.
+static RELEASER: Queue<Payload> = Queue::new();
+
+static START: Once = Once::new();
+/// Set once both threads run; read to tell whether payloads can be released.
+static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Starts the poller and releaser threads if they are not running; whether they run. Called on
+/// threads where spawning is fine (never from a CUDA callback).
 pub(super) fn ensure_started() -> bool {
     START.call_once(|| {
-        let spawned = std::thread::Builder::new().name("ordo-poller".into()).spawn(run);
-        STARTED.store(spawned.is_ok(), std::sync::atomic::Ordering::Release);
+        let spawn = |name: &str, f: fn()| std::thread::Builder::new().name(name.into()).spawn(f).is_ok();
+        // The releaser first: a poller without it would free slots whose payloads leak.
+        let started = spawn("ordo-releaser", release) && spawn("ordo-poller", run);
+        STARTED.store(started, std::sync::atomic::Ordering::Release);
     });
     STARTED.load(std::sync::atomic::Ordering::Acquire)
 }
 
 /// Hands `slot` (armed, with its event set) to the poller. Allocates only while the queue grows.
 pub(super) fn register(slot: &'static WakeSlot) {
-    lock().new.push(slot);
-    POLLER.work.notify_one();
+    POLLER.push(slot);
 }
 
-/// Releases `payload` on the poller thread (soon: the work that used it has completed). Makes no
+/// Releases `payload` on the releaser thread (soon: the work that used it has completed). Makes no
 /// CUDA call and does not spawn: the thread was started when the payload's future was made. If it
 /// could not be started, the payload is leaked, never released early.
 pub(super) fn release_later(payload: Payload) {
@@ -76,14 +86,44 @@ pub(super) fn release_later(payload: Payload) {
         core::mem::forget(payload);
         return;
     }
-    lock().garbage.push(payload);
-    POLLER.work.notify_one();
+    RELEASER.push(payload);
 }
 
-fn run() {
+/// This thread's capture mode, relaxed for its life.
+fn relax_capture_mode() {
     let mut mode = sys::cudaStreamCaptureMode::cudaStreamCaptureModeRelaxed;
     // SAFETY: `mode` is writable. The thread keeps the relaxed mode for its life.
     unsafe { sys::cudaThreadExchangeStreamCaptureMode(&mut mode) };
+}
+
+/// The releaser: drops payloads (and frees what CUDA callbacks deferred) as they come.
+fn release() {
+    relax_capture_mode();
+    let mut garbage: Vec<Payload> = Vec::new();
+    loop {
+        {
+            let mut queue = RELEASER.lock();
+            while queue.is_empty() && garbage.is_empty() {
+                queue = crate::sync::wait(&RELEASER.work, queue);
+            }
+            garbage.append(&mut queue);
+        }
+        // Outside the lock: a payload's drop may call CUDA (`cudaFreeHost`), which may wait. A
+        // panic in one drop must not end the thread: the rest are dropped at the next round.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // Frees are capture-unsafe: kept out of ordo's global-mode captures on other
+            // threads (CB-02: such a call during one crashes the driver).
+            let _fence = crate::graph::capture_fence();
+            while let Some(payload) = garbage.pop() {
+                drop(payload);
+            }
+            crate::callback::free_deferred();
+        }));
+    }
+}
+
+fn run() {
+    relax_capture_mode();
     // The back-off's sleeps are microseconds: without this, Linux stretches each to 50 us.
     // SAFETY: PR_SET_TIMERSLACK takes a number of nanoseconds (an unsigned long) and sets this
     // thread's slack (threads it creates inherit it; none is made here).
@@ -92,35 +132,25 @@ fn run() {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong)
     };
     let mut pending: Vec<&'static WakeSlot> = Vec::new();
-    let mut garbage: Vec<Payload> = Vec::new();
     let mut quiet_rounds: u32 = 0;
     let mut progress = std::time::Instant::now();
     loop {
         {
-            let mut queue = lock();
-            while pending.is_empty() && queue.new.is_empty() && queue.garbage.is_empty() {
+            let mut queue = POLLER.lock();
+            while pending.is_empty() && queue.is_empty() {
                 quiet_rounds = 0;
                 queue = crate::sync::wait(&POLLER.work, queue);
                 progress = std::time::Instant::now();
             }
-            if !queue.new.is_empty() {
+            if !queue.is_empty() {
                 progress = std::time::Instant::now();
             }
-            pending.append(&mut queue.new);
-            garbage.append(&mut queue.garbage);
+            pending.append(&mut queue);
         }
         let before = pending.len();
-        // Outside the lock: a payload's drop may call CUDA (`cudaFreeHost`), which may wait. A
-        // panic (a payload's drop, a waker) must not end the thread: the rest of the round goes
-        // on at the next one (a slot whose waker panicked is let go there).
+        // A panic (a waker's) must not end the thread: the rest of the round goes on at the next
+        // one (a slot whose waker panicked is let go there).
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            if !garbage.is_empty() {
-                // Frees are capture-unsafe: kept out of ordo's global-mode captures on other
-                // threads (CB-02: such a call during one crashes the driver).
-                let _fence = crate::graph::capture_fence();
-                garbage.clear();
-                crate::callback::free_deferred();
-            }
             pending.retain(|slot| !slot.poll_event());
         }));
         if pending.len() < before {
@@ -138,8 +168,8 @@ fn run() {
             let shift = quiet_rounds.min(16);
             quiet_rounds = quiet_rounds.saturating_add(1);
             let sleep = Duration::from_micros(1 << shift).min(MAX_POLL_SLEEP);
-            let queue = lock();
-            if queue.new.is_empty() && queue.garbage.is_empty() {
+            let queue = POLLER.lock();
+            if queue.is_empty() {
                 drop(crate::sync::wait_timeout(&POLLER.work, queue, sleep));
             }
         }

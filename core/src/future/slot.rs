@@ -35,7 +35,7 @@ pub(super) enum SlotState {
     Abandoned,
 }
 
-/// A payload left by an abandoned future, released after the work by the poller thread.
+/// A payload left by an abandoned future, released after the work by the releaser thread.
 pub(super) type Payload = Box<dyn Send>;
 
 struct SlotInner {
@@ -93,7 +93,7 @@ impl WakeSlot {
     }
 
     /// The notifier's end (a callback on CUDA's thread): records `code` and wakes the future, or,
-    /// if the future is gone, hands its payload to the poller thread and frees the slot. Makes no
+    /// if the future is gone, hands its payload to the releaser thread and frees the slot. Makes no
     /// CUDA call.
     pub(super) fn fire(&'static self, code: sys::cudaError_t) {
         let mut inner = self.lock();
@@ -145,7 +145,7 @@ impl WakeSlot {
 
     /// The future lets go before it saw the result. Still armed: the payload stays in the slot
     /// until the notifier fires. Fired already: the slot is freed and the payload goes to the
-    /// poller thread (the work is done, but dropping it here may call CUDA, which is not this
+    /// releaser thread (the work is done, but dropping it here may call CUDA, which is not this
     /// thread's to wait on). Never blocks, never calls CUDA; boxes the payload (one allocation)
     /// when there is one.
     pub(super) fn abandon<P: Send + 'static>(&'static self, payload: Option<P>) {
@@ -212,7 +212,10 @@ impl WakeSlot {
             (SlotState::Abandoned, Some(_)) => {
                 let payload = inner.payload.take();
                 free(self, inner);
-                drop(payload);
+                if let Some(payload) = payload {
+                    // Its drop may block: not on the poller, whose other wakes would wait.
+                    poller::release_later(payload);
+                }
                 true
             }
             // Not the poller's (or already let go): not reached.

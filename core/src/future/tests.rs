@@ -6,6 +6,9 @@ use super::completion::Completion;
 use super::slot::{self, SlotState, WakeSlot};
 use super::{poller, InFlight};
 use crate::callback::run_callback;
+use alloc::borrow::ToOwned;
+use alloc::boxed::Box;
+use alloc::string::String;
 use alloc::sync::Arc;
 use core::future::Future;
 use core::pin::Pin;
@@ -220,7 +223,7 @@ fn wait_for(flag: &AtomicBool) {
 }
 
 #[test]
-fn an_in_flight_dropped_before_completion_releases_its_payload_after_it_on_the_poller() {
+fn an_in_flight_dropped_before_completion_releases_its_payload_after_it_on_the_releaser() {
     let _serial = serial();
     let (_counter, waker) = waker();
     for poll_first in [false, true] {
@@ -243,7 +246,7 @@ fn an_in_flight_dropped_before_completion_releases_its_payload_after_it_on_the_p
 }
 
 #[test]
-fn an_in_flight_dropped_after_completion_releases_on_the_poller_and_one_awaited_gives_it_back() {
+fn an_in_flight_dropped_after_completion_releases_on_the_releaser_and_one_awaited_gives_it_back() {
     let _serial = serial();
     let (_counter, waker) = waker();
     let (probe, fired, _, dropped, on_owner) = probe();
@@ -306,6 +309,33 @@ fn waiting_allocates_nothing_in_steady_state() {
     }
     assert_eq!(allocations() - before, 0, "heap allocations waiting");
     assert_eq!(counter.0.load(Ordering::SeqCst), 1000);
+}
+
+/// A payload's drop may block (`cudaFreeHost` waits for the device): it runs on the releaser
+/// thread, so that the poller's wakes of other futures go on meanwhile.
+#[test]
+fn payloads_are_released_on_the_releaser_thread_not_the_pollers() {
+    let _serial = serial();
+    assert!(poller::ensure_started());
+    struct Named(Arc<std::sync::Mutex<Option<String>>>);
+    impl Drop for Named {
+        fn drop(&mut self) {
+            let name = thread::current().name().map(str::to_owned);
+            *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = name;
+        }
+    }
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    poller::release_later(Box::new(Named(seen.clone())));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let name = seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        if let Some(name) = name {
+            assert_eq!(name, "ordo-releaser");
+            break;
+        }
+        assert!(Instant::now() < deadline, "not released within 10 s");
+        thread::sleep(Duration::from_millis(1));
+    }
 }
 
 #[test]
