@@ -15,9 +15,8 @@ use crate::error::{check, Result};
 #[cfg(feature = "alloc")]
 use crate::error::{CudaError, Error};
 use crate::stream::StreamRef;
-use core::ffi::c_ulonglong;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::Ordering;
 use ordo_cuda_sys as sys;
 
 /// Stream capture modes (`cudaStreamCaptureMode`): which potentially unsafe calls (those that may
@@ -60,15 +59,6 @@ impl CaptureMode {
     }
 }
 
-/// Captures ordo has begun and not yet ended, in every mode, on every thread.
-static OPEN_CAPTURES: AtomicUsize = AtomicUsize::new(0);
-
-/// Whether a capture ordo began is open now, on any thread (a snapshot: another may begin or end
-/// right after).
-pub(crate) fn captures_open() -> bool {
-    OPEN_CAPTURES.load(Ordering::Acquire) > 0
-}
-
 #[cfg(feature = "std")]
 type GlobalHold = Option<super::global_lock::GlobalCapture>;
 #[cfg(not(feature = "std"))]
@@ -98,7 +88,7 @@ fn open(
         let _ = call;
     };
     begin(stream, mode.to_raw())?;
-    OPEN_CAPTURES.fetch_add(1, Ordering::AcqRel);
+    crate::stream::OPEN_CAPTURES.fetch_add(1, Ordering::AcqRel);
     Ok(Opened { global })
 }
 
@@ -118,7 +108,7 @@ impl Opened {
 
 /// One capture fewer open (saturating: a count broken by a contract breach stays a count).
 fn closed() {
-    let _ = OPEN_CAPTURES.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    let _ = crate::stream::OPEN_CAPTURES.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
 }
 
 impl Drop for Opened {
@@ -141,17 +131,6 @@ fn hold_partitions(stream: StreamRef<'_>) -> Result<()> {
     }
 }
 
-/// Whether a stream is capturing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CaptureStatus {
-    /// Not capturing.
-    None,
-    /// Capturing.
-    Active,
-    /// The capture was invalidated by an illegal call; ending it returns an error.
-    Invalidated,
-}
-
 /// Where work enqueued on a stream goes now (`cudaStreamGetCaptureInfo`).
 #[cfg(feature = "std")]
 pub(crate) enum CaptureTarget {
@@ -164,39 +143,12 @@ pub(crate) enum CaptureTarget {
     Invalidated,
 }
 
-/// The capture state of `stream` (`cudaStreamGetCaptureInfo`): its status, and its capture's id
-/// and graph (meaningful only when the status is Active). The dependency outputs are not asked.
-///
-/// # Safety
-/// `stream` is a live stream.
-pub(crate) unsafe fn capture_info(
-    stream: sys::cudaStream_t,
-) -> Result<(sys::cudaStreamCaptureStatus, c_ulonglong, sys::cudaGraph_t)> {
-    let mut status = sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusNone;
-    let mut id: c_ulonglong = 0;
-    let mut graph: sys::cudaGraph_t = core::ptr::null_mut();
-    // SAFETY: `stream` is live (the caller's contract); the outputs asked for are writable, the
-    // others not asked.
-    cuda_call!(unsafe {
-        sys::compat::cudaStreamGetCaptureInfo(
-            stream,
-            &mut status,
-            &mut id,
-            &mut graph,
-            core::ptr::null_mut(),
-            core::ptr::null_mut(),
-            core::ptr::null_mut(),
-        )
-    })?;
-    Ok((status, id, graph))
-}
-
 /// Where work enqueued on `stream` goes now. A stream that joined another stream's capture (by
 /// waiting on an event recorded in it) reports that capture's graph.
 #[cfg(feature = "std")]
 pub(crate) fn capture_target(stream: StreamRef<'_>) -> Result<CaptureTarget> {
     // SAFETY: a live stream.
-    let (status, _, graph) = unsafe { capture_info(stream.as_raw()) }?;
+    let (status, _, graph) = unsafe { crate::stream::capture_info(stream.as_raw()) }?;
     Ok(match status {
         sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => match NonNull::new(graph) {
             Some(graph) => CaptureTarget::Active(graph),
@@ -262,17 +214,6 @@ impl<'a> StreamRef<'a> {
         held?;
         check(code, "cudaStreamEndCapture")?;
         graph.ok_or_else(|| crate::error::null_handle("cudaStreamEndCapture"))
-    }
-
-    /// Whether the stream is capturing (`cudaStreamGetCaptureInfo`).
-    pub fn capture_status(self) -> Result<CaptureStatus> {
-        // SAFETY: a live stream.
-        let (status, _, _) = unsafe { capture_info(self.as_raw()) }?;
-        Ok(match status {
-            sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => CaptureStatus::Active,
-            sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusInvalidated => CaptureStatus::Invalidated,
-            _ => CaptureStatus::None,
-        })
     }
 }
 
@@ -530,7 +471,7 @@ mod tests {
     /// streams are not affected. The count is raised by hand: without a driver no capture begins.
     #[test]
     fn the_legacy_stream_is_refused_while_an_ordo_capture_is_open() {
-        OPEN_CAPTURES.fetch_add(1, Ordering::AcqRel);
+        crate::stream::OPEN_CAPTURES.fetch_add(1, Ordering::AcqRel);
         // SAFETY: used on this thread only, current device unchanged; no other thread captures.
         let legacy = unsafe { StreamRef::legacy_default() };
         let e = legacy.synchronize().unwrap_err();

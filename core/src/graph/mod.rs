@@ -48,12 +48,14 @@ pub use cache::{CacheOptions, GraphCache, Overflow};
 #[cfg(feature = "std")]
 pub use shared::SharedGraphCache;
 
+#[cfg(feature = "std")]
+pub(crate) use crate::stream::capture_info;
+pub use crate::stream::CaptureStatus;
 #[cfg(feature = "alloc")]
 pub use capture::capture_into;
-pub(crate) use capture::captures_open;
-pub use capture::{capture, CaptureMode, CaptureStatus};
+pub use capture::{capture, CaptureMode};
 #[cfg(feature = "std")]
-pub(crate) use capture::{capture_info, capture_target, invalidated, CaptureTarget};
+pub(crate) use capture::{capture_target, invalidated, CaptureTarget};
 pub use conditional::{Bodies, BodyGraph, BodyIter, ConditionalHandle, ConditionalKind};
 pub use exec::{GraphExec, InstantiateFlags, UpdateNodes, UpdateOutcome};
 #[cfg(feature = "std")]

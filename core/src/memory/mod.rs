@@ -18,6 +18,7 @@ mod device_buffer;
 pub mod host_pool;
 mod managed;
 pub mod order;
+mod peer;
 mod pinned;
 mod pool;
 #[cfg(feature = "alloc")]

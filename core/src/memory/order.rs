@@ -16,7 +16,7 @@
 
 use crate::error::{Error, Result, UsageKind};
 use crate::event::Event;
-use crate::graph::CaptureStatus;
+use crate::stream::CaptureStatus;
 use crate::stream::StreamRef;
 
 /// Makes work enqueued on `stream` after this call wait for everything enqueued on `origin` so

@@ -54,7 +54,7 @@ use super::{MemPool, MemPoolRef, PoolAccess};
 use crate::context::ContextTag;
 use crate::device::Device;
 use crate::error::Result;
-use crate::graph::CaptureStatus;
+use crate::stream::CaptureStatus;
 use crate::stream::StreamRef;
 use alloc::boxed::Box;
 use core::ptr::NonNull;
