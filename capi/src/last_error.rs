@@ -8,7 +8,7 @@
 //! nested export (called from a callback) overwrites it. Recording allocates only on the failure
 //! path.
 
-use super::status::{ordo_status_name, ordo_status_string, OrdoStatus, ORDO_ERROR_INVALID_ARGUMENT, ORDO_SUCCESS};
+use super::codes::{ordo_status_name, ordo_status_string, OrdoStatus, ORDO_ERROR_INVALID_ARGUMENT, ORDO_SUCCESS};
 use core::ffi::{c_char, c_int, CStr};
 use ordo_cuda_core::Error;
 use std::cell::RefCell;
@@ -71,7 +71,7 @@ fn text(p: *const c_char) -> String {
 pub(crate) fn note(e: &Error, status: OrdoStatus) {
     // A C callback's status passed through unchanged is CUDA's code when positive: recorded as
     // such, sticky when CUDA's is.
-    let passed_through = matches!(e, Error::Library(l) if l.library == super::status::CALLBACK && l.status == status);
+    let passed_through = matches!(e, Error::Library(l) if l.library == super::codes::CALLBACK && l.status == status);
     let callback_cuda = if passed_through && status > 0 { status } else { 0 };
     let record = Record {
         status,
@@ -80,7 +80,7 @@ pub(crate) fn note(e: &Error, status: OrdoStatus) {
             Error::Library(l) => l.status,
             Error::Cuda(_) | Error::Usage(_) => 0,
         },
-        sticky: e.is_sticky() || (callback_cuda != 0 && super::status::ordo_status_is_sticky(callback_cuda) != 0),
+        sticky: e.is_sticky() || (callback_cuda != 0 && super::codes::ordo_status_is_sticky(callback_cuda) != 0),
         call: e.call().to_string(),
         message: format!("{}: {e}", text(ordo_status_name(status))),
         refusal: None,
@@ -95,7 +95,7 @@ pub(crate) fn note_refusal(status: OrdoStatus, arg: Option<&'static str>, what: 
         status,
         cuda_error: if status > 0 { status } else { 0 },
         library_status: 0,
-        sticky: super::status::ordo_status_is_sticky(status) != 0,
+        sticky: super::codes::ordo_status_is_sticky(status) != 0,
         call: String::new(),
         message: what.to_string(),
         refusal: Some(arg),
@@ -123,7 +123,7 @@ pub(crate) fn record(export: &'static str, status: OrdoStatus) {
             status,
             cuda_error: if status > 0 { status } else { 0 },
             library_status: 0,
-            sticky: super::status::ordo_status_is_sticky(status) != 0,
+            sticky: super::codes::ordo_status_is_sticky(status) != 0,
             call: export.to_string(),
             message: format!("{}: {}: {}", text(ordo_status_name(status)), export, text(ordo_status_string(status))),
             refusal: None,

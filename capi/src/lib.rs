@@ -39,7 +39,8 @@
 //!
 //! | module | what |
 //! | --- | --- |
-//! | [`status`] | the codes, the conversion of ordo's errors, and the guard every export runs in (panics caught, the thread's capture mode relaxed for ordo's own calls by `capture_mode.rs`, a failure recorded as the thread's [`last_error`]) |
+//! | [`codes`] | the status codes, their names, and the exports that name and classify a status |
+//! | [`status`] | the conversion of ordo's errors into codes, and the guard every export runs in (panics caught, the thread's capture mode relaxed for ordo's own calls by `capture_mode.rs`, a failure recorded as the thread's [`last_error`]) |
 //! | [`handles`] | the registry of live handles (tokens, never dereferenced; stale, foreign and wrong-kind handles give `ORDO_ERROR_INVALID_HANDLE`) |
 //! | [`check`] | the capture-aware checks of streams, pointers and sizes |
 //! | [`context`] | the CUDA context each object was made in, so that nothing of a context destroyed by `cudaDeviceReset` is touched again |
@@ -74,6 +75,7 @@
 
 mod capture_mode;
 pub mod check;
+pub mod codes;
 pub mod context;
 pub mod graph_cache;
 pub mod handles;
