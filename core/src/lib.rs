@@ -81,6 +81,7 @@ mod handle;
 
 #[cfg(feature = "std")]
 mod callback;
+mod capture_state;
 
 #[cfg(feature = "std")]
 #[cfg_attr(ordo_doc_cfg, doc(cfg(feature = "std")))]

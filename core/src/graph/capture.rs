@@ -88,7 +88,7 @@ fn open(
         let _ = call;
     };
     begin(stream, mode.to_raw())?;
-    crate::stream::OPEN_CAPTURES.fetch_add(1, Ordering::AcqRel);
+    crate::capture_state::OPEN_CAPTURES.fetch_add(1, Ordering::AcqRel);
     Ok(Opened { global })
 }
 
@@ -108,7 +108,7 @@ impl Opened {
 
 /// One capture fewer open (saturating: a count broken by a contract breach stays a count).
 fn closed() {
-    let _ = crate::stream::OPEN_CAPTURES.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    let _ = crate::capture_state::OPEN_CAPTURES.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
 }
 
 impl Drop for Opened {
@@ -148,7 +148,7 @@ pub(crate) enum CaptureTarget {
 #[cfg(feature = "std")]
 pub(crate) fn capture_target(stream: StreamRef<'_>) -> Result<CaptureTarget> {
     // SAFETY: a live stream.
-    let (status, _, graph) = unsafe { crate::stream::capture_info(stream.as_raw()) }?;
+    let (status, _, graph) = unsafe { crate::capture_state::capture_info(stream.as_raw()) }?;
     Ok(match status {
         sys::cudaStreamCaptureStatus::cudaStreamCaptureStatusActive => match NonNull::new(graph) {
             Some(graph) => CaptureTarget::Active(graph),
@@ -471,7 +471,7 @@ mod tests {
     /// streams are not affected. The count is raised by hand: without a driver no capture begins.
     #[test]
     fn the_legacy_stream_is_refused_while_an_ordo_capture_is_open() {
-        crate::stream::OPEN_CAPTURES.fetch_add(1, Ordering::AcqRel);
+        crate::capture_state::OPEN_CAPTURES.fetch_add(1, Ordering::AcqRel);
         // SAFETY: used on this thread only, current device unchanged; no other thread captures.
         let legacy = unsafe { StreamRef::legacy_default() };
         let e = legacy.synchronize().unwrap_err();

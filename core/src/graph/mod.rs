@@ -49,8 +49,8 @@ pub use cache::{CacheOptions, GraphCache, Overflow};
 pub use shared::SharedGraphCache;
 
 #[cfg(feature = "std")]
-pub(crate) use crate::stream::capture_info;
-pub use crate::stream::CaptureStatus;
+pub(crate) use crate::capture_state::capture_info;
+pub use crate::capture_state::CaptureStatus;
 #[cfg(feature = "alloc")]
 pub use capture::capture_into;
 pub use capture::{capture, CaptureMode};

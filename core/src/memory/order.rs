@@ -14,9 +14,9 @@
 //! device, records it and makes the other stream wait on it: a handful of driver calls, paid only
 //! where streams actually cross.
 
+use crate::capture_state::CaptureStatus;
 use crate::error::{Error, Result, UsageKind};
 use crate::event::Event;
-use crate::stream::CaptureStatus;
 use crate::stream::StreamRef;
 
 /// Makes work enqueued on `stream` after this call wait for everything enqueued on `origin` so

@@ -51,10 +51,10 @@
 //! [`Device::enable_peer_access_with_pools`]: crate::Device::enable_peer_access_with_pools
 
 use super::{MemPool, MemPoolRef, PoolAccess};
+use crate::capture_state::CaptureStatus;
 use crate::context::ContextTag;
 use crate::device::Device;
 use crate::error::Result;
-use crate::stream::CaptureStatus;
 use crate::stream::StreamRef;
 use alloc::boxed::Box;
 use core::ptr::NonNull;

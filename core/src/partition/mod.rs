@@ -147,7 +147,7 @@ impl SmSplit {
     pub fn new(device: Device, min_sms: u32) -> Result<SmSplit> {
         // Green contexts (and staging memory) whose last holder, a graph, let go on a CUDA thread:
         // their drops synchronise, which a capture refuses (or, relaxed, would not expect).
-        if !crate::stream::captures_open() {
+        if !crate::capture_state::captures_open() {
             crate::callback::free_deferred();
         }
         let dev = raw::driver_device(device)?;
