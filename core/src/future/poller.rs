@@ -45,7 +45,7 @@ impl<T> Queue<T> {
         crate::sync::lock(&self.items)
     }
 
-    /// Adds `item` and wakes the thread. Allocates only while the queue grows.
+    /// Adds `item` and wakes the thread. Allocates only if the queue is full.
     fn push(&self, item: T) {
         self.lock().push(item);
         self.work.notify_one();
@@ -73,9 +73,27 @@ pub(super) fn ensure_started() -> bool {
     STARTED.load(std::sync::atomic::Ordering::Acquire)
 }
 
-/// Hands `slot` (armed, with its event set) to the poller. Allocates only while the queue grows.
+/// Hands `slot` (armed, with its event set) to the poller. Never allocates: the queue has room
+/// for every slot there is ([`reserve_registrations`]), and a slot is in it at most once (it is
+/// registered again only after the poller let go of it).
 pub(super) fn register(slot: &'static WakeSlot) {
     POLLER.push(slot);
+}
+
+/// Gives the poller's queue room for `slots` registrations at once: called by the slab as it
+/// grows (with its lock held, before the new slots can be handed out), so that a registration
+/// never reallocates the queue. Without it, a burst of other threads' registrations could make
+/// one thread's wait pay for the queue's growth.
+pub(super) fn reserve_registrations(slots: usize) {
+    let mut queue = POLLER.lock();
+    let more = slots.saturating_sub(queue.len());
+    queue.reserve(more);
+}
+
+/// How many registrations the poller's queue holds without reallocating (for tests).
+#[cfg(test)]
+pub(super) fn registration_capacity() -> usize {
+    POLLER.lock().capacity()
 }
 
 /// Releases `payload` on the releaser thread (soon: the work that used it has completed). Makes no

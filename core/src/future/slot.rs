@@ -3,7 +3,8 @@
 //! outlives both: slots are never freed, only recycled. They live in chunks leaked once and are
 //! handed out from a free list whose capacity is reserved when a chunk is added, so that
 //! taking and returning a slot never allocates once the slab has grown to the number of waits
-//! in flight at once.
+//! in flight at once. The poller's queue is given room for every slot as the slab grows, so
+//! that handing a slot to the poller never allocates either.
 //!
 //! A slot's state and contents sit behind its own mutex, held for a few instructions by each
 //! side (never across a wake, a drop of user data, or a wait on the GPU; the poller holds it
@@ -280,6 +281,8 @@ fn grow(slab: &mut Slab) -> Option<&'static WakeSlot> {
     // Room for every slot in the free list at once: pushes never reallocate.
     let want = slab.total.saturating_sub(slab.free.len());
     slab.free.reserve(want);
+    // And room for every slot in the poller's queue: registrations never reallocate either.
+    poller::reserve_registrations(slab.total);
     let (first, rest) = chunk.split_first()?;
     slab.free.extend(rest.iter());
     Some(first)
