@@ -230,7 +230,7 @@ impl<'a> StreamRef<'a> {
     /// The stream's flags (`cudaStreamGetFlags`). Refused with a usage error, before CUDA is
     /// called, while the stream captures (CUDA would invalidate the capture).
     pub fn flags(self) -> Result<StreamFlags> {
-        self.refuse_while_capturing("cudaStreamGetFlags")?;
+        self.refuse_while_capturing("cudaStreamGetFlags", QUERY_WHILE_CAPTURING)?;
         let mut f: c_uint = 0;
         // SAFETY: a live stream; `f` is writable.
         cuda_call!(unsafe { sys::cudaStreamGetFlags(self.as_raw(), &mut f) })?;
@@ -240,7 +240,7 @@ impl<'a> StreamRef<'a> {
     /// The stream's process-unique id (`cudaStreamGetId`). Refused with a usage error, before
     /// CUDA is called, while the stream captures (CUDA would invalidate the capture).
     pub fn id(self) -> Result<u64> {
-        self.refuse_while_capturing("cudaStreamGetId")?;
+        self.refuse_while_capturing("cudaStreamGetId", QUERY_WHILE_CAPTURING)?;
         let mut id: core::ffi::c_ulonglong = 0;
         // SAFETY: a live stream; `id` is writable.
         cuda_call!(unsafe { sys::cudaStreamGetId(self.as_raw(), &mut id) })?;
@@ -251,7 +251,7 @@ impl<'a> StreamRef<'a> {
     /// when built against an older toolkit). Refused with a usage error, before CUDA is called,
     /// while the stream captures (CUDA would invalidate the capture).
     pub fn device(self) -> Result<Device> {
-        self.refuse_while_capturing("cudaStreamGetDevice")?;
+        self.refuse_while_capturing("cudaStreamGetDevice", QUERY_WHILE_CAPTURING)?;
         let mut d: c_int = 0;
         // SAFETY: a live stream; `d` is writable.
         cuda_call!(unsafe { sys::compat::cudaStreamGetDevice(self.as_raw(), &mut d) })?;
@@ -289,21 +289,23 @@ impl<'a> StreamRef<'a> {
         }
     }
 
-    /// Refuses a query that CUDA answers with `cudaErrorStreamCaptureUnsupported` on a capturing
-    /// stream, invalidating the capture, in every capture mode (`cudaStreamGetDevice`,
-    /// `cudaStreamGetFlags`, `cudaStreamGetId`: `docs/cuda-behaviours.md`, CB-05): the capture
-    /// status is asked first (`cudaStreamGetCaptureInfo`, legal during a capture).
-    fn refuse_while_capturing(self, call: &'static str) -> Result<()> {
+    /// A usage error naming `call`, saying `why`, when the stream is capturing (or holds an
+    /// invalidated capture not yet ended), asked the one way legal during a capture
+    /// (`cudaStreamGetCaptureInfo`). Before the queries CUDA answers with
+    /// `cudaErrorStreamCaptureUnsupported` on a capturing stream, invalidating the capture, in
+    /// every capture mode (`cudaStreamGetDevice`, `cudaStreamGetFlags`, `cudaStreamGetId`:
+    /// `docs/cuda-behaviours.md`, CB-05; [`QUERY_WHILE_CAPTURING`]), and before work that is
+    /// meant to run now rather than become a graph node (the futures').
+    pub(crate) fn refuse_while_capturing(self, call: &'static str, why: &'static str) -> Result<()> {
         if self.capture_status()? != CaptureStatus::None {
-            return Err(Error::usage(
-                UsageKind::InvalidArgument,
-                call,
-                "the stream is capturing: CUDA would refuse this query and invalidate the capture",
-            ));
+            return Err(Error::usage(UsageKind::InvalidArgument, call, why));
         }
         Ok(())
     }
 }
+
+/// Why a query is refused on a capturing stream ([`StreamRef::refuse_while_capturing`]).
+const QUERY_WHILE_CAPTURING: &str = "the stream is capturing: CUDA would refuse this query and invalidate the capture";
 
 owned_handle! {
     /// An owned CUDA stream, destroyed on drop (`cudaStreamDestroy`: work already enqueued still

@@ -133,14 +133,10 @@ fn too_many(call: &'static str) -> Error {
 /// enqueued: a callback enqueued there would become a graph node, called at each launch of the
 /// graph, and never now.
 pub(super) fn refuse_capture(stream: StreamRef<'_>, call: &'static str) -> Result<()> {
-    if stream.capture_status()? != CaptureStatus::None {
-        return Err(Error::usage(
-            UsageKind::InvalidArgument,
-            call,
-            "the stream is capturing: captured work runs at each launch of the graph, not now, so there is nothing to wait for; await a completion of the stream the graph is launched on",
-        ));
-    }
-    Ok(())
+    stream.refuse_while_capturing(
+        call,
+        "the stream is capturing: captured work runs at each launch of the graph, not now, so there is nothing to wait for; await a completion of the stream the graph is launched on",
+    )
 }
 
 /// Called by CUDA once the work before it on the stream has completed, or failed (`status`).

@@ -100,20 +100,14 @@ impl WakeSlot {
         let mut inner = self.lock();
         match inner.state {
             SlotState::Armed => {
-                inner.state = SlotState::Fired;
                 inner.code = code;
-                let waker = inner.waker.take();
-                drop(inner);
-                if let Some(waker) = waker {
+                if let Some(waker) = leave_armed(inner, SlotState::Fired) {
                     waker.wake();
                 }
             }
             SlotState::Abandoned => {
                 let payload = inner.payload.take();
-                free(self, inner);
-                if let Some(payload) = payload {
-                    poller::release_later(payload);
-                }
+                free_and_release(self, inner, payload);
             }
             // A notifier fires once, while it holds the slot: not reached.
             SlotState::Free | SlotState::Fired => {}
@@ -154,18 +148,10 @@ impl WakeSlot {
         let mut inner = self.lock();
         match inner.state {
             SlotState::Armed => {
-                inner.state = SlotState::Abandoned;
                 inner.payload = payload;
-                let waker = inner.waker.take();
-                drop(inner);
-                drop(waker);
+                drop(leave_armed(inner, SlotState::Abandoned));
             }
-            SlotState::Fired => {
-                free(self, inner);
-                if let Some(payload) = payload {
-                    poller::release_later(payload);
-                }
-            }
+            SlotState::Fired => free_and_release(self, inner, payload),
             // The future holds the slot: not reached.
             SlotState::Free | SlotState::Abandoned => {}
         }
@@ -237,6 +223,24 @@ fn free(slot: &'static WakeSlot, mut inner: MutexGuard<'_, SlotInner>) {
     // Capacity for every slot was reserved when its chunk was added: no allocation here, which
     // may run on CUDA's callback thread.
     slab.free.push(slot);
+}
+
+/// One side lets go of an armed slot: the slot goes to `to` and is unlocked, and the future's
+/// waker is returned, to be woken or dropped outside the lock.
+fn leave_armed(mut inner: MutexGuard<'_, SlotInner>, to: SlotState) -> Option<Waker> {
+    inner.state = to;
+    let waker = inner.waker.take();
+    drop(inner);
+    waker
+}
+
+/// [`free`]s the slot, then hands `payload` (an abandoned future's) to the releaser thread:
+/// dropping it may call CUDA, which is not this thread's to wait on.
+fn free_and_release(slot: &'static WakeSlot, inner: MutexGuard<'_, SlotInner>, payload: Option<Payload>) {
+    free(slot, inner);
+    if let Some(payload) = payload {
+        poller::release_later(payload);
+    }
 }
 
 /// Slots added at a time.

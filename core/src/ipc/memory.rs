@@ -54,30 +54,87 @@ pub(crate) fn free_after_stream(
     synchronised.and(freed)
 }
 
-/// `len` elements of device memory that other processes may map: `cudaMalloc` on the device of
-/// `stream` (CUDA's IPC memory handles work on `cudaMalloc` memory only, not on pool memory: for
-/// that see [`IpcPool`](super::IpcPool)).
-///
-/// Its views carry `stream` as their [`origin`](crate::DeviceSlice::origin). `cudaFree` is ordered on no
-/// stream, so the drop **synchronises `stream`** and then frees: work this process queued on
-/// `stream` (or ordered before it) has completed by then. Drop it outside hot loops, and outside
-/// captures of `stream`: there nothing can wait for that work, so the memory is left allocated
-/// and the refusal kept as a drop error. Other
-/// processes' mappings are not this type's to know of: see [what the exporter owes](super#across-processes-what-the-exporter-owes).
-/// A failure in the drop is kept for [`take_drop_errors`](crate::error::take_drop_errors);
-/// [`free`](Self::free) returns it.
-#[derive(Debug)]
-pub struct IpcBuffer<'s, T: DeviceCopy> {
-    ptr: NonNull<T>,
-    len: usize,
-    device: Device,
-    stream: StreamRef<'s>,
+/// The shape [`IpcBuffer`] and [`IpcMapping`] share, written once: `len` elements of device
+/// memory on `device`, whose views carry `stream` as their origin, released by one CUDA call
+/// after a synchronise of `stream` ([`free_after_stream`]): by the method named (which returns
+/// the error) or by the drop (which keeps it for
+/// [`take_drop_errors`](crate::error::take_drop_errors)).
+macro_rules! released_after_stream {
+    (
+        $(#[$attr:meta])*
+        pub struct $name:ident<$s:lifetime>;
+        stream: $stream_doc:literal,
+        $give_up_doc:literal
+        pub fn $give_up:ident by $release:ident;
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug)]
+        pub struct $name<$s, T: DeviceCopy> {
+            ptr: NonNull<T>,
+            len: usize,
+            device: Device,
+            stream: StreamRef<$s>,
+        }
+
+        // SAFETY: device memory may be used from any thread; the value owns its allocation (or
+        // mapping).
+        unsafe impl<T: DeviceCopy + Send> Send for $name<'_, T> {}
+        // SAFETY: a shared reference only hands out shared views (and an `IpcBuffer`'s handles,
+        // plain data).
+        unsafe impl<T: DeviceCopy + Sync> Sync for $name<'_, T> {}
+
+        impl<$s, T: DeviceCopy> $name<$s, T> {
+            crate::memory::accessors::device_memory_methods!();
+
+            #[doc = $stream_doc]
+            #[inline(always)]
+            pub fn stream(&self) -> StreamRef<$s> {
+                self.stream
+            }
+
+            #[doc = $give_up_doc]
+            pub fn $give_up(self) -> Result<()> {
+                // Released here, once: the drop does not run.
+                core::mem::ManuallyDrop::new(self).release()
+            }
+
+            /// The release, after the stream's work; made once, by the method above or the drop.
+            fn release(&self) -> Result<()> {
+                let ptr = self.ptr.as_ptr().cast::<c_void>();
+                // SAFETY: ours, released once (the method above gives the value up without its
+                // drop), after the stream's work.
+                free_after_stream(self.stream, self.device, || cuda_call!(unsafe { sys::$release(ptr) }))
+            }
+        }
+
+        impl<T: DeviceCopy> Drop for $name<'_, T> {
+            fn drop(&mut self) {
+                if let Err(e) = self.release() {
+                    crate::error::record_drop_error_value(e);
+                }
+            }
+        }
+    };
 }
 
-// SAFETY: device memory may be used from any thread; the buffer owns its allocation.
-unsafe impl<T: DeviceCopy + Send> Send for IpcBuffer<'_, T> {}
-// SAFETY: `&IpcBuffer` only hands out shared views and handles.
-unsafe impl<T: DeviceCopy + Sync> Sync for IpcBuffer<'_, T> {}
+released_after_stream! {
+    /// `len` elements of device memory that other processes may map: `cudaMalloc` on the device of
+    /// `stream` (CUDA's IPC memory handles work on `cudaMalloc` memory only, not on pool memory: for
+    /// that see [`IpcPool`](super::IpcPool)).
+    ///
+    /// Its views carry `stream` as their [`origin`](crate::DeviceSlice::origin). `cudaFree` is ordered on no
+    /// stream, so the drop **synchronises `stream`** and then frees: work this process queued on
+    /// `stream` (or ordered before it) has completed by then. Drop it outside hot loops, and outside
+    /// captures of `stream`: there nothing can wait for that work, so the memory is left allocated
+    /// and the refusal kept as a drop error. Other
+    /// processes' mappings are not this type's to know of: see [what the exporter owes](super#across-processes-what-the-exporter-owes).
+    /// A failure in the drop is kept for [`take_drop_errors`](crate::error::take_drop_errors);
+    /// [`free`](Self::free) returns it.
+    pub struct IpcBuffer<'s>;
+        stream: "The stream the drop synchronises before it frees.",
+        "Synchronises the buffer's stream and frees the buffer (`cudaFree`), reporting the result."
+        pub fn free by cudaFree;
+}
 
 impl<'s, T: DeviceCopy> IpcBuffer<'s, T> {
     /// `len` uninitialised elements (`cudaMalloc` with the stream's device current). Zero `len`
@@ -108,33 +165,6 @@ impl<'s, T: DeviceCopy> IpcBuffer<'s, T> {
         self.device
             .with_current(|| cuda_call!(unsafe { sys::cudaIpcGetMemHandle(&mut raw, self.ptr.as_ptr().cast()) }))?;
         Ok(IpcMemHandle { data: from_c_chars(&raw.reserved), size: self.byte_len(), _memory: PhantomData })
-    }
-
-    crate::memory::accessors::device_memory_methods!();
-
-    /// The stream the drop synchronises before it frees.
-    #[inline(always)]
-    pub fn stream(&self) -> StreamRef<'s> {
-        self.stream
-    }
-
-    /// Synchronises the buffer's stream and frees the buffer (`cudaFree`), reporting the result.
-    pub fn free(self) -> Result<()> {
-        let (ptr, device, stream) = (self.ptr, self.device, self.stream);
-        core::mem::forget(self);
-        // SAFETY: our allocation, given up here and freed once, after the stream's work.
-        free_after_stream(stream, device, || cuda_call!(unsafe { sys::cudaFree(ptr.as_ptr().cast()) }))
-    }
-}
-
-impl<T: DeviceCopy> Drop for IpcBuffer<'_, T> {
-    fn drop(&mut self) {
-        let ptr = self.ptr.as_ptr().cast::<c_void>();
-        // SAFETY: our allocation, freed once, after the stream's work.
-        let freed = free_after_stream(self.stream, self.device, || cuda_call!(unsafe { sys::cudaFree(ptr) }));
-        if let Err(e) = freed {
-            crate::error::record_drop_error_value(e);
-        }
     }
 }
 
@@ -206,26 +236,20 @@ impl IpcMemHandle<'_> {
     }
 }
 
-/// Another process's [`IpcBuffer`], mapped into this one (`cudaIpcOpenMemHandle`) on the device of
-/// the stream it was opened with, and unmapped on drop (`cudaIpcCloseMemHandle`).
-///
-/// Its views carry that stream as their [`origin`](crate::DeviceSlice::origin). The unmap is ordered on no
-/// stream, so the drop **synchronises the stream** and then closes. A failure in the drop is kept
-/// for [`take_drop_errors`](crate::error::take_drop_errors); [`close`](Self::close) returns it.
-/// CUDA does not promise to map a handle of this process's own memory: opening one may fail with
-/// CUDA's error (and where it maps, the handle's borrow keeps the buffer alive).
-#[derive(Debug)]
-pub struct IpcMapping<'a, T: DeviceCopy> {
-    ptr: NonNull<T>,
-    len: usize,
-    device: Device,
-    stream: StreamRef<'a>,
+released_after_stream! {
+    /// Another process's [`IpcBuffer`], mapped into this one (`cudaIpcOpenMemHandle`) on the device of
+    /// the stream it was opened with, and unmapped on drop (`cudaIpcCloseMemHandle`).
+    ///
+    /// Its views carry that stream as their [`origin`](crate::DeviceSlice::origin). The unmap is ordered on no
+    /// stream, so the drop **synchronises the stream** and then closes. A failure in the drop is kept
+    /// for [`take_drop_errors`](crate::error::take_drop_errors); [`close`](Self::close) returns it.
+    /// CUDA does not promise to map a handle of this process's own memory: opening one may fail with
+    /// CUDA's error (and where it maps, the handle's borrow keeps the buffer alive).
+    pub struct IpcMapping<'a>;
+        stream: "The stream the drop synchronises before it unmaps.",
+        "Synchronises the mapping's stream and unmaps (`cudaIpcCloseMemHandle`), reporting the result."
+        pub fn close by cudaIpcCloseMemHandle;
 }
-
-// SAFETY: mapped device memory may be used from any thread; the mapping owns its mapping.
-unsafe impl<T: DeviceCopy + Send> Send for IpcMapping<'_, T> {}
-// SAFETY: `&IpcMapping` only hands out shared views.
-unsafe impl<T: DeviceCopy + Sync> Sync for IpcMapping<'_, T> {}
 
 impl<'a, T: DeviceCopy> IpcMapping<'a, T> {
     /// Maps the memory behind `handle` as `handle.size() / size_of::<T>()` elements, with the
@@ -255,33 +279,5 @@ impl<'a, T: DeviceCopy> IpcMapping<'a, T> {
             ));
         }
         Ok(mapping)
-    }
-
-    crate::memory::accessors::device_memory_methods!();
-
-    /// The stream the drop synchronises before it unmaps.
-    #[inline(always)]
-    pub fn stream(&self) -> StreamRef<'a> {
-        self.stream
-    }
-
-    /// Synchronises the mapping's stream and unmaps (`cudaIpcCloseMemHandle`), reporting the result.
-    pub fn close(self) -> Result<()> {
-        let (ptr, device, stream) = (self.ptr, self.device, self.stream);
-        core::mem::forget(self);
-        // SAFETY: our mapping, given up here and closed once, after the stream's work.
-        free_after_stream(stream, device, || cuda_call!(unsafe { sys::cudaIpcCloseMemHandle(ptr.as_ptr().cast()) }))
-    }
-}
-
-impl<T: DeviceCopy> Drop for IpcMapping<'_, T> {
-    fn drop(&mut self) {
-        let ptr = self.ptr.as_ptr().cast::<c_void>();
-        // SAFETY: our mapping, closed once, after the stream's work.
-        let closed =
-            free_after_stream(self.stream, self.device, || cuda_call!(unsafe { sys::cudaIpcCloseMemHandle(ptr) }));
-        if let Err(e) = closed {
-            crate::error::record_drop_error_value(e);
-        }
     }
 }

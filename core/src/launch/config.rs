@@ -59,6 +59,15 @@ impl Dim3 {
     }
 }
 
+/// A usage error naming `call` unless `block`, a 1-D block, is 1..=1024 threads: the check of
+/// every constructor that takes a block size as a number.
+pub(crate) fn check_block_size(block: u32, call: &'static str) -> Result<()> {
+    if block == 0 || block > 1024 {
+        return Err(Error::invalid(call, "block size must be 1..=1024 threads"));
+    }
+    Ok(())
+}
+
 impl From<u32> for Dim3 {
     fn from(x: u32) -> Dim3 {
         Dim3::new(x, 1, 1)
@@ -143,9 +152,7 @@ impl LaunchConfig {
         if n == 0 {
             return Err(Error::invalid(CALL, "zero elements: a grid needs at least one block"));
         }
-        if block == 0 || block > 1024 {
-            return Err(Error::invalid(CALL, "block size must be 1..=1024 threads"));
-        }
+        check_block_size(block, CALL)?;
         let blocks = n.div_ceil(block as usize);
         let grid = u32::try_from(blocks)
             .ok()

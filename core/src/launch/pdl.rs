@@ -31,6 +31,7 @@
 //! report (`ordo-bench`, group `pdl`) times every mode side by side and prints the ratio of the
 //! rule's choice to the best plain form.
 
+use super::config::check_block_size;
 use super::{Kernel, KernelArgs, LaunchConfig};
 use crate::error::{Error, Result};
 use crate::stream::StreamRef;
@@ -112,9 +113,7 @@ impl PdlPlan {
         if full_blocks == 0 {
             return Err(Error::invalid(CALL, "zero blocks of work"));
         }
-        if block == 0 || block > 1024 {
-            return Err(Error::invalid(CALL, "block size must be 1..=1024 threads"));
-        }
+        check_block_size(block, CALL)?;
         if one_wave_blocks == 0 {
             return Err(Error::invalid(CALL, "no block of this size fits on an SM (one wave of 0 blocks)"));
         }
@@ -150,9 +149,7 @@ impl PdlPlan {
         if n == 0 {
             return Err(Error::invalid(CALL, "zero elements"));
         }
-        if block == 0 || block > 1024 {
-            return Err(Error::invalid(CALL, "block size must be 1..=1024 threads"));
-        }
+        check_block_size(block, CALL)?;
         let full = n.div_ceil(block as usize);
         let threads = (full as u128) * u128::from(block);
         let full = u32::try_from(full)
@@ -293,9 +290,7 @@ impl<Args: KernelArgs> PdlKernel<Args> {
     /// with [`one_wave_blocks`](Self::one_wave_blocks)): a few attribute queries, made once, not
     /// per launch.
     pub fn plan(&self, device: Device, n: usize, block: u32, mode: PdlMode) -> Result<PdlPlan> {
-        if block == 0 || block > 1024 {
-            return Err(Error::invalid("PdlKernel::plan", "block size must be 1..=1024 threads"));
-        }
+        check_block_size(block, "PdlKernel::plan")?;
         let one_wave = self.one_wave_blocks(device, block, 0)?;
         PdlPlan::for_elements(n, block, one_wave, mode, self.beyond)
     }

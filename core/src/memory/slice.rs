@@ -117,62 +117,46 @@ impl<T> Clone for PinnedSlice<'_, T> {
 }
 impl<T> Copy for PinnedSlice<'_, T> {}
 
-impl<'a, T> DeviceSlice<'a, T> {
-    /// A view of `len` elements at `ptr` of a buffer freed on `origin` (stream-ordered): functions
-    /// that enqueue on another stream order their work after `origin`'s.
-    ///
-    /// # Safety
-    /// As for [`from_raw_parts`](Self::from_raw_parts); and the memory is freed, if at all, only
-    /// by a stream-ordered free enqueued on `origin`, so that work ordered before that free (on
-    /// `origin`, or after an event recorded there) still finds it allocated.
-    #[inline(always)]
-    pub unsafe fn from_raw_parts_on(ptr: *const T, len: usize, origin: StreamRef<'a>) -> Self {
-        DeviceSlice { ptr, len, origin: Some(origin), _borrow: PhantomData }
-    }
+/// The methods of a device view that knows the stream its buffer is freed on: the constructor
+/// with an origin, [`origin`](DeviceSlice::origin), and the sub-view (`slice`, `slice_mut`) that
+/// keeps it. `$a` begins the constructor's doc ("A", "An exclusive").
+macro_rules! device_view {
+    ($name:ident, $ptr:ty, $a:literal, $sub:ident) => {
+        impl<'a, T> $name<'a, T> {
+            #[doc = concat!($a, " view of `len` elements at `ptr` of a buffer freed on `origin`")]
+            /// (stream-ordered): functions that enqueue on another stream order their work after
+            /// `origin`'s.
+            ///
+            /// # Safety
+            /// As for [`from_raw_parts`](Self::from_raw_parts); and the memory is freed, if at all,
+            /// only by a stream-ordered free enqueued on `origin`, so that work ordered before that
+            /// free (on `origin`, or after an event recorded there) still finds it allocated.
+            #[inline(always)]
+            pub unsafe fn from_raw_parts_on(ptr: $ptr, len: usize, origin: StreamRef<'a>) -> Self {
+                $name { ptr, len, origin: Some(origin), _borrow: PhantomData }
+            }
 
-    /// The stream the memory is freed on, when the view knows it (`None` for views made by
-    /// [`from_raw_parts`](Self::from_raw_parts), whose contract then covers the ordering).
-    #[inline(always)]
-    pub fn origin(&self) -> Option<StreamRef<'a>> {
-        self.origin
-    }
+            /// The stream the memory is freed on, when the view knows it (`None` for views made by
+            /// [`from_raw_parts`](Self::from_raw_parts), whose contract then covers the ordering).
+            #[inline(always)]
+            pub fn origin(&self) -> Option<StreamRef<'a>> {
+                self.origin
+            }
 
-    /// A sub-view, with a clear error when `range` does not fit. Keeps the origin.
-    pub fn slice(self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'a, T>> {
-        let (start, len) = resolve(range, self.len, "DeviceSlice::slice")?;
-        // SAFETY: inside this view, of the same buffer.
-        Ok(DeviceSlice { ptr: unsafe { self.ptr.add(start) }, len, origin: self.origin, _borrow: PhantomData })
-    }
+            /// A sub-view, with a clear error when `range` does not fit. Keeps the origin.
+            pub fn $sub(self, range: impl RangeBounds<usize>) -> Result<$name<'a, T>> {
+                let (start, len) = resolve(range, self.len, concat!(stringify!($name), "::", stringify!($sub)))?;
+                // SAFETY: inside this view (taken by value), of the same buffer.
+                Ok($name { ptr: unsafe { self.ptr.add(start) }, len, origin: self.origin, _borrow: PhantomData })
+            }
+        }
+    };
 }
 
-impl<'a, T> DeviceSliceMut<'a, T> {
-    /// An exclusive view of `len` elements at `ptr` of a buffer freed on `origin`
-    /// (stream-ordered): functions that enqueue on another stream order their work after
-    /// `origin`'s.
-    ///
-    /// # Safety
-    /// As for [`from_raw_parts`](Self::from_raw_parts); and the memory is freed, if at all, only
-    /// by a stream-ordered free enqueued on `origin`, so that work ordered before that free (on
-    /// `origin`, or after an event recorded there) still finds it allocated.
-    #[inline(always)]
-    pub unsafe fn from_raw_parts_on(ptr: *mut T, len: usize, origin: StreamRef<'a>) -> Self {
-        DeviceSliceMut { ptr, len, origin: Some(origin), _borrow: PhantomData }
-    }
+device_view!(DeviceSlice, *const T, "A", slice);
+device_view!(DeviceSliceMut, *mut T, "An exclusive", slice_mut);
 
-    /// The stream the memory is freed on, when the view knows it (`None` for views made by
-    /// [`from_raw_parts`](Self::from_raw_parts), whose contract then covers the ordering).
-    #[inline(always)]
-    pub fn origin(&self) -> Option<StreamRef<'a>> {
-        self.origin
-    }
-
-    /// A sub-view, with a clear error when `range` does not fit. Keeps the origin.
-    pub fn slice_mut(self, range: impl RangeBounds<usize>) -> Result<DeviceSliceMut<'a, T>> {
-        let (start, len) = resolve(range, self.len, "DeviceSliceMut::slice_mut")?;
-        // SAFETY: inside this view, which is given up; the same buffer.
-        Ok(DeviceSliceMut { ptr: unsafe { self.ptr.add(start) }, len, origin: self.origin, _borrow: PhantomData })
-    }
-
+impl<T> DeviceSliceMut<'_, T> {
     /// A shorter-lived exclusive view of the same memory, with the same origin.
     pub fn reborrow(&mut self) -> DeviceSliceMut<'_, T> {
         // The same memory, borrowed from `self`.

@@ -226,9 +226,9 @@ pub(super) fn hold_while_capturing(stream: sys::cudaStream_t, ctx: &Arc<GreenCtx
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::{capture, CaptureMode, InstantiateFlags};
+    use crate::graph::{capture, CaptureMode, GraphExec, InstantiateFlags};
     use crate::memory::{copy, DeviceBuffer};
-    use crate::partition::SmSplit;
+    use crate::partition::{PartitionStream, SmPartition, SmSplit};
     use crate::{Device, Event, Stream};
     use alloc::sync::Weak;
     use core::cell::RefCell;
@@ -242,6 +242,55 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert_eq!(weak.strong_count(), 0, "{message}");
+    }
+
+    /// What the GPU tests start from: a partition `a` of 16 SMs or more beside the rest of the
+    /// device, `a`'s green context watched by `weak`, 4096 zeroed bytes `x` (zeroed on the plain
+    /// stream given, synchronised), and a `stream` of `a`.
+    struct OnPartition<'s> {
+        device: Device,
+        a: SmPartition,
+        rest: SmPartition,
+        weak: Weak<GreenCtx>,
+        x: DeviceBuffer<'s, u8>,
+        stream: PartitionStream,
+    }
+
+    impl<'s> OnPartition<'s> {
+        fn new(plain: &'s Stream) -> OnPartition<'s> {
+            let device = Device::current().unwrap();
+            let (a, rest) = SmSplit::new(device, 16).unwrap().one_and_rest().unwrap();
+            let weak = Arc::downgrade(&a.ctx);
+            let x = DeviceBuffer::<u8>::zeroed_async(4096, plain.as_stream()).unwrap();
+            plain.synchronize().unwrap();
+            let stream = a.stream().unwrap();
+            OnPartition { device, a, rest, weak, x, stream }
+        }
+    }
+
+    /// Launches `exec` `replays` times on `plain`, asserts that every byte of `x` reads 0x5a
+    /// (`what` otherwise), drops `exec`, asserts that the green context behind `weak` goes, and
+    /// frees `x`.
+    fn replay_and_check(
+        exec: GraphExec,
+        replays: usize,
+        plain: &Stream,
+        x: DeviceBuffer<u8>,
+        weak: &Weak<GreenCtx>,
+        what: &str,
+    ) {
+        let p = plain.as_stream();
+        for _ in 0..replays {
+            exec.launch(p).unwrap();
+        }
+        plain.synchronize().unwrap();
+        let mut back = alloc::vec![0u8; 4096];
+        copy::d2h_blocking(&mut back, x.as_slice(), p).unwrap();
+        assert!(back.iter().all(|&v| v == 0x5a), "{what}");
+        drop(exec);
+        assert_freed(weak, "the green context outlived its last graph");
+        drop(x);
+        plain.synchronize().unwrap();
     }
 
     /// After `cudaDeviceReset` the C ABI forgets a partition stream: its entry `(h, old)` stays,
@@ -327,14 +376,8 @@ mod tests {
     #[test]
     #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
     fn a_graph_holds_its_partition_until_the_last_graph_goes() {
-        let device = Device::current().unwrap();
-        let (a, _rest) = SmSplit::new(device, 16).unwrap().one_and_rest().unwrap();
-        let weak = Arc::downgrade(&a.ctx);
         let plain = Stream::new().unwrap();
-        let p = plain.as_stream();
-        let mut x = DeviceBuffer::<u8>::zeroed_async(4096, p).unwrap();
-        plain.synchronize().unwrap();
-        let stream = a.stream().unwrap();
+        let OnPartition { a, rest: _rest, weak, mut x, stream, .. } = OnPartition::new(&plain);
         let target = x.as_mut_slice();
         // SAFETY: `x` outlives every launch (synchronised below before it drops); nothing else
         // uses the partition's stream while it captures.
@@ -346,15 +389,7 @@ mod tests {
         let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
         drop(graph);
         assert!(weak.upgrade().is_some(), "the partition went while an executable graph of it lived");
-        exec.launch(p).unwrap();
-        plain.synchronize().unwrap();
-        let mut back = alloc::vec![0u8; 4096];
-        copy::d2h_blocking(&mut back, x.as_slice(), p).unwrap();
-        assert!(back.iter().all(|&v| v == 0x5a), "the replay after the partition's drop");
-        drop(exec);
-        assert_freed(&weak, "the green context outlived its last graph");
-        drop(x);
-        plain.synchronize().unwrap();
+        replay_and_check(exec, 1, &plain, x, &weak, "the replay after the partition's drop");
     }
 
     /// A partition stream that joined a capture (fork, memset, join back) and is dropped inside the
@@ -366,14 +401,8 @@ mod tests {
     #[test]
     #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
     fn a_partition_stream_dropped_inside_a_capture_gives_the_graph_its_hold() {
-        let device = Device::current().unwrap();
-        let (a, _rest) = SmSplit::new(device, 16).unwrap().one_and_rest().unwrap();
-        let weak = Arc::downgrade(&a.ctx);
         let plain = Stream::new().unwrap();
-        let p = plain.as_stream();
-        let mut x = DeviceBuffer::<u8>::zeroed_async(4096, p).unwrap();
-        plain.synchronize().unwrap();
-        let joined = a.stream().unwrap();
+        let OnPartition { a, rest: _rest, weak, mut x, stream: joined, .. } = OnPartition::new(&plain);
         let origin = Stream::new().unwrap();
         let (fork, join) = (Event::new().unwrap(), Event::new().unwrap());
         let (fork, join) = (&fork, &join);
@@ -399,17 +428,7 @@ mod tests {
         assert!(weak.upgrade().is_some(), "the partition went while the graph captured on it lived");
         let exec = graph.instantiate(InstantiateFlags::empty()).unwrap();
         drop(graph);
-        for _ in 0..3 {
-            exec.launch(p).unwrap();
-        }
-        plain.synchronize().unwrap();
-        let mut back = alloc::vec![0u8; 4096];
-        copy::d2h_blocking(&mut back, x.as_slice(), p).unwrap();
-        assert!(back.iter().all(|&v| v == 0x5a), "the replays after the partition's drop");
-        drop(exec);
-        assert_freed(&weak, "the green context outlived its last graph");
-        drop(x);
-        plain.synchronize().unwrap();
+        replay_and_check(exec, 3, &plain, x, &weak, "the replays after the partition's drop");
     }
 
     /// `SmSplit::new` inside a capture leaves what graphs let go of (here a green context, whose
@@ -419,14 +438,8 @@ mod tests {
     #[test]
     #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
     fn a_split_inside_a_capture_leaves_deferred_partitions_for_later() {
-        let device = Device::current().unwrap();
-        let (a, _rest) = SmSplit::new(device, 16).unwrap().one_and_rest().unwrap();
-        let weak = Arc::downgrade(&a.ctx);
         let plain = Stream::new().unwrap();
-        let p = plain.as_stream();
-        let mut x = DeviceBuffer::<u8>::zeroed_async(4096, p).unwrap();
-        plain.synchronize().unwrap();
-        let stream = a.stream().unwrap();
+        let OnPartition { device, a, rest: _rest, weak, mut x, stream } = OnPartition::new(&plain);
         let target = x.as_mut_slice();
         // SAFETY: the graph is never launched; nothing else uses the stream while it captures.
         let graph =

@@ -186,13 +186,29 @@ fn lines_of(reader: &Reader, log: &TestLog, failure: Failure) -> Option<String> 
     this_failures_lines(&reader.read(log)?, reader.ids, failure)
 }
 
+/// An empty log, and no exited thread's position.
+#[cfg(cuda_12_8)]
+fn empty_log() -> (TestLog, Mutex<Exits>) {
+    (TestLog::default(), Mutex::new(Exits(VecDeque::new())))
+}
+
+/// The reader of a new thread with `ids` whose call the driver refused (its line in `log`), and
+/// whose first read found that failure's lines.
+#[cfg(cuda_12_8)]
+fn reader_after_one_failure(ids: [u64; 2], log: &TestLog, exits: &Mutex<Exits>) -> Reader {
+    let reader = Reader::new(ids, exits);
+    log.write(ids[0], REFUSED);
+    assert!(lines_of(&reader, log, POOL_ACCESS).is_some());
+    reader
+}
+
 /// H200, driver 580: a new thread's first failure carried the lines of a thread that had
 /// exited, whose POSIX handle glibc had given it. Here both fail with the same code in the
 /// same entry point, so only the position the exited thread left tells them apart.
 #[cfg(cuda_12_8)]
 #[test]
 fn a_new_thread_reads_after_the_exited_thread_with_its_handle() {
-    let (log, exits) = (TestLog::default(), Mutex::new(Exits(VecDeque::new())));
+    let (log, exits) = empty_log();
     let first = Reader::new([9, 100], &exits);
     log.write(9, "Mempools do not support Read-Only flag");
     log.write(9, REFUSED);
@@ -218,10 +234,8 @@ fn a_new_thread_reads_after_the_exited_thread_with_its_handle() {
 #[cfg(cuda_12_8)]
 #[test]
 fn an_exit_without_the_logs_end_records_the_last_read() {
-    let (log, exits) = (TestLog::default(), Mutex::new(Exits(VecDeque::new())));
-    let first = Reader::new([4, 1], &exits);
-    log.write(4, REFUSED);
-    assert!(lines_of(&first, &log, POOL_ACCESS).is_some());
+    let (log, exits) = empty_log();
+    let first = reader_after_one_failure([4, 1], &log, &exits);
     first.exit(None, &exits);
     assert_eq!(lock(&exits).take(4), Some(1), "after its last read");
     Reader::new([5, 2], &exits).exit(None, &exits);
@@ -231,10 +245,8 @@ fn an_exit_without_the_logs_end_records_the_last_read() {
 #[cfg(cuda_12_8)]
 #[test]
 fn a_thread_reads_only_what_the_log_gained_since_its_last_read() {
-    let (log, exits) = (TestLog::default(), Mutex::new(Exits(VecDeque::new())));
-    let reader = Reader::new([7, 1], &exits);
-    log.write(7, REFUSED);
-    assert!(lines_of(&reader, &log, POOL_ACCESS).is_some());
+    let (log, exits) = empty_log();
+    let reader = reader_after_one_failure([7, 1], &log, &exits);
     assert!(lines_of(&reader, &log, POOL_ACCESS).is_none(), "no line since: the runtime refused alone");
     assert!(reader.read(&log).unwrap().is_empty());
     // A position the log no longer holds: all it holds is newer, and is read.
