@@ -15,7 +15,9 @@
 //! the last call still using it (on another thread) has returned. The table's operations cannot
 //! panic while holding the lock, and a poisoned lock is recovered (the map stays consistent).
 
-use super::status::{Failure, Outcome, ORDO_ERROR_HANDLE_BUSY, ORDO_ERROR_INVALID_HANDLE};
+use super::check::{non_null, write_out};
+use super::context::InContext;
+use super::status::{guard, Failure, OrdoStatus, Outcome, ORDO_ERROR_HANDLE_BUSY, ORDO_ERROR_INVALID_HANDLE};
 use ordo_cuda_core::sync::lock;
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -58,6 +60,33 @@ pub(crate) fn register<T: Send + Sync + 'static, H>(object: T) -> Outcome<*mut H
 pub(crate) fn get<T: Send + Sync + 'static, H>(handle: *mut H) -> Outcome<Arc<T>> {
     let object = table().get(&(handle as usize)).cloned().ok_or_else(invalid_handle)?;
     object.downcast::<T>().map_err(|_| invalid_handle())
+}
+
+/// The body of an export that makes a handle: `out` checked first (null, alignment), so that a
+/// bad `out` costs no work; then `make`, and the object it makes registered and its handle written
+/// to `out`, which is written on success only.
+pub(crate) fn create<T: Send + Sync + 'static, H>(
+    export: &'static str,
+    out: *mut *mut H,
+    make: impl FnOnce() -> Outcome<T>,
+) -> OrdoStatus {
+    guard(export, || {
+        non_null(out.cast_const(), "out")?;
+        let object = make()?;
+        write_out(out, register(object)?, "out")
+    })
+}
+
+/// Runs `f` on the object behind `handle`, one made in a context ([`InContext`]) that is still
+/// alive: the lookup ([`get`]) and the context check written once. `ORDO_ERROR_INVALID_HANDLE`
+/// for a handle that is not a live object of kind `T`; `cudaErrorContextIsDestroyed` once a
+/// device reset destroyed its context.
+pub(crate) fn with_live<T: Send + Sync + 'static, H, R>(
+    handle: *mut H,
+    f: impl FnOnce(&T) -> Outcome<R>,
+) -> Outcome<R> {
+    let object = get::<InContext<T>, H>(handle)?;
+    f(object.get()?)
 }
 
 /// Removes the object of kind `T` behind `handle` from the table and returns it (to be dropped

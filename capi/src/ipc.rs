@@ -97,6 +97,13 @@ unsafe fn write_handle(wire: &[u8; ORDO_IPC_HANDLE_BYTES], out: *mut u8, len: us
     Ok(())
 }
 
+/// Writes another process's memory seen here (a mapping, an import), `len` bytes at `address`, to
+/// the caller's `ptr` and `bytes`.
+fn write_span(address: *const u8, len: usize, ptr: *mut *mut c_void, bytes: *mut usize) -> Outcome {
+    write_out(ptr, address.cast_mut().cast(), "ptr")?;
+    write_out(bytes, len, "bytes")
+}
+
 /// The handle of `bytes` bytes of `cudaMalloc` memory at `ptr`, allocated by this process
 /// (`cudaIpcGetMemHandle`), written to `handle_out`.
 ///
@@ -133,15 +140,13 @@ pub unsafe extern "C" fn ordo_ipc_mem_open(
     stream: sys::cudaStream_t,
     out: *mut *mut OrdoIpcMapping,
 ) -> OrdoStatus {
-    guard("ordo_ipc_mem_open", || {
-        non_null(out.cast_const(), "out")?;
+    handles::create("ordo_ipc_mem_open", out, || {
         let stream = kept_stream_ref(stream)?;
         // SAFETY: the C contract.
         let bytes = unsafe { read_handle(handle, handle_len, "handle") }?;
         // SAFETY: the exporter's obligations are the caller's (the C contract).
         let handle = unsafe { IpcMemHandle::from_bytes(bytes) }?;
-        let mapping = InContext::new(IpcMapping::<u8>::open(&handle, stream)?)?;
-        write_out(out, handles::register(mapping)?, "out")
+        Ok(InContext::new(IpcMapping::<u8>::open(&handle, stream)?)?)
     })
 }
 
@@ -156,10 +161,7 @@ pub unsafe extern "C" fn ordo_ipc_mapping_get(
     bytes: *mut usize,
 ) -> OrdoStatus {
     guard("ordo_ipc_mapping_get", || {
-        let m = handles::get::<MappingObject, _>(mapping)?;
-        let m = m.get()?;
-        write_out(ptr, m.as_ptr().cast_mut().cast(), "ptr")?;
-        write_out(bytes, m.byte_len(), "bytes")
+        handles::with_live(mapping, |m: &IpcMapping<u8>| write_span(m.as_ptr(), m.byte_len(), ptr, bytes))
     })
 }
 
@@ -176,11 +178,7 @@ pub extern "C" fn ordo_ipc_mapping_close(mapping: *mut OrdoIpcMapping) {
 /// The C contract: `out` is writable.
 #[no_mangle]
 pub unsafe extern "C" fn ordo_ipc_event_create(out: *mut *mut OrdoIpcEvent) -> OrdoStatus {
-    guard("ordo_ipc_event_create", || {
-        non_null(out.cast_const(), "out")?;
-        let event = InContext::new(EventKind::Made(IpcEvent::new()?))?;
-        write_out(out, handles::register(event)?, "out")
-    })
+    handles::create("ordo_ipc_event_create", out, || Ok(InContext::new(EventKind::Made(IpcEvent::new()?))?))
 }
 
 /// The handle of an event made by `ordo_ipc_event_create` (`cudaIpcGetEventHandle`), written to
@@ -216,14 +214,12 @@ pub unsafe extern "C" fn ordo_ipc_event_open(
     handle_len: usize,
     out: *mut *mut OrdoIpcEvent,
 ) -> OrdoStatus {
-    guard("ordo_ipc_event_open", || {
-        non_null(out.cast_const(), "out")?;
+    handles::create("ordo_ipc_event_open", out, || {
         // SAFETY: the C contract.
         let bytes = unsafe { read_handle(handle, handle_len, "handle") }?;
         // SAFETY: the exporter's obligations are the caller's (the C contract).
         let handle = unsafe { IpcEventHandle::from_bytes(bytes) }?;
-        let event = InContext::new(EventKind::Opened(ImportedEvent::open(&handle)?))?;
-        write_out(out, handles::register(event)?, "out")
+        Ok(InContext::new(EventKind::Opened(ImportedEvent::open(&handle)?))?)
     })
 }
 
@@ -234,8 +230,7 @@ pub unsafe extern "C" fn ordo_ipc_event_open(
 #[no_mangle]
 pub unsafe extern "C" fn ordo_ipc_event_handle(event: *mut OrdoIpcEvent, out: *mut sys::cudaEvent_t) -> OrdoStatus {
     guard("ordo_ipc_event_handle", || {
-        let e = handles::get::<EventObject, _>(event)?;
-        write_out(out, e.get()?.event().as_raw(), "out")
+        handles::with_live(event, |e: &EventKind| write_out(out, e.event().as_raw(), "out"))
     })
 }
 
@@ -246,8 +241,7 @@ pub unsafe extern "C" fn ordo_ipc_event_handle(event: *mut OrdoIpcEvent, out: *m
 #[no_mangle]
 pub unsafe extern "C" fn ordo_ipc_event_record(event: *mut OrdoIpcEvent, stream: sys::cudaStream_t) -> OrdoStatus {
     guard("ordo_ipc_event_record", || {
-        let e = handles::get::<EventObject, _>(event)?;
-        Ok(e.get()?.event().record(stream_ref(stream)?)?)
+        handles::with_live(event, |e: &EventKind| Ok(e.event().record(stream_ref(stream)?)?))
     })
 }
 
@@ -258,8 +252,7 @@ pub unsafe extern "C" fn ordo_ipc_event_record(event: *mut OrdoIpcEvent, stream:
 #[no_mangle]
 pub unsafe extern "C" fn ordo_ipc_event_wait(event: *mut OrdoIpcEvent, stream: sys::cudaStream_t) -> OrdoStatus {
     guard("ordo_ipc_event_wait", || {
-        let e = handles::get::<EventObject, _>(event)?;
-        Ok(stream_ref(stream)?.wait_event(e.get()?.event())?)
+        handles::with_live(event, |e: &EventKind| Ok(stream_ref(stream)?.wait_event(e.event())?))
     })
 }
 
@@ -268,11 +261,10 @@ pub unsafe extern "C" fn ordo_ipc_event_wait(event: *mut OrdoIpcEvent, stream: s
 #[no_mangle]
 pub extern "C" fn ordo_ipc_event_query(event: *mut OrdoIpcEvent) -> OrdoStatus {
     guard("ordo_ipc_event_query", || {
-        let e = handles::get::<EventObject, _>(event)?;
-        match e.get()?.event().query()? {
+        handles::with_live(event, |e: &EventKind| match e.event().query()? {
             EventStatus::Complete => Ok(()),
             EventStatus::Pending => Err(Failure(ORDO_NOT_READY)),
-        }
+        })
     })
 }
 
@@ -291,13 +283,11 @@ pub extern "C" fn ordo_ipc_event_destroy(event: *mut OrdoIpcEvent) {
 /// The C contract: `out` is writable.
 #[no_mangle]
 pub unsafe extern "C" fn ordo_ipc_pool_create(device: c_int, out: *mut *mut OrdoIpcPool) -> OrdoStatus {
-    guard("ordo_ipc_pool_create", || {
-        non_null(out.cast_const(), "out")?;
+    handles::create("ordo_ipc_pool_create", out, || {
         if device < 0 {
             return Err(invalid("device", "negative device ordinal"));
         }
-        let pool = InContext::new(PoolKind::Made(IpcPool::new(Device::from_ordinal(device))?))?;
-        write_out(out, handles::register(pool)?, "out")
+        Ok(InContext::new(PoolKind::Made(IpcPool::new(Device::from_ordinal(device))?))?)
     })
 }
 
@@ -325,15 +315,13 @@ pub unsafe extern "C" fn ordo_ipc_pool_export_fd(pool: *mut OrdoIpcPool, fd_out:
 /// The C contract: `fd` is an open descriptor; `out` is writable.
 #[no_mangle]
 pub unsafe extern "C" fn ordo_ipc_pool_import_fd(fd: c_int, device: c_int, out: *mut *mut OrdoIpcPool) -> OrdoStatus {
-    guard("ordo_ipc_pool_import_fd", || {
-        non_null(out.cast_const(), "out")?;
+    handles::create("ordo_ipc_pool_import_fd", out, || {
         if fd < 0 || device < 0 {
             return Err(invalid(if fd < 0 { "fd" } else { "device" }, "negative"));
         }
         // SAFETY: the C contract: an open descriptor, for the call.
         let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-        let pool = InContext::new(PoolKind::Imported(ImportedPool::import_fd(fd, Device::from_ordinal(device))?))?;
-        write_out(out, handles::register(pool)?, "out")
+        Ok(InContext::new(PoolKind::Imported(ImportedPool::import_fd(fd, Device::from_ordinal(device))?))?)
     })
 }
 
@@ -344,12 +332,13 @@ pub unsafe extern "C" fn ordo_ipc_pool_import_fd(fd: c_int, device: c_int, out: 
 #[no_mangle]
 pub unsafe extern "C" fn ordo_ipc_pool_handle(pool: *mut OrdoIpcPool, out: *mut sys::cudaMemPool_t) -> OrdoStatus {
     guard("ordo_ipc_pool_handle", || {
-        let p = handles::get::<PoolObject, _>(pool)?;
-        let raw = match p.get()? {
-            PoolKind::Made(made) => made.as_pool().as_raw(),
-            PoolKind::Imported(imported) => imported.as_pool().as_raw(),
-        };
-        write_out(out, raw, "out")
+        handles::with_live(pool, |p: &PoolKind| {
+            let raw = match p {
+                PoolKind::Made(made) => made.as_pool().as_raw(),
+                PoolKind::Imported(imported) => imported.as_pool().as_raw(),
+            };
+            write_out(out, raw, "out")
+        })
     })
 }
 
@@ -391,8 +380,7 @@ pub unsafe extern "C" fn ordo_ipc_pool_import_pointer(
     stream: sys::cudaStream_t,
     out: *mut *mut OrdoIpcImport,
 ) -> OrdoStatus {
-    guard("ordo_ipc_pool_import_pointer", || {
-        non_null(out.cast_const(), "out")?;
+    handles::create("ordo_ipc_pool_import_pointer", out, || {
         let p = handles::get::<PoolObject, _>(pool)?;
         let PoolKind::Imported(imported) = p.get()? else {
             return Err(invalid(
@@ -404,8 +392,7 @@ pub unsafe extern "C" fn ordo_ipc_pool_import_pointer(
         let bytes = unsafe { read_handle(handle, handle_len, "handle") }?;
         // SAFETY: the exporter's obligations are the caller's (the C contract).
         let handle = unsafe { PoolPointerHandle::from_bytes(bytes) }?;
-        let import = InContext::new(imported.import_pointer::<u8>(&handle, kept_stream_ref(stream)?)?)?;
-        write_out(out, handles::register(import)?, "out")
+        Ok(InContext::new(imported.import_pointer::<u8>(&handle, kept_stream_ref(stream)?)?)?)
     })
 }
 
@@ -420,10 +407,7 @@ pub unsafe extern "C" fn ordo_ipc_import_get(
     bytes: *mut usize,
 ) -> OrdoStatus {
     guard("ordo_ipc_import_get", || {
-        let i = handles::get::<ImportObject, _>(imported)?;
-        let i = i.get()?;
-        write_out(ptr, i.as_ptr().cast_mut().cast(), "ptr")?;
-        write_out(bytes, i.byte_len(), "bytes")
+        handles::with_live(imported, |i: &PoolImport<u8>| write_span(i.as_ptr(), i.byte_len(), ptr, bytes))
     })
 }
 

@@ -137,8 +137,7 @@ pub unsafe extern "C" fn ordo_sm_partitions_create(
 #[no_mangle]
 pub unsafe extern "C" fn ordo_sm_partition_sm_count(partition: *mut OrdoSmPartition, sm_count: *mut u32) -> OrdoStatus {
     guard("ordo_sm_partition_sm_count", || {
-        let p = handles::get::<PartitionObject, _>(partition)?;
-        write_out(sm_count, p.get()?.sm_count(), "sm_count")
+        handles::with_live(partition, |p: &SmPartition| write_out(sm_count, p.sm_count(), "sm_count"))
     })
 }
 
@@ -161,12 +160,10 @@ pub unsafe extern "C" fn ordo_sm_stream_create(
     priority: c_int,
     out: *mut *mut OrdoSmStream,
 ) -> OrdoStatus {
-    guard("ordo_sm_stream_create", || {
-        non_null(out.cast_const(), "out")?;
+    handles::create("ordo_sm_stream_create", out, || {
         let p = handles::get::<PartitionObject, _>(partition)?;
         let stream = p.get()?.stream_with_priority(priority)?;
-        let handle = handles::register(InContext::made_in(p.context(), stream))?;
-        write_out(out, handle, "out")
+        Ok(InContext::made_in(p.context(), stream))
     })
 }
 
@@ -178,8 +175,7 @@ pub unsafe extern "C" fn ordo_sm_stream_create(
 #[no_mangle]
 pub unsafe extern "C" fn ordo_sm_stream_handle(stream: *mut OrdoSmStream, out: *mut sys::cudaStream_t) -> OrdoStatus {
     guard("ordo_sm_stream_handle", || {
-        let s = handles::get::<StreamObject, _>(stream)?;
-        write_out(out, s.get()?.as_raw(), "out")
+        handles::with_live(stream, |s: &PartitionStream| write_out(out, s.as_raw(), "out"))
     })
 }
 

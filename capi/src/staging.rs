@@ -51,8 +51,7 @@ pub unsafe extern "C" fn ordo_staging_ring_create(
     slot_bytes: usize,
     out: *mut *mut OrdoStagingRing,
 ) -> OrdoStatus {
-    guard("ordo_staging_ring_create", || {
-        non_null(out.cast_const(), "out")?;
+    handles::create("ordo_staging_ring_create", out, || {
         if slots == 0 {
             return Err(invalid("slots", "zero slots"));
         }
@@ -66,10 +65,7 @@ pub unsafe extern "C" fn ordo_staging_ring_create(
             slots.checked_mul(slot_bytes).ok_or_else(|| invalid("slot_bytes", "slots * slot_bytes overflows"))?;
         byte_len::<u8>(total, "slot_bytes")?;
         let ring = StagingRing::<u8>::new(slots, slot_bytes)?;
-        let handle = handles::register(InContext::new(ring)?)?;
-        // SAFETY: checked non-null and aligned; writable by the C contract.
-        unsafe { out.write(handle) };
-        Ok(())
+        Ok(InContext::new(ring)?)
     })
 }
 

@@ -28,11 +28,20 @@ type TimerObject = InContext<Timer>;
 /// The C contract: `out` is writable.
 #[no_mangle]
 pub unsafe extern "C" fn ordo_timer_create(out: *mut *mut OrdoTimer) -> OrdoStatus {
-    guard("ordo_timer_create", || {
-        non_null(out.cast_const(), "out")?;
-        let t = InContext::new(Timer { start: TimingEvent::new()?, stop: TimingEvent::new()? })?;
-        write_out(out, handles::register(t)?, "out")
+    handles::create("ordo_timer_create", out, || {
+        Ok(InContext::new(Timer { start: TimingEvent::new()?, stop: TimingEvent::new()? })?)
     })
+}
+
+/// Records the event `which` picks of the timer on `stream`: the body of `ordo_timer_start` and
+/// `ordo_timer_stop`.
+fn record(
+    export: &'static str,
+    timer: *mut OrdoTimer,
+    stream: sys::cudaStream_t,
+    which: impl FnOnce(&Timer) -> &TimingEvent,
+) -> OrdoStatus {
+    guard(export, || handles::with_live(timer, |t| Ok(which(t).record(stream_ref(stream)?)?)))
 }
 
 /// Records the timer's start on `stream`.
@@ -41,11 +50,7 @@ pub unsafe extern "C" fn ordo_timer_create(out: *mut *mut OrdoTimer) -> OrdoStat
 /// The C contract: `stream` is a live stream.
 #[no_mangle]
 pub unsafe extern "C" fn ordo_timer_start(timer: *mut OrdoTimer, stream: sys::cudaStream_t) -> OrdoStatus {
-    guard("ordo_timer_start", || {
-        let t = handles::get::<TimerObject, _>(timer)?;
-        t.get()?.start.record(stream_ref(stream)?)?;
-        Ok(())
-    })
+    record("ordo_timer_start", timer, stream, |t| &t.start)
 }
 
 /// Records the timer's stop on `stream`.
@@ -54,11 +59,7 @@ pub unsafe extern "C" fn ordo_timer_start(timer: *mut OrdoTimer, stream: sys::cu
 /// The C contract: `stream` is a live stream.
 #[no_mangle]
 pub unsafe extern "C" fn ordo_timer_stop(timer: *mut OrdoTimer, stream: sys::cudaStream_t) -> OrdoStatus {
-    guard("ordo_timer_stop", || {
-        let t = handles::get::<TimerObject, _>(timer)?;
-        t.get()?.stop.record(stream_ref(stream)?)?;
-        Ok(())
-    })
+    record("ordo_timer_stop", timer, stream, |t| &t.stop)
 }
 
 /// Milliseconds from start to stop. `ORDO_NOT_READY` while the stop has not completed (it does

@@ -35,8 +35,11 @@ pub unsafe extern "C" fn ordo_nccl_comm_init_rank(
     out: *mut *mut OrdoNcclComm,
 ) -> OrdoStatus {
     with_nccl!("ordo_nccl_comm_init_rank", (device, nranks, id, id_bytes_len, rank, out), {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { imp::comm_init_rank(device, nranks, id, id_bytes_len, rank, out) }
+        crate::handles::create("ordo_nccl_comm_init_rank", out, || {
+            // SAFETY: the caller's contract: `id` holds `id_bytes_len` readable bytes.
+            let id = unsafe { imp::read_id(id, id_bytes_len) }?;
+            imp::comm_init_rank(device, nranks, rank, id)
+        })
     })
 }
 
@@ -105,7 +108,6 @@ pub unsafe extern "C" fn ordo_nccl_comm_wait(
 /// The exports' bodies, with NCCL.
 #[cfg(feature = "nccl")]
 pub(super) mod imp {
-    use crate::check::write_out;
     use crate::check::{capturing, non_null, stream_ref};
     use crate::handles;
     use crate::nccl::OrdoNcclComm;
@@ -121,7 +123,7 @@ pub(super) mod imp {
 
     /// What a handle holds: ordo's own communicator (`ordo_nccl_comm_init_rank`) or one borrowed
     /// from the caller (`ordo_nccl_comm_borrow`), which ordo never destroys or aborts.
-    enum Held {
+    pub(super) enum Held {
         Owned(Communicator),
         Borrowed(BorrowedCommunicator<'static>),
     }
@@ -139,7 +141,7 @@ pub(super) mod imp {
     /// A communicator behind a handle: `None` once aborted or released (a call still in flight on
     /// another thread then finds it gone). The lock is held for one NCCL call (one thread at a
     /// time, as NCCL asks).
-    type CommObject = Mutex<Option<Held>>;
+    pub(super) type CommObject = Mutex<Option<Held>>;
 
     /// `ORDO_ERROR_INVALID_ARGUMENT` when `comm` holds a borrowed communicator (which only
     /// `ordo_nccl_comm_release` ends); the handle stays valid.
@@ -186,51 +188,46 @@ pub(super) mod imp {
         })
     }
 
+    /// The caller's unique id: `len` bytes at `id`, refused unless non-null and
+    /// ORDO_NCCL_UNIQUE_ID_BYTES long.
+    ///
     /// # Safety
-    /// As `ordo_nccl_comm_init_rank`.
-    pub(super) unsafe fn comm_init_rank(
-        device: c_int,
-        nranks: usize,
-        id: *const u8,
-        id_bytes_len: usize,
-        rank: usize,
-        out: *mut *mut OrdoNcclComm,
-    ) -> OrdoStatus {
-        guard("ordo_nccl_comm_init_rank", || {
-            non_null(out.cast_const(), "out")?;
-            non_null(id, "id")?;
-            id_bytes(id_bytes_len)?;
-            if device < 0 {
-                return Err(invalid("device", "negative device ordinal"));
-            }
-            if nranks == 0 {
-                return Err(invalid("nranks", "nranks must be at least 1"));
-            }
-            if rank >= nranks {
-                return Err(invalid("rank", "rank must be below nranks"));
-            }
-            // SAFETY: the C contract: 128 readable bytes (checked length).
-            let bytes = unsafe { core::slice::from_raw_parts(id, id_bytes_len) };
-            let id = UniqueId::from_bytes(bytes)?;
-            let nccl = Nccl::load()?;
-            let comm = Communicator::init_rank(&nccl, Device::from_ordinal(device), nranks, &id, rank)?;
-            let object: CommObject = Mutex::new(Some(Held::Owned(comm)));
-            write_out(out, handles::register(object)?, "out")
-        })
+    /// The C contract: `id` holds `len` readable bytes, unchanged for `'a`.
+    pub(super) unsafe fn read_id<'a>(id: *const u8, len: usize) -> Outcome<&'a [u8]> {
+        non_null(id, "id")?;
+        id_bytes(len)?;
+        // SAFETY: the C contract: 128 readable bytes (checked length).
+        Ok(unsafe { core::slice::from_raw_parts(id, len) })
+    }
+
+    /// Rank `rank` of `nranks` on CUDA device `device`, from the unique id's bytes (read by
+    /// [`read_id`]): what `ordo_nccl_comm_init_rank` registers.
+    pub(super) fn comm_init_rank(device: c_int, nranks: usize, rank: usize, id: &[u8]) -> Outcome<CommObject> {
+        if device < 0 {
+            return Err(invalid("device", "negative device ordinal"));
+        }
+        if nranks == 0 {
+            return Err(invalid("nranks", "nranks must be at least 1"));
+        }
+        if rank >= nranks {
+            return Err(invalid("rank", "rank must be below nranks"));
+        }
+        let id = UniqueId::from_bytes(id)?;
+        let nccl = Nccl::load()?;
+        let comm = Communicator::init_rank(&nccl, Device::from_ordinal(device), nranks, &id, rank)?;
+        Ok(CommObject::new(Some(Held::Owned(comm))))
     }
 
     /// # Safety
     /// As `ordo_nccl_comm_borrow`.
     pub(super) unsafe fn comm_borrow(nccl_comm: *mut c_void, out: *mut *mut OrdoNcclComm) -> OrdoStatus {
-        guard("ordo_nccl_comm_borrow", || {
-            non_null(out.cast_const(), "out")?;
+        handles::create("ordo_nccl_comm_borrow", out, || {
             non_null(nccl_comm.cast_const(), "nccl_comm")?;
             let nccl = Nccl::load()?;
             // SAFETY: the C contract, forwarded: `BorrowedCommunicator::borrow_raw`'s obligations,
             // for as long as the handle lives ('static here; the caller ends it with release).
             let comm = unsafe { BorrowedCommunicator::borrow_raw(&nccl, nccl_comm) }?;
-            let object: CommObject = Mutex::new(Some(Held::Borrowed(comm)));
-            write_out(out, handles::register(object)?, "out")
+            Ok(CommObject::new(Some(Held::Borrowed(comm))))
         })
     }
 

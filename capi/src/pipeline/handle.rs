@@ -3,8 +3,7 @@
 
 use super::run::{builtin_compute, run_on_pool, Chunks, Compute, Run};
 use super::{OrdoPipeline, OrdoPipelineFn, OrdoPipelineOptions};
-use crate::check::{non_null, read_options};
-use crate::check::{require_pool_for, write_out};
+use crate::check::{read_options, require_pool_for};
 use crate::handles;
 use crate::status::{guard, guard_void, invalid, OrdoStatus, Outcome};
 use core::ffi::c_void;
@@ -84,8 +83,7 @@ pub unsafe extern "C" fn ordo_pipeline_create(
     options: *const OrdoPipelineOptions,
     out: *mut *mut OrdoPipeline,
 ) -> OrdoStatus {
-    guard("ordo_pipeline_create", || {
-        non_null(out.cast_const(), "out")?;
+    handles::create("ordo_pipeline_create", out, || {
         // SAFETY: the caller's contract: NULL or `size` readable bytes.
         let o = unsafe { read_options(options, "options") }?.unwrap_or(DEFAULT_OPTIONS);
         let Checked { settings, element_size, chunks, device } = checked(&o)?;
@@ -98,8 +96,7 @@ pub unsafe extern "C" fn ordo_pipeline_create(
         let pool = PipelinePool::new(settings, PoolLimits::DEFAULT);
         // The first pipeline now: a bad priority or device fails the create, not the first run.
         pool.prepare(device)?;
-        let object = PipelineObject { pool, device, element_size, chunks, mem_pool: o.pool as usize };
-        write_out(out, handles::register(object)?, "out")
+        Ok(PipelineObject { pool, device, element_size, chunks, mem_pool: o.pool as usize })
     })
 }
 

@@ -72,6 +72,23 @@ fn required(lookup: &dyn Fn(&str) -> Option<String>, launcher: &str, name: &str,
         .ok_or_else(|| Error::invalid(CALL, format!("{launcher}: {set} is set but {name} is missing or empty")))
 }
 
+/// The rank, the number of ranks, the local rank (each required once the launcher's rank or
+/// number of ranks is set) and the number of local ranks, from the variables `names` of
+/// `launcher`, in that order.
+fn counts(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    launcher: &str,
+    [rank, ranks, local_rank, local_ranks]: [&str; 4],
+) -> Result<(usize, usize, usize, Option<usize>)> {
+    let set = format!("{rank} or {ranks}");
+    Ok((
+        required(lookup, launcher, rank, &set)?,
+        required(lookup, launcher, ranks, &set)?,
+        required(lookup, launcher, local_rank, &set)?,
+        number(lookup, local_ranks)?,
+    ))
+}
+
 /// A token naming one launch for file names: letters, digits, `.`, `-` and `_` only.
 fn token(parts: &[Option<String>]) -> String {
     let joined: Vec<String> = parts.iter().flatten().cloned().collect();
@@ -238,12 +255,8 @@ impl LaunchEnv {
 }
 
 fn torchrun(lookup: &dyn Fn(&str) -> Option<String>) -> Result<LaunchEnv> {
-    const WHO: &str = "torchrun";
-    let set = "RANK or WORLD_SIZE";
-    let rank = required(lookup, WHO, "RANK", set)?;
-    let ranks = required(lookup, WHO, "WORLD_SIZE", set)?;
-    let local_rank = required(lookup, WHO, "LOCAL_RANK", set)?;
-    let local_ranks = number(lookup, "LOCAL_WORLD_SIZE")?;
+    let names = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"];
+    let (rank, ranks, local_rank, local_ranks) = counts(lookup, "torchrun", names)?;
     let hosts = number(lookup, "GROUP_WORLD_SIZE")?;
     let master = match (text(lookup, "MASTER_ADDR"), text(lookup, "MASTER_PORT")) {
         (None, None) => None,
@@ -296,12 +309,9 @@ fn slurm(lookup: &dyn Fn(&str) -> Option<String>) -> Result<LaunchEnv> {
 }
 
 fn open_mpi(lookup: &dyn Fn(&str) -> Option<String>) -> Result<LaunchEnv> {
-    const WHO: &str = "mpirun";
-    let set = "OMPI_COMM_WORLD_RANK or OMPI_COMM_WORLD_SIZE";
-    let rank = required(lookup, WHO, "OMPI_COMM_WORLD_RANK", set)?;
-    let ranks = required(lookup, WHO, "OMPI_COMM_WORLD_SIZE", set)?;
-    let local_rank = required(lookup, WHO, "OMPI_COMM_WORLD_LOCAL_RANK", set)?;
-    let local_ranks = number(lookup, "OMPI_COMM_WORLD_LOCAL_SIZE")?;
+    let names =
+        ["OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"];
+    let (rank, ranks, local_rank, local_ranks) = counts(lookup, "mpirun", names)?;
     let job = token(&[
         Some("ompi".to_owned()),
         text(lookup, "OMPI_MCA_ess_base_jobid").or_else(|| text(lookup, "PMIX_NAMESPACE")),
