@@ -155,6 +155,14 @@ pub(crate) fn entries(masked: &str) -> Result<Vec<Entry>, SpecError> {
     Ok(out)
 }
 
+/// The entry named `kernel` among `all`; an error naming the module's kernels if there is none.
+pub(crate) fn find_entry<'a>(all: &'a [Entry], kernel: &str) -> Result<&'a Entry, SpecError> {
+    all.iter().find(|e| e.name == kernel).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|e| e.name.as_str()).collect();
+        SpecError::new(format!("PTX: no kernel {kernel:?}; the module has {}", names.join(", ")))
+    })
+}
+
 /// The names of the kernels (`.entry` with a body) in `ptx`.
 pub fn entry_names(ptx: &str) -> Result<Vec<String>, SpecError> {
     Ok(entries(&blank_comments(ptx))?.into_iter().map(|e| e.name).collect())
@@ -313,10 +321,7 @@ pub fn contains_wait(ptx: &str, kernel: &str) -> Result<bool, SpecError> {
 pub fn instrument(ptx: &str, kernel: &str) -> Result<Instrumented, SpecError> {
     let masked = blank_comments(ptx);
     let all = entries(&masked)?;
-    let Some(e) = all.iter().find(|e| e.name == kernel) else {
-        let names: Vec<&str> = all.iter().map(|e| e.name.as_str()).collect();
-        return Err(SpecError::new(format!("PTX: no kernel {kernel:?}; the module has {}", names.join(", "))));
-    };
+    let e = find_entry(&all, kernel)?;
     if version(&masked).is_some_and(|v| v < (6, 2)) {
         return Err(SpecError::new("PTX: the stamps need PTX ISA 6.2 or later (.version)"));
     }

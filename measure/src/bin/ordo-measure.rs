@@ -58,11 +58,14 @@ mod run {
     use ordo_cuda_core::{device, Device, Error, Result};
     use ordo_cuda_measure::cli::{self, RunSpec};
     use ordo_cuda_measure::engine::module::{self, Module};
-    use ordo_cuda_measure::engine::{Engine, Options};
+    use ordo_cuda_measure::engine::{Engine, Options, Subject};
     use ordo_cuda_measure::report::{Header, Report, Row};
     use ordo_cuda_measure::spec::axes;
     use std::process::ExitCode;
     use std::time::Instant;
+
+    /// A measure of one subject: `Engine::submit`, `sync`, `cold` or `hot`.
+    type SubjectMeasure = fn(&mut Engine, &mut Subject) -> Result<Vec<Row>>;
 
     pub(super) fn run(spec: &RunSpec) -> ExitCode {
         match device::count() {
@@ -141,22 +144,19 @@ mod run {
             let first = rows.len();
             let (mut subjects, buffers) = module::subjects(&engine, &module, spec, point)?;
             let m = spec.measures;
+            // The measures of one subject, in the order they run.
+            let per_subject: [(bool, &str, SubjectMeasure); 4] = [
+                (m.submit, "submit", Engine::submit),
+                (m.sync, "sync", Engine::sync),
+                (m.cold, "cold", Engine::cold),
+                (m.hot, "hot", Engine::hot),
+            ];
             for s in subjects.iter_mut() {
-                if m.submit {
-                    progress(&format!("submit {}", s.name()));
-                    rows.extend(engine.submit(s)?);
-                }
-                if m.sync {
-                    progress(&format!("sync {}", s.name()));
-                    rows.extend(engine.sync(s)?);
-                }
-                if m.cold {
-                    progress(&format!("cold {}", s.name()));
-                    rows.extend(engine.cold(s)?);
-                }
-                if m.hot {
-                    progress(&format!("hot {}", s.name()));
-                    rows.extend(engine.hot(s)?);
+                for &(on, name, measure) in &per_subject {
+                    if on {
+                        progress(&format!("{name} {}", s.name()));
+                        rows.extend(measure(&mut engine, s)?);
+                    }
                 }
             }
             if m.gaps {

@@ -409,20 +409,21 @@ pub fn accesses(k: &KernelBody) -> Vec<Access> {
 mod tests {
     use super::*;
 
-    fn body(params: &str, text: &str) -> KernelBody {
+    /// The accesses of kernel `k` with `params` and the body `text`, in a module with a shared
+    /// `sm` and a global `gv`.
+    fn accesses_in(params: &str, text: &str) -> Vec<Access> {
         let ptx = format!(
             ".version 8.0\n.target sm_90\n.address_size 64\n.shared .align 4 .b8 sm[64];\n.global .align 4 .b8 gv[64];\n.visible .entry k({params})\n{{\n{text}\n}}\n"
         );
-        KernelBody::parse(&ptx, "k").unwrap()
+        accesses(&KernelBody::parse(&ptx, "k").unwrap())
     }
 
     #[test]
     fn follows_parameters_through_cvta_and_arithmetic() {
-        let k = body(
+        let a = accesses_in(
             ".param .u64 k_param_0, .param .u32 k_param_1",
             "\tld.param.u64 %rd1, [k_param_0];\n\tld.param.u32 %r1, [k_param_1];\n\tcvta.to.global.u64 %rd2, %rd1;\n\tmul.wide.u32 %rd3, %r1, 4;\n\tadd.s64 %rd4, %rd2, %rd3;\n\tld.global.nc.f32 %f1, [%rd4];\n\tst.global.f32 [%rd4+4], %f1;\n\tred.global.add.f32 [%rd4], %f1;\n\tld.shared.f32 %f2, [sm];\n\tst.global.u32 [gv+4], %r1;",
         );
-        let a = accesses(&k);
         let got: Vec<(usize, Kind, Space, Vec<Base>)> =
             a.iter().map(|x| (x.index, x.kind, x.space, x.bases.clone())).collect();
         assert_eq!(
@@ -438,11 +439,10 @@ mod tests {
 
     #[test]
     fn generic_accesses_loaded_pointers_and_calls() {
-        let k = body(
+        let a = accesses_in(
             ".param .u64 k_param_0",
             "\tld.param.u64 %rd1, [k_param_0];\n\tld.u64 %rd2, [%rd1];\n\tld.f32 %f1, [%rd2];\n\tmov.u64 %rd3, sm;\n\tcvta.shared.u64 %rd4, %rd3;\n\tst.f32 [%rd4], %f1;\n\tcall.uni (%rd5), helper, (%rd1);\n\tst.f32 [%rd5], %f1;",
         );
-        let a = accesses(&k);
         assert_eq!(a.len(), 4, "{a:?}");
         assert_eq!((a[0].index, a[0].space, a[0].bases.clone()), (1, Space::MaybeGlobal, vec![Base::Param(0)]));
         assert_eq!(a[1].bases, vec![Base::Unknown("a pointer loaded from memory".into())]);
@@ -455,11 +455,11 @@ mod tests {
 
     #[test]
     fn bulk_copies_tensor_maps_and_discards() {
-        let k = body(
+        let a = accesses_in(
             ".param .align 64 .b8 k_param_0[128], .param .u64 k_param_1",
             "\tld.param.u64 %rd3, [k_param_1];\n\tcvta.to.global.u64 %rd2, %rd3;\n\tmov.b64 %rd1, k_param_0;\n\tcp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r1], [%rd1, {%r2, %r3}], [%r4];\n\tcp.async.ca.shared.global [%r1], [%rd2], 16;\n\tcp.async.bulk.global.shared::cta.bulk_group [%rd2], [%r1], 64;\n\tdiscard.global.L2 [%rd2], 128;\n\tprefetch.global.L2 [%rd2];",
         );
-        let got: Vec<(usize, Kind, Vec<Base>)> = accesses(&k).into_iter().map(|x| (x.index, x.kind, x.bases)).collect();
+        let got: Vec<(usize, Kind, Vec<Base>)> = a.into_iter().map(|x| (x.index, x.kind, x.bases)).collect();
         assert_eq!(
             got,
             vec![

@@ -4,7 +4,7 @@
 //! ignored. Built on the same comment blanking and statement splitting as [`crate::ptx`], so the
 //! line numbers are those of the text as given.
 
-use crate::ptx::{self, blank_comments, entries, guard_and_opcode, is_ident_byte, statements};
+use crate::ptx::{self, blank_comments, entries, find_entry, guard_and_opcode, is_ident_byte, statements};
 use crate::spec::SpecError;
 
 /// A kernel parameter.
@@ -88,10 +88,7 @@ impl KernelBody {
     pub fn parse(ptx: &str, kernel: &str) -> Result<KernelBody, SpecError> {
         let masked = blank_comments(ptx);
         let all = entries(&masked)?;
-        let Some(e) = all.iter().find(|e| e.name == kernel) else {
-            let names: Vec<&str> = all.iter().map(|e| e.name.as_str()).collect();
-            return Err(SpecError::new(format!("PTX: no kernel {kernel:?}; the module has {}", names.join(", "))));
-        };
+        let e = find_entry(&all, kernel)?;
         let params = parse_params(&masked[e.params_start..e.params_end]);
         let body_start = e.body_open + 1;
         let body = &masked[body_start..e.body_close];

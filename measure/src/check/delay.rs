@@ -16,7 +16,7 @@
 
 use super::access;
 use super::body::KernelBody;
-use crate::ptx::{blank_comments, entries, guard_and_opcode, statements, BLOCK_INDEX};
+use crate::ptx::{blank_comments, entries, find_entry, guard_and_opcode, statements, BLOCK_INDEX};
 use crate::spec::SpecError;
 
 /// The delayed copy of kernel `k` is named `k` followed by this.
@@ -102,9 +102,7 @@ pub fn delayed(ptx: &str, kernel: &str) -> Result<Delayed, SpecError> {
     if all.iter().any(|x| x.name == name) {
         return Err(SpecError::new(format!("PTX: the module already has a kernel named {name}")));
     }
-    let Some(e) = all.iter().find(|e| e.name == kernel) else {
-        return Err(SpecError::new(format!("PTX: no kernel {kernel:?}")));
-    };
+    let e = find_entry(&all, kernel)?;
     let params = masked[e.params_start..e.params_end].trim_end();
     let extra = "\n\t.param .u64 __ordo_delay_ns,\n\t.param .u32 __ordo_delay_from,\n\t.param .u32 __ordo_trigger\n";
     let params = if params.trim().is_empty() { extra.to_owned() } else { format!("{params},{extra}") };

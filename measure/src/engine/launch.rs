@@ -29,6 +29,9 @@ pub enum Path {
 }
 
 impl Path {
+    /// Every path, in the order reports list them.
+    pub const ALL: [Path; 4] = [Path::Ordo, Path::LaunchKernelEx, Path::Chevron, Path::Driver];
+
     /// How reports name it.
     pub fn label(self) -> &'static str {
         match self {

@@ -77,47 +77,38 @@ impl Engine {
         edge: &Edge,
         options: &RaceOptions,
     ) -> Result<DynamicReport> {
-        let device = self.device;
-        device.with_current(|| self.race_check_here(module, spec, edge, options))
-    }
-
-    fn race_check_here(
-        &mut self,
-        module: &Module,
-        spec: &RunSpec,
-        edge: &Edge,
-        options: &RaceOptions,
-    ) -> Result<DynamicReport> {
-        let points = axes::points(&spec.axes).map_err(|e| invalid(e.to_string()))?;
-        let mut report = DynamicReport {
-            edge: (edge.a.clone(), edge.b.clone()),
-            trials: options.trials,
-            seed: options.seed,
-            points: points.len(),
-            ..DynamicReport::default()
-        };
-        let load = Stream::new()?;
-        for point in &points {
-            let run = RaceRun { module, spec, edge, options, load: &load };
-            self.race_point(&run, point, &mut report)?;
-        }
-        match module.delayed(&edge.a) {
-            None => report.notes.push(format!(
-                "A ({}) is launched as it is (no PTX to make a delayed copy of): its accesses are not delayed, the trials vary the load only",
-                edge.a
-            )),
-            Some((_, false)) => report.notes.push(
-                "the module targets below sm_90 or PTX ISA 7.8: A's trigger is left where it is (no early trigger)".into(),
-            ),
-            Some((_, true)) => {}
-        }
-        if report.trials_with_race == 0 {
-            report.notes.push(
-                "no trial differed: this shows no race under these perturbations and proves nothing; the static check is the proof"
-                    .into(),
-            );
-        }
-        Ok(report)
+        self.device.with_current(|| {
+            let points = axes::points(&spec.axes).map_err(|e| invalid(e.to_string()))?;
+            let mut report = DynamicReport {
+                edge: (edge.a.clone(), edge.b.clone()),
+                trials: options.trials,
+                seed: options.seed,
+                points: points.len(),
+                ..DynamicReport::default()
+            };
+            let load = Stream::new()?;
+            for point in &points {
+                let run = RaceRun { module, spec, edge, options, load: &load };
+                self.race_point(&run, point, &mut report)?;
+            }
+            match module.delayed(&edge.a) {
+                None => report.notes.push(format!(
+                    "A ({}) is launched as it is (no PTX to make a delayed copy of): its accesses are not delayed, the trials vary the load only",
+                    edge.a
+                )),
+                Some((_, false)) => report.notes.push(
+                    "the module targets below sm_90 or PTX ISA 7.8: A's trigger is left where it is (no early trigger)".into(),
+                ),
+                Some((_, true)) => {}
+            }
+            if report.trials_with_race == 0 {
+                report.notes.push(
+                    "no trial differed: this shows no race under these perturbations and proves nothing; the static check is the proof"
+                        .into(),
+                );
+            }
+            Ok(report)
+        })
     }
 
     fn race_point(&mut self, run: &RaceRun<'_>, point: &[(String, i64)], report: &mut DynamicReport) -> Result<()> {

@@ -135,34 +135,29 @@ impl Gaps<'_> {
         let ns = |x: f64| x / 1e9;
         let median = |v: &[f64]| ns(stamps::median(v));
         let mut out = Vec::new();
-        let needs = |what: &str| invalid(format!("a PDL sequence recorded no {what}: the kernel's wait did not run"));
+        // With PDL, where subject `waiter` waits in `s`: the median of its releases, which must exist.
+        let push_release = |out: &mut Vec<f64>, s: &Sequence, waiter: usize, what: &str| {
+            if !(v.pdl && self.releases[waiter]) {
+                return Ok(());
+            }
+            if s.releases.is_empty() {
+                return Err(invalid(format!("a PDL sequence recorded no {what}: the kernel's wait did not run")));
+            }
+            out.push(median(&s.releases));
+            Ok(())
+        };
         if self.subjects.len() == 2 {
             let (ab, ba) = (Sequence::every(kernels, 2, 0), Sequence::every(kernels, 2, 1));
             out.push(median(&ab.gaps));
             out.push(median(&ba.gaps));
-            if v.pdl && self.releases[1] {
-                if ab.releases.is_empty() {
-                    return Err(needs("release of B"));
-                }
-                out.push(median(&ab.releases));
-            }
-            if v.pdl && self.releases[0] {
-                if ba.releases.is_empty() {
-                    return Err(needs("release of A"));
-                }
-                out.push(median(&ba.releases));
-            }
+            push_release(&mut out, &ab, 1, "release of B")?;
+            push_release(&mut out, &ba, 0, "release of A")?;
             out.push(median(&ab.spans));
             out.push(median(&ba.spans));
         } else {
             let s = Sequence::of(kernels);
             out.push(median(&s.gaps));
-            if v.pdl && self.releases[0] {
-                if s.releases.is_empty() {
-                    return Err(needs("release"));
-                }
-                out.push(median(&s.releases));
-            }
+            push_release(&mut out, &s, 0, "release")?;
             out.push(median(&s.spans));
         }
         Ok(out)

@@ -21,7 +21,8 @@
 //!
 //! One file a measure (`submit.rs`, `sync.rs`, `timed.rs` for `cold` and `hot`, `gaps.rs`); this
 //! one holds what they share: the engine's parts a measure uses ([`Bench`]), the scratch stamp
-//! slots, the paths that work, and the conversion of samples into report rows.
+//! slots, the paths that work, the run of a measure over them ([`Engine::measure_paths`]), and the
+//! conversion of samples into report rows.
 
 mod gaps;
 mod submit;
@@ -30,9 +31,9 @@ mod timed;
 
 use super::harness::Instruments;
 use super::launch::{CuLaunchKernelExFn, LaunchSlot, Path, Target};
-use super::{invalid, Engine};
+use super::{invalid, Engine, Subject};
 use crate::report::Row;
-use crate::runner::Series;
+use crate::runner::{self, Measure, Series};
 use ordo_cuda_core::{cuda_call, sys, Result, SharedStreamBuffer, StreamRef, TimingEvent};
 
 /// What every measure uses of the engine.
@@ -154,7 +155,54 @@ fn working_paths(
     Ok(ok)
 }
 
+/// A subject's plain form and the paths that launch it: what `submit`, `sync`, `cold` and `hot`
+/// sample, one variant a path.
+struct PathLaunches<'a> {
+    b: Bench<'a>,
+    target: &'a mut Target,
+    scratch: Scratch,
+    paths: Vec<Path>,
+}
+
+impl PathLaunches<'_> {
+    /// Queues one launch of the target by `path`, its stamps in scratch slot `slot`.
+    fn launch(&mut self, path: Path, slot: usize) -> Result<()> {
+        // SAFETY: as in `working_paths`.
+        unsafe { self.target.launch(self.b.driver, path, self.b.stream, false, self.scratch.slot(slot)) }
+    }
+}
+
 impl Engine {
+    /// Runs the measure that `make` builds on the paths among `candidates` that launch `subject`'s
+    /// plain form, one variant a path, into rows of `measure` with `metrics` a path. `make` also
+    /// gives the note that leads the rows' notes.
+    fn measure_paths(
+        &mut self,
+        subject: &mut Subject,
+        measure: &str,
+        candidates: &[Path],
+        metrics: &[&str],
+        make: impl FnOnce(PathLaunches<'_>) -> Result<(Box<dyn Measure + '_>, String)>,
+    ) -> Result<Vec<Row>> {
+        self.device.with_current(|| {
+            let mut scratch = Scratch::for_blocks(self, subject.forms[subject.plain].blocks())?;
+            let (settings, hz) = (self.options.settings, self.default_hz);
+            let mut env = std::mem::take(&mut self.env);
+            let b = self.bench();
+            let mut notes = Vec::new();
+            let target = &mut subject.forms[subject.plain];
+            let paths = working_paths(b, target, &mut scratch, candidates, &mut notes)?;
+            let series = {
+                let (mut m, lead) = make(PathLaunches { b, target, scratch, paths: paths.clone() })?;
+                notes.insert(0, lead);
+                runner::run(&mut *m, &settings, hz, &mut env)
+            };
+            self.env = env;
+            let infos = path_infos(&paths, metrics);
+            Ok(to_rows(subject.name(), measure, &infos, &series?, &notes.join("; ")))
+        })
+    }
+
     fn bench(&mut self) -> Bench<'_> {
         Bench {
             stream: self.stream.as_stream(),

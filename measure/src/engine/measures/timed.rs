@@ -1,20 +1,17 @@
 //! `cold` and `hot`: GPU time of one launch with L2 flushed, and of a batch of launches.
 
-use super::{path_infos, to_rows, working_paths, Bench, Scratch};
-use crate::engine::launch::{Path, Target};
+use super::PathLaunches;
+use crate::engine::launch::Path;
 use crate::engine::{Engine, Subject};
 use crate::report::Row;
-use crate::runner::{self, Measure, Sample};
+use crate::runner::{Measure, Sample};
 use crate::stamps::{self};
 use ordo_cuda_core::Result;
 use std::time::Instant;
 
 /// Cold (one launch a sample, L2 flushed) or hot (a batch a sample).
 struct Timed<'a> {
-    b: Bench<'a>,
-    target: &'a mut Target,
-    scratch: Scratch,
-    paths: Vec<Path>,
+    l: PathLaunches<'a>,
     /// Launches a sample: 1 for cold.
     batch: usize,
 }
@@ -23,7 +20,7 @@ impl Timed<'_> {
     /// GPU seconds of one sample of `batch` launches by `path` (the L2 flushed first if `cold`),
     /// host seconds of the whole sample, and the clock reading.
     fn run(&mut self, path: Path, cold: bool) -> Result<(f64, f64, Option<crate::throttle::ClockReading>)> {
-        let b = self.b;
+        let b = self.l.b;
         if cold {
             b.flush_l2()?;
         }
@@ -34,8 +31,7 @@ impl Timed<'_> {
         b.inst.clock_start(b.stream)?;
         b.start.record(b.stream)?;
         for i in 0..self.batch {
-            // SAFETY: as in `working_paths`.
-            unsafe { self.target.launch(b.driver, path, b.stream, false, self.scratch.slot(i))? };
+            self.l.launch(path, i)?;
         }
         b.stop.record(b.stream)?;
         b.inst.clock_stop(b.stream)?;
@@ -49,12 +45,12 @@ impl Timed<'_> {
 
 impl Measure for Timed<'_> {
     fn variants(&self) -> usize {
-        self.paths.len()
+        self.l.paths.len()
     }
 
     fn sample(&mut self, v: usize) -> Result<Sample> {
         let cold = self.batch == 1;
-        let (gpu, cpu, clock) = self.run(self.paths[v], cold)?;
+        let (gpu, cpu, clock) = self.run(self.l.paths[v], cold)?;
         let per = gpu / self.batch as f64;
         let values = if cold { vec![gpu, cpu] } else { vec![per] };
         Ok(Sample { values, elapsed: gpu, clock })
@@ -75,32 +71,23 @@ impl Engine {
     }
 
     fn timed(&mut self, subject: &mut Subject, cold: bool) -> Result<Vec<Row>> {
-        self.device.with_current(|| {
-            let (settings, hz, target_time) = (self.options.settings, self.default_hz, self.options.hot_batch_time);
-            let mut scratch = Scratch::for_blocks(self, subject.forms[subject.plain].blocks())?;
-            let mut env = std::mem::take(&mut self.env);
-            let b = self.bench();
-            let mut notes = Vec::new();
-            let target = &mut subject.forms[subject.plain];
-            let paths = working_paths(b, target, &mut scratch, &[Path::Ordo, Path::LaunchKernelEx], &mut notes)?;
-            let mut m = Timed { b, target, scratch, paths: paths.clone(), batch: 1 };
-            if !cold {
-                // One launch's time, the median of a few, sets the batch (4 to 512 launches).
-                let mut t: Vec<f64> = Vec::new();
-                for _ in 0..5 {
-                    t.push(m.run(paths[0], false)?.0);
-                }
-                let one = stamps::median(&t).max(1e-7);
-                m.batch = ((target_time / one).round() as usize).clamp(4, 512);
-                notes.insert(0, format!("GPU time a launch over batches of {} queued back to back", m.batch));
-            } else {
-                notes.insert(0, "GPU time (events) and CPU time of one launch, L2 flushed before each".to_owned());
+        let target_time = self.options.hot_batch_time;
+        let (measure, metrics): (&str, &[&str]) = if cold { ("cold", &["gpu", "cpu"]) } else { ("hot", &["gpu"]) };
+        self.measure_paths(subject, measure, &[Path::Ordo, Path::LaunchKernelEx], metrics, |l| {
+            let mut m = Timed { l, batch: 1 };
+            if cold {
+                let lead = "GPU time (events) and CPU time of one launch, L2 flushed before each".to_owned();
+                return Ok((Box::new(m), lead));
             }
-            let series = runner::run(&mut m, &settings, hz, &mut env);
-            self.env = env;
-            let metrics: &[&str] = if cold { &["gpu", "cpu"] } else { &["gpu"] };
-            let infos = path_infos(&paths, metrics);
-            Ok(to_rows(subject.name(), if cold { "cold" } else { "hot" }, &infos, &series?, &notes.join("; ")))
+            // One launch's time, the median of a few, sets the batch (4 to 512 launches).
+            let mut t: Vec<f64> = Vec::new();
+            for _ in 0..5 {
+                t.push(m.run(m.l.paths[0], false)?.0);
+            }
+            let one = stamps::median(&t).max(1e-7);
+            m.batch = ((target_time / one).round() as usize).clamp(4, 512);
+            let lead = format!("GPU time a launch over batches of {} queued back to back", m.batch);
+            Ok((Box::new(m), lead))
         })
     }
 }
