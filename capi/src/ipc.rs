@@ -252,7 +252,10 @@ pub unsafe extern "C" fn ordo_ipc_event_record(event: *mut OrdoIpcEvent, stream:
 #[no_mangle]
 pub unsafe extern "C" fn ordo_ipc_event_wait(event: *mut OrdoIpcEvent, stream: sys::cudaStream_t) -> OrdoStatus {
     guard("ordo_ipc_event_wait", || {
-        handles::with_live(event, |e: &EventKind| Ok(stream_ref(stream)?.wait_event(e.event())?))
+        // Not `handles::with_live`: that checks the event's context before the closure runs, and
+        // this export has always checked `stream` (null) between the lookup and that check.
+        let e = handles::get::<EventObject, _>(event)?;
+        Ok(stream_ref(stream)?.wait_event(e.get()?.event())?)
     })
 }
 
