@@ -26,6 +26,20 @@ mod spin;
 #[cfg(cuda_library_api)]
 use spin::spin;
 
+/// The wake slots are process-wide, and the slab grows when a wait finds no free slot: a test
+/// that puts many waits in flight at once (a thousand) makes whichever thread finds the free list
+/// empty pay for the growth, the allocation-counting test's included. That test runs alone
+/// (`exclusive`); the others share (`shared`).
+static SLOTS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    SLOTS.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn exclusive() -> std::sync::RwLockWriteGuard<'static, ()> {
+    SLOTS.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A drop that takes this long has blocked (the spin ahead of the work takes 0.1 s).
 const BLOCKED: Duration = Duration::from_millis(30);
 
@@ -33,6 +47,7 @@ const BLOCKED: Duration = Duration::from_millis(30);
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn completions_resolve_only_after_the_work_before_them() {
+    let _slots = shared();
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let after = std::sync::Arc::new(Event::new().unwrap());
@@ -60,6 +75,7 @@ fn completions_resolve_only_after_the_work_before_them() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn a_capturing_stream_is_refused_before_anything_is_enqueued_and_its_capture_goes_on() {
+    let _slots = shared();
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let mut dev = DeviceBuffer::<u32>::alloc_async(256, s).unwrap();
@@ -92,6 +108,7 @@ fn a_capturing_stream_is_refused_before_anything_is_enqueued_and_its_capture_goe
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn completions_dropped_at_every_point_neither_block_nor_break_the_stream() {
+    let _slots = shared();
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
     let event = std::sync::Arc::new(Event::new().unwrap());
@@ -140,6 +157,7 @@ impl Drop for Probe {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn an_in_flight_dropped_or_unwound_mid_copy_releases_its_buffers_only_after_the_copy() {
+    let _slots = shared();
     const N: usize = 4 << 20;
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
@@ -178,6 +196,7 @@ fn an_in_flight_dropped_or_unwound_mid_copy_releases_its_buffers_only_after_the_
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn a_buffer_of_another_stream_dropped_with_its_copy_in_flight_is_freed_after_the_copy() {
+    let _slots = shared();
     // The copy runs on `b`, late (after a spin); the buffer belongs to `a`. Dropping the future
     // and the buffer at once frees the memory on `a`, which must wait for `b`'s copy: a buffer
     // allocated next on `a` (likely the same memory) and set to 0xFF must not be overwritten by
@@ -206,6 +225,7 @@ fn a_buffer_of_another_stream_dropped_with_its_copy_in_flight_is_freed_after_the
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn waiting_allocates_nothing() {
+    let _slots = exclusive();
     const N: usize = 4096;
     let stream = Stream::new().unwrap();
     let s = stream.as_stream();
@@ -241,6 +261,7 @@ fn waiting_allocates_nothing() {
 #[test]
 #[cfg_attr(not(has_cuda_device), ignore = "needs a CUDA device")]
 fn a_thousand_waits_in_flight_on_one_thread() {
+    let _slots = shared();
     const WAITS: usize = 1000;
     let streams: Vec<Stream> = (0..8).map(|_| Stream::new().unwrap()).collect();
     let mut bufs: Vec<DeviceBuffer<'_, u8>> =

@@ -58,7 +58,9 @@
 //! Await a completion of the stream the graph is launched on.
 //!
 //! # What it costs
-//! Waiting allocates nothing (counted by a GPU test); making a stream's completion is two CUDA
+//! Waiting allocates nothing once the slots have grown to the most waits the process has had in
+//! flight at once (counted by a GPU test); the wait that finds no free slot pays for the growth,
+//! one chunk of slots, whichever thread it is on. Making a stream's completion is two CUDA
 //! calls (the capture query and the callback's enqueue), an event's completion one query (and a
 //! registration with the poller). The figures, against `cudaStreamSynchronize` and a
 //! `cudaEventQuery` loop, are measured by `core/tests/async_figures.rs` and the example
