@@ -21,7 +21,7 @@
 #   sanitize);
 # - on a machine with fewer than two GPUs, the binaries whose tests all need two GPUs
 #   (TWO_GPU_BINARIES below) and the tests named two_gpus* in the others;
-# - under initcheck, the IPC binaries and ffi-tests sm_partitions (INITCHECK_SKIP below, CB-34);
+# - under initcheck, the IPC binaries and the SM-partition binaries (INITCHECK_SKIP below, CB-34);
 # - under racecheck and synccheck, measure:gpu's two tests that time kernels (TIMED_TESTS);
 # - any binary whose tests are all filtered out by the above: it would make no CUDA call, which
 #   compute-sanitizer reports as an error of its own ("target application terminated before first
@@ -41,9 +41,10 @@ gpu_tests="core:gpu core:no_alloc core:memory_ordering core:errors core:captures
 # ffi-tests:capture_modes (its plain C++ reproducers crash child processes on purpose, CB-01..03).
 [ -n "${SANITIZE_ONLY:-}" ] && gpu_tests=$SANITIZE_ONLY
 # initcheck tracks one process's writes: memory another process wrote through IPC reads as
-# uninitialised there, and it ends ffi-tests sm_partitions with signal 11 and no error
-# (docs/cuda-behaviours.md, CB-34). These run under the other tools.
-INITCHECK_SKIP="core:ipc ffi-tests:ipc ffi-tests:sm_partitions"
+# uninitialised there, and it ends the two SM-partition (green context) binaries, ffi-tests
+# sm_partitions and core partition, with signal 11 and no error (docs/cuda-behaviours.md, CB-34).
+# These run under the other tools.
+INITCHECK_SKIP="core:ipc ffi-tests:ipc ffi-tests:sm_partitions core:partition"
 # Tests that time kernels against fixed bounds: racecheck and synccheck slow every kernel by
 # orders of magnitude (a 50 us kernel took 5 ms), so the bounds cannot hold there.
 TIMED_TESTS=(--skip measure_engine_a_kernel_of_known_duration_measures_that_long

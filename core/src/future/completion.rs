@@ -6,7 +6,6 @@ use super::slot::{self, WakeSlot, MAX_WAITS_IN_FLIGHT};
 use crate::callback::run_callback;
 use crate::error::{CudaError, Error, Result, UsageKind};
 use crate::event::{Event, EventStatus};
-use crate::graph::CaptureStatus;
 use crate::stream::StreamRef;
 use alloc::sync::Arc;
 use core::ffi::c_void;
